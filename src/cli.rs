@@ -1,0 +1,438 @@
+//! The command line: parses arguments (clap), installs the Ctrl-C handling, and calls the
+//! library. The only place that uses `anyhow` and decides exit codes.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Parser, Subcommand};
+
+use crate::report;
+use crate::results::store::Store;
+use crate::run::console::Console;
+use crate::run::{RunOptions, StudyOutcome, run_plan};
+use crate::study::{self, plan::Plan};
+
+const ABOUT: &str = "storlab: storage and database benchmarking from study files.
+
+A study file (TOML) names targets (what is measured: a file or block device, the null target),
+workloads (access pattern, block size, read share, queue depth, threads, rate) and steps (which
+workload runs on which targets, with warm-up, duration or operation count, sweeps and
+repetitions). storlab validates it into a plan, runs it, and stores every run's results in a
+folder and in a SQLite results store.
+
+Start with:
+  storlab brief --quick            characterize the storage under the current folder (<1 min)
+  storlab check study.toml         validate a study, showing every problem with line and key
+  storlab plan study.toml          list the runs a study expands to
+  storlab run study.toml           run it; Ctrl-C stops and keeps what was measured
+  storlab results list             what has been run
+  storlab targets                  target types and their options";
+
+#[derive(Parser)]
+#[command(name = "storlab", version, about = "Storage and database benchmarking from study files", long_about = ABOUT)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Characterize the storage under a folder: sequential 1 MiB read/write, 4 KiB random
+    /// read/write at queue depths 1 and 32 (a few minutes; --quick: under a minute).
+    Brief(BriefArgs),
+    /// Run a study file and store its results.
+    Run(RunArgs),
+    /// Validate a study file; report every problem with its line and key.
+    Check {
+        /// The study file (TOML).
+        study: PathBuf,
+    },
+    /// Print the runs a study file expands to (steps x sweep points x repetitions).
+    Plan {
+        study: PathBuf,
+        /// Show the plan as --quick would run it.
+        #[arg(long)]
+        quick: bool,
+        /// Print the plan as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Read the results store.
+    Results {
+        #[command(subcommand)]
+        command: ResultsCommand,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// List target types and their options.
+    Targets,
+}
+
+#[derive(Args, Clone)]
+struct StoreArgs {
+    /// Folder holding run folders and the results store (results.db).
+    #[arg(
+        long,
+        global = true,
+        env = "STORLAB_RESULTS",
+        default_value = "storlab-results"
+    )]
+    results: PathBuf,
+}
+
+#[derive(Args)]
+struct CommonRunArgs {
+    /// Print the run summaries as JSON on stdout (progress stays on stderr).
+    #[arg(long)]
+    json: bool,
+    /// No progress output.
+    #[arg(long, short)]
+    quiet: bool,
+    /// Allow writing to this block device although it holds a filesystem or partition table.
+    /// Name the exact device; repeat for several. Mounted devices are always refused.
+    #[arg(long, value_name = "DEVICE")]
+    allow_destroy: Vec<PathBuf>,
+    #[command(flatten)]
+    store: StoreArgs,
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// The study file (TOML).
+    study: PathBuf,
+    /// Quick mode: warm-up at most 0.2 s, each run at most 1 s and 20,000 operations, files
+    /// at most 64 MiB. For checking a study end to end, not for figures.
+    #[arg(long)]
+    quick: bool,
+    #[command(flatten)]
+    common: CommonRunArgs,
+}
+
+#[derive(Args)]
+struct BriefArgs {
+    /// Folder on the storage to characterize (default: a scratch folder in the current
+    /// directory, removed afterwards).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Under a minute: a 128 MiB file and 4 s per run.
+    #[arg(long)]
+    quick: bool,
+    /// Keep the scratch folder and data file afterwards.
+    #[arg(long)]
+    keep: bool,
+    #[command(flatten)]
+    common: CommonRunArgs,
+}
+
+#[derive(Subcommand)]
+enum ResultsCommand {
+    /// One line per stored run.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// A stored run's summary table (RUN: a run id, or a unique start or end of one).
+    Show {
+        run: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Exit code when a study could not be validated or the command line is wrong.
+const EXIT_INVALID: i32 = 2;
+/// Exit code when the user interrupted (results of what ran are kept).
+const EXIT_INTERRUPTED: i32 = 130;
+
+/// Runs the command line; returns the process exit code.
+pub fn main() -> i32 {
+    let cli = Cli::parse();
+    match dispatch(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            if let Some(se) = e.downcast_ref::<study::StudyErrors>() {
+                eprintln!("{se}");
+                eprintln!(
+                    "error: the study is not valid ({} problem{})",
+                    se.0.len(),
+                    if se.0.len() == 1 { "" } else { "s" }
+                );
+                return EXIT_INVALID;
+            }
+            eprintln!("error: {e:#}");
+            1
+        }
+    }
+}
+
+fn dispatch(cli: Cli) -> Result<i32> {
+    match cli.command {
+        Command::Check { study } => {
+            let plan = study::load(&study)?;
+            println!(
+                "{}: valid, {} run{}",
+                study.display(),
+                plan.runs.len(),
+                if plan.runs.len() == 1 { "" } else { "s" }
+            );
+            Ok(0)
+        }
+        Command::Plan { study, quick, json } => {
+            let mut plan = study::load(&study)?;
+            if quick {
+                plan.make_quick();
+            }
+            if json {
+                println!("{}", serde_json::to_string_pretty(&plan)?);
+            } else {
+                print_plan(&plan);
+            }
+            Ok(0)
+        }
+        Command::Run(args) => {
+            let mut plan = study::load(&args.study)?;
+            if args.quick {
+                plan.make_quick();
+            }
+            let (outcome, code) = execute(&plan, &args.common)?;
+            print_outcome(&outcome, args.common.json)?;
+            Ok(code)
+        }
+        Command::Brief(args) => brief(args),
+        Command::Results { command, store } => results(command, &store.results),
+        Command::Targets => {
+            for t in crate::target::REGISTRY {
+                println!("{}: {}", t.name, t.summary);
+                for (opt, help) in t.options {
+                    println!("    {opt:<16} {help}");
+                }
+            }
+            Ok(0)
+        }
+    }
+}
+
+fn print_plan(plan: &Plan) {
+    println!("study {}: {} runs", plan.study, plan.runs.len());
+    for r in &plan.runs {
+        let bound = match (r.duration, r.ops) {
+            (Some(d), Some(o)) => format!("{d} or {o} ops"),
+            (Some(d), None) => d.to_string(),
+            (None, Some(o)) => format!("{o} ops"),
+            (None, None) => "?".into(),
+        };
+        let w = &r.targets[0].workload;
+        println!(
+            "  {:>3}. {}  warm-up {}, measure {}  ({} {:?} {} read-share {} qd {} threads {}{})",
+            r.index,
+            r.label(),
+            r.warmup,
+            bound,
+            r.targets[0].workload_name,
+            w.access,
+            w.block_size,
+            w.read_share,
+            w.queue_depth,
+            w.threads,
+            w.rate_per_thread()
+                .map(|x| format!(" rate {x:.0}/s per thread"))
+                .unwrap_or_default()
+        );
+    }
+    if let Some(s) = plan.expected_seconds() {
+        println!(
+            "expected time: {}",
+            crate::units::format_duration(std::time::Duration::from_secs(s.ceil() as u64))
+        );
+    }
+}
+
+/// Installs Ctrl-C handling: the first stops the run and keeps results, a second exits now.
+fn install_interrupt() -> Result<Arc<AtomicBool>> {
+    let flag = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(sig, EXIT_INTERRUPTED, Arc::clone(&flag))
+            .context("installing the signal handler")?;
+        signal_hook::flag::register(sig, Arc::clone(&flag))
+            .context("installing the signal handler")?;
+    }
+    Ok(flag)
+}
+
+fn execute(plan: &Plan, args: &CommonRunArgs) -> Result<(StudyOutcome, i32)> {
+    let interrupted = install_interrupt()?;
+    let opts = RunOptions {
+        results_dir: args.store.results.clone(),
+        allow_destroy: args.allow_destroy.clone(),
+        interrupted,
+        console: Console::auto(args.quiet, !args.json),
+        command_line: std::env::args().collect::<Vec<_>>().join(" "),
+    };
+    let outcome = run_plan(plan, &opts)?;
+    let code = if outcome.interrupted {
+        eprintln!(
+            "interrupted: the measured part of the current run was kept (marked partial); later runs were skipped"
+        );
+        EXIT_INTERRUPTED
+    } else {
+        0
+    };
+    Ok((outcome, code))
+}
+
+fn print_outcome(outcome: &StudyOutcome, json: bool) -> Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(&outcome.summaries)?);
+    }
+    eprintln!("results: {}", outcome.folder.display());
+    Ok(())
+}
+
+fn brief(args: BriefArgs) -> Result<i32> {
+    let (dir, scratch) = match &args.dir {
+        Some(d) => (d.clone(), false),
+        None => (
+            PathBuf::from(format!("storlab-brief-scratch-{}", std::process::id())),
+            true,
+        ),
+    };
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let dir_abs = dir
+        .canonicalize()
+        .with_context(|| format!("resolving {}", dir.display()))?;
+    let direct = study::brief::direct_supported(&dir_abs);
+    let data = dir_abs.join("storlab-brief.dat");
+    if data.exists() && !args.keep {
+        bail!(
+            "{} already exists: remove it, or pass --keep to reuse it",
+            data.display()
+        );
+    }
+    let mut text = study::brief::study_text(&data, args.quick, direct);
+    if args.keep {
+        text = text.replace("remove-after = true", "remove-after = false");
+    }
+    let plan = study::parse("brief.toml", &text)?;
+    let result = execute(&plan, &args.common);
+    if scratch && !args.keep {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    let (outcome, code) = result?;
+    let system = outcome
+        .summaries
+        .first()
+        .and_then(|s| {
+            std::fs::read_to_string(
+                outcome
+                    .folder
+                    .join(format!("run-{:03}", s.run_index))
+                    .join("system.json"),
+            )
+            .ok()
+        })
+        .and_then(|t| serde_json::from_str(&t).ok());
+    let md = report::markdown::study_markdown(
+        &format!("storlab brief of {}", dir_abs.display()),
+        plan.description.as_deref(),
+        &outcome.summaries,
+        system.as_ref(),
+    );
+    let md_path = outcome.folder.join("brief.md");
+    std::fs::write(&md_path, &md).with_context(|| format!("writing {}", md_path.display()))?;
+    if args.common.json {
+        println!("{}", serde_json::to_string_pretty(&outcome.summaries)?);
+    } else {
+        println!("{}", brief_overview(&outcome));
+    }
+    eprintln!(
+        "results: {}\nbrief:   {}",
+        outcome.folder.display(),
+        md_path.display()
+    );
+    Ok(code)
+}
+
+/// The brief's closing summary: one line per run.
+fn brief_overview(outcome: &StudyOutcome) -> String {
+    let header = ["run", "test", "qd", "ops/s", "MB/s", "p50", "p99", "p99.9"];
+    let rows: Vec<Vec<String>> = outcome
+        .summaries
+        .iter()
+        .map(|s| {
+            let t = s.targets.first().cloned().unwrap_or_default();
+            vec![
+                s.run_index.to_string(),
+                s.step.clone(),
+                t.queue_depth.to_string(),
+                format!("{:.0}", t.rate_ops),
+                format!("{:.1}", t.rate_bytes / 1e6),
+                crate::units::format_ns(t.service_latency.p50_ns as f64),
+                crate::units::format_ns(t.service_latency.p99_ns as f64),
+                crate::units::format_ns(t.service_latency.p99_9_ns as f64),
+            ]
+        })
+        .collect();
+    format!(
+        "storage brief summary\n{}",
+        report::table::render(&header, &rows)
+    )
+}
+
+fn results(command: ResultsCommand, dir: &Path) -> Result<i32> {
+    if !dir.join(crate::results::store::STORE_FILE).exists() {
+        bail!(
+            "no results store in {} (runs store their results there; set --results or STORLAB_RESULTS)",
+            dir.display()
+        );
+    }
+    let store = Store::open(dir)?;
+    match command {
+        ResultsCommand::List { json } => {
+            let rows = store.list()?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&rows)?);
+                return Ok(0);
+            }
+            let header = [
+                "run",
+                "study",
+                "step",
+                "#",
+                "parameters",
+                "status",
+                "started",
+                "ops/s",
+            ];
+            let table: Vec<Vec<String>> = rows
+                .iter()
+                .map(|r| {
+                    vec![
+                        r.run_id.clone(),
+                        r.study.clone(),
+                        r.step.clone(),
+                        format!("{}/{}", r.run_index, r.run_count),
+                        r.parameters.clone(),
+                        r.status.clone(),
+                        r.started_at.clone(),
+                        r.rate_ops
+                            .map(|x| format!("{x:.0}"))
+                            .unwrap_or_else(|| "-".into()),
+                    ]
+                })
+                .collect();
+            print!("{}", report::table::render(&header, &table));
+            Ok(0)
+        }
+        ResultsCommand::Show { run, json } => {
+            let s = store.summary(&run)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&s)?);
+            } else {
+                print!("{}", report::table::run_table(&s));
+            }
+            Ok(0)
+        }
+    }
+}

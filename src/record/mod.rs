@@ -1,0 +1,377 @@
+//! Recording what workers measure: per operation kind, HDR histograms of service time and of
+//! time from the intended start, operation, byte and error counts, gathered per interval.
+//!
+//! Each worker owns a [`Recorder`]. At every interval boundary it hands its full [`Interval`]
+//! to the collector through a bounded channel and takes an already-allocated, cleared spare
+//! back, so recording never allocates, locks or formats. Histograms merge by adding counts,
+//! so workers, targets, hosts and runs combine exactly.
+
+pub mod summary;
+
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+/// Lowest latency recorded, in nanoseconds.
+pub const LOWEST_NS: u64 = 1;
+/// Highest latency recorded without saturating: one hour, in nanoseconds.
+pub const HIGHEST_NS: u64 = 3_600_000_000_000;
+/// Significant decimal digits kept by every histogram (relative error below 0.1%).
+pub const SIGFIG: u8 = 3;
+
+/// What an operation does. The set grows with the targets (get, put, scan, ... later);
+/// recorders index arrays by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OpKind {
+    Read = 0,
+    Write = 1,
+    Fsync = 2,
+}
+
+impl OpKind {
+    pub const COUNT: usize = 3;
+    pub const ALL: [OpKind; OpKind::COUNT] = [OpKind::Read, OpKind::Write, OpKind::Fsync];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            OpKind::Read => "read",
+            OpKind::Write => "write",
+            OpKind::Fsync => "fsync",
+        }
+    }
+}
+
+/// Why an operation failed, as counted in results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ErrorKind {
+    Io = 0,
+    NoSpace = 1,
+    ShortTransfer = 2,
+    Invalid = 3,
+    Timeout = 4,
+    Connection = 5,
+    NotFound = 6,
+    Other = 7,
+}
+
+impl ErrorKind {
+    pub const COUNT: usize = 8;
+    pub const ALL: [ErrorKind; ErrorKind::COUNT] = [
+        ErrorKind::Io,
+        ErrorKind::NoSpace,
+        ErrorKind::ShortTransfer,
+        ErrorKind::Invalid,
+        ErrorKind::Timeout,
+        ErrorKind::Connection,
+        ErrorKind::NotFound,
+        ErrorKind::Other,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Io => "io",
+            ErrorKind::NoSpace => "no-space",
+            ErrorKind::ShortTransfer => "short-transfer",
+            ErrorKind::Invalid => "invalid",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Connection => "connection",
+            ErrorKind::NotFound => "not-found",
+            ErrorKind::Other => "other",
+        }
+    }
+
+    /// Classifies an errno value.
+    pub fn from_errno(errno: i32) -> ErrorKind {
+        match errno {
+            libc::EIO => ErrorKind::Io,
+            libc::ENOSPC | libc::EDQUOT => ErrorKind::NoSpace,
+            libc::EINVAL => ErrorKind::Invalid,
+            libc::ETIMEDOUT => ErrorKind::Timeout,
+            libc::ECONNRESET | libc::ECONNREFUSED | libc::EPIPE | libc::ECONNABORTED => {
+                ErrorKind::Connection
+            }
+            libc::ENOENT => ErrorKind::NotFound,
+            _ => ErrorKind::Other,
+        }
+    }
+}
+
+/// A failed operation: its kind and the system's code (an errno for I/O targets; 0 if none).
+/// Copy and small, so failing never allocates; messages are made off the hot path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpError {
+    pub kind: ErrorKind,
+    pub code: i32,
+}
+
+impl OpError {
+    pub fn errno(code: i32) -> OpError {
+        OpError {
+            kind: ErrorKind::from_errno(code),
+            code,
+        }
+    }
+
+    /// A readable message, for reports.
+    pub fn message(&self) -> String {
+        if self.kind == ErrorKind::ShortTransfer {
+            return format!("short transfer ({} bytes)", self.code);
+        }
+        if self.code > 0 {
+            format!(
+                "{} ({})",
+                std::io::Error::from_raw_os_error(self.code),
+                self.kind.name()
+            )
+        } else {
+            self.kind.name().to_string()
+        }
+    }
+}
+
+/// Creates an empty histogram with storlab's range and precision.
+pub fn new_histogram<T: hdrhistogram::Counter>() -> Histogram<T> {
+    Histogram::new_with_bounds(LOWEST_NS, HIGHEST_NS, SIGFIG)
+        .expect("constant histogram bounds are valid")
+}
+
+/// One operation kind's figures over one interval.
+pub struct KindStats {
+    /// Time from submission to observed completion, ns.
+    pub service: Histogram<u32>,
+    /// Time from the intended start (open loop schedule) to completion, ns. Closed loop: none.
+    pub intended: Option<Histogram<u32>>,
+    pub ops: u64,
+    pub bytes: u64,
+    pub errors: [u64; ErrorKind::COUNT],
+}
+
+impl KindStats {
+    fn new(open_loop: bool) -> KindStats {
+        KindStats {
+            service: new_histogram(),
+            intended: open_loop.then(new_histogram),
+            ops: 0,
+            bytes: 0,
+            errors: [0; ErrorKind::COUNT],
+        }
+    }
+
+    fn clear(&mut self) {
+        self.service.reset();
+        if let Some(h) = &mut self.intended {
+            h.reset();
+        }
+        self.ops = 0;
+        self.bytes = 0;
+        self.errors = [0; ErrorKind::COUNT];
+    }
+}
+
+/// How many error samples an interval keeps for the report.
+pub const ERROR_SAMPLES: usize = 4;
+
+/// A worker's figures for one interval of the timeline.
+pub struct Interval {
+    /// Index of the worker in the run (across all targets).
+    pub worker: u32,
+    /// Index of the target in the run.
+    pub target: u32,
+    /// Interval number: 0 is the first measured second; warm-up intervals are negative.
+    pub index: i64,
+    /// Nanoseconds since the run's clock base at the interval's end (as observed).
+    pub end_ns: u64,
+    /// CPU time the worker thread used during the interval, ns.
+    pub cpu_ns: u64,
+    /// The worker's last interval: it has stopped.
+    pub last: bool,
+    pub kinds: [Option<KindStats>; OpKind::COUNT],
+    pub error_samples: [Option<(OpKind, OpError)>; ERROR_SAMPLES],
+}
+
+impl Interval {
+    /// An empty interval holding histograms for the given kinds only.
+    pub fn new(worker: u32, target: u32, kinds: &[OpKind], open_loop: bool) -> Box<Interval> {
+        let mut iv = Box::new(Interval {
+            worker,
+            target,
+            index: 0,
+            end_ns: 0,
+            cpu_ns: 0,
+            last: false,
+            kinds: std::array::from_fn(|_| None),
+            error_samples: [None; ERROR_SAMPLES],
+        });
+        for k in kinds {
+            iv.kinds[*k as usize] = Some(KindStats::new(open_loop));
+        }
+        iv
+    }
+
+    /// Clears all figures, keeping the allocations.
+    pub fn clear(&mut self) {
+        for k in self.kinds.iter_mut().flatten() {
+            k.clear();
+        }
+        self.error_samples = [None; ERROR_SAMPLES];
+        self.cpu_ns = 0;
+        self.last = false;
+    }
+
+    fn shape_like(&self) -> Box<Interval> {
+        let kinds: Vec<OpKind> = OpKind::ALL
+            .into_iter()
+            .filter(|k| self.kinds[*k as usize].is_some())
+            .collect();
+        let open = self.kinds.iter().flatten().any(|k| k.intended.is_some());
+        Interval::new(self.worker, self.target, &kinds, open)
+    }
+}
+
+/// A worker's recorder: records into the current interval and rotates intervals.
+pub struct Recorder {
+    current: Box<Interval>,
+    to_collector: SyncSender<Box<Interval>>,
+    spares: Receiver<Box<Interval>>,
+    /// Intervals that had to be allocated because no spare was back in time.
+    pub spare_misses: u64,
+}
+
+impl Recorder {
+    /// `first` is the worker's first interval; `spares` returns cleared intervals from the
+    /// collector (pre-fill it with a few so that rotation never waits or allocates).
+    pub fn new(
+        first: Box<Interval>,
+        to_collector: SyncSender<Box<Interval>>,
+        spares: Receiver<Box<Interval>>,
+    ) -> Recorder {
+        Recorder {
+            current: first,
+            to_collector,
+            spares,
+            spare_misses: 0,
+        }
+    }
+
+    /// Records a successful operation.
+    #[inline]
+    pub fn record_ok(&mut self, kind: OpKind, service_ns: u64, intended_ns: u64, bytes: u64) {
+        if let Some(k) = &mut self.current.kinds[kind as usize] {
+            k.service.saturating_record(service_ns.max(LOWEST_NS));
+            if let Some(h) = &mut k.intended {
+                h.saturating_record(intended_ns.max(LOWEST_NS));
+            }
+            k.ops += 1;
+            k.bytes += bytes;
+        }
+    }
+
+    /// Counts a failed operation.
+    #[inline]
+    pub fn record_error(&mut self, kind: OpKind, err: OpError) {
+        if let Some(k) = &mut self.current.kinds[kind as usize] {
+            k.errors[err.kind as usize] += 1;
+        }
+        if let Some(slot) = self.current.error_samples.iter_mut().find(|s| s.is_none()) {
+            *slot = Some((kind, err));
+        }
+    }
+
+    /// Closes the current interval and starts the next one. Returns false if the collector
+    /// has gone away (the run is being torn down).
+    pub fn rotate(
+        &mut self,
+        index: i64,
+        end_ns: u64,
+        cpu_ns: u64,
+        last: bool,
+        next_index: i64,
+    ) -> bool {
+        let next = match self.spares.try_recv() {
+            Ok(mut iv) => {
+                iv.clear();
+                iv
+            }
+            Err(_) => {
+                self.spare_misses += 1;
+                self.current.shape_like()
+            }
+        };
+        let mut full = std::mem::replace(&mut self.current, next);
+        full.index = index;
+        full.end_ns = end_ns;
+        full.cpu_ns = cpu_ns;
+        full.last = last;
+        self.current.index = next_index;
+        match self.to_collector.try_send(full) {
+            Ok(()) => true,
+            Err(TrySendError::Full(iv)) => self.to_collector.send(iv).is_ok(),
+            Err(TrySendError::Disconnected(_)) => false,
+        }
+    }
+}
+
+/// CPU time used so far by the calling thread, ns.
+pub fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// CPU time (user + system) used so far by the whole process, ns.
+pub fn process_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc::sync_channel;
+
+    #[test]
+    fn recorder_rotates_into_spares_and_counts() {
+        let (tx, rx) = sync_channel(4);
+        let (spare_tx, spare_rx) = sync_channel(4);
+        spare_tx
+            .send(Interval::new(0, 0, &[OpKind::Read], false))
+            .unwrap();
+        let mut r = Recorder::new(Interval::new(0, 0, &[OpKind::Read], false), tx, spare_rx);
+        r.record_ok(OpKind::Read, 1000, 1000, 4096);
+        r.record_ok(OpKind::Read, 3000, 3000, 4096);
+        r.record_ok(OpKind::Write, 3000, 3000, 4096); // kind not in use: ignored
+        r.record_error(OpKind::Read, OpError::errno(libc::EIO));
+        assert!(r.rotate(0, 1_000_000_000, 5, false, 1));
+        let iv = rx.recv().unwrap();
+        let k = iv.kinds[OpKind::Read as usize].as_ref().unwrap();
+        assert_eq!(k.ops, 2);
+        assert_eq!(k.bytes, 8192);
+        assert_eq!(k.service.len(), 2);
+        assert_eq!(k.errors[ErrorKind::Io as usize], 1);
+        assert!(iv.kinds[OpKind::Write as usize].is_none());
+        assert_eq!(r.spare_misses, 0);
+        // No spare left: the next rotation allocates and says so.
+        assert!(r.rotate(1, 2_000_000_000, 5, true, 2));
+        assert_eq!(r.spare_misses, 1);
+        assert!(rx.recv().unwrap().last);
+    }
+
+    #[test]
+    fn errno_classes() {
+        assert_eq!(ErrorKind::from_errno(libc::EIO), ErrorKind::Io);
+        assert_eq!(ErrorKind::from_errno(libc::ENOSPC), ErrorKind::NoSpace);
+        assert_eq!(ErrorKind::from_errno(libc::EPERM), ErrorKind::Other);
+    }
+}

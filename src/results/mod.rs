@@ -1,0 +1,87 @@
+//! Results: each run's folder (the study as given, the resolved plan, the system capture, the
+//! summary JSON, the per-second timeline CSV and the HDR interval log) and the SQLite results
+//! store that indexes every run. Reports read from here only.
+
+pub mod store;
+pub mod summary;
+pub mod system;
+
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use crate::study::plan::{Plan, RunPlan};
+
+/// RFC 3339 UTC time with seconds.
+pub fn rfc3339(t: SystemTime) -> String {
+    humantime::format_rfc3339_seconds(t).to_string()
+}
+
+/// `20261120-230102` for folder names.
+pub fn timestamp_for_path(t: SystemTime) -> String {
+    rfc3339(t)
+        .trim_end_matches('Z')
+        .replace(['-', ':'], "")
+        .replace('T', "-")
+}
+
+/// A name made safe for a folder: letters, digits, `-`, `_` and `.` only.
+pub fn slug(name: &str) -> String {
+    let s: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    if s.is_empty() { "study".into() } else { s }
+}
+
+/// Writes the study-level files: the study as given and the whole plan.
+pub fn write_study_files(folder: &Path, plan: &Plan) -> std::io::Result<()> {
+    std::fs::create_dir_all(folder)?;
+    std::fs::write(folder.join("study.toml"), &plan.source_text)?;
+    write_json_file(&folder.join("plan.json"), plan)
+}
+
+fn write_json_file<T: serde::Serialize>(path: &Path, value: &T) -> std::io::Result<()> {
+    let text = serde_json::to_string_pretty(value).map_err(std::io::Error::other)?;
+    // Write then rename, so a reader never sees half a file.
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, text + "\n")?;
+    std::fs::rename(tmp, path)
+}
+
+/// One run's folder.
+pub struct RunFolder {
+    pub path: PathBuf,
+}
+
+impl RunFolder {
+    /// Creates `run-NNN` under the study folder with the study file and this run's plan.
+    pub fn create(study_folder: &Path, run: &RunPlan, plan: &Plan) -> std::io::Result<RunFolder> {
+        let path = study_folder.join(format!("run-{:03}", run.index));
+        std::fs::create_dir_all(&path)?;
+        std::fs::write(path.join("study.toml"), &plan.source_text)?;
+        write_json_file(&path.join("plan.json"), run)?;
+        Ok(RunFolder { path })
+    }
+
+    pub fn write_json<T: serde::Serialize>(&self, name: &str, value: &T) -> std::io::Result<()> {
+        write_json_file(&self.path.join(name), value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_for_paths() {
+        let t = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000);
+        assert_eq!(timestamp_for_path(t), "20231114-221320");
+        assert_eq!(slug("my study/1"), "my-study-1");
+    }
+}

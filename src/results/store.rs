@@ -1,0 +1,218 @@
+//! The results store: an embedded SQLite database (WAL journal) indexing every run with its
+//! status and summary. A run is inserted as `running` before it starts and updated when it
+//! ends, so a storlab killed mid-run leaves a readable store with that run shown as
+//! `interrupted`.
+
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::results::summary::RunSummary;
+use crate::study::plan::RunPlan;
+
+pub const STORE_FILE: &str = "results.db";
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{path}: {source}")]
+    Sql {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("no run `{0}` in the results store (see `storlab results list`)")]
+    NoSuchRun(String),
+    #[error("run `{run}` has a summary that cannot be read: {source}")]
+    BadSummary {
+        run: String,
+        source: serde_json::Error,
+    },
+}
+
+/// A row of `storlab results list`.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct RunRow {
+    pub run_id: String,
+    pub study: String,
+    pub step: String,
+    pub run_index: i64,
+    pub run_count: i64,
+    pub parameters: String,
+    pub status: String,
+    pub started_at: String,
+    pub folder: String,
+    pub rate_ops: Option<f64>,
+}
+
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl Store {
+    /// Opens (creating if needed) the store in a results folder.
+    pub fn open(dir: &Path) -> Result<Store, StoreError> {
+        std::fs::create_dir_all(dir).map_err(|source| StoreError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        let path = dir.join(STORE_FILE);
+        let sql = |source| StoreError::Sql {
+            path: path.clone(),
+            source,
+        };
+        let conn = Connection::open(&path).map_err(sql)?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))
+            .map_err(sql)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(sql)?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(sql)?;
+        conn.execute_batch(
+            "CREATE TABLE IF NOT EXISTS runs (
+                run_id TEXT PRIMARY KEY,
+                study TEXT NOT NULL,
+                step TEXT NOT NULL,
+                run_index INTEGER NOT NULL,
+                run_count INTEGER NOT NULL,
+                repetition INTEGER NOT NULL,
+                parameters TEXT NOT NULL,
+                status TEXT NOT NULL,
+                started_at TEXT NOT NULL,
+                ended_at TEXT,
+                folder TEXT NOT NULL,
+                pid INTEGER NOT NULL,
+                summary TEXT
+            );",
+        )
+        .map_err(sql)?;
+        Ok(Store { conn, path })
+    }
+
+    fn sql(&self, source: rusqlite::Error) -> StoreError {
+        StoreError::Sql {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    /// Records a run as started.
+    pub fn begin_run(
+        &mut self,
+        run_id: &str,
+        study: &str,
+        run: &RunPlan,
+        run_count: usize,
+        folder: &Path,
+        started: SystemTime,
+    ) -> Result<(), StoreError> {
+        let params_text: Vec<String> = run
+            .parameters
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        self.conn
+            .execute(
+                "INSERT OR REPLACE INTO runs (run_id, study, step, run_index, run_count, repetition, parameters, status, started_at, folder, pid)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'running', ?8, ?9, ?10)",
+                params![
+                    run_id,
+                    study,
+                    run.step,
+                    run.index as i64,
+                    run_count as i64,
+                    run.repetition,
+                    params_text.join(" "),
+                    crate::results::rfc3339(started),
+                    folder.to_string_lossy(),
+                    std::process::id()
+                ],
+            )
+            .map_err(|e| self.sql(e))?;
+        Ok(())
+    }
+
+    /// Stores a run's summary and final status.
+    pub fn finish_run(&mut self, run_id: &str, summary: &RunSummary) -> Result<(), StoreError> {
+        let json = serde_json::to_string(summary).map_err(|source| StoreError::BadSummary {
+            run: run_id.into(),
+            source,
+        })?;
+        self.conn
+            .execute(
+                "UPDATE runs SET status = ?2, ended_at = ?3, summary = ?4 WHERE run_id = ?1",
+                params![run_id, summary.status.name(), summary.ended_at, json],
+            )
+            .map_err(|e| self.sql(e))?;
+        Ok(())
+    }
+
+    /// All runs, oldest first. A `running` run whose process is gone is shown `interrupted`.
+    pub fn list(&self) -> Result<Vec<RunRow>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT run_id, study, step, run_index, run_count, parameters, status, started_at, folder, pid, summary FROM runs ORDER BY started_at, run_index")
+            .map_err(|e| self.sql(e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                let status: String = r.get(6)?;
+                let pid: i64 = r.get(9)?;
+                let summary: Option<String> = r.get(10)?;
+                let rate_ops = summary
+                    .and_then(|s| serde_json::from_str::<RunSummary>(&s).ok())
+                    .map(|s| s.total.rate_ops);
+                Ok(RunRow {
+                    run_id: r.get(0)?,
+                    study: r.get(1)?,
+                    step: r.get(2)?,
+                    run_index: r.get(3)?,
+                    run_count: r.get(4)?,
+                    parameters: r.get(5)?,
+                    status: if status == "running" && !process_alive(pid) {
+                        "interrupted".into()
+                    } else {
+                        status
+                    },
+                    started_at: r.get(7)?,
+                    folder: r.get(8)?,
+                    rate_ops,
+                })
+            })
+            .map_err(|e| self.sql(e))?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.sql(e))
+    }
+
+    /// A run's stored summary. Accepts a full run id or a unique suffix/prefix of one.
+    pub fn summary(&self, run: &str) -> Result<RunSummary, StoreError> {
+        let found: Option<(String, Option<String>)> = self
+            .conn
+            .query_row(
+                "SELECT run_id, summary FROM runs WHERE run_id = ?1 OR run_id LIKE ?1 || '%' OR run_id LIKE '%' || ?1 ORDER BY started_at DESC LIMIT 1",
+                params![run],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+            .map_err(|e| self.sql(e))?;
+        let Some((id, Some(json))) = found else {
+            return Err(StoreError::NoSuchRun(run.into()));
+        };
+        serde_json::from_str(&json).map_err(|source| StoreError::BadSummary { run: id, source })
+    }
+}
+
+fn process_alive(pid: i64) -> bool {
+    if pid <= 0 {
+        return false;
+    }
+    // The pid may have been reused; treat a running storlab with that pid as alive.
+    match std::fs::read_to_string(format!("/proc/{pid}/comm")) {
+        Ok(comm) => comm.trim() == "storlab" || comm.trim().starts_with("storlab"),
+        Err(_) => false,
+    }
+}

@@ -1,0 +1,135 @@
+//! The stored summary of one run: what was run, what it measured, per target, per operation
+//! kind and in total, with how storlab itself fared. Written as `summary.json` and into the
+//! results store; reports read it back, never live state.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::record::summary::LatencySummary;
+use crate::run::worker::EndReason;
+
+/// Whether a run measured what it was asked to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RunStatus {
+    /// Ran to its bounds.
+    Complete,
+    /// Stopped early (Ctrl-C, or an error with stop-on-error): what was measured is kept.
+    Partial,
+    /// Could not run (a target failed to open); nothing measured.
+    Failed,
+}
+
+impl RunStatus {
+    pub fn name(self) -> &'static str {
+        match self {
+            RunStatus::Complete => "complete",
+            RunStatus::Partial => "partial",
+            RunStatus::Failed => "failed",
+        }
+    }
+}
+
+/// A timed mark on the run's timeline.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct Event {
+    /// Seconds from the start of measurement (negative during warm-up).
+    pub time_seconds: f64,
+    pub kind: String,
+    pub detail: String,
+}
+
+/// One operation kind's results.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct KindResult {
+    pub ops: u64,
+    pub bytes: u64,
+    /// Successful operations per second of measured time.
+    pub rate_ops: f64,
+    /// Bytes moved per second of measured time.
+    pub rate_bytes: f64,
+    pub errors: u64,
+    pub errors_by_kind: BTreeMap<String, u64>,
+    /// Time from submission to completion.
+    pub service_latency: LatencySummary,
+    /// Time from the intended start (open loop only): includes waiting caused by a slow target.
+    pub intended_latency: Option<LatencySummary>,
+}
+
+/// One target's results (or the total over all targets).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct TargetResult {
+    pub name: String,
+    pub target_type: String,
+    pub workload: String,
+    pub threads: u32,
+    pub queue_depth: u32,
+    pub block_bytes: u64,
+    pub ops: u64,
+    pub bytes: u64,
+    pub rate_ops: f64,
+    pub rate_bytes: f64,
+    pub errors: u64,
+    /// Service latency over all operation kinds.
+    pub service_latency: LatencySummary,
+    pub intended_latency: Option<LatencySummary>,
+    /// Per operation kind (`read`, `write`, `fsync`, ...).
+    pub kinds: BTreeMap<String, KindResult>,
+}
+
+/// How much of the client machine storlab used.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct ClientUsage {
+    /// CPU time of the whole storlab process over the measured time, seconds.
+    pub cpu_seconds: f64,
+    /// Average number of CPUs storlab kept busy while measuring.
+    pub cpu_cores_used: f64,
+    pub logical_cpus: u32,
+    /// Busiest worker thread: its CPU time over the measured time (1.0 = never waited).
+    pub worker_busy_max: f64,
+    pub worker_busy_mean: f64,
+    /// storlab itself was the bottleneck: the figures measure the client, not the target.
+    pub saturated: bool,
+}
+
+/// The error messages first seen in a run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct ErrorSample {
+    pub target: String,
+    pub op: String,
+    pub kind: String,
+    pub message: String,
+}
+
+/// Everything stored about one run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct RunSummary {
+    pub run_id: String,
+    pub study: String,
+    pub step: String,
+    pub run_index: usize,
+    pub run_count: usize,
+    pub repetition: u32,
+    /// The sweep point: parameter name to value.
+    pub parameters: BTreeMap<String, String>,
+    pub status: RunStatus,
+    pub end_reason: EndReason,
+    pub started_at: String,
+    pub ended_at: String,
+    pub warmup_seconds: f64,
+    /// From the start of measurement to the last measured completion.
+    pub measured_seconds: f64,
+    pub targets: Vec<TargetResult>,
+    pub total: TargetResult,
+    pub client: ClientUsage,
+    pub warnings: Vec<String>,
+    pub events: Vec<Event>,
+    pub error_samples: Vec<ErrorSample>,
+}

@@ -1,0 +1,334 @@
+//! The collector: receives the workers' intervals off the hot path, merges them by adding
+//! histogram counts into per-second timeline rows and run totals, streams the timeline CSV
+//! and the HDR interval log to disk as each second completes (so a killed run keeps what it
+//! measured), reports progress, and hands cleared intervals back to the workers.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::mpsc::{Receiver, SyncSender};
+use std::time::{Duration, SystemTime};
+
+use hdrhistogram::serialization::V2DeflateSerializer;
+use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
+use hdrhistogram::{Counter, Histogram};
+
+use crate::record::{ErrorKind, Interval, OpError, OpKind, new_histogram};
+
+/// Totals of one operation kind on one target.
+pub struct KindTotals {
+    pub service: Histogram<u64>,
+    pub intended: Option<Histogram<u64>>,
+    pub ops: u64,
+    pub bytes: u64,
+    pub errors: [u64; ErrorKind::COUNT],
+}
+
+impl KindTotals {
+    fn new(open_loop: bool) -> KindTotals {
+        KindTotals {
+            service: new_histogram(),
+            intended: open_loop.then(new_histogram),
+            ops: 0,
+            bytes: 0,
+            errors: [0; ErrorKind::COUNT],
+        }
+    }
+
+    fn add(&mut self, k: &crate::record::KindStats) {
+        merge(&mut self.service, &k.service);
+        if let (Some(dst), Some(src)) = (&mut self.intended, &k.intended) {
+            merge(dst, src);
+        }
+        self.ops += k.ops;
+        self.bytes += k.bytes;
+        for (d, s) in self.errors.iter_mut().zip(k.errors.iter()) {
+            *d += s;
+        }
+    }
+
+    pub fn error_count(&self) -> u64 {
+        self.errors.iter().sum()
+    }
+}
+
+/// Adds the counts of `src` into `dst` (same bounds and precision, any counter type).
+pub fn merge<A: Counter, B: Counter>(dst: &mut Histogram<A>, src: &Histogram<B>) {
+    for v in src.iter_recorded() {
+        dst.saturating_record_n(
+            v.value_iterated_to(),
+            A::from_u64(v.count_at_value().as_u64())
+                .unwrap_or_else(|| A::from_u64(u32::MAX as u64).unwrap_or(A::one())),
+        );
+    }
+}
+
+/// Per-target layout the collector needs.
+pub struct TargetShape {
+    pub name: String,
+    pub kinds: Vec<OpKind>,
+    pub open_loop: bool,
+}
+
+/// One second (interval) of one target's timeline, finalized.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress {
+    pub index: i64,
+    pub rate_ops: f64,
+    pub rate_bytes: f64,
+    pub p99_ns: u64,
+    pub errors: u64,
+}
+
+/// What the collector gathered over a run.
+pub struct Collected {
+    /// Per target, per op kind (indexed by `OpKind as usize`): measured totals.
+    pub totals: Vec<Vec<Option<KindTotals>>>,
+    /// Per worker: CPU time spent in measured intervals, ns.
+    pub worker_cpu_ns: Vec<u64>,
+    pub error_samples: Vec<(u32, OpKind, OpError)>,
+    pub io_error: Option<std::io::Error>,
+}
+
+struct Pending {
+    reported: usize,
+    per_target: Vec<Vec<Option<KindTotals>>>,
+    cpu_ns: Vec<u64>,
+}
+
+/// Where the collector writes.
+pub struct Sinks<W1: Write, W2: Write> {
+    pub timeline: W1,
+    pub hdr_log: W2,
+    /// Wall-clock time of the start of measurement (for the interval log's base time).
+    pub measure_start_wall: SystemTime,
+}
+
+pub const TIMELINE_HEADER: &str = "second,phase,target,op,ops,rate_ops,bytes,rate_bytes,errors,p50_ns,p99_ns,max_ns,intended_p99_ns,intended_max_ns,client_cpu_cores";
+
+/// Runs until every worker has sent its last interval.
+#[allow(clippy::too_many_arguments)]
+pub fn collect<W1: Write, W2: Write>(
+    rx: Receiver<Box<Interval>>,
+    spares: Vec<SyncSender<Box<Interval>>>,
+    worker_target: Vec<u32>,
+    targets: Vec<TargetShape>,
+    interval_ns: u64,
+    mut sinks: Sinks<W1, W2>,
+    mut progress: impl FnMut(Progress),
+) -> Collected {
+    let n_workers = worker_target.len();
+    let new_kind_table = |targets: &[TargetShape]| -> Vec<Vec<Option<KindTotals>>> {
+        targets
+            .iter()
+            .map(|t| {
+                let mut v: Vec<Option<KindTotals>> = (0..OpKind::COUNT).map(|_| None).collect();
+                for k in &t.kinds {
+                    v[*k as usize] = Some(KindTotals::new(t.open_loop));
+                }
+                v
+            })
+            .collect()
+    };
+    let mut out = Collected {
+        totals: new_kind_table(&targets),
+        worker_cpu_ns: vec![0; n_workers],
+        error_samples: Vec::new(),
+        io_error: None,
+    };
+    let mut progress_of: Vec<i64> = vec![i64::MIN; n_workers];
+    let mut pending: BTreeMap<i64, Pending> = BTreeMap::new();
+    let mut finished = 0usize;
+
+    let io = |r: std::io::Result<()>, slot: &mut Option<std::io::Error>| {
+        if let Err(e) = r {
+            slot.get_or_insert(e);
+        }
+    };
+    io(
+        writeln!(sinks.timeline, "{TIMELINE_HEADER}"),
+        &mut out.io_error,
+    );
+    let mut serializer = V2DeflateSerializer::new();
+    let mut log_builder = IntervalLogWriterBuilder::new();
+    log_builder
+        .add_comment("storlab HDR interval log: latency in ns; tags are target.op[.intended]")
+        .with_base_time(sinks.measure_start_wall)
+        .with_start_time(sinks.measure_start_wall);
+    let mut log = match log_builder.begin_log_with(&mut sinks.hdr_log, &mut serializer) {
+        Ok(l) => Some(l),
+        Err(e) => {
+            out.io_error.get_or_insert(e);
+            None
+        }
+    };
+
+    while finished < n_workers {
+        let Ok(mut iv) = rx.recv() else { break };
+        let w = iv.worker as usize;
+        let t = iv.target as usize;
+        let entry = pending.entry(iv.index).or_insert_with(|| Pending {
+            reported: 0,
+            per_target: new_kind_table(&targets),
+            cpu_ns: vec![0; targets.len()],
+        });
+        entry.reported += 1;
+        entry.cpu_ns[t] += iv.cpu_ns;
+        for (k, stats) in iv.kinds.iter().enumerate() {
+            let Some(stats) = stats else { continue };
+            if let Some(dst) = &mut entry.per_target[t][k] {
+                dst.add(stats);
+            }
+            if iv.index >= 0 {
+                if let Some(dst) = &mut out.totals[t][k] {
+                    dst.add(stats);
+                }
+            }
+        }
+        if iv.index >= 0 {
+            out.worker_cpu_ns[w] += iv.cpu_ns;
+        }
+        for (kind, e) in iv.error_samples.iter().flatten() {
+            if out.error_samples.len() < 16 {
+                out.error_samples.push((iv.target, *kind, *e));
+            }
+        }
+        if iv.last {
+            finished += 1;
+            progress_of[w] = i64::MAX;
+        } else {
+            progress_of[w] = iv.index;
+        }
+        iv.clear();
+        // A worker that has stopped no longer takes spares; dropping the interval is fine.
+        let _ = spares[w].try_send(iv);
+
+        // Finalize every second that all workers have moved past (or reported, if last).
+        let done_upto = progress_of.iter().copied().min().unwrap_or(i64::MAX);
+        while let Some((&index, p)) = pending.first_key_value() {
+            let complete = index <= done_upto || p.reported >= n_workers;
+            if !complete {
+                break;
+            }
+            let Some((index, p)) = pending.pop_first() else {
+                break;
+            };
+            let r = write_second(
+                index,
+                &p,
+                &targets,
+                interval_ns,
+                &mut sinks.timeline,
+                log.as_mut(),
+                &mut progress,
+            );
+            io(r, &mut out.io_error);
+        }
+    }
+    while let Some((index, p)) = pending.pop_first() {
+        let r = write_second(
+            index,
+            &p,
+            &targets,
+            interval_ns,
+            &mut sinks.timeline,
+            log.as_mut(),
+            &mut progress,
+        );
+        io(r, &mut out.io_error);
+    }
+    io(sinks.timeline.flush(), &mut out.io_error);
+    drop(log);
+    io(sinks.hdr_log.flush(), &mut out.io_error);
+    out
+}
+
+fn write_second<W: Write, L: Write>(
+    index: i64,
+    p: &Pending,
+    targets: &[TargetShape],
+    interval_ns: u64,
+    csv: &mut W,
+    log: Option<
+        &mut hdrhistogram::serialization::interval_log::IntervalLogWriter<
+            '_,
+            '_,
+            L,
+            V2DeflateSerializer,
+        >,
+    >,
+    progress: &mut impl FnMut(Progress),
+) -> std::io::Result<()> {
+    let secs = interval_ns as f64 / 1e9;
+    let phase = if index < 0 { "warmup" } else { "measure" };
+    let mut all = new_histogram::<u64>();
+    let (mut ops, mut bytes, mut errors) = (0u64, 0u64, 0u64);
+    let mut log = log;
+    for (t, shape) in targets.iter().enumerate() {
+        let cpu_cores = p.cpu_ns[t] as f64 / interval_ns as f64;
+        for k in &shape.kinds {
+            let Some(kt) = &p.per_target[t][*k as usize] else {
+                continue;
+            };
+            let q = |h: &Histogram<u64>, pct: f64| {
+                if h.is_empty() {
+                    0
+                } else {
+                    h.value_at_percentile(pct)
+                }
+            };
+            let (ip99, imax) = match &kt.intended {
+                Some(h) => (q(h, 99.0).to_string(), h.max().to_string()),
+                None => (String::new(), String::new()),
+            };
+            writeln!(
+                csv,
+                "{},{},{},{},{},{:.1},{},{:.1},{},{},{},{},{},{},{:.3}",
+                index,
+                phase,
+                shape.name,
+                k.name(),
+                kt.ops,
+                kt.ops as f64 / secs,
+                kt.bytes,
+                kt.bytes as f64 / secs,
+                kt.error_count(),
+                q(&kt.service, 50.0),
+                q(&kt.service, 99.0),
+                kt.service.max(),
+                ip99,
+                imax,
+                cpu_cores
+            )?;
+            if let Some(log) = log.as_deref_mut() {
+                let start =
+                    Duration::from_nanos((index as f64 * interval_ns as f64).max(0.0) as u64);
+                let len = Duration::from_nanos(interval_ns);
+                let tag = format!("{}.{}", shape.name.replace([' ', ',', '='], "_"), k.name());
+                log.write_histogram(&kt.service, start, len, Tag::new(&tag))
+                    .map_err(|e| std::io::Error::other(format!("{e:?}")))?;
+                if let Some(h) = &kt.intended {
+                    let tag = format!("{tag}.intended");
+                    log.write_histogram(h, start, len, Tag::new(&tag))
+                        .map_err(|e| std::io::Error::other(format!("{e:?}")))?;
+                }
+            }
+            merge(&mut all, &kt.service);
+            ops += kt.ops;
+            bytes += kt.bytes;
+            errors += kt.error_count();
+        }
+    }
+    csv.flush()?;
+    progress(Progress {
+        index,
+        rate_ops: ops as f64 / secs,
+        rate_bytes: bytes as f64 / secs,
+        p99_ns: if all.is_empty() {
+            0
+        } else {
+            all.value_at_percentile(99.0)
+        },
+        errors,
+    });
+    Ok(())
+}

@@ -1,0 +1,117 @@
+//! The study behind `storlab brief`: characterizes the storage under a folder with sequential
+//! 1 MiB reads and writes and 4 KiB random reads and writes at queue depths 1 and 32, O_DIRECT
+//! where the filesystem allows it. It is written out as an ordinary study file, so the brief's
+//! results folder holds a study anyone can run again.
+
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+/// Whether the filesystem under `dir` accepts O_DIRECT.
+pub fn direct_supported(dir: &Path) -> bool {
+    let probe = dir.join(".storlab-direct-probe");
+    let ok = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(&probe)
+        .is_ok();
+    let _ = std::fs::remove_file(&probe);
+    ok
+}
+
+/// The brief's study text for a data file at `file`.
+pub fn study_text(file: &Path, quick: bool, direct: bool) -> String {
+    let (size, warmup, duration) = if quick {
+        ("128MiB", "500ms", "4s")
+    } else {
+        ("1GiB", "3s", "20s")
+    };
+    let path = toml::Value::String(file.display().to_string());
+    format!(
+        r#"# Written by `storlab brief`: the storage characterization it ran. Run it again with
+#   storlab run study.toml
+name = "brief"
+description = "Storage characterization: sequential 1 MiB read and write, 4 KiB random read and write at queue depths 1 and 32{note}"
+
+[targets.data]
+type = "file"
+path = {path}
+size = "{size}"
+engine = "io-uring"
+direct = {direct}
+remove-after = true
+
+[workloads.seq-write]
+access = "sequential"
+block-size = "1MiB"
+read-share = 0.0
+queue-depth = 8
+
+[workloads.seq-read]
+access = "sequential"
+block-size = "1MiB"
+read-share = 1.0
+queue-depth = 8
+
+[workloads.rand-read]
+access = "random"
+block-size = "4KiB"
+read-share = 1.0
+
+[workloads.rand-write]
+access = "random"
+block-size = "4KiB"
+read-share = 0.0
+
+[[steps]]
+workload = "seq-write"
+targets = ["data"]
+warmup = "{warmup}"
+duration = "{duration}"
+
+[[steps]]
+workload = "seq-read"
+targets = ["data"]
+warmup = "{warmup}"
+duration = "{duration}"
+
+[[steps]]
+workload = "rand-read"
+targets = ["data"]
+warmup = "{warmup}"
+duration = "{duration}"
+sweep.queue-depth = [1, 32]
+
+[[steps]]
+workload = "rand-write"
+targets = ["data"]
+warmup = "{warmup}"
+duration = "{duration}"
+sweep.queue-depth = [1, 32]
+"#,
+        note = if direct {
+            ", O_DIRECT"
+        } else {
+            ", buffered (the filesystem refused O_DIRECT)"
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn brief_study_is_a_valid_plan_of_six_runs() {
+        let text = study_text(Path::new("/tmp/x/data.bin"), true, true);
+        let plan = crate::study::parse("brief.toml", &text).unwrap();
+        assert_eq!(plan.runs.len(), 6);
+        let qds: Vec<u32> = plan
+            .runs
+            .iter()
+            .map(|r| r.targets[0].workload.queue_depth)
+            .collect();
+        assert_eq!(qds, vec![8, 8, 1, 32, 1, 32]);
+    }
+}

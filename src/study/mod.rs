@@ -1,0 +1,631 @@
+//! Study files: TOML that names targets and workloads and lists steps, each step running one
+//! workload on one or more targets, with a warm-up, measurement bounds, sweeps (lists of
+//! values for workload parameters, multiplied together) and repetitions.
+//!
+//! A study is validated into a [`plan::Plan`] before anything runs. Every problem found is
+//! reported with the file, the line and the key, and what was expected; all of them at once.
+
+pub mod brief;
+pub mod plan;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::target::{OptionError, REGISTRY, TargetConfig, find_type};
+use crate::units::Dur;
+use crate::workload::{BlockWorkload, SWEEPABLE};
+use plan::{Plan, RunPlan, RunTarget};
+
+/// One problem in a study file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StudyError {
+    pub file: String,
+    /// 1-based line, when known.
+    pub line: Option<usize>,
+    /// Dotted key, e.g. `workloads.randread.block-size`.
+    pub key: String,
+    pub message: String,
+}
+
+impl fmt::Display for StudyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(l) => write!(f, "{}:{}: ", self.file, l)?,
+            None => write!(f, "{}: ", self.file)?,
+        }
+        if !self.key.is_empty() {
+            write!(f, "`{}`: ", self.key)?;
+        }
+        write!(f, "{}", self.message)
+    }
+}
+
+/// Every problem found in a study file.
+#[derive(Debug, Clone)]
+pub struct StudyErrors(pub Vec<StudyError>);
+
+impl fmt::Display for StudyErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, e) in self.0.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{e}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for StudyErrors {}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawStudy {
+    name: Option<Spanned<String>>,
+    description: Option<String>,
+    repetitions: Option<Spanned<u32>>,
+    interval: Option<Spanned<Dur>>,
+    #[serde(default)]
+    targets: BTreeMap<String, Spanned<toml::Table>>,
+    #[serde(default)]
+    workloads: BTreeMap<String, Spanned<toml::Table>>,
+    #[serde(default)]
+    steps: Vec<Spanned<RawStep>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RawStep {
+    name: Option<Spanned<String>>,
+    workload: Spanned<String>,
+    targets: Spanned<Vec<Spanned<String>>>,
+    #[serde(default)]
+    together: bool,
+    warmup: Option<Spanned<Dur>>,
+    duration: Option<Spanned<Dur>>,
+    ops: Option<Spanned<u64>>,
+    repetitions: Option<Spanned<u32>>,
+    #[serde(default)]
+    stop_on_error: bool,
+    #[serde(default)]
+    sweep: BTreeMap<String, Spanned<Vec<Spanned<toml::Value>>>>,
+}
+
+/// Maps byte offsets in the source to lines and keys.
+struct Source<'a> {
+    file: String,
+    text: &'a str,
+}
+
+impl Source<'_> {
+    fn line_of(&self, offset: usize) -> usize {
+        self.text[..offset.min(self.text.len())]
+            .matches('\n')
+            .count()
+            + 1
+    }
+
+    fn error(
+        &self,
+        span: Option<std::ops::Range<usize>>,
+        key: impl Into<String>,
+        message: impl Into<String>,
+    ) -> StudyError {
+        StudyError {
+            file: self.file.clone(),
+            line: span.map(|s| self.line_of(s.start)),
+            key: key.into(),
+            message: message.into(),
+        }
+    }
+
+    /// The dotted key written at `offset`: the nearest table header above plus the key on
+    /// that line.
+    fn key_at(&self, offset: usize) -> String {
+        let line_no = self.line_of(offset);
+        let lines: Vec<&str> = self.text.lines().collect();
+        let Some(line) = lines.get(line_no - 1) else {
+            return String::new();
+        };
+        let t = line.trim();
+        if t.starts_with('[') {
+            return t.trim_matches(|c| c == '[' || c == ']').trim().to_string();
+        }
+        let key = t.split('=').next().unwrap_or("").trim().trim_matches('"');
+        let header = lines[..line_no - 1]
+            .iter()
+            .rev()
+            .map(|l| l.trim())
+            .find(|l| l.starts_with('['))
+            .map(|l| l.trim_matches(|c| c == '[' || c == ']').trim());
+        match header {
+            Some(h) if !key.is_empty() => format!("{h}.{key}"),
+            Some(h) => h.to_string(),
+            None => key.to_string(),
+        }
+    }
+
+    /// Finds the line of `key` inside a table's span (or the table's own line).
+    fn locate_in(
+        &self,
+        span: &std::ops::Range<usize>,
+        key: &str,
+    ) -> Option<std::ops::Range<usize>> {
+        let first = key.split('.').next().unwrap_or("");
+        if !first.is_empty() {
+            let body = &self.text[span.start.min(self.text.len())..span.end.min(self.text.len())];
+            let mut pos = span.start;
+            for line in body.split_inclusive('\n') {
+                let t = line.trim_start();
+                if let Some(rest) = t
+                    .strip_prefix(first)
+                    .or_else(|| t.strip_prefix(&format!("\"{first}\"")))
+                {
+                    if rest.trim_start().starts_with('=') {
+                        return Some(pos..pos + line.len());
+                    }
+                }
+                pos += line.len();
+            }
+        }
+        Some(span.clone())
+    }
+}
+
+/// Reads and validates a study file into a plan.
+pub fn load(path: &Path) -> Result<Plan, StudyErrors> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        StudyErrors(vec![StudyError {
+            file: path.display().to_string(),
+            line: None,
+            key: String::new(),
+            message: format!("cannot read the study file: {e}"),
+        }])
+    })?;
+    let mut plan = parse(&path.display().to_string(), &text)?;
+    plan.source_path = Some(path.to_path_buf());
+    Ok(plan)
+}
+
+/// Validates study text into a plan. `file` names it in errors.
+pub fn parse(file: &str, text: &str) -> Result<Plan, StudyErrors> {
+    let src = Source {
+        file: file.to_string(),
+        text,
+    };
+    let raw: RawStudy = toml::from_str(text).map_err(|e| {
+        let span = e.span();
+        let key = span
+            .as_ref()
+            .map(|s| src.key_at(s.start))
+            .unwrap_or_default();
+        StudyErrors(vec![src.error(
+            span,
+            key,
+            e.message().trim().replace('\n', "; "),
+        )])
+    })?;
+    let mut errors = Vec::new();
+
+    // Targets, in file order.
+    let mut targets: BTreeMap<String, TargetConfig> = BTreeMap::new();
+    let mut target_list: Vec<(&String, &Spanned<toml::Table>)> = raw.targets.iter().collect();
+    target_list.sort_by_key(|(_, t)| t.span().start);
+    for (name, table) in target_list {
+        let span = table.span();
+        let mut t = table.get_ref().clone();
+        let type_name = match t.remove("type") {
+            Some(toml::Value::String(s)) => s,
+            Some(_) => {
+                errors.push(src.error(
+                    src.locate_in(&span, "type"),
+                    format!("targets.{name}.type"),
+                    "`type` is a string naming a target type",
+                ));
+                continue;
+            }
+            None => {
+                let names: Vec<&str> = REGISTRY.iter().map(|t| t.name).collect();
+                errors.push(src.error(
+                    Some(span),
+                    format!("targets.{name}"),
+                    format!("missing `type`: one of {}", names.join(", ")),
+                ));
+                continue;
+            }
+        };
+        let Some(ty) = find_type(&type_name) else {
+            let names: Vec<&str> = REGISTRY.iter().map(|t| t.name).collect();
+            errors.push(src.error(
+                src.locate_in(&span, "type"),
+                format!("targets.{name}.type"),
+                format!(
+                    "unknown target type `{type_name}`: expected one of {}",
+                    names.join(", ")
+                ),
+            ));
+            continue;
+        };
+        match (ty.parse)(t) {
+            Ok(c) => {
+                targets.insert(name.clone(), c);
+            }
+            Err(OptionError { key, message }) => {
+                let full = if key.is_empty() {
+                    format!("targets.{name}")
+                } else {
+                    format!("targets.{name}.{key}")
+                };
+                errors.push(src.error(src.locate_in(&span, &key), full, message));
+            }
+        }
+    }
+
+    // Workloads: validated as written; sweeps are checked per point below.
+    let mut workloads: BTreeMap<String, (toml::Table, std::ops::Range<usize>)> = BTreeMap::new();
+    for (name, table) in &raw.workloads {
+        let span = table.span();
+        match BlockWorkload::from_table(table.get_ref().clone()) {
+            Ok(_) => {
+                workloads.insert(name.clone(), (table.get_ref().clone(), span));
+            }
+            Err(OptionError { key, message }) => {
+                errors.push(src.error(
+                    src.locate_in(&span, &key),
+                    format!("workloads.{name}.{key}"),
+                    message,
+                ));
+            }
+        }
+    }
+
+    if raw.steps.is_empty() && errors.is_empty() {
+        errors.push(src.error(None, "steps", "the study has no [[steps]]: add at least one, e.g.\n  [[steps]]\n  workload = \"randread\"\n  targets = [\"disk\"]\n  duration = \"30s\""));
+    }
+    let study_reps = raw.repetitions.as_ref().map(|r| (*r.get_ref(), r.span()));
+    if let Some((0, span)) = &study_reps {
+        errors.push(src.error(
+            Some(span.clone()),
+            "repetitions",
+            "repetitions must be at least 1",
+        ));
+    }
+    let interval = raw
+        .interval
+        .as_ref()
+        .map(|i| i.get_ref().0)
+        .unwrap_or(crate::run::DEFAULT_INTERVAL);
+    if let Some(i) = &raw.interval {
+        if i.get_ref().0 < std::time::Duration::from_millis(10) {
+            errors.push(src.error(Some(i.span()), "interval", "interval must be at least 10ms"));
+        }
+    }
+
+    let mut runs = Vec::new();
+    let mut step_names = std::collections::HashSet::new();
+    for (si, step) in raw.steps.iter().enumerate() {
+        let step_span = step.span();
+        let s = step.get_ref();
+        let step_key = format!("steps[{}]", si + 1);
+        let step_name = s
+            .name
+            .as_ref()
+            .map(|n| n.get_ref().clone())
+            .unwrap_or_else(|| s.workload.get_ref().clone());
+        if !step_names.insert(step_name.clone()) && s.name.is_some() {
+            errors.push(src.error(
+                s.name.as_ref().map(|n| n.span()),
+                format!("{step_key}.name"),
+                format!("two steps are named `{step_name}`"),
+            ));
+        }
+        let Some((wtable, _)) = workloads.get(s.workload.get_ref()) else {
+            if !raw.workloads.contains_key(s.workload.get_ref()) {
+                let names: Vec<&String> = raw.workloads.keys().collect();
+                errors.push(src.error(
+                    Some(s.workload.span()),
+                    format!("{step_key}.workload"),
+                    format!(
+                        "no workload named `{}` (defined: {})",
+                        s.workload.get_ref(),
+                        list(&names)
+                    ),
+                ));
+            }
+            continue;
+        };
+        let mut step_targets = Vec::new();
+        if s.targets.get_ref().is_empty() {
+            errors.push(src.error(
+                Some(s.targets.span()),
+                format!("{step_key}.targets"),
+                "list at least one target",
+            ));
+        }
+        for t in s.targets.get_ref() {
+            match targets.get(t.get_ref()) {
+                Some(c) => step_targets.push((t.get_ref().clone(), c.clone())),
+                None if raw.targets.contains_key(t.get_ref()) => {}
+                None => {
+                    let names: Vec<&String> = raw.targets.keys().collect();
+                    errors.push(src.error(
+                        Some(t.span()),
+                        format!("{step_key}.targets"),
+                        format!(
+                            "no target named `{}` (defined: {})",
+                            t.get_ref(),
+                            list(&names)
+                        ),
+                    ));
+                }
+            }
+        }
+        if s.duration.is_none() && s.ops.is_none() {
+            errors.push(src.error(Some(step_span.clone()), step_key.clone(), "a step needs a bound: `duration` (e.g. \"30s\"), `ops` (measured operations per target), or both"));
+        }
+        if let Some(d) = &s.duration {
+            if d.get_ref().0.is_zero() {
+                errors.push(src.error(
+                    Some(d.span()),
+                    format!("{step_key}.duration"),
+                    "duration must be above 0",
+                ));
+            }
+        }
+        if let Some(o) = &s.ops {
+            if *o.get_ref() == 0 {
+                errors.push(src.error(
+                    Some(o.span()),
+                    format!("{step_key}.ops"),
+                    "ops must be above 0",
+                ));
+            }
+        }
+        let reps = s
+            .repetitions
+            .as_ref()
+            .map(|r| *r.get_ref())
+            .or(study_reps.as_ref().map(|r| r.0))
+            .unwrap_or(1);
+        if let Some(r) = &s.repetitions {
+            if *r.get_ref() == 0 {
+                errors.push(src.error(
+                    Some(r.span()),
+                    format!("{step_key}.repetitions"),
+                    "repetitions must be at least 1",
+                ));
+            }
+        }
+
+        // Sweep points: the cartesian product of every swept parameter's values.
+        let mut sweep: Vec<(&String, &Spanned<Vec<Spanned<toml::Value>>>)> =
+            s.sweep.iter().collect();
+        sweep.sort_by_key(|(_, v)| v.span().start);
+        let mut points: Vec<Vec<(String, Spanned<toml::Value>)>> = vec![Vec::new()];
+        for (param, values) in &sweep {
+            if !SWEEPABLE.contains(&param.as_str()) {
+                errors.push(src.error(Some(values.span()), format!("{step_key}.sweep.{param}"), format!("`{param}` is not a workload parameter that can be swept; expected one of {}", SWEEPABLE.join(", "))));
+                continue;
+            }
+            if values.get_ref().is_empty() {
+                errors.push(src.error(
+                    Some(values.span()),
+                    format!("{step_key}.sweep.{param}"),
+                    "a sweep needs at least one value",
+                ));
+                continue;
+            }
+            points = points
+                .into_iter()
+                .flat_map(|p| {
+                    values.get_ref().iter().map(move |v| {
+                        let mut p = p.clone();
+                        p.push(((*param).clone(), v.clone()));
+                        p
+                    })
+                })
+                .collect();
+        }
+
+        let mut point_runs = Vec::new();
+        for point in &points {
+            let mut table = wtable.clone();
+            for (param, value) in point {
+                table.insert(param.clone(), value.get_ref().clone());
+            }
+            let workload = match BlockWorkload::from_table(table) {
+                Ok(w) => w,
+                Err(OptionError { key, message }) => {
+                    // Blame the swept value if the bad key is swept, else the workload.
+                    let at = point.iter().find(|(p, _)| *p == key).map(|(_, v)| v.span());
+                    let err = match at {
+                        Some(span) => {
+                            src.error(Some(span), format!("{step_key}.sweep.{key}"), message)
+                        }
+                        None => {
+                            let wspan = &workloads[s.workload.get_ref()].1;
+                            src.error(
+                                src.locate_in(wspan, &key),
+                                format!("workloads.{}.{key}", s.workload.get_ref()),
+                                message,
+                            )
+                        }
+                    };
+                    if !errors.contains(&err) {
+                        errors.push(err);
+                    }
+                    continue;
+                }
+            };
+            // Check the workload against what each target can do.
+            for (tname, tconf) in &step_targets {
+                if let Some(msg) = capability_problem(tconf, &workload) {
+                    let key = if msg.0 == "queue-depth" {
+                        "queue-depth"
+                    } else {
+                        msg.0
+                    };
+                    let at = point.iter().find(|(p, _)| p == key).map(|(_, v)| v.span());
+                    let wspan = &workloads[s.workload.get_ref()].1;
+                    let err = src.error(
+                        at.or_else(|| src.locate_in(wspan, key)),
+                        format!("targets.{tname}"),
+                        msg.1,
+                    );
+                    if !errors.contains(&err) {
+                        errors.push(err);
+                    }
+                }
+            }
+            let parameters: BTreeMap<String, String> = point
+                .iter()
+                .map(|(p, v)| (p.clone(), value_text(v.get_ref())))
+                .collect();
+            point_runs.push((parameters, workload));
+        }
+
+        for rep in 1..=reps.max(1) {
+            for (parameters, workload) in &point_runs {
+                let groups: Vec<Vec<(String, TargetConfig)>> = if s.together {
+                    vec![step_targets.clone()]
+                } else {
+                    step_targets.iter().map(|t| vec![t.clone()]).collect()
+                };
+                for group in groups {
+                    runs.push(RunPlan {
+                        index: runs.len() + 1,
+                        step: step_name.clone(),
+                        repetition: rep,
+                        parameters: parameters.clone(),
+                        warmup: s
+                            .warmup
+                            .as_ref()
+                            .map(|w| *w.get_ref())
+                            .unwrap_or(Dur(std::time::Duration::ZERO)),
+                        duration: s.duration.as_ref().map(|d| *d.get_ref()),
+                        ops: s.ops.as_ref().map(|o| *o.get_ref()),
+                        stop_on_error: s.stop_on_error,
+                        interval: Dur(interval),
+                        targets: group
+                            .into_iter()
+                            .map(|(name, config)| RunTarget {
+                                name,
+                                config,
+                                workload_name: s.workload.get_ref().clone(),
+                                workload: workload.clone(),
+                            })
+                            .collect(),
+                    });
+                }
+            }
+        }
+    }
+
+    if !errors.is_empty() {
+        errors.sort_by_key(|e| e.line.unwrap_or(0));
+        return Err(StudyErrors(errors));
+    }
+    Ok(Plan {
+        study: raw.name.map(|n| n.into_inner()).unwrap_or_else(|| {
+            Path::new(file)
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or("study")
+                .to_string()
+        }),
+        description: raw.description,
+        source_path: None,
+        source_text: text.to_string(),
+        runs,
+    })
+}
+
+/// Why a target cannot run a workload, with the workload key to blame.
+fn capability_problem(t: &TargetConfig, w: &BlockWorkload) -> Option<(&'static str, String)> {
+    let caps = t.capabilities();
+    if w.queue_depth > caps.max_queue_depth {
+        return Some((
+            "queue-depth",
+            if caps.max_queue_depth == 1 {
+                format!(
+                    "this {} target executes one operation at a time per thread, so queue-depth must be 1 (got {}): raise `threads` for parallelism, or use engine = \"io-uring\"",
+                    t.type_name(),
+                    w.queue_depth
+                )
+            } else {
+                format!(
+                    "queue-depth {} is above this target's limit of {}",
+                    w.queue_depth, caps.max_queue_depth
+                )
+            },
+        ));
+    }
+    for k in w.kinds() {
+        if !caps.ops.contains(&k) {
+            return Some((
+                "read-share",
+                format!("a {} target cannot {} ", t.type_name(), k.name()),
+            ));
+        }
+    }
+    if let TargetConfig::File(f) = t {
+        if f.direct && (w.block_size.0 % 512 != 0 || w.alignment_bytes() % 512 != 0) {
+            return Some((
+                "block-size",
+                format!(
+                    "with direct = true, block-size and alignment must be multiples of 512 bytes (got {} and {})",
+                    w.block_size.0,
+                    w.alignment_bytes()
+                ),
+            ));
+        }
+    }
+    None
+}
+
+fn value_text(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn list(names: &[&String]) -> String {
+    if names.is_empty() {
+        "none".into()
+    } else {
+        names
+            .iter()
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+impl Plan {
+    /// Shrinks every run for a quick check: warm-up at most 0.2 s, measurement at most 1 s and
+    /// 20,000 operations, regular files at most 64 MiB.
+    pub fn make_quick(&mut self) {
+        for r in &mut self.runs {
+            r.warmup = Dur(r.warmup.0.min(std::time::Duration::from_millis(200)));
+            r.duration = Some(Dur(r
+                .duration
+                .map(|d| d.0)
+                .unwrap_or(std::time::Duration::from_secs(1))
+                .min(std::time::Duration::from_secs(1))));
+            r.ops = r.ops.map(|o| o.min(20_000));
+            for t in &mut r.targets {
+                if let TargetConfig::File(f) = &mut t.config {
+                    let cap = 64u64 << 20;
+                    if f.size.is_none_or(|s| s.0 > cap) && !f.path.starts_with("/dev/") {
+                        f.size = Some(crate::units::Bytes(cap));
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,84 @@
+//! The validated plan: every run of a study expanded (steps x sweep points x repetitions), each
+//! with its targets, workload values and bounds. Nothing runs until a study is a plan.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::target::TargetConfig;
+use crate::units::Dur;
+use crate::workload::BlockWorkload;
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct Plan {
+    pub study: String,
+    pub description: Option<String>,
+    pub source_path: Option<PathBuf>,
+    /// The study file as given.
+    #[serde(skip)]
+    pub source_text: String,
+    pub runs: Vec<RunPlan>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct RunPlan {
+    /// 1-based position in the study.
+    pub index: usize,
+    pub step: String,
+    pub repetition: u32,
+    /// The sweep point: parameter to value, as written in the study.
+    pub parameters: BTreeMap<String, String>,
+    pub warmup: Dur,
+    pub duration: Option<Dur>,
+    /// Measured operations per target (split among its threads).
+    pub ops: Option<u64>,
+    pub stop_on_error: bool,
+    /// Length of one timeline interval.
+    pub interval: Dur,
+    /// Targets driven at the same time in this run.
+    pub targets: Vec<RunTarget>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct RunTarget {
+    pub name: String,
+    pub config: TargetConfig,
+    pub workload_name: String,
+    pub workload: BlockWorkload,
+}
+
+impl RunPlan {
+    /// A one-line description: step, targets and sweep point.
+    pub fn label(&self) -> String {
+        let targets: Vec<&str> = self.targets.iter().map(|t| t.name.as_str()).collect();
+        let mut s = format!("{} on {}", self.step, targets.join("+"));
+        if !self.parameters.is_empty() {
+            let p: Vec<String> = self
+                .parameters
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            s.push_str(&format!(" [{}]", p.join(" ")));
+        }
+        if self.repetition > 1 {
+            s.push_str(&format!(" (repetition {})", self.repetition));
+        }
+        s
+    }
+
+    /// Expected length, for the ETA: warm-up plus duration (op-bounded runs: unknown).
+    pub fn expected_seconds(&self) -> Option<f64> {
+        self.duration.map(|d| (d.0 + self.warmup.0).as_secs_f64())
+    }
+}
+
+impl Plan {
+    /// Seconds the whole plan is expected to take, if every run is bounded by time.
+    pub fn expected_seconds(&self) -> Option<f64> {
+        self.runs.iter().map(|r| r.expected_seconds()).sum()
+    }
+}

@@ -1,0 +1,123 @@
+//! The `null` target: completes every operation at once, moving no data. It measures storlab
+//! itself. For tests of the engine it can stall once, like a device that hangs.
+
+use serde::{Deserialize, Serialize};
+
+use crate::record::{OpError, OpKind};
+use crate::target::{
+    Capabilities, Completion, Completions, Op, OptionError, Region, Session, SessionParams,
+    TargetConfig, TargetType, option_error,
+};
+use crate::units::{Bytes, Dur};
+
+pub const TYPE: TargetType = TargetType {
+    name: "null",
+    summary: "completes every operation at once; measures storlab itself",
+    options: &[
+        (
+            "size",
+            "bytes of the virtual address space operations address (default 1TiB)",
+        ),
+        (
+            "stall-after-ops",
+            "each session stalls once after this many operations (testing)",
+        ),
+        ("stall", "how long that stall lasts, e.g. \"500ms\""),
+    ],
+    parse,
+};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct NullConfig {
+    #[serde(default = "default_size")]
+    pub size: Bytes,
+    pub stall_after_ops: Option<u64>,
+    pub stall: Option<Dur>,
+}
+
+fn default_size() -> Bytes {
+    Bytes(1 << 40)
+}
+
+fn parse(table: toml::Table) -> Result<TargetConfig, OptionError> {
+    let c: NullConfig = table.try_into().map_err(option_error)?;
+    if c.stall_after_ops.is_some() != c.stall.is_some() {
+        return Err(OptionError {
+            key: if c.stall.is_some() {
+                "stall-after-ops"
+            } else {
+                "stall"
+            }
+            .into(),
+            message: "`stall` and `stall-after-ops` go together: give both or neither".into(),
+        });
+    }
+    if c.size.0 == 0 {
+        return Err(OptionError {
+            key: "size".into(),
+            message: "size must be above 0".into(),
+        });
+    }
+    Ok(TargetConfig::Null(c))
+}
+
+impl NullConfig {
+    pub fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            ops: &[OpKind::Read, OpKind::Write, OpKind::Fsync],
+            max_queue_depth: 65536,
+        }
+    }
+
+    pub fn region(&self) -> Region {
+        Region {
+            offset_bytes: 0,
+            size_bytes: self.size.0,
+        }
+    }
+
+    pub fn open(&self, params: &SessionParams) -> NullSession {
+        NullSession {
+            done: Vec::with_capacity(params.queue_depth as usize),
+            ops: 0,
+            stall_after_ops: self.stall_after_ops.unwrap_or(u64::MAX),
+            stall: self.stall.map(|d| d.0).unwrap_or_default(),
+        }
+    }
+}
+
+/// A null session: completions wait in a preallocated list until reaped.
+pub struct NullSession {
+    done: Vec<Completion>,
+    ops: u64,
+    stall_after_ops: u64,
+    stall: std::time::Duration,
+}
+
+impl Session for NullSession {
+    #[inline]
+    fn submit(&mut self, slot: u32, op: Op) -> Result<(), OpError> {
+        self.ops += 1;
+        if self.ops == self.stall_after_ops {
+            std::thread::sleep(self.stall);
+        }
+        let bytes = match op {
+            Op::Read { len, .. } | Op::Write { len, .. } => len,
+            Op::Fsync => 0,
+        };
+        self.done.push(Completion {
+            slot,
+            result: Ok(bytes),
+        });
+        Ok(())
+    }
+
+    #[inline]
+    fn complete(&mut self, _min: u32, out: &mut Completions) -> Result<(), OpError> {
+        for c in self.done.drain(..) {
+            out.push(c);
+        }
+        Ok(())
+    }
+}

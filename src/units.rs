@@ -1,0 +1,229 @@
+//! Quantities with units as users write them in study files and on the command line:
+//! byte sizes (`4KiB`, `1MiB`, `10GB`, or a plain integer of bytes) and durations (`500ms`,
+//! `30s`, `2m`). Hand-written because the size crates disagree with fio on what `K` means;
+//! here `K`/`KiB` are 1024 and `KB` is 1000, as fio and most storage tools read them.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// A size in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Bytes(pub u64);
+
+/// A duration written with a unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Dur(pub Duration);
+
+const SIZE_HELP: &str =
+    "a size such as 4096, \"4KiB\", \"1MiB\", \"10GB\" (K/KiB = 1024, KB = 1000)";
+const DUR_HELP: &str = "a duration such as \"500ms\", \"30s\", \"2m\", \"1h\"";
+
+/// Parses a byte size: an integer with an optional unit.
+pub fn parse_bytes(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let num = num.replace('_', "");
+    let unit = unit.trim();
+    let mult: u64 = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kib" => 1 << 10,
+        "m" | "mib" => 1 << 20,
+        "g" | "gib" => 1 << 30,
+        "t" | "tib" => 1 << 40,
+        "kb" => 1_000,
+        "mb" => 1_000_000,
+        "gb" => 1_000_000_000,
+        "tb" => 1_000_000_000_000,
+        _ => return Err(format!("invalid size `{text}`: expected {SIZE_HELP}")),
+    };
+    if num.is_empty() {
+        return Err(format!("invalid size `{text}`: expected {SIZE_HELP}"));
+    }
+    let value = if num.contains('.') {
+        let f: f64 = num
+            .parse()
+            .map_err(|_| format!("invalid size `{text}`: expected {SIZE_HELP}"))?;
+        let v = f * mult as f64;
+        if v.fract() != 0.0 || v > u64::MAX as f64 {
+            return Err(format!(
+                "invalid size `{text}`: not a whole number of bytes"
+            ));
+        }
+        v as u64
+    } else {
+        let n: u64 = num
+            .parse()
+            .map_err(|_| format!("invalid size `{text}`: expected {SIZE_HELP}"))?;
+        n.checked_mul(mult)
+            .ok_or_else(|| format!("invalid size `{text}`: too large"))?
+    };
+    Ok(value)
+}
+
+/// Parses a duration with a unit (`ns`, `us`, `ms`, `s`, `m`, `h`); a bare number is seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    if let Ok(secs) = t.parse::<f64>() {
+        if secs >= 0.0 && secs.is_finite() {
+            return Ok(Duration::from_secs_f64(secs));
+        }
+    }
+    humantime::parse_duration(t)
+        .map_err(|_| format!("invalid duration `{text}`: expected {DUR_HELP}"))
+}
+
+/// Formats bytes for people: `4KiB`, `1MiB`, `1.5GiB`, or plain bytes.
+pub fn format_bytes(b: u64) -> String {
+    const UNITS: [(&str, u64); 4] = [
+        ("TiB", 1 << 40),
+        ("GiB", 1 << 30),
+        ("MiB", 1 << 20),
+        ("KiB", 1 << 10),
+    ];
+    for (name, size) in UNITS {
+        if b >= size {
+            if b % size == 0 {
+                return format!("{}{name}", b / size);
+            }
+            return format!("{:.1}{name}", b as f64 / size as f64);
+        }
+    }
+    format!("{b}B")
+}
+
+/// Formats a latency in nanoseconds with a unit that keeps 3-4 significant digits.
+pub fn format_ns(ns: f64) -> String {
+    if ns < 1_000.0 {
+        format!("{ns:.0} ns")
+    } else if ns < 1_000_000.0 {
+        format!("{:.1} µs", ns / 1e3)
+    } else if ns < 1_000_000_000.0 {
+        format!("{:.2} ms", ns / 1e6)
+    } else {
+        format!("{:.3} s", ns / 1e9)
+    }
+}
+
+/// Formats a duration compactly: `500ms`, `30s`, `2m30s`.
+pub fn format_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms % 1000 != 0 {
+        return format!("{ms}ms");
+    }
+    let s = d.as_secs();
+    match (s / 3600, (s % 3600) / 60, s % 60) {
+        (0, 0, s) => format!("{s}s"),
+        (0, m, 0) => format!("{m}m"),
+        (0, m, s) => format!("{m}m{s}s"),
+        (h, m, s) => format!("{h}h{m}m{s}s"),
+    }
+}
+
+impl fmt::Display for Bytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&format_bytes(self.0))
+    }
+}
+
+impl fmt::Display for Dur {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&format_duration(self.0))
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum IntOrText {
+    Int(i64),
+    Float(f64),
+    Text(String),
+}
+
+impl<'de> Deserialize<'de> for Bytes {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match IntOrText::deserialize(d)
+            .map_err(|_| serde::de::Error::custom(format!("expected {SIZE_HELP}")))?
+        {
+            IntOrText::Int(i) if i >= 0 => Ok(Bytes(i as u64)),
+            IntOrText::Int(i) => Err(serde::de::Error::custom(format!(
+                "invalid size {i}: must not be negative"
+            ))),
+            IntOrText::Float(f) => Err(serde::de::Error::custom(format!(
+                "invalid size {f}: expected {SIZE_HELP}"
+            ))),
+            IntOrText::Text(t) => parse_bytes(&t).map(Bytes).map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+impl Serialize for Bytes {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Dur {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match IntOrText::deserialize(d)
+            .map_err(|_| serde::de::Error::custom(format!("expected {DUR_HELP}")))?
+        {
+            IntOrText::Int(i) if i >= 0 => Ok(Dur(Duration::from_secs(i as u64))),
+            IntOrText::Float(f) if f >= 0.0 && f.is_finite() => Ok(Dur(Duration::from_secs_f64(f))),
+            IntOrText::Text(t) => parse_duration(&t)
+                .map(Dur)
+                .map_err(serde::de::Error::custom),
+            _ => Err(serde::de::Error::custom(format!(
+                "invalid duration: expected {DUR_HELP}"
+            ))),
+        }
+    }
+}
+
+impl Serialize for Dur {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format_duration(self.0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_with_binary_and_decimal_units() {
+        assert_eq!(parse_bytes("4096").unwrap(), 4096);
+        assert_eq!(parse_bytes("4KiB").unwrap(), 4096);
+        assert_eq!(parse_bytes("4k").unwrap(), 4096);
+        assert_eq!(parse_bytes("4KB").unwrap(), 4000);
+        assert_eq!(parse_bytes("1 MiB").unwrap(), 1 << 20);
+        assert_eq!(parse_bytes("1.5GiB").unwrap(), 3 << 29);
+        assert_eq!(parse_bytes("10GB").unwrap(), 10_000_000_000);
+        assert!(parse_bytes("12x").is_err());
+        assert!(parse_bytes("KiB").is_err());
+        assert!(parse_bytes("0.3B").is_err());
+    }
+
+    #[test]
+    fn durations_parse_and_format() {
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
+        assert!(parse_duration("soon").is_err());
+        assert_eq!(format_duration(Duration::from_secs(150)), "2m30s");
+        assert_eq!(format_duration(Duration::from_millis(250)), "250ms");
+    }
+
+    #[test]
+    fn formats_are_readable() {
+        assert_eq!(format_bytes(4096), "4KiB");
+        assert_eq!(format_bytes(1 << 20), "1MiB");
+        assert_eq!(format_bytes(1536), "1.5KiB");
+        assert_eq!(format_ns(950.0), "950 ns");
+        assert_eq!(format_ns(12_345.0), "12.3 µs");
+    }
+}
