@@ -184,7 +184,8 @@ pub struct Interval {
     pub index: i64,
     /// Nanoseconds since the run's clock base at the interval's end (as observed).
     pub end_ns: u64,
-    /// CPU time the worker thread used during the interval, ns.
+    /// CPU time the worker thread spent working during the interval (not spinning while
+    /// waiting for an open-loop start), ns.
     pub cpu_ns: u64,
     /// The worker's last interval: it has stopped.
     pub last: bool,

@@ -568,10 +568,10 @@ pub fn to_markdown(info: &SystemInfo) -> String {
         if let Some(f) = &t.filesystem {
             let fs = vec![
                 Some(f.fs_type.clone()),
-                lab("from", Some(&f.mount_source)),
-                lab("on", Some(&f.mount_point)),
-                lab("options", Some(&f.mount_options)),
-                lab("super options", Some(&f.super_options)),
+                lab("from", Some(format!("`{}`", f.mount_source))),
+                lab("on", Some(format!("`{}`", f.mount_point))),
+                lab("options", Some(format!("`{}`", f.mount_options))),
+                lab("super options", Some(format!("`{}`", f.super_options))),
                 f.available_bytes
                     .map(|a| format!("{} available", human_bytes(a))),
                 f.total_bytes.map(|a| format!("{} total", human_bytes(a))),
@@ -595,7 +595,10 @@ pub fn to_markdown(info: &SystemInfo) -> String {
                 lab("model", d.model.as_ref()),
                 lab("firmware", d.firmware_rev.as_ref()),
                 lab("serial", d.serial.as_ref()),
-                lab("backing file", d.loop_backing_file.as_ref()),
+                lab(
+                    "backing file",
+                    d.loop_backing_file.as_ref().map(|b| format!("`{b}`")),
+                ),
             ];
             let title = format!("Device {} ({})", d.name, d.device_number);
             s += &format!("  {}", bullet(&title, dev));

@@ -206,14 +206,19 @@ fn tight_timer_slack() {
 }
 
 /// Waits until `target_ns`: sleeps most of the way, then spins the last microseconds.
-fn wait_until(clock: &Clock, target_ns: u64) {
+/// Returns the time spent spinning, ns: CPU time that is waiting, not work.
+fn wait_until(clock: &Clock, target_ns: u64) -> u64 {
     let now = clock.now_ns();
     if target_ns > now + 60_000 {
         std::thread::sleep(std::time::Duration::from_nanos(target_ns - now - 50_000));
     }
-    while clock.now_ns() < target_ns {
+    let spin_start = clock.now_ns();
+    let mut t = spin_start;
+    while t < target_ns {
         std::hint::spin_loop();
+        t = clock.now_ns();
     }
+    t - spin_start
 }
 
 /// The loop itself. `start_ns` is when the run (warm-up first) begins on the run clock.
@@ -258,6 +263,8 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
     let mut next_boundary = boundary_after(index);
     let mut next_poll = now + POLL_NS;
     let mut cpu_mark = thread_cpu_ns();
+    // Time spent spinning while waiting for the next intended start (not work).
+    let mut spin_ns = 0u64;
     let mut next_intended = start_ns as f64;
     let mut issuing = true;
     let mut end_reason = EndReason::Duration;
@@ -270,7 +277,9 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
         if now >= next_boundary {
             let cpu = thread_cpu_ns();
             let next = index_at(now);
-            if !recorder.rotate(index, now, cpu - cpu_mark, false, next) {
+            let busy = (cpu - cpu_mark).saturating_sub(spin_ns);
+            spin_ns = 0;
+            if !recorder.rotate(index, now, busy, false, next) {
                 issuing = false;
                 end_reason = EndReason::Interrupted;
             }
@@ -356,7 +365,7 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
                 if let Some(end) = measure_end {
                     until = until.min(end);
                 }
-                wait_until(&clock, until);
+                spin_ns += wait_until(&clock, until);
             }
             now = clock.now_ns();
             continue;
@@ -413,13 +422,13 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
                 until = until.min(end);
             }
             // Poll completions at least every 20 µs while waiting for the next start.
-            wait_until(&clock, until.min(now + 20_000));
+            spin_ns += wait_until(&clock, until.min(now + 20_000));
             now = clock.now_ns();
         }
     }
 
     let cpu = thread_cpu_ns();
-    recorder.rotate(index, now, cpu - cpu_mark, true, index + 1);
+    recorder.rotate(index, now, (cpu - cpu_mark).saturating_sub(spin_ns), true, index + 1);
     WorkerOutcome {
         worker: cfg.worker,
         end_reason,
