@@ -149,22 +149,20 @@ impl Source<'_> {
         }
     }
 
-    /// Finds the line of `key` inside a table's span (or the table's own line).
-    fn locate_in(
-        &self,
-        span: &std::ops::Range<usize>,
-        key: &str,
-    ) -> Option<std::ops::Range<usize>> {
+    /// Finds the line of `key` in the table that starts at `span` (its header line up to the
+    /// next header), or the table's own line.
+    fn locate_in(&self, span: &std::ops::Range<usize>, key: &str) -> Option<std::ops::Range<usize>> {
         let first = key.split('.').next().unwrap_or("");
         if !first.is_empty() {
-            let body = &self.text[span.start.min(self.text.len())..span.end.min(self.text.len())];
-            let mut pos = span.start;
-            for line in body.split_inclusive('\n') {
+            let start = self.text[..span.start.min(self.text.len())].rfind('\n').map_or(0, |i| i + 1);
+            let mut pos = start;
+            for (n, line) in self.text[start..].split_inclusive('\n').enumerate() {
                 let t = line.trim_start();
-                if let Some(rest) = t
-                    .strip_prefix(first)
-                    .or_else(|| t.strip_prefix(&format!("\"{first}\"")))
-                {
+                if n > 0 && t.starts_with('[') {
+                    break;
+                }
+                let quoted = format!("\"{first}\"");
+                if let Some(rest) = t.strip_prefix(first).or_else(|| t.strip_prefix(quoted.as_str())) {
                     if rest.trim_start().starts_with('=') {
                         return Some(pos..pos + line.len());
                     }

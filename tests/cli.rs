@@ -1,0 +1,272 @@
+//! The real binary on real targets: runs, results folders and store, Ctrl-C, SIGKILL, the
+//! coordinated-omission stall, every example study in quick mode, and the brief.
+
+mod common;
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::{text, Lab};
+use serde_json::Value;
+
+fn json_runs(stdout: &str) -> Vec<Value> {
+    serde_json::from_str::<Vec<Value>>(stdout).unwrap_or_else(|e| panic!("bad JSON ({e}): {stdout}"))
+}
+
+fn kind<'a>(run: &'a Value, target: usize, op: &str) -> &'a Value {
+    &run["targets"][target]["kinds"][op]
+}
+
+#[test]
+fn file_target_runs_with_both_engines_and_writes_a_results_folder() {
+    let lab = Lab::new();
+    let study = lab.write(
+        "s.toml",
+        r#"
+[targets.a]
+type = "file"
+path = "a.dat"
+size = "16MiB"
+engine = "io-uring"
+direct = true
+
+[targets.b]
+type = "file"
+path = "b.dat"
+size = "16MiB"
+engine = "psync"
+
+[workloads.mix]
+block-size = "4KiB"
+read-share = 0.7
+fsync-every = 64
+
+[[steps]]
+workload = "mix"
+targets = ["a", "b"]
+together = true
+ops = 4000
+warmup = "100ms"
+"#,
+    );
+    let out = lab.run(&["run", study.to_str().unwrap(), "--json"]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    let runs = json_runs(&stdout);
+    assert_eq!(runs.len(), 1);
+    let r = &runs[0];
+    assert_eq!(r["status"], "complete");
+    assert_eq!(r["end-reason"], "ops");
+    for t in 0..2 {
+        let reads = kind(r, t, "read")["ops"].as_u64().unwrap();
+        let writes = kind(r, t, "write")["ops"].as_u64().unwrap();
+        let fsyncs = kind(r, t, "fsync")["ops"].as_u64().unwrap();
+        assert_eq!(reads + writes + fsyncs, 4000, "target {t}");
+        assert!(fsyncs > 0 && writes > 0 && reads > writes);
+        assert_eq!(kind(r, t, "read")["bytes"].as_u64().unwrap(), reads * 4096);
+        assert_eq!(r["targets"][t]["errors"], 0);
+    }
+    assert_eq!(r["total"]["ops"].as_u64().unwrap(), 8000);
+    // The data files were laid out to their full size.
+    assert_eq!(std::fs::metadata(lab.path().join("a.dat")).unwrap().len(), 16 << 20);
+    // The run's folder holds everything.
+    let folder = std::fs::read_dir(lab.results()).unwrap().filter_map(|e| e.ok()).find(|e| e.path().is_dir()).unwrap().path();
+    let run = folder.join("run-001");
+    for f in ["study.toml", "plan.json", "system.json", "summary.json", "timeline.csv", "histograms.hlog"] {
+        assert!(run.join(f).exists(), "{f} missing in {}", run.display());
+    }
+    let system: Value = serde_json::from_str(&std::fs::read_to_string(run.join("system.json")).unwrap()).unwrap();
+    assert!(system["targets"][0]["filesystem"]["fs-type"].as_str().is_some_and(|s| !s.is_empty()), "{system}");
+    let timeline = std::fs::read_to_string(run.join("timeline.csv")).unwrap();
+    assert!(timeline.starts_with("second,phase,target,op,ops"));
+    assert!(timeline.lines().count() > 1);
+    let hlog = std::fs::read_to_string(run.join("histograms.hlog")).unwrap();
+    assert!(hlog.contains("a.read"), "{hlog}");
+    // The store knows the run and shows it again from what it stored.
+    let list = lab.run(&["results", "list"]);
+    let (l, e) = text(&list);
+    assert!(list.status.success(), "{e}");
+    assert!(l.contains("complete"), "{l}");
+    let id = r["run-id"].as_str().unwrap();
+    let show = lab.run(&["results", "show", id]);
+    let (s, _) = text(&show);
+    assert!(show.status.success());
+    assert!(s.contains("fsync") && s.contains("read"), "{s}");
+}
+
+#[test]
+fn open_loop_stall_shows_in_intended_latency_not_in_service_p99() {
+    let lab = Lab::new();
+    let study = lab.write(
+        "stall.toml",
+        r#"
+[targets.slow]
+type = "null"
+stall-after-ops = 2000
+stall = "500ms"
+
+[workloads.paced]
+rate-ops = 2000
+queue-depth = 1
+
+[[steps]]
+workload = "paced"
+targets = ["slow"]
+duration = "3s"
+"#,
+    );
+    let out = lab.run(&["run", study.to_str().unwrap(), "--json", "-q"]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    let r = &json_runs(&stdout)[0];
+    let read = kind(r, 0, "read");
+    let service = &read["service-latency"];
+    let intended = &read["intended-latency"];
+    let ms = |v: &Value| v.as_u64().unwrap() as f64 / 1e6;
+    // The stall: ~1000 operations should have started during the 500 ms.
+    assert!(ms(&intended["p99.9-ns"]) >= 400.0, "intended p99.9 {} ms", ms(&intended["p99.9-ns"]));
+    assert!(ms(&intended["max-ns"]) >= 450.0, "intended max {} ms", ms(&intended["max-ns"]));
+    assert!(ms(&intended["p99-ns"]) >= 100.0, "intended p99 {} ms", ms(&intended["p99-ns"]));
+    // Only the one stalled operation itself took long to serve.
+    assert!(ms(&service["p99-ns"]) < 5.0, "service p99 {} ms", ms(&service["p99-ns"]));
+    assert!(ms(&service["max-ns"]) >= 450.0, "service max {} ms", ms(&service["max-ns"]));
+    // The schedule was caught up: the rate was kept over the run.
+    let ops = read["ops"].as_u64().unwrap();
+    assert!((5500..=6100).contains(&ops), "ops {ops}");
+}
+
+fn long_study(lab: &Lab) -> std::path::PathBuf {
+    lab.write(
+        "long.toml",
+        r#"
+[targets.n]
+type = "null"
+
+[workloads.paced]
+rate-ops = 5000
+
+[[steps]]
+workload = "paced"
+targets = ["n"]
+duration = "60s"
+
+[[steps]]
+workload = "paced"
+targets = ["n"]
+duration = "60s"
+"#,
+    )
+}
+
+/// Waits until the run has written at least one measured second.
+fn wait_for_timeline(lab: &Lab, deadline: Duration) {
+    let start = Instant::now();
+    while start.elapsed() < deadline {
+        if let Ok(dirs) = std::fs::read_dir(lab.results()) {
+            for d in dirs.flatten() {
+                let t = d.path().join("run-001/timeline.csv");
+                if std::fs::read_to_string(&t).is_ok_and(|s| s.lines().any(|l| l.starts_with("1,measure"))) {
+                    return;
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("no measured second written within {deadline:?}");
+}
+
+#[test]
+fn ctrl_c_keeps_partial_results_and_skips_later_runs() {
+    let lab = Lab::new();
+    let study = long_study(&lab);
+    let child = lab.cmd().args(["run", study.to_str().unwrap(), "--json"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    wait_for_timeline(&lab, Duration::from_secs(20));
+    // SAFETY: sending a signal to our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let started = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(10), "did not stop promptly");
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    let runs = json_runs(&stdout);
+    assert_eq!(runs.len(), 1, "the second run should have been skipped");
+    assert_eq!(runs[0]["status"], "partial");
+    assert_eq!(runs[0]["end-reason"], "interrupted");
+    assert!(runs[0]["total"]["ops"].as_u64().unwrap() >= 5000);
+    assert!(runs[0]["warnings"].to_string().contains("partial run"));
+    let (list, _) = text(&lab.run(&["results", "list"]));
+    assert!(list.contains("partial"), "{list}");
+}
+
+#[test]
+fn sigkill_mid_run_leaves_a_readable_store() {
+    let lab = Lab::new();
+    let study = long_study(&lab);
+    let mut child = lab.cmd().args(["run", study.to_str().unwrap(), "-q"]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    wait_for_timeline(&lab, Duration::from_secs(20));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let out = lab.run(&["results", "list"]);
+    let (list, err) = text(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(list.contains("interrupted"), "{list}");
+    // What was measured before the kill is on disk.
+    let out = lab.run(&["results", "list", "--json"]);
+    let rows: Vec<Value> = serde_json::from_str(&text(&out).0).unwrap();
+    let folder = rows[0]["folder"].as_str().unwrap();
+    let timeline = std::fs::read_to_string(std::path::Path::new(folder).join("timeline.csv")).unwrap();
+    assert!(timeline.lines().any(|l| l.starts_with("1,measure")), "{timeline}");
+    // A new run after the kill works with the same store.
+    let quick = lab.run(&["run", study.to_str().unwrap(), "--quick", "-q"]);
+    assert!(quick.status.success(), "{}", text(&quick).1);
+}
+
+#[test]
+fn every_example_study_runs_in_quick_mode() {
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let mut n = 0;
+    for e in std::fs::read_dir(&examples).unwrap().flatten() {
+        let p = e.path();
+        if p.extension().is_none_or(|x| x != "toml") {
+            continue;
+        }
+        let lab = Lab::new();
+        let check = lab.run(&["check", p.to_str().unwrap()]);
+        assert!(check.status.success(), "{}: {}", p.display(), text(&check).1);
+        let out = lab.run(&["run", p.to_str().unwrap(), "--quick", "--json", "-q"]);
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "{}: {stderr}", p.display());
+        for r in json_runs(&stdout) {
+            assert_eq!(r["status"], "complete", "{}: {r}", p.display());
+            assert!(r["total"]["ops"].as_u64().unwrap() > 0, "{}: {r}", p.display());
+        }
+        n += 1;
+    }
+    assert!(n >= 2, "expected example studies in {}", examples.display());
+}
+
+#[test]
+fn brief_quick_characterizes_a_folder_and_cleans_up() {
+    let lab = Lab::new();
+    let data = lab.path().join("data");
+    let out = lab.run(&["brief", "--quick", "--dir", data.to_str().unwrap()]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    for step in ["seq-write", "seq-read", "rand-read", "rand-write"] {
+        assert!(stdout.contains(step), "{stdout}");
+    }
+    assert!(!data.join("storlab-brief.dat").exists(), "the data file should be removed");
+    let md_line = stderr.lines().find(|l| l.starts_with("brief:")).unwrap();
+    let md = std::fs::read_to_string(lab.path().join(md_line.trim_start_matches("brief:").trim())).unwrap();
+    assert!(md.contains("| 4 | rand-read | queue-depth=32 |"), "{md}");
+    assert_eq!(md.matches("| complete |").count(), 6, "{md}");
+}
+
+#[test]
+fn help_teaches() {
+    let lab = Lab::new();
+    let (out, _) = text(&lab.run(&["--help"]));
+    assert!(out.contains("storlab brief --quick") && out.contains("study file"), "{out}");
+    let (targets, _) = text(&lab.run(&["targets"]));
+    assert!(targets.contains("io-uring") && targets.contains("null"), "{targets}");
+}
