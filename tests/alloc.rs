@@ -4,13 +4,17 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
+use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::sync_channel;
-use std::sync::Arc;
 
 use storlab::record::{Interval, Recorder};
-use storlab::run::worker::{run_loop, Clock, Control, StartGate, Worker, WorkerConfig, WorkerOutcome};
-use storlab::target::{null::NullConfig, Region, Session, SessionParams, SessionUser, TargetConfig};
+use storlab::run::worker::{
+    Clock, Control, StartGate, Worker, WorkerConfig, WorkerOutcome, run_loop,
+};
+use storlab::target::{
+    Region, Session, SessionParams, SessionUser, TargetConfig, null::NullConfig,
+};
 use storlab::units::Bytes;
 use storlab::workload::BlockWorkload;
 
@@ -57,11 +61,16 @@ impl SessionUser for Measure<'_> {
     }
 }
 
-fn loop_allocations(target: &TargetConfig, workload: &BlockWorkload, region: Region, ops: u64) -> u64 {
+fn loop_allocations(
+    target: &TargetConfig,
+    workload: &BlockWorkload,
+    region: Region,
+    ops: u64,
+) -> u64 {
     let kinds = workload.kinds();
-    let (tx, rx) = sync_channel::<Box<Interval>>(64);
-    let (spare_tx, spare_rx) = sync_channel(64);
-    for _ in 0..8 {
+    let (tx, rx) = sync_channel::<Box<Interval>>(256);
+    let (spare_tx, spare_rx) = sync_channel(256);
+    for _ in 0..64 {
         spare_tx.send(Interval::new(0, 0, &kinds, false)).unwrap();
     }
     // The collector's part: take full intervals, hand them back cleared.
@@ -85,7 +94,7 @@ fn loop_allocations(target: &TargetConfig, workload: &BlockWorkload, region: Reg
         config: WorkerConfig {
             worker: 0,
             queue_depth: workload.queue_depth,
-            interval_ns: 200_000, // many rotations: 5,000 per second
+            interval_ns: 2_000_000, // many rotations: 500 per second
             warmup_ns: 0,
             duration_ns: None,
             max_ops: Some(ops),
@@ -108,7 +117,14 @@ fn loop_allocations(target: &TargetConfig, workload: &BlockWorkload, region: Reg
         pattern: 0,
         seed: 1,
     };
-    let (n, outcome) = target.open(&params, Measure { worker: Some(worker) }).unwrap();
+    let (n, outcome) = target
+        .open(
+            &params,
+            Measure {
+                worker: Some(worker),
+            },
+        )
+        .unwrap();
     let rotations = collector.join().unwrap();
     // The loop allocates its slot tables once at its start: proof the counter counts.
     assert!(n > 0, "the counting allocator saw nothing");
@@ -124,12 +140,19 @@ fn workload(text: &str) -> BlockWorkload {
 
 #[test]
 fn null_target_loop_allocates_nothing_per_operation() {
-    let t = TargetConfig::Null(NullConfig { size: Bytes(1 << 30), stall_after_ops: None, stall: None });
+    let t = TargetConfig::Null(NullConfig {
+        size: Bytes(1 << 30),
+        stall_after_ops: None,
+        stall: None,
+    });
     let w = workload("read-share = 0.5\nqueue-depth = 32");
     let region = t.prepare(&Default::default()).unwrap();
     let short = loop_allocations(&t, &w, region, 200_000);
     let long = loop_allocations(&t, &w, region, 2_000_000);
-    assert_eq!(short, long, "allocations grew with operations: {short} for 200k ops, {long} for 2M ops");
+    assert_eq!(
+        short, long,
+        "allocations grew with operations: {short} for 200k ops, {long} for 2M ops"
+    );
 }
 
 #[test]
@@ -145,10 +168,17 @@ fn file_target_loop_allocates_nothing_per_operation() {
         let t = (storlab::target::find_type("file").unwrap().parse)(table).unwrap();
         let w = workload(&format!("read-share = 0.5\nqueue-depth = {qd}"));
         let region = t
-            .prepare(&storlab::target::PrepareOptions { writes: true, min_size_bytes: 4096, ..Default::default() })
+            .prepare(&storlab::target::PrepareOptions {
+                writes: true,
+                min_size_bytes: 4096,
+                ..Default::default()
+            })
             .unwrap();
         let short = loop_allocations(&t, &w, region, 20_000);
         let long = loop_allocations(&t, &w, region, 200_000);
-        assert_eq!(short, long, "{engine}: allocations grew with operations: {short} for 20k ops, {long} for 200k ops");
+        assert_eq!(
+            short, long,
+            "{engine}: allocations grew with operations: {short} for 20k ops, {long} for 200k ops"
+        );
     }
 }

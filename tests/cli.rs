@@ -6,11 +6,12 @@ mod common;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{text, Lab};
+use common::{Lab, text};
 use serde_json::Value;
 
 fn json_runs(stdout: &str) -> Vec<Value> {
-    serde_json::from_str::<Vec<Value>>(stdout).unwrap_or_else(|e| panic!("bad JSON ({e}): {stdout}"))
+    serde_json::from_str::<Vec<Value>>(stdout)
+        .unwrap_or_else(|e| panic!("bad JSON ({e}): {stdout}"))
 }
 
 fn kind<'a>(run: &'a Value, target: usize, op: &str) -> &'a Value {
@@ -68,15 +69,36 @@ warmup = "100ms"
     }
     assert_eq!(r["total"]["ops"].as_u64().unwrap(), 8000);
     // The data files were laid out to their full size.
-    assert_eq!(std::fs::metadata(lab.path().join("a.dat")).unwrap().len(), 16 << 20);
+    assert_eq!(
+        std::fs::metadata(lab.path().join("a.dat")).unwrap().len(),
+        16 << 20
+    );
     // The run's folder holds everything.
-    let folder = std::fs::read_dir(lab.results()).unwrap().filter_map(|e| e.ok()).find(|e| e.path().is_dir()).unwrap().path();
+    let folder = std::fs::read_dir(lab.results())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .find(|e| e.path().is_dir())
+        .unwrap()
+        .path();
     let run = folder.join("run-001");
-    for f in ["study.toml", "plan.json", "system.json", "summary.json", "timeline.csv", "histograms.hlog"] {
+    for f in [
+        "study.toml",
+        "plan.json",
+        "system.json",
+        "summary.json",
+        "timeline.csv",
+        "histograms.hlog",
+    ] {
         assert!(run.join(f).exists(), "{f} missing in {}", run.display());
     }
-    let system: Value = serde_json::from_str(&std::fs::read_to_string(run.join("system.json")).unwrap()).unwrap();
-    assert!(system["targets"][0]["filesystem"]["fs-type"].as_str().is_some_and(|s| !s.is_empty()), "{system}");
+    let system: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("system.json")).unwrap()).unwrap();
+    assert!(
+        system["targets"][0]["filesystem"]["fs-type"]
+            .as_str()
+            .is_some_and(|s| !s.is_empty()),
+        "{system}"
+    );
     let timeline = std::fs::read_to_string(run.join("timeline.csv")).unwrap();
     assert!(timeline.starts_with("second,phase,target,op,ops"));
     assert!(timeline.lines().count() > 1);
@@ -124,12 +146,32 @@ duration = "3s"
     let intended = &read["intended-latency"];
     let ms = |v: &Value| v.as_u64().unwrap() as f64 / 1e6;
     // The stall: ~1000 operations should have started during the 500 ms.
-    assert!(ms(&intended["p99.9-ns"]) >= 400.0, "intended p99.9 {} ms", ms(&intended["p99.9-ns"]));
-    assert!(ms(&intended["max-ns"]) >= 450.0, "intended max {} ms", ms(&intended["max-ns"]));
-    assert!(ms(&intended["p99-ns"]) >= 100.0, "intended p99 {} ms", ms(&intended["p99-ns"]));
+    assert!(
+        ms(&intended["p99.9-ns"]) >= 400.0,
+        "intended p99.9 {} ms",
+        ms(&intended["p99.9-ns"])
+    );
+    assert!(
+        ms(&intended["max-ns"]) >= 450.0,
+        "intended max {} ms",
+        ms(&intended["max-ns"])
+    );
+    assert!(
+        ms(&intended["p99-ns"]) >= 100.0,
+        "intended p99 {} ms",
+        ms(&intended["p99-ns"])
+    );
     // Only the one stalled operation itself took long to serve.
-    assert!(ms(&service["p99-ns"]) < 5.0, "service p99 {} ms", ms(&service["p99-ns"]));
-    assert!(ms(&service["max-ns"]) >= 450.0, "service max {} ms", ms(&service["max-ns"]));
+    assert!(
+        ms(&service["p99-ns"]) < 5.0,
+        "service p99 {} ms",
+        ms(&service["p99-ns"])
+    );
+    assert!(
+        ms(&service["max-ns"]) >= 450.0,
+        "service max {} ms",
+        ms(&service["max-ns"])
+    );
     // The schedule was caught up: the rate was kept over the run.
     let ops = read["ops"].as_u64().unwrap();
     assert!((5500..=6100).contains(&ops), "ops {ops}");
@@ -165,7 +207,9 @@ fn wait_for_timeline(lab: &Lab, deadline: Duration) {
         if let Ok(dirs) = std::fs::read_dir(lab.results()) {
             for d in dirs.flatten() {
                 let t = d.path().join("run-001/timeline.csv");
-                if std::fs::read_to_string(&t).is_ok_and(|s| s.lines().any(|l| l.starts_with("1,measure"))) {
+                if std::fs::read_to_string(&t)
+                    .is_ok_and(|s| s.lines().any(|l| l.starts_with("1,measure")))
+                {
                     return;
                 }
             }
@@ -179,13 +223,22 @@ fn wait_for_timeline(lab: &Lab, deadline: Duration) {
 fn ctrl_c_keeps_partial_results_and_skips_later_runs() {
     let lab = Lab::new();
     let study = long_study(&lab);
-    let child = lab.cmd().args(["run", study.to_str().unwrap(), "--json"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let child = lab
+        .cmd()
+        .args(["run", study.to_str().unwrap(), "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     wait_for_timeline(&lab, Duration::from_secs(20));
     // SAFETY: sending a signal to our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let started = Instant::now();
     let out = child.wait_with_output().unwrap();
-    assert!(started.elapsed() < Duration::from_secs(10), "did not stop promptly");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "did not stop promptly"
+    );
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(130), "{stderr}");
     let runs = json_runs(&stdout);
@@ -202,7 +255,13 @@ fn ctrl_c_keeps_partial_results_and_skips_later_runs() {
 fn sigkill_mid_run_leaves_a_readable_store() {
     let lab = Lab::new();
     let study = long_study(&lab);
-    let mut child = lab.cmd().args(["run", study.to_str().unwrap(), "-q"]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    let mut child = lab
+        .cmd()
+        .args(["run", study.to_str().unwrap(), "-q"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
     wait_for_timeline(&lab, Duration::from_secs(20));
     child.kill().unwrap();
     child.wait().unwrap();
@@ -214,8 +273,12 @@ fn sigkill_mid_run_leaves_a_readable_store() {
     let out = lab.run(&["results", "list", "--json"]);
     let rows: Vec<Value> = serde_json::from_str(&text(&out).0).unwrap();
     let folder = rows[0]["folder"].as_str().unwrap();
-    let timeline = std::fs::read_to_string(std::path::Path::new(folder).join("timeline.csv")).unwrap();
-    assert!(timeline.lines().any(|l| l.starts_with("1,measure")), "{timeline}");
+    let timeline =
+        std::fs::read_to_string(std::path::Path::new(folder).join("timeline.csv")).unwrap();
+    assert!(
+        timeline.lines().any(|l| l.starts_with("1,measure")),
+        "{timeline}"
+    );
     // A new run after the kill works with the same store.
     let quick = lab.run(&["run", study.to_str().unwrap(), "--quick", "-q"]);
     assert!(quick.status.success(), "{}", text(&quick).1);
@@ -232,13 +295,22 @@ fn every_example_study_runs_in_quick_mode() {
         }
         let lab = Lab::new();
         let check = lab.run(&["check", p.to_str().unwrap()]);
-        assert!(check.status.success(), "{}: {}", p.display(), text(&check).1);
+        assert!(
+            check.status.success(),
+            "{}: {}",
+            p.display(),
+            text(&check).1
+        );
         let out = lab.run(&["run", p.to_str().unwrap(), "--quick", "--json", "-q"]);
         let (stdout, stderr) = text(&out);
         assert!(out.status.success(), "{}: {stderr}", p.display());
         for r in json_runs(&stdout) {
             assert_eq!(r["status"], "complete", "{}: {r}", p.display());
-            assert!(r["total"]["ops"].as_u64().unwrap() > 0, "{}: {r}", p.display());
+            assert!(
+                r["total"]["ops"].as_u64().unwrap() > 0,
+                "{}: {r}",
+                p.display()
+            );
         }
         n += 1;
     }
@@ -255,9 +327,13 @@ fn brief_quick_characterizes_a_folder_and_cleans_up() {
     for step in ["seq-write", "seq-read", "rand-read", "rand-write"] {
         assert!(stdout.contains(step), "{stdout}");
     }
-    assert!(!data.join("storlab-brief.dat").exists(), "the data file should be removed");
+    assert!(
+        !data.join("storlab-brief.dat").exists(),
+        "the data file should be removed"
+    );
     let md_line = stderr.lines().find(|l| l.starts_with("brief:")).unwrap();
-    let md = std::fs::read_to_string(lab.path().join(md_line.trim_start_matches("brief:").trim())).unwrap();
+    let md = std::fs::read_to_string(lab.path().join(md_line.trim_start_matches("brief:").trim()))
+        .unwrap();
     assert!(md.contains("| 4 | rand-read | queue-depth=32 |"), "{md}");
     assert_eq!(md.matches("| complete |").count(), 6, "{md}");
 }
@@ -266,7 +342,13 @@ fn brief_quick_characterizes_a_folder_and_cleans_up() {
 fn help_teaches() {
     let lab = Lab::new();
     let (out, _) = text(&lab.run(&["--help"]));
-    assert!(out.contains("storlab brief --quick") && out.contains("study file"), "{out}");
+    assert!(
+        out.contains("storlab brief --quick") && out.contains("study file"),
+        "{out}"
+    );
     let (targets, _) = text(&lab.run(&["targets"]));
-    assert!(targets.contains("io-uring") && targets.contains("null"), "{targets}");
+    assert!(
+        targets.contains("io-uring") && targets.contains("null"),
+        "{targets}"
+    );
 }

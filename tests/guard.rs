@@ -5,7 +5,7 @@ mod common;
 
 use std::process::Command;
 
-use common::{is_root, text, Lab};
+use common::{Lab, is_root, text};
 
 struct Loop(String);
 
@@ -44,7 +44,10 @@ fn loop_device_with_a_filesystem_is_refused_unless_named() {
     let lab = Lab::new();
     let img = lab.path().join("disk.img");
     std::fs::write(&img, vec![0u8; 32 << 20]).unwrap();
-    let out = Command::new("losetup").args(["--find", "--show", img.to_str().unwrap()]).output().unwrap();
+    let out = Command::new("losetup")
+        .args(["--find", "--show", img.to_str().unwrap()])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "losetup: {}", text(&out).1);
     let dev = Loop(text(&out).0.trim().to_string());
 
@@ -53,20 +56,41 @@ fn loop_device_with_a_filesystem_is_refused_unless_named() {
     let out = lab.run(&["run", blank.to_str().unwrap(), "-q"]);
     assert!(out.status.success(), "blank device: {}", text(&out).1);
 
-    let mkfs = Command::new("mkfs.ext4").args(["-q", "-F", &dev.0]).output().unwrap();
+    let mkfs = Command::new("mkfs.ext4")
+        .args(["-q", "-F", &dev.0])
+        .output()
+        .unwrap();
     assert!(mkfs.status.success(), "mkfs: {}", text(&mkfs).1);
 
     let writes = lab.write("w.toml", &study(&dev.0, 0.5));
     let out = lab.run(&["run", writes.to_str().unwrap(), "-q"]);
     let (_, err) = text(&out);
     assert!(!out.status.success());
-    assert!(err.contains("refusing to write") && err.contains("ext4") && err.contains(&format!("--allow-destroy {}", dev.0)), "{err}");
+    assert!(
+        err.contains("refusing to write")
+            && err.contains("ext4")
+            && err.contains(&format!("--allow-destroy {}", dev.0)),
+        "{err}"
+    );
     // The filesystem is intact.
-    let fsck = Command::new("e2fsck").args(["-n", &dev.0]).output().unwrap();
-    assert!(fsck.status.success(), "fsck after refusal: {}", text(&fsck).0);
+    let fsck = Command::new("e2fsck")
+        .args(["-n", &dev.0])
+        .output()
+        .unwrap();
+    assert!(
+        fsck.status.success(),
+        "fsck after refusal: {}",
+        text(&fsck).0
+    );
 
     // Naming another device does not help.
-    let out = lab.run(&["run", writes.to_str().unwrap(), "-q", "--allow-destroy", "/dev/loop-none"]);
+    let out = lab.run(&[
+        "run",
+        writes.to_str().unwrap(),
+        "-q",
+        "--allow-destroy",
+        "/dev/loop-none",
+    ]);
     assert!(!out.status.success());
 
     // Reads are allowed without the flag.
@@ -75,6 +99,12 @@ fn loop_device_with_a_filesystem_is_refused_unless_named() {
     assert!(out.status.success(), "reads: {}", text(&out).1);
 
     // Naming the device allows the writes.
-    let out = lab.run(&["run", writes.to_str().unwrap(), "-q", "--allow-destroy", &dev.0]);
+    let out = lab.run(&[
+        "run",
+        writes.to_str().unwrap(),
+        "-q",
+        "--allow-destroy",
+        &dev.0,
+    ]);
     assert!(out.status.success(), "allowed: {}", text(&out).1);
 }

@@ -100,13 +100,21 @@ pub fn render(header: &[&str], rows: &[Vec<String>]) -> String {
 
 /// The full text shown when a run ends and by `storlab results show`.
 pub fn run_table(s: &RunSummary) -> String {
-    let params: Vec<String> = s.parameters.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let params: Vec<String> = s
+        .parameters
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
     let mut out = format!(
         "run {}/{} {}{} {}: {:.2} s measured (latency: service time, submit to completion)\n",
         s.run_index,
         s.run_count,
         s.step,
-        if params.is_empty() { String::new() } else { format!(" [{}]", params.join(" ")) },
+        if params.is_empty() {
+            String::new()
+        } else {
+            format!(" [{}]", params.join(" "))
+        },
         s.status.name(),
         s.measured_seconds
     );

@@ -560,7 +560,8 @@ fn summarize(
     for (t, r) in run.targets.iter().zip(&targets) {
         if let Some(rate) = t.workload.rate_per_thread() {
             let wanted = rate * t.workload.threads as f64;
-            if status == RunStatus::Complete && r.rate_ops + r.errors as f64 / secs < 0.95 * wanted {
+            if status == RunStatus::Complete && r.rate_ops + r.errors as f64 / secs < 0.95 * wanted
+            {
                 warnings.push(format!(
                     "target `{}` did not keep the requested rate: {:.0} of {:.0} ops/s. The latency from intended start shows the waiting this caused.",
                     t.name, r.rate_ops, wanted

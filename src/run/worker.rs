@@ -428,7 +428,13 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
     }
 
     let cpu = thread_cpu_ns();
-    recorder.rotate(index, now, (cpu - cpu_mark).saturating_sub(spin_ns), true, index + 1);
+    recorder.rotate(
+        index,
+        now,
+        (cpu - cpu_mark).saturating_sub(spin_ns),
+        true,
+        index + 1,
+    );
     WorkerOutcome {
         worker: cfg.worker,
         end_reason,

@@ -151,10 +151,16 @@ impl Source<'_> {
 
     /// Finds the line of `key` in the table that starts at `span` (its header line up to the
     /// next header), or the table's own line.
-    fn locate_in(&self, span: &std::ops::Range<usize>, key: &str) -> Option<std::ops::Range<usize>> {
+    fn locate_in(
+        &self,
+        span: &std::ops::Range<usize>,
+        key: &str,
+    ) -> Option<std::ops::Range<usize>> {
         let first = key.split('.').next().unwrap_or("");
         if !first.is_empty() {
-            let start = self.text[..span.start.min(self.text.len())].rfind('\n').map_or(0, |i| i + 1);
+            let start = self.text[..span.start.min(self.text.len())]
+                .rfind('\n')
+                .map_or(0, |i| i + 1);
             let mut pos = start;
             for (n, line) in self.text[start..].split_inclusive('\n').enumerate() {
                 let t = line.trim_start();
@@ -162,7 +168,10 @@ impl Source<'_> {
                     break;
                 }
                 let quoted = format!("\"{first}\"");
-                if let Some(rest) = t.strip_prefix(first).or_else(|| t.strip_prefix(quoted.as_str())) {
+                if let Some(rest) = t
+                    .strip_prefix(first)
+                    .or_else(|| t.strip_prefix(quoted.as_str()))
+                {
                     if rest.trim_start().starts_with('=') {
                         return Some(pos..pos + line.len());
                     }

@@ -15,7 +15,9 @@ pub struct Lab {
 
 impl Lab {
     pub fn new() -> Lab {
-        Lab { dir: tempfile::tempdir().expect("temp dir") }
+        Lab {
+            dir: tempfile::tempdir().expect("temp dir"),
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -34,7 +36,8 @@ impl Lab {
 
     pub fn cmd(&self) -> Command {
         let mut c = Command::new(bin());
-        c.current_dir(self.dir.path()).env("STORLAB_RESULTS", self.results());
+        c.current_dir(self.dir.path())
+            .env("STORLAB_RESULTS", self.results());
         c
     }
 
@@ -44,7 +47,10 @@ impl Lab {
 }
 
 pub fn text(o: &Output) -> (String, String) {
-    (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
 }
 
 pub fn is_root() -> bool {
