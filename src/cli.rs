@@ -225,17 +225,13 @@ fn print_plan(plan: &Plan) {
         };
         let w = &r.targets[0].workload;
         println!(
-            "  {:>3}. {}  warm-up {}, measure {}  ({} {:?} {} read-share {} qd {} threads {}{})",
+            "  {:>3}. {}  warm-up {}, measure {}  ({} {}{})",
             r.index,
             r.label(),
             r.warmup,
             bound,
             r.targets[0].workload_name,
-            w.access,
-            w.block_size,
-            w.read_share,
-            w.queue_depth,
-            w.threads,
+            w.describe(),
             w.rate_per_thread()
                 .map(|x| format!(" rate {x:.0}/s per thread"))
                 .unwrap_or_default()

@@ -1,6 +1,7 @@
 //! The worker loop allocates nothing per operation: a counting global allocator shows that a
 //! run of ten times more operations (and ten times more interval rotations) makes exactly as
-//! many allocations on the worker's thread as a short one, for the null and file targets.
+//! many allocations on the worker's thread as a short one, for the null, file and rocksdb
+//! targets.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -13,10 +14,11 @@ use storlab::run::worker::{
     Clock, Control, StartGate, Worker, WorkerConfig, WorkerOutcome, run_loop,
 };
 use storlab::target::{
-    Region, Session, SessionParams, SessionUser, TargetConfig, null::NullConfig,
+    Prepared, PrepareOptions, Session, SessionParams, SessionUser, TargetConfig,
+    null::NullConfig,
 };
 use storlab::units::Bytes;
-use storlab::workload::BlockWorkload;
+use storlab::workload::Workload;
 
 struct Counting;
 
@@ -63,10 +65,11 @@ impl SessionUser for Measure<'_> {
 
 fn loop_allocations(
     target: &TargetConfig,
-    workload: &BlockWorkload,
-    region: Region,
+    workload: &Workload,
+    prepared: &Prepared,
     ops: u64,
 ) -> u64 {
+    let region = prepared.region;
     let kinds = workload.kinds();
     let (tx, rx) = sync_channel::<Box<Interval>>(256);
     let (spare_tx, spare_rx) = sync_channel(256);
@@ -93,7 +96,7 @@ fn loop_allocations(
     let worker = Worker {
         config: WorkerConfig {
             worker: 0,
-            queue_depth: workload.queue_depth,
+            queue_depth: workload.queue_depth(),
             interval_ns: 2_000_000, // many rotations: 500 per second
             warmup_ns: 0,
             duration_ns: None,
@@ -111,14 +114,16 @@ fn loop_allocations(
         worker: 0,
         writes: workload.writes(),
         region,
-        queue_depth: workload.queue_depth,
-        block_bytes: workload.block_size.0 as u32,
+        queue_depth: workload.queue_depth(),
+        block_bytes: workload.block_bytes() as u32,
         random_data: true,
         pattern: 0,
         seed: 1,
+        kv: workload.kv_shape(),
     };
     let (n, outcome) = target
         .open(
+            prepared,
             &params,
             Measure {
                 worker: Some(worker),
@@ -134,8 +139,8 @@ fn loop_allocations(
     n
 }
 
-fn workload(text: &str) -> BlockWorkload {
-    BlockWorkload::from_table(toml::from_str(text).unwrap()).unwrap()
+fn workload(text: &str) -> Workload {
+    Workload::from_table(toml::from_str(text).unwrap()).unwrap()
 }
 
 #[test]
@@ -146,9 +151,9 @@ fn null_target_loop_allocates_nothing_per_operation() {
         stall: None,
     });
     let w = workload("read-share = 0.5\nqueue-depth = 32");
-    let region = t.prepare(&Default::default()).unwrap();
-    let short = loop_allocations(&t, &w, region, 200_000);
-    let long = loop_allocations(&t, &w, region, 2_000_000);
+    let prepared = t.prepare(&Default::default()).unwrap();
+    let short = loop_allocations(&t, &w, &prepared, 200_000);
+    let long = loop_allocations(&t, &w, &prepared, 2_000_000);
     assert_eq!(
         short, long,
         "allocations grew with operations: {short} for 200k ops, {long} for 2M ops"
@@ -167,18 +172,49 @@ fn file_target_loop_allocates_nothing_per_operation() {
         .unwrap();
         let t = (storlab::target::find_type("file").unwrap().parse)(table).unwrap();
         let w = workload(&format!("read-share = 0.5\nqueue-depth = {qd}"));
-        let region = t
-            .prepare(&storlab::target::PrepareOptions {
+        let prepared = t
+            .prepare(&PrepareOptions {
                 writes: true,
                 min_size_bytes: 4096,
                 ..Default::default()
             })
             .unwrap();
-        let short = loop_allocations(&t, &w, region, 20_000);
-        let long = loop_allocations(&t, &w, region, 200_000);
+        let short = loop_allocations(&t, &w, &prepared, 20_000);
+        let long = loop_allocations(&t, &w, &prepared, 200_000);
         assert_eq!(
             short, long,
             "{engine}: allocations grew with operations: {short} for 20k ops, {long} for 200k ops"
+        );
+    }
+}
+
+/// storlab's side of every RocksDB operation allocates nothing (librocksdb's own allocations
+/// go through its C++ allocator and are not counted here).
+#[test]
+fn rocksdb_target_loop_allocates_nothing_per_operation() {
+    let dir = tempfile::tempdir().unwrap();
+    let table: toml::Table = toml::from_str(&format!(
+        "path = {:?}\ncompression = \"none\"",
+        dir.path().join("db").display().to_string()
+    ))
+    .unwrap();
+    let t = (storlab::target::find_type("rocksdb").unwrap().parse)(table).unwrap();
+    for bench in ["fillrandom", "readrandom", "updaterandom", "readseq", "deleterandom"] {
+        let w = workload(&format!(
+            "type = \"db-bench\"\nbenchmark = \"{bench}\"\nnum = 5000\nvalue-size = 200"
+        ));
+        let prepared = t
+            .prepare(&PrepareOptions {
+                writes: w.writes(),
+                fresh: w.fresh(),
+                ..Default::default()
+            })
+            .unwrap();
+        let short = loop_allocations(&t, &w, &prepared, 5_000);
+        let long = loop_allocations(&t, &w, &prepared, 50_000);
+        assert_eq!(
+            short, long,
+            "{bench}: allocations grew with operations: {short} for 5k ops, {long} for 50k ops"
         );
     }
 }

@@ -20,25 +20,45 @@ pub const HIGHEST_NS: u64 = 3_600_000_000_000;
 /// Significant decimal digits kept by every histogram (relative error below 0.1%).
 pub const SIGFIG: u8 = 3;
 
-/// What an operation does. The set grows with the targets (get, put, scan, ... later);
-/// recorders index arrays by it.
+/// What an operation does; recorders index arrays by it. Block targets read, write and fsync;
+/// key-value targets read (get, or one step of a sequential scan), write (put), update,
+/// insert, scan, read-modify-write and delete.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum OpKind {
     Read = 0,
     Write = 1,
     Fsync = 2,
+    Update = 3,
+    Insert = 4,
+    Scan = 5,
+    ReadModifyWrite = 6,
+    Delete = 7,
 }
 
 impl OpKind {
-    pub const COUNT: usize = 3;
-    pub const ALL: [OpKind; OpKind::COUNT] = [OpKind::Read, OpKind::Write, OpKind::Fsync];
+    pub const COUNT: usize = 8;
+    pub const ALL: [OpKind; OpKind::COUNT] = [
+        OpKind::Read,
+        OpKind::Write,
+        OpKind::Fsync,
+        OpKind::Update,
+        OpKind::Insert,
+        OpKind::Scan,
+        OpKind::ReadModifyWrite,
+        OpKind::Delete,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             OpKind::Read => "read",
             OpKind::Write => "write",
             OpKind::Fsync => "fsync",
+            OpKind::Update => "update",
+            OpKind::Insert => "insert",
+            OpKind::Scan => "scan",
+            OpKind::ReadModifyWrite => "read-modify-write",
+            OpKind::Delete => "delete",
         }
     }
 }
@@ -146,6 +166,8 @@ pub struct KindStats {
     pub intended: Option<Histogram<u32>>,
     pub ops: u64,
     pub bytes: u64,
+    /// Successful operations that found nothing (a get of a missing key); counted in `ops`.
+    pub misses: u64,
     pub errors: [u64; ErrorKind::COUNT],
 }
 
@@ -156,6 +178,7 @@ impl KindStats {
             intended: open_loop.then(new_histogram),
             ops: 0,
             bytes: 0,
+            misses: 0,
             errors: [0; ErrorKind::COUNT],
         }
     }
@@ -167,6 +190,7 @@ impl KindStats {
         }
         self.ops = 0;
         self.bytes = 0;
+        self.misses = 0;
         self.errors = [0; ErrorKind::COUNT];
     }
 }
@@ -257,9 +281,16 @@ impl Recorder {
         }
     }
 
-    /// Records a successful operation.
+    /// Records a successful operation (`found`: false for a key that was not there).
     #[inline]
-    pub fn record_ok(&mut self, kind: OpKind, service_ns: u64, intended_ns: u64, bytes: u64) {
+    pub fn record_ok(
+        &mut self,
+        kind: OpKind,
+        service_ns: u64,
+        intended_ns: u64,
+        bytes: u64,
+        found: bool,
+    ) {
         if let Some(k) = &mut self.current.kinds[kind as usize] {
             k.service.saturating_record(service_ns.max(LOWEST_NS));
             if let Some(h) = &mut k.intended {
@@ -267,6 +298,7 @@ impl Recorder {
             }
             k.ops += 1;
             k.bytes += bytes;
+            k.misses += u64::from(!found);
         }
     }
 
@@ -350,15 +382,16 @@ mod tests {
             .send(Interval::new(0, 0, &[OpKind::Read], false))
             .unwrap();
         let mut r = Recorder::new(Interval::new(0, 0, &[OpKind::Read], false), tx, spare_rx);
-        r.record_ok(OpKind::Read, 1000, 1000, 4096);
-        r.record_ok(OpKind::Read, 3000, 3000, 4096);
-        r.record_ok(OpKind::Write, 3000, 3000, 4096); // kind not in use: ignored
+        r.record_ok(OpKind::Read, 1000, 1000, 4096, true);
+        r.record_ok(OpKind::Read, 3000, 3000, 4096, false);
+        r.record_ok(OpKind::Write, 3000, 3000, 4096, true); // kind not in use: ignored
         r.record_error(OpKind::Read, OpError::errno(libc::EIO));
         assert!(r.rotate(0, 1_000_000_000, 5, false, 1));
         let iv = rx.recv().unwrap();
         let k = iv.kinds[OpKind::Read as usize].as_ref().unwrap();
         assert_eq!(k.ops, 2);
         assert_eq!(k.bytes, 8192);
+        assert_eq!(k.misses, 1);
         assert_eq!(k.service.len(), 2);
         assert_eq!(k.errors[ErrorKind::Io as usize], 1);
         assert!(iv.kinds[OpKind::Write as usize].is_none());

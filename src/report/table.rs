@@ -48,13 +48,39 @@ pub fn rows(s: &RunSummary) -> Vec<Vec<String>> {
     if s.targets.len() > 1 {
         rows.push(row("total", "all", &as_kind(&s.total)));
     }
+    // Background workers (readwhilewriting's writer), apart from the targets' figures.
+    for b in &s.background {
+        for (op, k) in &b.kinds {
+            rows.push(row(&format!("{} (background)", b.name), op, k));
+        }
+    }
     rows
+}
+
+/// Key-value reads that found nothing, per target: `(target, found, total)` for kinds with
+/// misses or reads (db_bench's "N of M found").
+pub fn found_lines(s: &RunSummary) -> Vec<String> {
+    let mut out = Vec::new();
+    for t in &s.targets {
+        for (op, k) in &t.kinds {
+            if t.block_bytes == 0 && (op == "read" || op == "read-modify-write") {
+                out.push(format!(
+                    "{} {op}: {} of {} found",
+                    t.name,
+                    k.ops - k.misses,
+                    k.ops
+                ));
+            }
+        }
+    }
+    out
 }
 
 fn as_kind(t: &crate::results::summary::TargetResult) -> KindResult {
     KindResult {
         ops: t.ops,
         bytes: t.bytes,
+        misses: t.kinds.values().map(|k| k.misses).sum(),
         rate_ops: t.rate_ops,
         rate_bytes: t.rate_bytes,
         errors: t.errors,
@@ -119,6 +145,10 @@ pub fn run_table(s: &RunSummary) -> String {
         s.measured_seconds
     );
     out.push_str(&render(&HEADER, &rows(s)));
+    for l in found_lines(s) {
+        out.push_str(&l);
+        out.push('\n');
+    }
     out.push_str(&format!(
         "client: {:.2} CPU-s, {:.2} of {} CPUs busy, busiest worker {:.0}% on CPU\n",
         s.client.cpu_seconds,

@@ -47,6 +47,9 @@ pub struct Event {
 pub struct KindResult {
     pub ops: u64,
     pub bytes: u64,
+    /// Successful operations that found no data (a get of a missing key), among `ops`.
+    #[serde(default)]
+    pub misses: u64,
     /// Successful operations per second of measured time.
     pub rate_ops: f64,
     /// Bytes moved per second of measured time.
@@ -127,7 +130,15 @@ pub struct RunSummary {
     /// From the start of measurement to the last measured completion.
     pub measured_seconds: f64,
     pub targets: Vec<TargetResult>,
+    /// Over all targets (background workers excluded).
     pub total: TargetResult,
+    /// Workers that ran beside a target's threads and whose figures are kept apart from it
+    /// (readwhilewriting's writer), named `TARGET:writer`.
+    #[serde(default)]
+    pub background: Vec<TargetResult>,
+    /// Software of the targets as they report it (library or server versions).
+    #[serde(default)]
+    pub software: BTreeMap<String, String>,
     pub client: ClientUsage,
     pub warnings: Vec<String>,
     pub events: Vec<Event>,

@@ -20,16 +20,18 @@ pub struct KindTotals {
     pub intended: Option<Histogram<u64>>,
     pub ops: u64,
     pub bytes: u64,
+    pub misses: u64,
     pub errors: [u64; ErrorKind::COUNT],
 }
 
 impl KindTotals {
-    fn new(open_loop: bool) -> KindTotals {
+    pub fn new(open_loop: bool) -> KindTotals {
         KindTotals {
             service: new_histogram(),
             intended: open_loop.then(new_histogram),
             ops: 0,
             bytes: 0,
+            misses: 0,
             errors: [0; ErrorKind::COUNT],
         }
     }
@@ -41,6 +43,21 @@ impl KindTotals {
         }
         self.ops += k.ops;
         self.bytes += k.bytes;
+        self.misses += k.misses;
+        for (d, s) in self.errors.iter_mut().zip(k.errors.iter()) {
+            *d += s;
+        }
+    }
+
+    /// Adds another target's totals of the same kind.
+    pub fn add_totals(&mut self, k: &KindTotals) {
+        merge(&mut self.service, &k.service);
+        if let Some(h) = &k.intended {
+            merge(self.intended.get_or_insert_with(new_histogram), h);
+        }
+        self.ops += k.ops;
+        self.bytes += k.bytes;
+        self.misses += k.misses;
         for (d, s) in self.errors.iter_mut().zip(k.errors.iter()) {
             *d += s;
         }
@@ -67,6 +84,8 @@ pub struct TargetShape {
     pub name: String,
     pub kinds: Vec<OpKind>,
     pub open_loop: bool,
+    /// A background worker (readwhilewriting's writer): on the timeline, not in progress.
+    pub background: bool,
 }
 
 /// One second (interval) of one target's timeline, finalized.
@@ -311,6 +330,9 @@ fn write_second<W: Write, L: Write>(
                     log.write_histogram(h, start, len, Tag::new(&tag))
                         .map_err(|e| std::io::Error::other(format!("{e:?}")))?;
                 }
+            }
+            if shape.background {
+                continue;
             }
             merge(&mut all, &kt.service);
             ops += kt.ops;

@@ -116,25 +116,37 @@ fn run_one(
     store: &mut Store,
     prepared: &mut BTreeMap<String, Region>,
 ) -> Result<RunSummary, RunError> {
-    // Prepare every target (safety checks, layout) before anything starts.
+    let mut events_before = Vec::new();
+    if run.drop_caches {
+        events_before.push(drop_page_cache());
+    }
+    // Prepare every target (safety checks, layout, open databases) before anything starts.
     let mut regions = Vec::new();
+    let mut handles_prepared = Vec::new();
+    let mut software = BTreeMap::new();
     for t in &run.targets {
         let popts = PrepareOptions {
             allow_destroy: opts.allow_destroy.clone(),
             writes: t.workload.writes(),
-            min_size_bytes: t.workload.block_size.0,
+            min_size_bytes: t.workload.block_bytes(),
+            fresh: t.workload.fresh(),
             verbose: true,
         };
-        let region = t
+        let p = t
             .config
             .prepare(&popts)
             .map_err(|source| RunError::Target {
                 target: t.name.clone(),
                 source,
             })?;
-        prepared.insert(t.name.clone(), region);
-        regions.push(region);
+        prepared.insert(t.name.clone(), p.region);
+        regions.push(p.region);
+        for (name, version) in t.config.software(&p) {
+            software.insert(format!("{}.{name}", t.name), version);
+        }
+        handles_prepared.push(p);
     }
+    let handles_prepared = &handles_prepared;
 
     let started = SystemTime::now();
     let run_id = format!(
@@ -167,14 +179,24 @@ fn run_one(
         started,
     )?;
 
-    // Workers: one channel to the collector, one spare channel back to each worker.
+    // Workers: one channel to the collector, one spare channel back to each worker. Targets'
+    // threads come first, then background workers (readwhilewriting's writer), whose figures
+    // go to shapes after the targets' and who stop when the targets' threads have stopped.
     let interrupted = opts.interrupted.clone();
-    let control = Control::new(interrupted);
+    let control = Control::new(interrupted.clone());
+    let background_control = Control::new(interrupted);
+    let backgrounds: Vec<(usize, crate::workload::Background)> = run
+        .targets
+        .iter()
+        .enumerate()
+        .filter_map(|(ti, t)| t.workload.background().map(|b| (ti, b)))
+        .collect();
     let total_workers: usize = run
         .targets
         .iter()
-        .map(|t| t.workload.threads as usize)
-        .sum();
+        .map(|t| t.workload.threads() as usize)
+        .sum::<usize>()
+        + backgrounds.len();
     let gate = StartGate::new(total_workers);
     let clock = Clock::new();
     let interval_ns = run.interval.0.as_nanos() as u64;
@@ -184,6 +206,41 @@ fn run_one(
     let mut shapes = Vec::new();
     let mut worker_inputs = Vec::new();
     let mut worker_index = 0u32;
+    let mut new_worker = |shape: usize,
+                          kinds: &[OpKind],
+                          open: bool,
+                          worker_index: u32|
+     -> Recorder {
+        let (stx, srx) = sync_channel(SPARES_PER_WORKER + 2);
+        for _ in 0..SPARES_PER_WORKER {
+            let _ = stx.try_send(Interval::new(worker_index, shape as u32, kinds, open));
+        }
+        spare_senders.push(stx);
+        worker_target.push(shape as u32);
+        Recorder::new(
+            Interval::new(worker_index, shape as u32, kinds, open),
+            tx.clone(),
+            srx,
+        )
+    };
+    let params_for = |ti: usize, worker: u32| {
+        let w = &run.targets[ti].workload;
+        let block = w.as_block();
+        SessionParams {
+            worker,
+            writes: w.writes(),
+            region: regions[ti],
+            queue_depth: w.queue_depth(),
+            block_bytes: w.block_bytes() as u32,
+            random_data: block.is_none_or(|b| b.write_data == crate::workload::WriteData::Random),
+            pattern: block.map_or(0, |b| b.write_pattern),
+            seed: match w {
+                crate::workload::Workload::Block(b) => b.seed,
+                crate::workload::Workload::DbBench(k) => k.seed,
+            },
+            kv: w.kv_shape(),
+        }
+    };
     for (ti, t) in run.targets.iter().enumerate() {
         let w = &t.workload;
         let kinds = w.kinds();
@@ -192,23 +249,17 @@ fn run_one(
             name: t.name.clone(),
             kinds: kinds.clone(),
             open_loop: open,
+            background: false,
         });
-        for thread in 0..w.threads {
-            let (stx, srx) = sync_channel(SPARES_PER_WORKER + 2);
-            for _ in 0..SPARES_PER_WORKER {
-                let _ = stx.try_send(Interval::new(worker_index, ti as u32, &kinds, open));
-            }
-            let recorder = Recorder::new(
-                Interval::new(worker_index, ti as u32, &kinds, open),
-                tx.clone(),
-                srx,
-            );
+        let threads = w.threads();
+        for thread in 0..threads {
+            let recorder = new_worker(ti, &kinds, open, worker_index);
             let max_ops = run
                 .ops
-                .map(|n| n / w.threads as u64 + u64::from((thread as u64) < n % w.threads as u64));
+                .map(|n| n / threads as u64 + u64::from((thread as u64) < n % threads as u64));
             let config = WorkerConfig {
                 worker: worker_index,
-                queue_depth: w.queue_depth,
+                queue_depth: w.queue_depth(),
                 interval_ns,
                 warmup_ns: run.warmup.0.as_nanos() as u64,
                 duration_ns: run.duration.map(|d| d.0.as_nanos() as u64),
@@ -216,22 +267,38 @@ fn run_one(
                 rate_ops: w.rate_per_thread(),
                 stop_on_error: run.stop_on_error,
             };
-            let params = SessionParams {
-                worker: worker_index,
-                writes: w.writes(),
-                region: regions[ti],
-                queue_depth: w.queue_depth,
-                block_bytes: w.block_size.0 as u32,
-                random_data: w.write_data == crate::workload::WriteData::Random,
-                pattern: w.write_pattern,
-                seed: w.seed,
-            };
-            worker_inputs.push((ti, thread, config, params, recorder));
-            spare_senders.push(stx);
-            worker_target.push(ti as u32);
+            let source = w.source(regions[ti], thread);
+            worker_inputs.push((ti, config, params_for(ti, worker_index), recorder, source, false));
             worker_index += 1;
         }
     }
+    let mut background_names = Vec::new();
+    for (bi, (ti, b)) in backgrounds.into_iter().enumerate() {
+        let shape = run.targets.len() + bi;
+        let name = format!("{}:writer", run.targets[ti].name);
+        let open = b.rate_ops.is_some();
+        shapes.push(TargetShape {
+            name: name.clone(),
+            kinds: b.kinds.clone(),
+            open_loop: open,
+            background: true,
+        });
+        background_names.push(name);
+        let recorder = new_worker(shape, &b.kinds, open, worker_index);
+        let config = WorkerConfig {
+            worker: worker_index,
+            queue_depth: 1,
+            interval_ns,
+            warmup_ns: run.warmup.0.as_nanos() as u64,
+            duration_ns: None,
+            max_ops: None,
+            rate_ops: b.rate_ops,
+            stop_on_error: false,
+        };
+        worker_inputs.push((ti, config, params_for(ti, worker_index), recorder, b.source, true));
+        worker_index += 1;
+    }
+    drop(new_worker);
     drop(tx);
 
     let timeline =
@@ -251,6 +318,7 @@ fn run_one(
 
     let mut open_errors: Vec<(String, TargetError)> = Vec::new();
     let mut outcomes: Vec<WorkerOutcome> = Vec::new();
+    let mut background_outcomes: Vec<WorkerOutcome> = Vec::new();
     let mut cpu_at_start = 0u64;
     let mut start_ns = 0u64;
     let collected = std::thread::scope(|scope| -> Result<_, RunError> {
@@ -274,11 +342,15 @@ fn run_one(
             })
             .map_err(RunError::Thread)?;
         let mut handles = Vec::new();
-        for (ti, thread, config, params, recorder) in worker_inputs {
+        for (ti, config, params, recorder, source, background) in worker_inputs {
             let t = &run.targets[ti];
-            let source = t.workload.source(regions[ti], thread);
             let gate = &gate;
-            let control = &control;
+            let control = if background {
+                &background_control
+            } else {
+                &control
+            };
+            let prepared = &handles_prepared[ti];
             let h = std::thread::Builder::new()
                 .name(format!("storlab-w{}", config.worker))
                 .spawn_scoped(scope, move || {
@@ -290,7 +362,7 @@ fn run_one(
                         source,
                         recorder,
                     };
-                    match t.config.open(&params, worker) {
+                    match t.config.open(prepared, &params, worker) {
                         Ok(outcome) => Ok(outcome),
                         Err(e) => {
                             gate.fail();
@@ -299,7 +371,7 @@ fn run_one(
                     }
                 })
                 .map_err(RunError::Thread)?;
-            handles.push(h);
+            handles.push((background, h));
         }
         let ok = gate.release(|| {
             cpu_at_start = process_cpu_ns();
@@ -309,14 +381,22 @@ fn run_one(
         if !ok {
             control.stop.store(true, Ordering::Relaxed);
         }
-        for h in handles {
-            match h.join() {
-                Ok(Ok(o)) => outcomes.push(o),
-                Ok(Err(e)) => open_errors.push(e),
-                Err(_) => open_errors.push((
-                    "worker".into(),
-                    TargetError::Invalid("a worker thread panicked".into()),
-                )),
+        // The targets' threads first; background workers stop when they have all stopped.
+        let (bg, fg): (Vec<_>, Vec<_>) = handles.into_iter().partition(|(b, _)| *b);
+        for (pass, list) in [fg, bg].into_iter().enumerate() {
+            if pass == 1 {
+                background_control.stop.store(true, Ordering::Relaxed);
+            }
+            for (background, h) in list {
+                match h.join() {
+                    Ok(Ok(o)) if background => background_outcomes.push(o),
+                    Ok(Ok(o)) => outcomes.push(o),
+                    Ok(Err(e)) => open_errors.push(e),
+                    Err(_) => open_errors.push((
+                        "worker".into(),
+                        TargetError::Invalid("a worker thread panicked".into()),
+                    )),
+                }
             }
         }
         let collected = collector
@@ -343,7 +423,7 @@ fn run_one(
         });
     }
 
-    let summary = summarize(
+    let mut summary = summarize(
         &run_id,
         plan,
         run,
@@ -352,7 +432,21 @@ fn run_one(
         &collected,
         cpu_used_ns,
         start_ns,
+        &background_names,
     );
+    summary.software = software;
+    // Events before the run (page cache dropped) are stamped at the start of the warm-up.
+    for (kind, detail) in events_before {
+        summary.events.insert(
+            0,
+            Event {
+                time_seconds: -summary.warmup_seconds,
+                kind,
+                detail,
+            },
+        );
+    }
+    drop(background_outcomes);
     folder
         .write_json("summary.json", &summary)
         .map_err(|source| RunError::Results {
@@ -386,6 +480,8 @@ fn failed_summary(
         measured_seconds: 0.0,
         targets: Vec::new(),
         total: TargetResult::default(),
+        background: Vec::new(),
+        software: BTreeMap::new(),
         client: ClientUsage::default(),
         warnings: vec![format!("the run could not start: {why}")],
         events: Vec::new(),
@@ -404,6 +500,7 @@ fn kind_result(k: &KindTotals, secs: f64) -> KindResult {
     KindResult {
         ops: k.ops,
         bytes: k.bytes,
+        misses: k.misses,
         rate_ops: k.ops as f64 / secs,
         rate_bytes: k.bytes as f64 / secs,
         errors: k.error_count(),
@@ -449,6 +546,7 @@ fn summarize(
     c: &collector::Collected,
     cpu_used_ns: u64,
     start_ns: u64,
+    background_names: &[String],
 ) -> RunSummary {
     let measure_start = outcomes
         .iter()
@@ -493,33 +591,40 @@ fn summarize(
         let mut r = target_result(&t.name, &kinds, &present, secs);
         r.target_type = t.config.type_name().to_string();
         r.workload = t.workload_name.clone();
-        r.threads = t.workload.threads;
-        r.queue_depth = t.workload.queue_depth;
-        r.block_bytes = t.workload.block_size.0;
+        r.threads = t.workload.threads();
+        r.queue_depth = t.workload.queue_depth();
+        r.block_bytes = t.workload.block_bytes();
         targets.push(r);
         for (k, kt) in present.iter().zip(kinds) {
-            let dst = total_kinds.entry(*k).or_insert_with(|| KindTotals {
-                service: new_histogram(),
-                intended: None,
-                ops: 0,
-                bytes: 0,
-                errors: [0; ErrorKind::COUNT],
-            });
-            collector::merge(&mut dst.service, &kt.service);
-            if let Some(h) = &kt.intended {
-                collector::merge(dst.intended.get_or_insert_with(new_histogram), h);
-            }
-            dst.ops += kt.ops;
-            dst.bytes += kt.bytes;
-            for (d, s) in dst.errors.iter_mut().zip(kt.errors.iter()) {
-                *d += s;
-            }
+            total_kinds
+                .entry(*k)
+                .or_insert_with(|| KindTotals::new(false))
+                .add_totals(kt);
         }
     }
     let names: Vec<OpKind> = total_kinds.keys().copied().collect();
     let refs: Vec<&KindTotals> = total_kinds.values().collect();
     let mut total = target_result("total", &refs, &names, secs);
-    total.threads = run.targets.iter().map(|t| t.workload.threads).sum();
+    total.threads = run.targets.iter().map(|t| t.workload.threads()).sum();
+    let background: Vec<TargetResult> = background_names
+        .iter()
+        .enumerate()
+        .map(|(bi, name)| {
+            let ti = run.targets.len() + bi;
+            let present: Vec<OpKind> = OpKind::ALL
+                .into_iter()
+                .filter(|k| c.totals[ti][*k as usize].is_some())
+                .collect();
+            let kinds: Vec<&KindTotals> = present
+                .iter()
+                .filter_map(|k| c.totals[ti][*k as usize].as_ref())
+                .collect();
+            let mut r = target_result(name, &kinds, &present, secs);
+            r.threads = 1;
+            r.queue_depth = 1;
+            r
+        })
+        .collect();
 
     let logical_cpus = std::thread::available_parallelism()
         .map(|n| n.get() as u32)
@@ -559,7 +664,7 @@ fn summarize(
     }
     for (t, r) in run.targets.iter().zip(&targets) {
         if let Some(rate) = t.workload.rate_per_thread() {
-            let wanted = rate * t.workload.threads as f64;
+            let wanted = rate * t.workload.threads() as f64;
             if status == RunStatus::Complete && r.rate_ops + r.errors as f64 / secs < 0.95 * wanted
             {
                 warnings.push(format!(
@@ -603,6 +708,7 @@ fn summarize(
                 .targets
                 .get(*t as usize)
                 .map(|t| t.name.clone())
+                .or_else(|| background_names.get(*t as usize - run.targets.len()).cloned())
                 .unwrap_or_default(),
             op: k.name().into(),
             kind: e.kind.name().into(),
@@ -626,6 +732,8 @@ fn summarize(
         measured_seconds: secs,
         targets,
         total,
+        background,
+        software: BTreeMap::new(),
         client: ClientUsage {
             cpu_seconds: cpu_used_ns as f64 / 1e9,
             cpu_cores_used: cores_used,
@@ -642,3 +750,17 @@ fn summarize(
 
 /// Interval length used when a study does not say.
 pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Writes back dirty pages and drops the page cache (as the RocksDB brief did before each
+/// workload), or says why it could not. Returns the event to record.
+pub fn drop_page_cache() -> (String, String) {
+    // SAFETY: sync takes no arguments and cannot fail.
+    unsafe { libc::sync() };
+    match std::fs::write("/proc/sys/vm/drop_caches", "3\n") {
+        Ok(()) => ("page-cache-dropped".into(), String::new()),
+        Err(e) => (
+            "page-cache-not-dropped".into(),
+            format!("writing /proc/sys/vm/drop_caches: {e} (needs root)"),
+        ),
+    }
+}

@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use crate::record::{OpError, OpKind, Recorder, thread_cpu_ns};
 use crate::target::{Completions, Session, SessionUser};
-use crate::workload::BlockSource;
+use crate::workload::Source;
 
 /// The run's monotonic clock: nanoseconds since a base instant shared by all workers.
 #[derive(Debug, Clone, Copy)]
@@ -166,7 +166,7 @@ pub struct Worker<'a> {
     pub clock: Clock,
     pub control: &'a Control,
     pub gate: &'a StartGate,
-    pub source: BlockSource,
+    pub source: Source,
     pub recorder: Recorder,
 }
 
@@ -404,6 +404,7 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
                     now - info.start_ns,
                     now.saturating_sub(info.intended_ns),
                     bytes as u64,
+                    c.found,
                 ),
                 Err(e) => {
                     recorder.record_error(kind, e);

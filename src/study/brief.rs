@@ -110,7 +110,7 @@ mod tests {
         let qds: Vec<u32> = plan
             .runs
             .iter()
-            .map(|r| r.targets[0].workload.queue_depth)
+            .map(|r| r.targets[0].workload.queue_depth())
             .collect();
         assert_eq!(qds, vec![8, 8, 1, 32, 1, 32]);
     }

@@ -17,7 +17,7 @@ use toml::Spanned;
 
 use crate::target::{OptionError, REGISTRY, TargetConfig, find_type};
 use crate::units::Dur;
-use crate::workload::{BlockWorkload, SWEEPABLE};
+use crate::workload::Workload;
 use plan::{Plan, RunPlan, RunTarget};
 
 /// One problem in a study file.
@@ -91,6 +91,8 @@ struct RawStep {
     repetitions: Option<Spanned<u32>>,
     #[serde(default)]
     stop_on_error: bool,
+    #[serde(default)]
+    drop_caches: bool,
     #[serde(default)]
     sweep: BTreeMap<String, Spanned<Vec<Spanned<toml::Value>>>>,
 }
@@ -276,7 +278,7 @@ pub fn parse(file: &str, text: &str) -> Result<Plan, StudyErrors> {
     let mut workloads: BTreeMap<String, (toml::Table, std::ops::Range<usize>)> = BTreeMap::new();
     for (name, table) in &raw.workloads {
         let span = table.span();
-        match BlockWorkload::from_table(table.get_ref().clone()) {
+        match Workload::from_table(table.get_ref().clone()) {
             Ok(_) => {
                 workloads.insert(name.clone(), (table.get_ref().clone(), span));
             }
@@ -413,9 +415,10 @@ pub fn parse(file: &str, text: &str) -> Result<Plan, StudyErrors> {
             s.sweep.iter().collect();
         sweep.sort_by_key(|(_, v)| v.span().start);
         let mut points: Vec<Vec<(String, Spanned<toml::Value>)>> = vec![Vec::new()];
+        let sweepable = Workload::sweepable(wtable);
         for (param, values) in &sweep {
-            if !SWEEPABLE.contains(&param.as_str()) {
-                errors.push(src.error(Some(values.span()), format!("{step_key}.sweep.{param}"), format!("`{param}` is not a workload parameter that can be swept; expected one of {}", SWEEPABLE.join(", "))));
+            if !sweepable.contains(&param.as_str()) {
+                errors.push(src.error(Some(values.span()), format!("{step_key}.sweep.{param}"), format!("`{param}` is not a workload parameter that can be swept; expected one of {}", sweepable.join(", "))));
                 continue;
             }
             if values.get_ref().is_empty() {
@@ -444,7 +447,7 @@ pub fn parse(file: &str, text: &str) -> Result<Plan, StudyErrors> {
             for (param, value) in point {
                 table.insert(param.clone(), value.get_ref().clone());
             }
-            let workload = match BlockWorkload::from_table(table) {
+            let workload = match Workload::from_table(table) {
                 Ok(w) => w,
                 Err(OptionError { key, message }) => {
                     // Blame the swept value if the bad key is swept, else the workload.
@@ -516,6 +519,7 @@ pub fn parse(file: &str, text: &str) -> Result<Plan, StudyErrors> {
                         duration: s.duration.as_ref().map(|d| *d.get_ref()),
                         ops: s.ops.as_ref().map(|o| *o.get_ref()),
                         stop_on_error: s.stop_on_error,
+                        drop_caches: s.drop_caches,
                         interval: Dur(interval),
                         targets: group
                             .into_iter()
@@ -552,8 +556,36 @@ pub fn parse(file: &str, text: &str) -> Result<Plan, StudyErrors> {
 }
 
 /// Why a target cannot run a workload, with the workload key to blame.
-fn capability_problem(t: &TargetConfig, w: &BlockWorkload) -> Option<(&'static str, String)> {
+fn capability_problem(t: &TargetConfig, w: &Workload) -> Option<(&'static str, String)> {
     let caps = t.capabilities();
+    if let Workload::DbBench(_) = w {
+        if matches!(t, TargetConfig::File(_)) {
+            return Some((
+                "type",
+                "a file target takes block workloads; db-bench workloads need a key-value target (rocksdb, null)".to_string(),
+            ));
+        }
+        for k in w.all_kinds() {
+            if !caps.ops.contains(&k) {
+                return Some((
+                    "benchmark",
+                    format!("a {} target cannot {}", t.type_name(), k.name()),
+                ));
+            }
+        }
+        return None;
+    }
+    if let Workload::Block(_) = w {
+        if matches!(t, TargetConfig::Rocksdb(_)) {
+            return Some((
+                "type",
+                "a rocksdb target takes key-value workloads (type = \"db-bench\"), not block workloads".to_string(),
+            ));
+        }
+    }
+    let Some(w) = w.as_block() else {
+        return None;
+    };
     if w.queue_depth > caps.max_queue_depth {
         return Some((
             "queue-depth",

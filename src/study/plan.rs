@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::target::TargetConfig;
 use crate::units::Dur;
-use crate::workload::BlockWorkload;
+use crate::workload::Workload;
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -36,6 +36,8 @@ pub struct RunPlan {
     /// Measured operations per target (split among its threads).
     pub ops: Option<u64>,
     pub stop_on_error: bool,
+    /// Write back and drop the page cache before the run (needs root; recorded as an event).
+    pub drop_caches: bool,
     /// Length of one timeline interval.
     pub interval: Dur,
     /// Targets driven at the same time in this run.
@@ -48,7 +50,7 @@ pub struct RunTarget {
     pub name: String,
     pub config: TargetConfig,
     pub workload_name: String,
-    pub workload: BlockWorkload,
+    pub workload: Workload,
 }
 
 impl RunPlan {

@@ -385,6 +385,12 @@ fn in_bounds(bounds: (u64, u64), offset: u64, len: u32) -> bool {
     offset >= bounds.0 && offset + len as u64 <= bounds.1
 }
 
+/// A key-value operation sent to a block target (the plan refuses such studies).
+const NOT_BLOCK_OP: OpError = OpError {
+    kind: ErrorKind::Invalid,
+    code: libc::EINVAL,
+};
+
 const OUT_OF_BOUNDS: OpError = OpError {
     kind: ErrorKind::Invalid,
     code: libc::ERANGE,
@@ -441,6 +447,8 @@ impl Session for PsyncSession {
             }
             // SAFETY: fsync on a descriptor we own.
             Op::Fsync => (unsafe { libc::fsync(fd) } as isize, 0),
+            // Key-value operations are refused at plan time (capabilities).
+            _ => return Err(NOT_BLOCK_OP),
         };
         let result = if r < 0 {
             Err(OpError::errno(
@@ -454,7 +462,11 @@ impl Session for PsyncSession {
         } else {
             Ok(want)
         };
-        self.done = Some(Completion { slot, result });
+        self.done = Some(Completion {
+            slot,
+            result,
+            found: true,
+        });
         Ok(())
     }
 
@@ -558,6 +570,7 @@ impl Session for UringSession {
                 self.want[slot as usize] = 0;
                 opcode::Fsync::new(fd).build()
             }
+            _ => return Err(NOT_BLOCK_OP),
         };
         // SAFETY: the buffer behind `ptr` stays valid until the completion is reaped.
         unsafe { self.ring.submission().push(&entry.user_data(slot as u64)) }.map_err(|_| OpError {
@@ -590,7 +603,11 @@ impl Session for UringSession {
             } else {
                 Ok(want)
             };
-            out.push(Completion { slot, result });
+            out.push(Completion {
+                slot,
+                result,
+                found: true,
+            });
         }
         Ok(())
     }

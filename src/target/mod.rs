@@ -10,6 +10,7 @@
 pub mod file;
 pub mod guard;
 pub mod null;
+pub mod rocksdb;
 
 use std::path::PathBuf;
 
@@ -17,30 +18,45 @@ use serde::Serialize;
 
 use crate::record::{OpError, OpKind};
 
-/// One operation, built by a workload into a slot the worker owns. Never allocates.
+/// One operation, built by a workload into a slot the worker owns. Never allocates: key-value
+/// operations carry a key number, which the session turns into key bytes in its own buffer
+/// (see [`crate::workload::kv::KeyFormat`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
     Read { offset: u64, len: u32 },
     Write { offset: u64, len: u32 },
     Fsync,
+    /// Read one key's value.
+    Get { key: u64 },
+    /// Write one key's whole value.
+    Put { key: u64 },
+    /// Read the next key of a sequential scan (from the first key; wraps at the end).
+    Next,
+    /// Read a key's value, then write a new one (db_bench's updaterandom).
+    ReadModifyWrite { key: u64 },
+    Delete { key: u64 },
 }
 
 impl Op {
     #[inline]
     pub fn kind(&self) -> OpKind {
         match self {
-            Op::Read { .. } => OpKind::Read,
-            Op::Write { .. } => OpKind::Write,
+            Op::Read { .. } | Op::Get { .. } | Op::Next => OpKind::Read,
+            Op::Write { .. } | Op::Put { .. } => OpKind::Write,
             Op::Fsync => OpKind::Fsync,
+            Op::ReadModifyWrite { .. } => OpKind::ReadModifyWrite,
+            Op::Delete { .. } => OpKind::Delete,
         }
     }
 }
 
-/// One finished operation: its slot and the bytes moved, or why it failed.
+/// One finished operation: its slot and the bytes moved (or why it failed), and whether the
+/// key it addressed was there (always true for block operations).
 #[derive(Debug, Clone, Copy)]
 pub struct Completion {
     pub slot: u32,
     pub result: Result<u32, OpError>,
+    pub found: bool,
 }
 
 /// A fixed-capacity list of completions, allocated once per worker.
@@ -144,6 +160,7 @@ pub struct OptionError {
 pub enum TargetConfig {
     Null(null::NullConfig),
     File(file::FileConfig),
+    Rocksdb(rocksdb::RocksConfig),
 }
 
 /// One registry row: a target type's name, help, options and parser.
@@ -156,7 +173,7 @@ pub struct TargetType {
 }
 
 /// Every target type storlab knows.
-pub static REGISTRY: &[TargetType] = &[null::TYPE, file::TYPE];
+pub static REGISTRY: &[TargetType] = &[null::TYPE, file::TYPE, rocksdb::TYPE];
 
 /// Finds a registry row by name.
 pub fn find_type(name: &str) -> Option<&'static TargetType> {
@@ -185,6 +202,21 @@ pub struct SessionParams {
     pub random_data: bool,
     pub pattern: u8,
     pub seed: u64,
+    /// Key and value shapes of a key-value workload.
+    pub kv: Option<crate::workload::kv::KvShape>,
+}
+
+/// A target readied for a run: the region operations address, and what its sessions share
+/// (an open database), kept until the run ends.
+pub struct Prepared {
+    pub region: Region,
+    pub handle: Handle,
+}
+
+/// What a target's sessions share during a run.
+pub enum Handle {
+    None,
+    Rocksdb(rocksdb::Shared),
 }
 
 /// Options of a run that concern targets' safety.
@@ -196,6 +228,9 @@ pub struct PrepareOptions {
     pub writes: bool,
     /// Bytes the workload addresses (for files storlab lays out).
     pub min_size_bytes: u64,
+    /// The workload creates its data from nothing (db_bench's fill benchmarks): a database
+    /// target starts empty.
+    pub fresh: bool,
     /// Print layout progress.
     pub verbose: bool,
 }
@@ -205,6 +240,7 @@ impl TargetConfig {
         match self {
             TargetConfig::Null(_) => "null",
             TargetConfig::File(_) => "file",
+            TargetConfig::Rocksdb(_) => "rocksdb",
         }
     }
 
@@ -212,6 +248,7 @@ impl TargetConfig {
         match self {
             TargetConfig::Null(c) => c.capabilities(),
             TargetConfig::File(c) => c.capabilities(),
+            TargetConfig::Rocksdb(c) => c.capabilities(),
         }
     }
 
@@ -220,27 +257,46 @@ impl TargetConfig {
         match self {
             TargetConfig::Null(_) => Vec::new(),
             TargetConfig::File(c) => vec![c.path.clone()],
+            TargetConfig::Rocksdb(c) => vec![c.path.clone()],
         }
     }
 
-    /// Readies the target before its workers open sessions (checks safety, lays out files)
-    /// and returns the region operations may address.
-    pub fn prepare(&self, opts: &PrepareOptions) -> Result<Region, TargetError> {
-        match self {
-            TargetConfig::Null(c) => Ok(c.region()),
-            TargetConfig::File(c) => c.prepare(opts),
-        }
+    /// Readies the target before its workers open sessions (checks safety, lays out files,
+    /// opens databases) and returns the region operations may address.
+    pub fn prepare(&self, opts: &PrepareOptions) -> Result<Prepared, TargetError> {
+        let (region, handle) = match self {
+            TargetConfig::Null(c) => (c.region(), Handle::None),
+            TargetConfig::File(c) => (c.prepare(opts)?, Handle::None),
+            TargetConfig::Rocksdb(c) => {
+                let shared = c.prepare(opts)?;
+                (Region { offset_bytes: 0, size_bytes: 0 }, Handle::Rocksdb(shared))
+            }
+        };
+        Ok(Prepared { region, handle })
     }
 
     /// Opens a session for one worker and runs `user` with it.
     pub fn open<U: SessionUser>(
         &self,
+        prepared: &Prepared,
         params: &SessionParams,
         user: U,
     ) -> Result<U::Output, TargetError> {
-        match self {
-            TargetConfig::Null(c) => Ok(user.run(c.open(params))),
-            TargetConfig::File(c) => c.open(params, user),
+        match (self, &prepared.handle) {
+            (TargetConfig::Null(c), _) => Ok(user.run(c.open(params))),
+            (TargetConfig::File(c), _) => c.open(params, user),
+            (TargetConfig::Rocksdb(c), Handle::Rocksdb(shared)) => c.open(shared, params, user),
+            (TargetConfig::Rocksdb(_), Handle::None) => Err(TargetError::Invalid(
+                "the database was not opened before its sessions".into(),
+            )),
+        }
+    }
+
+    /// Software versions to disclose (library or server), as the target reports them.
+    pub fn software(&self, prepared: &Prepared) -> Vec<(String, String)> {
+        match (self, &prepared.handle) {
+            (TargetConfig::Rocksdb(_), Handle::Rocksdb(s)) => s.software(),
+            _ => Vec::new(),
         }
     }
 

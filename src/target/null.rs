@@ -65,7 +65,7 @@ fn parse(table: toml::Table) -> Result<TargetConfig, OptionError> {
 impl NullConfig {
     pub fn capabilities(&self) -> Capabilities {
         Capabilities {
-            ops: &[OpKind::Read, OpKind::Write, OpKind::Fsync],
+            ops: &OpKind::ALL,
             max_queue_depth: 65536,
         }
     }
@@ -83,6 +83,7 @@ impl NullConfig {
             ops: 0,
             stall_after_ops: self.stall_after_ops.unwrap_or(u64::MAX),
             stall: self.stall.map(|d| d.0).unwrap_or_default(),
+            value_bytes: params.kv.map_or(0, |kv| kv.value_bytes),
         }
     }
 }
@@ -92,6 +93,8 @@ pub struct NullSession {
     done: Vec<Completion>,
     ops: u64,
     stall_after_ops: u64,
+    /// Bytes a key-value operation counts as moved (the workload's value size).
+    value_bytes: u32,
     stall: std::time::Duration,
 }
 
@@ -104,11 +107,15 @@ impl Session for NullSession {
         }
         let bytes = match op {
             Op::Read { len, .. } | Op::Write { len, .. } => len,
-            Op::Fsync => 0,
+            Op::Fsync | Op::Delete { .. } => 0,
+            Op::Get { .. } | Op::Put { .. } | Op::Next | Op::ReadModifyWrite { .. } => {
+                self.value_bytes
+            }
         };
         self.done.push(Completion {
             slot,
             result: Ok(bytes),
+            found: true,
         });
         Ok(())
     }

@@ -1,7 +1,10 @@
 //! Workloads: what operations a worker issues next. A workload's parameters come from a study
 //! file (and its sweeps); a source built from them per worker turns them into [`Op`]s without
-//! allocating: random or sequential offsets aligned inside the target's region, a read share,
-//! and an fsync every N writes.
+//! allocating. Block workloads (this file) issue random or sequential offsets aligned inside
+//! the target's region, with a read share and an fsync every N writes; key-value workloads
+//! with db_bench's semantics are in [`kv`].
+
+pub mod kv;
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -79,6 +82,202 @@ fn default_one() -> u32 {
 }
 fn default_seed() -> u64 {
     0x5eed
+}
+
+/// A workload of any type, as a study's `[workloads.NAME]` table gives it: `type = "block"`
+/// (the default) or `type = "db-bench"`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum Workload {
+    Block(BlockWorkload),
+    DbBench(kv::KvWorkload),
+}
+
+/// The workload types, for messages.
+pub const TYPES: &[&str] = &["block", "db-bench"];
+
+/// A worker's operation source, picked once per worker.
+pub enum Source {
+    Block(BlockSource),
+    Kv(kv::KvSource),
+}
+
+impl Source {
+    #[inline]
+    pub fn next_op(&mut self) -> Op {
+        match self {
+            Source::Block(s) => s.next_op(),
+            Source::Kv(s) => s.next_op(),
+        }
+    }
+}
+
+/// A worker that runs beside a target's threads and stops when they do; its figures are kept
+/// apart (readwhilewriting's writer).
+pub struct Background {
+    pub source: Source,
+    pub kinds: Vec<OpKind>,
+    /// Operations per second, or None for as fast as it can.
+    pub rate_ops: Option<f64>,
+}
+
+impl Workload {
+    /// Builds a workload from its table (with sweep values applied), by its `type`.
+    pub fn from_table(mut table: toml::Table) -> Result<Workload, OptionError> {
+        let ty = match table.remove("type") {
+            None => "block".to_string(),
+            Some(toml::Value::String(s)) => s,
+            Some(_) => return Err(err("type", format!("type is a string: one of {}", TYPES.join(", ")))),
+        };
+        match ty.as_str() {
+            "block" => BlockWorkload::from_table(table).map(Workload::Block),
+            "db-bench" => kv::KvWorkload::from_table(table).map(Workload::DbBench),
+            other => Err(err(
+                "type",
+                format!("unknown workload type `{other}`: expected one of {}", TYPES.join(", ")),
+            )),
+        }
+    }
+
+    /// The keys a sweep may vary for a workload table of this type.
+    pub fn sweepable(table: &toml::Table) -> &'static [&'static str] {
+        match table.get("type").and_then(|t| t.as_str()) {
+            Some("db-bench") => kv::SWEEPABLE,
+            _ => SWEEPABLE,
+        }
+    }
+
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Workload::Block(_) => "block",
+            Workload::DbBench(_) => "db-bench",
+        }
+    }
+
+    pub fn threads(&self) -> u32 {
+        match self {
+            Workload::Block(w) => w.threads,
+            Workload::DbBench(w) => w.threads,
+        }
+    }
+
+    pub fn queue_depth(&self) -> u32 {
+        match self {
+            Workload::Block(w) => w.queue_depth,
+            Workload::DbBench(_) => 1,
+        }
+    }
+
+    /// Bytes per block operation (0 for key-value workloads).
+    pub fn block_bytes(&self) -> u64 {
+        match self {
+            Workload::Block(w) => w.block_size.0,
+            Workload::DbBench(_) => 0,
+        }
+    }
+
+    pub fn rate_per_thread(&self) -> Option<f64> {
+        match self {
+            Workload::Block(w) => w.rate_per_thread(),
+            Workload::DbBench(w) => w.rate_per_thread(),
+        }
+    }
+
+    /// The workload changes the target (its foreground threads or a background writer).
+    pub fn writes(&self) -> bool {
+        match self {
+            Workload::Block(w) => w.writes(),
+            Workload::DbBench(w) => w.benchmark.writes() || w.writer().is_some(),
+        }
+    }
+
+    /// The workload starts from an empty database.
+    pub fn fresh(&self) -> bool {
+        match self {
+            Workload::Block(_) => false,
+            Workload::DbBench(w) => w.benchmark.fresh(),
+        }
+    }
+
+    /// The operation kinds the foreground threads issue.
+    pub fn kinds(&self) -> Vec<OpKind> {
+        match self {
+            Workload::Block(w) => w.kinds(),
+            Workload::DbBench(w) => vec![w.benchmark.kind()],
+        }
+    }
+
+    /// Every kind the workload issues, background included (for capability checks).
+    pub fn all_kinds(&self) -> Vec<OpKind> {
+        let mut k = self.kinds();
+        if let Workload::DbBench(w) = self {
+            if w.writer().is_some() && !k.contains(&OpKind::Write) {
+                k.push(OpKind::Write);
+            }
+        }
+        k
+    }
+
+    pub fn kv_shape(&self) -> Option<kv::KvShape> {
+        match self {
+            Workload::Block(_) => None,
+            Workload::DbBench(w) => Some(w.shape()),
+        }
+    }
+
+    /// The operation source of foreground thread `thread`.
+    pub fn source(&self, region: Region, thread: u32) -> Source {
+        match self {
+            Workload::Block(w) => Source::Block(w.source(region, thread)),
+            Workload::DbBench(w) => Source::Kv(w.source(thread)),
+        }
+    }
+
+    /// The background worker, if the workload has one.
+    pub fn background(&self) -> Option<Background> {
+        match self {
+            Workload::Block(_) => None,
+            Workload::DbBench(w) => w.writer().map(|(source, rate_ops)| Background {
+                source: Source::Kv(source),
+                kinds: vec![OpKind::Write],
+                rate_ops,
+            }),
+        }
+    }
+
+    /// A one-line description for plan listings.
+    pub fn describe(&self) -> String {
+        match self {
+            Workload::Block(w) => format!(
+                "{} {} read-share {} qd {} threads {}",
+                format!("{:?}", w.access).to_lowercase(),
+                w.block_size,
+                w.read_share,
+                w.queue_depth,
+                w.threads
+            ),
+            Workload::DbBench(w) => format!(
+                "db-bench {} num {} key-size {} value-size {} threads {}{}",
+                w.benchmark.name(),
+                w.num,
+                w.key_size,
+                w.value_size,
+                w.threads,
+                if w.writer_rate_bytes.0 > 0 {
+                    format!(" writer {}/s", w.writer_rate_bytes)
+                } else {
+                    String::new()
+                }
+            ),
+        }
+    }
+
+    pub fn as_block(&self) -> Option<&BlockWorkload> {
+        match self {
+            Workload::Block(w) => Some(w),
+            Workload::DbBench(_) => None,
+        }
+    }
 }
 
 /// Keys a study's sweep may vary.
