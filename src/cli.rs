@@ -28,7 +28,9 @@ Start with:
   storlab plan study.toml          list the runs a study expands to
   storlab run study.toml           run it; Ctrl-C stops and keeps what was measured
   storlab results list             what has been run
-  storlab targets                  target types and their options";
+  storlab targets                  target types and their options
+  storlab dbbench --benchmarks=fillrandom,readrandom --num=100000 --db=DIR
+                                   db_bench's flags on the embedded RocksDB";
 
 #[derive(Parser)]
 #[command(name = "storlab", version, about = "Storage and database benchmarking from study files", long_about = ABOUT)]
@@ -68,6 +70,30 @@ enum Command {
     },
     /// List target types and their options.
     Targets,
+    /// Run db_bench benchmarks with db_bench's own flags on the embedded RocksDB, print
+    /// db_bench-style result lines, and store storlab's full results.
+    ///
+    /// Example: storlab dbbench --benchmarks=fillrandom,readrandom,readwhilewriting
+    /// --num=1000000 --value_size=4096 --threads=16 --duration=60 --db=/mnt/nvme/db
+    /// --benchmark_write_rate_limit=2097152
+    ///
+    /// Supported flags: benchmarks (fillseq, fillrandom, overwrite, readrandom, readseq,
+    /// readwhilewriting, updaterandom, deleterandom), num, reads, writes, threads, duration,
+    /// key_size, value_size, compression_ratio, db, use_existing_db,
+    /// benchmark_write_rate_limit, cache_size, compression_type, write_buffer_size,
+    /// max_background_jobs, bloom_bits, sync, disable_wal, use_direct_reads,
+    /// use_direct_io_for_flush_and_compaction, seed, histogram. Any other flag is refused by
+    /// name. storlab's own options (--results, --json, -q) go before the db_bench flags.
+    Dbbench(DbbenchArgs),
+}
+
+#[derive(Args)]
+struct DbbenchArgs {
+    #[command(flatten)]
+    common: CommonRunArgs,
+    /// db_bench flags, e.g. --benchmarks=readrandom --num=1000000 --threads=16.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0.., value_name = "DB_BENCH_FLAGS")]
+    flags: Vec<String>,
 }
 
 #[derive(Args, Clone)]
@@ -201,6 +227,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
             Ok(code)
         }
         Command::Brief(args) => brief(args),
+        Command::Dbbench(args) => dbbench(args),
         Command::Results { command, store } => results(command, &store.results),
         Command::Targets => {
             for t in crate::target::REGISTRY {
@@ -258,12 +285,17 @@ fn install_interrupt() -> Result<Arc<AtomicBool>> {
 }
 
 fn execute(plan: &Plan, args: &CommonRunArgs) -> Result<(StudyOutcome, i32)> {
+    execute_with(plan, args, !args.json)
+}
+
+/// Runs a plan; `tables`: print each run's table when it ends.
+fn execute_with(plan: &Plan, args: &CommonRunArgs, tables: bool) -> Result<(StudyOutcome, i32)> {
     let interrupted = install_interrupt()?;
     let opts = RunOptions {
         results_dir: args.store.results.clone(),
         allow_destroy: args.allow_destroy.clone(),
         interrupted,
-        console: Console::auto(args.quiet, !args.json),
+        console: Console::auto(args.quiet, tables),
         command_line: std::env::args().collect::<Vec<_>>().join(" "),
     };
     let outcome = run_plan(plan, &opts)?;
@@ -347,6 +379,52 @@ fn brief(args: BriefArgs) -> Result<i32> {
         outcome.folder.display(),
         md_path.display()
     );
+    Ok(code)
+}
+
+fn dbbench(args: DbbenchArgs) -> Result<i32> {
+    let flags = match study::dbbench::parse_flags(&args.flags) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("storlab dbbench: {e}");
+            return Ok(EXIT_INVALID);
+        }
+    };
+    let text = flags.study_text();
+    let plan = study::parse("dbbench-flags.toml", &text)?;
+    let comp = (flags.value_size as f64 * flags.compression_ratio) as u64;
+    if !args.common.json {
+        println!("Keys:       {} bytes each", flags.key_size);
+        println!(
+            "Values:     {} bytes each ({} bytes after compression)",
+            flags.value_size, comp
+        );
+        println!("Entries:    {}", flags.num);
+        println!("Database:   {}", flags.db);
+        println!("------------------------------------------------");
+    }
+    let mut common = args.common;
+    common.quiet = common.quiet || !std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let (outcome, code) = execute_with(&plan, &common, false)?;
+    if common.json {
+        println!("{}", serde_json::to_string_pretty(&outcome.summaries)?);
+    } else {
+        if let Some(v) = outcome.summaries.iter().find_map(|s| s.software.get("db.rocksdb")) {
+            println!("RocksDB:    version {v}");
+        }
+        for (s, b) in outcome.summaries.iter().zip(&flags.benchmarks) {
+            println!("{}", report::dbbench::result_line(b.name(), s));
+            if flags.histogram {
+                for l in report::dbbench::histogram_lines(s) {
+                    println!("{l}");
+                }
+            }
+            for w in &s.warnings {
+                println!("WARNING: {w}");
+            }
+        }
+    }
+    eprintln!("results: {}", outcome.folder.display());
     Ok(code)
 }
 

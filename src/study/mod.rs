@@ -6,6 +6,7 @@
 //! reported with the file, the line and the key, and what was expected; all of them at once.
 
 pub mod brief;
+pub mod dbbench;
 pub mod plan;
 
 use std::collections::BTreeMap;
