@@ -3,6 +3,8 @@
 //! allocating: random or sequential offsets aligned inside the target's region, a read share,
 //! and an fsync every N writes.
 
+pub mod ycsb;
+
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
