@@ -1,3 +1,4 @@
-//! YCSB's core workload as a library; so far its number generators.
+//! YCSB's core workload as a library; so far its number generators and record contents.
 
 pub mod generators;
+pub mod keys;
