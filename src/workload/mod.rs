@@ -6,6 +6,8 @@
 
 pub mod kv;
 
+pub mod ycsb;
+
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};

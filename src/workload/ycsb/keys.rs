@@ -1,0 +1,310 @@
+//! YCSB record contents: key names ("user" + hashed or ordered key number, zero padded), field
+//! names (prefix + index), field values (random printable bytes, or YCSB's deterministic value
+//! when `dataintegrity` is on) and the check of a deterministic value read back.
+//!
+//! Everything writes into a buffer the caller owns and reuses, so building keys and values in
+//! the hot path allocates nothing once the buffer has grown to size.
+
+use rand::Rng;
+
+use super::generators::fnvhash64;
+
+/// Key order on insert (`insertorder`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum InsertOrder {
+    /// The key number is hashed with FNV-64 first (YCSB's default), scattering inserts.
+    #[default]
+    Hashed,
+    /// The key number itself (any other `insertorder` value, "ordered" by convention).
+    Ordered,
+}
+
+/// The longest key: "user" + 20 digits, or the zero padding if longer.
+pub const MAX_UNPADDED_KEY_BYTES: usize = 4 + 20;
+
+/// Writes YCSB's key for `keynum` into `buf` (cleared first): "user", zeros up to
+/// `zero_padding` digits, then the decimal number (hashed with [`fnvhash64`] unless ordered).
+/// As `CoreWorkload.buildKeyName`.
+#[inline]
+pub fn write_key(keynum: u64, zero_padding: u32, order: InsertOrder, buf: &mut Vec<u8>) {
+    buf.clear();
+    let number = match order {
+        InsertOrder::Hashed => fnvhash64(keynum),
+        InsertOrder::Ordered => keynum,
+    };
+    let mut digits = [0u8; 20];
+    let text = format_u64(number, &mut digits);
+    buf.extend_from_slice(b"user");
+    for _ in text.len()..zero_padding as usize {
+        buf.push(b'0');
+    }
+    buf.extend_from_slice(text);
+}
+
+/// Writes `prefix` + `index` ("field0", "field1", ...) into `buf` (cleared first).
+#[inline]
+pub fn write_field_name(prefix: &str, index: u32, buf: &mut Vec<u8>) {
+    buf.clear();
+    buf.extend_from_slice(prefix.as_bytes());
+    let mut digits = [0u8; 20];
+    buf.extend_from_slice(format_u64(index as u64, &mut digits));
+}
+
+/// Fills `buf` (cleared first) with `len_bytes` random printable ASCII bytes (' ' to '~').
+/// YCSB's `RandomByteIterator` also writes printable bytes, from a narrower, uneven alphabet.
+#[inline]
+pub fn fill_random_value<R: Rng + ?Sized>(rng: &mut R, len_bytes: usize, buf: &mut Vec<u8>) {
+    buf.clear();
+    buf.reserve(len_bytes);
+    let mut left = len_bytes;
+    while left > 0 {
+        let mut bits = rng.next_u64();
+        for _ in 0..left.min(8) {
+            // Multiply-shift the low byte onto 95 printable characters.
+            buf.push(b' ' + (((bits & 0xff) * 95) >> 8) as u8);
+            bits >>= 8;
+        }
+        left -= left.min(8);
+    }
+}
+
+/// Writes YCSB's deterministic value for (key, field) of `len_bytes` bytes into `buf` (cleared
+/// first), as `CoreWorkload.buildDeterministicValue`: start with "key:field", then while
+/// shorter than the length append ':' and the Java `String.hashCode()` (signed 32-bit, decimal)
+/// of everything so far including that ':'; cut to the length. Keys and field names are
+/// ASCII, so hashing bytes equals Java's hashing of UTF-16 units.
+pub fn write_deterministic_value(key: &[u8], field: &[u8], len_bytes: usize, buf: &mut Vec<u8>) {
+    buf.clear();
+    buf.reserve(len_bytes);
+    deterministic_value(key, field, len_bytes, |chunk| buf.extend_from_slice(chunk));
+}
+
+/// Whether `value` is exactly the deterministic value of (key, field) with length `len_bytes`.
+/// Compares as it generates, without a buffer.
+pub fn verify_deterministic_value(
+    key: &[u8],
+    field: &[u8],
+    len_bytes: usize,
+    value: &[u8],
+) -> bool {
+    if value.len() != len_bytes {
+        return false;
+    }
+    let mut offset = 0;
+    let mut same = true;
+    deterministic_value(key, field, len_bytes, |chunk| {
+        same &= value[offset..offset + chunk.len()] == *chunk;
+        offset += chunk.len();
+    });
+    same && offset == len_bytes
+}
+
+/// Streams the deterministic value in pieces to `sink`, cut to `len_bytes`.
+fn deterministic_value(key: &[u8], field: &[u8], len_bytes: usize, sink: impl FnMut(&[u8])) {
+    let mut out = Stream {
+        hash: 0,
+        len: 0,
+        limit: len_bytes,
+        sink,
+    };
+    out.push(key);
+    out.push(b":");
+    out.push(field);
+    while out.len < len_bytes {
+        out.push(b":");
+        let mut digits = [0u8; 11];
+        let text = format_i32(out.hash, &mut digits);
+        out.push(text);
+    }
+}
+
+struct Stream<F: FnMut(&[u8])> {
+    /// Java's `String.hashCode()` of everything pushed so far.
+    hash: i32,
+    len: usize,
+    limit: usize,
+    sink: F,
+}
+
+impl<F: FnMut(&[u8])> Stream<F> {
+    fn push(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.hash = self.hash.wrapping_mul(31).wrapping_add(b as i32);
+        }
+        let room = self.limit.saturating_sub(self.len).min(bytes.len());
+        if room > 0 {
+            (self.sink)(&bytes[..room]);
+        }
+        self.len += bytes.len();
+    }
+}
+
+/// Decimal digits of `n`, written at the end of `digits`.
+#[inline]
+fn format_u64(mut n: u64, digits: &mut [u8; 20]) -> &[u8] {
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &digits[at..];
+        }
+    }
+}
+
+/// Decimal text of a signed 32-bit number, as Java's `Integer.toString`.
+fn format_i32(n: i32, digits: &mut [u8; 11]) -> &[u8] {
+    let mut magnitude = n.unsigned_abs();
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (magnitude % 10) as u8;
+        magnitude /= 10;
+        if magnitude == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        at -= 1;
+        digits[at] = b'-';
+    }
+    &digits[at..]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+    use rand::rngs::SmallRng;
+
+    fn key(keynum: u64, padding: u32, order: InsertOrder) -> String {
+        let mut buf = Vec::new();
+        write_key(keynum, padding, order, &mut buf);
+        String::from_utf8(buf).unwrap()
+    }
+
+    #[test]
+    fn key_names_for_known_keynums() {
+        // fnvhash64(0) = 6284781860667377211 (see generators' tests).
+        assert_eq!(key(0, 1, InsertOrder::Hashed), "user6284781860667377211");
+        assert_eq!(key(1, 1, InsertOrder::Hashed), "user8517097267634966620");
+        assert_eq!(key(42, 1, InsertOrder::Hashed), "user55488592825689361");
+        assert_eq!(key(42, 20, InsertOrder::Hashed), "user00055488592825689361");
+        assert_eq!(key(0, 1, InsertOrder::Ordered), "user0");
+        assert_eq!(key(123, 8, InsertOrder::Ordered), "user00000123");
+        assert_eq!(key(123, 2, InsertOrder::Ordered), "user123");
+        assert_eq!(
+            key(u64::MAX, 0, InsertOrder::Ordered),
+            format!("user{}", u64::MAX)
+        );
+        // The buffer is reused: cleared, not appended to.
+        let mut buf = Vec::with_capacity(64);
+        write_key(5, 1, InsertOrder::Ordered, &mut buf);
+        write_key(6, 1, InsertOrder::Ordered, &mut buf);
+        assert_eq!(buf, b"user6");
+    }
+
+    #[test]
+    fn field_names() {
+        let mut buf = Vec::new();
+        write_field_name("field", 0, &mut buf);
+        assert_eq!(buf, b"field0");
+        write_field_name("f", 19, &mut buf);
+        assert_eq!(buf, b"f19");
+    }
+
+    /// Java's algorithm written plainly: re-hash the whole string on every round.
+    fn java_deterministic(key: &str, field: &str, size: usize) -> String {
+        let java_hash = |s: &str| {
+            s.encode_utf16()
+                .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(c as i32))
+        };
+        let mut sb = format!("{key}:{field}");
+        while sb.len() < size {
+            sb.push(':');
+            let h = java_hash(&sb);
+            sb.push_str(&h.to_string());
+        }
+        sb.truncate(size);
+        sb
+    }
+
+    #[test]
+    fn deterministic_values_match_ycsb_and_verify() {
+        let mut buf = Vec::new();
+        // Computed separately (Python) with YCSB's algorithm.
+        let k0 = "user6284781860667377211";
+        write_deterministic_value(k0.as_bytes(), b"field0", 100, &mut buf);
+        assert_eq!(
+            buf,
+            b"user6284781860667377211:field0:-56807877:2032869390:-165488160:1762371712:\
+              -169193395:-1039977118:-10"
+                .as_slice()
+        );
+        write_deterministic_value(b"user1", b"field9", 10, &mut buf);
+        assert_eq!(buf, b"user1:fiel");
+        for (key, field, size) in [
+            (k0, "field9", 1000),
+            ("user00012", "field3", 1),
+            ("user7", "f0", 0),
+            ("user8517097267634966620", "field1", 4096),
+        ] {
+            write_deterministic_value(key.as_bytes(), field.as_bytes(), size, &mut buf);
+            assert_eq!(buf, java_deterministic(key, field, size).as_bytes());
+            assert!(verify_deterministic_value(
+                key.as_bytes(),
+                field.as_bytes(),
+                size,
+                &buf
+            ));
+        }
+        // A corrupted byte, a short value, a wrong field or key: all fail.
+        write_deterministic_value(k0.as_bytes(), b"field2", 100, &mut buf);
+        assert!(verify_deterministic_value(
+            k0.as_bytes(),
+            b"field2",
+            100,
+            &buf
+        ));
+        let mut corrupt = buf.clone();
+        corrupt[77] ^= 1;
+        assert!(!verify_deterministic_value(
+            k0.as_bytes(),
+            b"field2",
+            100,
+            &corrupt
+        ));
+        assert!(!verify_deterministic_value(
+            k0.as_bytes(),
+            b"field2",
+            100,
+            &buf[..99]
+        ));
+        assert!(!verify_deterministic_value(
+            k0.as_bytes(),
+            b"field3",
+            100,
+            &buf
+        ));
+        assert!(!verify_deterministic_value(b"user1", b"field2", 100, &buf));
+    }
+
+    #[test]
+    fn random_values_are_printable_and_sized() {
+        let mut rng = SmallRng::seed_from_u64(1);
+        let mut buf = Vec::new();
+        for len in [0, 1, 7, 8, 9, 100, 4096] {
+            fill_random_value(&mut rng, len, &mut buf);
+            assert_eq!(buf.len(), len);
+            assert!(buf.iter().all(|b| (b' '..=b'~').contains(b)));
+        }
+        // All 95 characters show up.
+        fill_random_value(&mut rng, 100_000, &mut buf);
+        let mut seen = [false; 256];
+        for &b in &buf {
+            seen[b as usize] = true;
+        }
+        assert_eq!(seen.iter().filter(|s| **s).count(), 95);
+    }
+}

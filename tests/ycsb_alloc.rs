@@ -1,0 +1,126 @@
+//! The YCSB core workload's hot path allocates nothing: drawing operations and building their
+//! keys, field names and values in reused buffers, with a counting global allocator (which is
+//! why this is an integration test and not beside the code).
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::path::Path;
+
+use storlab::workload::ycsb::{CoreWorkload, Properties, YcsbOp};
+
+struct Counting;
+
+thread_local! {
+    static ALLOCS: Cell<u64> = const { Cell::new(0) };
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn allocs() -> u64 {
+    ALLOCS.with(|c| c.get())
+}
+
+/// Allocations made while drawing `ops` operations of the workload file with `overrides`,
+/// building every key, field name and value the operations need.
+fn allocations(file: &str, overrides: &[&str], ops: u64) -> u64 {
+    let mut props = Properties::new();
+    props
+        .load_file(
+            &Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("workloads")
+                .join(file),
+        )
+        .unwrap();
+    for o in overrides {
+        props.set_override(o).unwrap();
+    }
+    let setup = allocs();
+    let workload = CoreWorkload::from_properties(&mut props).unwrap();
+    let fields = workload.field_count;
+    let run = workload.start(1).unwrap();
+    let mut source = run.source(0);
+    let mut key = Vec::with_capacity(64);
+    let mut field = Vec::with_capacity(64);
+    let mut value = Vec::with_capacity(4096);
+    let mut checksum = 0u64;
+    let mut one = |source: &mut storlab::workload::ycsb::CoreSource| {
+        let op = source.next_op();
+        let (keynum, write) = match op {
+            YcsbOp::Read { keynum, .. } | YcsbOp::Scan { keynum, .. } => (keynum, None),
+            YcsbOp::Update { keynum, field } => (keynum, Some(field.unwrap_or(0))),
+            YcsbOp::ReadModifyWrite {
+                keynum,
+                write_field,
+                ..
+            } => (keynum, Some(write_field.unwrap_or(0))),
+            YcsbOp::Insert { keynum } => {
+                source.write_key(keynum, &mut key);
+                for f in 0..fields {
+                    source.write_field_name(f, &mut field);
+                    source.fill_value(&key, &field, &mut value);
+                    checksum += value.len() as u64;
+                }
+                source.acknowledge_insert(keynum).unwrap();
+                return;
+            }
+        };
+        source.write_key(keynum, &mut key);
+        if let Some(f) = write {
+            source.write_field_name(f, &mut field);
+            source.fill_value(&key, &field, &mut value);
+        }
+        checksum += key.len() as u64 + value.len() as u64;
+    };
+    // The counter works: building the workload did allocate.
+    assert!(allocs() > setup);
+    // Warm up: buffers reach their size.
+    for _ in 0..10_000 {
+        one(&mut source);
+    }
+    let before = allocs();
+    for _ in 0..ops {
+        one(&mut source);
+    }
+    let made = allocs() - before;
+    assert!(checksum > 0);
+    made
+}
+
+#[test]
+fn drawing_a_million_ops_allocates_nothing() {
+    for (file, overrides) in [
+        ("workloada", &[][..]),
+        ("workloadd", &[][..]),
+        ("workloade", &[][..]),
+        (
+            "workloadf",
+            &["readallfields=false", "dataintegrity=true"][..],
+        ),
+        (
+            "workloada",
+            &["requestdistribution=hotspot", "fieldlength=1000"][..],
+        ),
+        ("workloadb", &["requestdistribution=exponential"][..]),
+    ] {
+        assert_eq!(
+            allocations(file, overrides, 1_000_000),
+            0,
+            "{file} {overrides:?}"
+        );
+    }
+}
