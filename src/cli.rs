@@ -174,6 +174,9 @@ const EXIT_INTERRUPTED: i32 = 130;
 
 /// Runs the command line; returns the process exit code.
 pub fn main() -> i32 {
+    // Die quietly when stdout is a closed pipe (`storlab plan ... | head`), as Unix tools do.
+    // SAFETY: resetting a signal's disposition to the default is always sound.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let cli = Cli::parse();
     match dispatch(cli) {
         Ok(code) => code,
@@ -313,6 +316,11 @@ fn execute_with(plan: &Plan, args: &CommonRunArgs, tables: bool) -> Result<(Stud
 fn print_outcome(outcome: &StudyOutcome, json: bool) -> Result<()> {
     if json {
         println!("{}", serde_json::to_string_pretty(&outcome.summaries)?);
+    } else {
+        let c = crate::results::comparison::compare("", &outcome.summaries);
+        if !c.steps.is_empty() {
+            println!("targets side by side (also in comparison.json)\n{}", c.to_text());
+        }
     }
     eprintln!("results: {}", outcome.folder.display());
     Ok(())

@@ -2,6 +2,7 @@
 //! summary JSON, the per-second timeline CSV and the HDR interval log) and the SQLite results
 //! store that indexes every run. Reports read from here only.
 
+pub mod comparison;
 pub mod store;
 pub mod summary;
 pub mod system;

@@ -101,6 +101,13 @@ pub fn run_plan(plan: &Plan, opts: &RunOptions) -> Result<StudyOutcome, RunError
         }
     }
     result?;
+    let comparison = crate::results::comparison::compare(&plan.study, &summaries);
+    if !comparison.steps.is_empty() {
+        let path = study_folder.join("comparison.json");
+        let text = serde_json::to_string_pretty(&comparison).map_err(std::io::Error::other);
+        text.and_then(|t| std::fs::write(&path, t + "\n"))
+            .map_err(|source| RunError::Results { path, source })?;
+    }
     Ok(StudyOutcome {
         folder: study_folder,
         summaries,

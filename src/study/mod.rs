@@ -228,6 +228,27 @@ pub fn parse(file: &str, text: &str) -> Result<Plan, StudyErrors> {
     for (name, table) in target_list {
         let span = table.span();
         let mut t = table.get_ref().clone();
+        // `${VAR}` and `${VAR:-default}` in a target's strings come from the environment, so
+        // one study file runs on each machine's own devices.
+        let mut env_error = false;
+        for (key, value) in t.iter_mut() {
+            if let toml::Value::String(text) = value {
+                match expand_env(text) {
+                    Ok(expanded) => *text = expanded,
+                    Err(message) => {
+                        errors.push(src.error(
+                            src.locate_in(&span, key),
+                            format!("targets.{name}.{key}"),
+                            message,
+                        ));
+                        env_error = true;
+                    }
+                }
+            }
+        }
+        if env_error {
+            continue;
+        }
         let type_name = match t.remove("type") {
             Some(toml::Value::String(s)) => s,
             Some(_) => {
@@ -649,6 +670,8 @@ fn list(names: &[&String]) -> String {
 impl Plan {
     /// Shrinks every run for a quick check: warm-up at most 0.2 s, measurement at most 1 s and
     /// 20,000 operations, regular files at most 64 MiB.
+    /// Quick mode: short runs, small files and key spaces, for checking a study end to end
+    /// (not for figures).
     pub fn make_quick(&mut self) {
         for r in &mut self.runs {
             r.warmup = Dur(r.warmup.0.min(std::time::Duration::from_millis(200)));
@@ -659,6 +682,17 @@ impl Plan {
                 .min(std::time::Duration::from_secs(1))));
             r.ops = r.ops.map(|o| o.min(20_000));
             for t in &mut r.targets {
+                if let crate::workload::Workload::DbBench(w) = &mut t.workload {
+                    w.num = w.num.min(QUICK_KEYS);
+                }
+            }
+            // A fill bounded by its operation count loads the (capped) key space once.
+            if r.ops.is_some() && r.targets.iter().all(|t| t.workload.fresh()) {
+                r.duration = None;
+                let threads = r.targets.iter().map(|t| t.workload.threads()).max().unwrap_or(1);
+                r.ops = r.ops.map(|o| o.min(QUICK_KEYS * threads as u64));
+            }
+            for t in &mut r.targets {
                 if let TargetConfig::File(f) = &mut t.config {
                     let cap = 64u64 << 20;
                     if f.size.is_none_or(|s| s.0 > cap) && !f.path.starts_with("/dev/") {
@@ -668,4 +702,40 @@ impl Plan {
             }
         }
     }
+}
+
+/// Keys of a db-bench workload in quick mode.
+pub const QUICK_KEYS: u64 = 10_000;
+
+/// Replaces `${NAME}` and `${NAME:-default}` with environment variables.
+pub fn expand_env(text: &str) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            return Err(format!("`${{` without a closing `}}` in {text:?}"));
+        };
+        let inner = &after[..end];
+        let (name, default) = match inner.split_once(":-") {
+            Some((n, d)) => (n, Some(d)),
+            None => (inner, None),
+        };
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(format!("`${{{inner}}}`: not an environment variable name"));
+        }
+        match (std::env::var(name), default) {
+            (Ok(v), _) if !v.is_empty() => out.push_str(&v),
+            (_, Some(d)) => out.push_str(d),
+            _ => {
+                return Err(format!(
+                    "environment variable {name} is not set (write ${{{name}:-default}} to give a default)"
+                ));
+            }
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
 }
