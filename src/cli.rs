@@ -42,7 +42,9 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Characterize the storage under a folder: sequential 1 MiB read/write, 4 KiB random
-    /// read/write at queue depths 1 and 32 (a few minutes; --quick: under a minute).
+    /// read/write at queue depths 1 and 32, then embedded RocksDB (fillrandom, readrandom and
+    /// readwhilewriting at 1, 4 and 16 threads, 4 KB values) (about 5 minutes; --quick: under
+    /// a minute).
     Brief(BriefArgs),
     /// Run a study file and store its results.
     Run(RunArgs),
@@ -142,7 +144,8 @@ struct BriefArgs {
     /// directory, removed afterwards).
     #[arg(long)]
     dir: Option<PathBuf>,
-    /// Under a minute: a 128 MiB file and 4 s per run.
+    /// About a minute: a 128 MiB file and 4 s per storage run, 20,000 keys and 2 s per
+    /// key-value run.
     #[arg(long)]
     quick: bool,
     /// Keep the scratch folder and data file afterwards.
@@ -346,7 +349,8 @@ fn brief(args: BriefArgs) -> Result<i32> {
             data.display()
         );
     }
-    let mut text = study::brief::study_text(&data, args.quick, direct);
+    let kv_dir = dir_abs.join("storlab-brief-rocksdb");
+    let mut text = study::brief::study_text(&data, &kv_dir, args.quick, direct);
     if args.keep {
         text = text.replace("remove-after = true", "remove-after = false");
     }
@@ -438,7 +442,7 @@ fn dbbench(args: DbbenchArgs) -> Result<i32> {
 
 /// The brief's closing summary: one line per run.
 fn brief_overview(outcome: &StudyOutcome) -> String {
-    let header = ["run", "test", "qd", "ops/s", "MB/s", "p50", "p99", "p99.9"];
+    let header = ["run", "test", "qd", "threads", "ops/s", "MB/s", "p50", "p99", "p99.9"];
     let rows: Vec<Vec<String>> = outcome
         .summaries
         .iter()
@@ -448,6 +452,7 @@ fn brief_overview(outcome: &StudyOutcome) -> String {
                 s.run_index.to_string(),
                 s.step.clone(),
                 t.queue_depth.to_string(),
+                t.threads.to_string(),
                 format!("{:.0}", t.rate_ops),
                 format!("{:.1}", t.rate_bytes / 1e6),
                 crate::units::format_ns(t.service_latency.p50_ns as f64),
