@@ -136,6 +136,7 @@ cmd_env() {
 }
 
 cmd_install() {
+  lock_tools
   install_go_ycsb
   install_ycsb
   cat >&2 <<EOF

@@ -46,6 +46,7 @@ ferretdb_cached() {
 }
 
 cmd_install() {
+  lock_tools
   local t
   t="$(now)"
   apt_install postgresql-15 postgresql-client-15 redis-server redis-tools python3
@@ -137,19 +138,28 @@ pick_port() {
 # Pid from a pid file (first line), or "".
 pidfile_pid() { [ -r "$1" ] && head -n1 "$1" 2>/dev/null | tr -dc 0-9 || true; }
 
-# Processes of our servers whose working directory or command line is under DIR.
+# Processes of our servers (by executable) whose working directory or command line is under
+# DIR, zombies excepted. One python3 process rather than several forks per /proc entry.
 procs_under() {
-  local dir="$1" p pid cwd
-  for p in /proc/[0-9]*; do
-    pid="${p#/proc/}"
-    alive "$pid" || continue
-    is_server_exe "$pid" || continue
-    cwd="$(readlink "$p/cwd" 2>/dev/null || true)"
-    if [[ "$cwd" == "$dir" || "$cwd" == "$dir"/* ]] ||
-      tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF -- "$dir/"; then
-      echo "$pid"
-    fi
-  done
+  python3 - "$1" <<'EOF'
+import os, sys
+d = sys.argv[1].rstrip("/")
+names = {"postgres", "redis-server", "redis-check-rdb", "ferretdb"}
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        if os.path.basename(os.readlink("/proc/%s/exe" % pid)) not in names:
+            continue
+        with open("/proc/%s/stat" % pid) as f:
+            if f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+                continue
+        cwd = os.readlink("/proc/%s/cwd" % pid)
+        with open("/proc/%s/cmdline" % pid, "rb") as f:
+            cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        continue
+    if cwd == d or cwd.startswith(d + "/") or (d + "/") in cmd:
+        print(pid)
+EOF
 }
 
 # term_wait NAME PID...: SIGTERM, wait up to STOP_TIMEOUT, then SIGKILL. Returns 1 if a pid
@@ -159,6 +169,7 @@ term_wait() {
   shift
   [ "$#" -gt 0 ] || return 0
   kill -TERM "$@" 2>/dev/null || true
+  kill -CONT "$@" 2>/dev/null || true # a stopped process handles SIGTERM only once continued
   for ((i = 0; i < STOP_TIMEOUT * 10; i++)); do
     left=0
     for pid in "$@"; do alive "$pid" && left=1; done
@@ -280,12 +291,15 @@ start_ferretdb() {
   ferretdb_cached || die "FerretDB: $FERRETDB_BIN ($FERRETDB_VERSION) missing: run scripts/servers.sh install"
   mkdir -p "$root/data" "$root/state"
   echo "$port" >"$root/port"
-  # The shell writes its own pid, then becomes FerretDB (exec): the pid file is right from the
-  # start, so stop can find a half-started FerretDB.
-  (cd "$root" && setsid sh -c 'echo $$ > "$0"; exec "$@"' "$pidfile" \
-    "$FERRETDB_BIN" --listen-addr="127.0.0.1:$port" --handler=sqlite --sqlite-url="file:$root/data/" \
-    --state-dir="$root/state" --telemetry=disable --debug-addr=- --log-level=info \
-    </dev/null >"$logfile" 2>&1 &)
+  # In its own session, with no descriptor of ours (a caller piping our output must not wait
+  # for FerretDB). The shell writes its own pid, then becomes FerretDB (exec): the pid file is
+  # right from the start, so stop can find a half-started FerretDB.
+  (
+    cd "$root" || exit 1
+    exec setsid sh -c 'echo $$ > "$0"; exec "$@"' "$pidfile" \
+      "$FERRETDB_BIN" --listen-addr="127.0.0.1:$port" --handler=sqlite --sqlite-url="file:$root/data/" \
+      --state-dir="$root/state" --telemetry=disable --debug-addr=- --log-level=info
+  ) </dev/null >"$logfile" 2>&1 &
   for ((i = 0; i < START_TIMEOUT * 10; i++)); do
     if python3 "$SCRIPTS/mongo_hello.py" 127.0.0.1 "$port" >/dev/null 2>&1; then
       echo "mongodb://127.0.0.1:$port/" >"$root/url"
@@ -304,7 +318,12 @@ cmd_start() {
   dir="$(resolve_dir "${1:-}")"
   t="$(now)"
   # A leftover DIR (a run that crashed or was never stopped): stop what it has, start afresh.
-  stop_all "$dir" quiet || die "could not stop the servers left in $dir"
+  if [ -n "$(procs_under "$dir")" ]; then
+    log "$dir has servers from an earlier start: stopping them"
+    stop_all "$dir" || die "could not stop the servers left in $dir"
+  else
+    stop_all "$dir" quiet || die "could not stop the servers left in $dir"
+  fi
   rm -rf "$dir/postgres" "$dir/redis" "$dir/ferretdb"
   trap 'rc=$?; if [ "$rc" -ne 0 ]; then log "start failed: stopping what was started in '"$dir"'"; stop_all "'"$dir"'" quiet || true; fi' EXIT
   local pg_port redis_port ferret_port

@@ -35,6 +35,16 @@ apt_install() {
   [ "$rc" -eq 0 ] || die "apt-get install ${missing[*]} failed (exit $rc)"
 }
 
+# Serializes installs into the tools cache (two checkouts installing at once on one machine).
+lock_tools() {
+  mkdir -p "$STORLAB_TOOLS"
+  exec 9>"$STORLAB_TOOLS/.install.lock"
+  if ! flock -n 9; then
+    log "waiting for another install into $STORLAB_TOOLS to finish"
+    flock 9
+  fi
+}
+
 need_go() {
   command -v go >/dev/null 2>&1 || die "Go (1.22 or newer) is required to build $1: install it and put go in PATH"
 }
