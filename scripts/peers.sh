@@ -73,7 +73,7 @@ install_ycsb() {
   cat >"$work/pom.xml" <<EOF
 <?xml version="1.0" encoding="UTF-8"?>
 <!-- written by storlab scripts/peers.sh: only to copy YCSB core and its dependencies -->
-<project xmlns="http://maven.apache.org/POM/4.0.0">
+<project>
   <modelVersion>4.0.0</modelVersion>
   <groupId>storlab.local</groupId>
   <artifactId>ycsb-fetch</artifactId>
