@@ -9,7 +9,7 @@
 #                                    STORLAB_YCSB_WORKLOADS, STORLAB_GO_YCSB_WORKLOADS
 #   scripts/peers.sh check [ADDR]    run a tiny workload A with both against their null DB
 #                                    (basic / BasicDB), and with go-ycsb against Redis at ADDR
-#                                    (host:port) if given
+#                                    (host:port or redis://host:port/db) if given
 set -euo pipefail
 SCRIPTS="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck source=scripts/tools-lib.sh
@@ -156,6 +156,9 @@ check_output() {
 
 cmd_check() {
   local redis_addr="${1:-}" out t
+  # Also accepts a redis:// URL such as STORLAB_TEST_REDIS_URL.
+  redis_addr="${redis_addr#redis://}"
+  redis_addr="${redis_addr%%/*}"
   go_ycsb_cached || die "go-ycsb $GO_YCSB_VERSION is not installed: run scripts/peers.sh install"
   ycsb_cached || die "YCSB $YCSB_VERSION is not installed: run scripts/peers.sh install"
   out="$(mktemp -d /tmp/storlab-peers-check.XXXXXX)"
