@@ -1,0 +1,509 @@
+#!/usr/bin/env bash
+# Installs, starts and stops the real servers that storlab's YCSB tests and benchmarks use:
+# PostgreSQL 15 and Redis 7 (Debian packages) and FerretDB (MongoDB wire protocol, SQLite
+# backend; built from its Go module at an exact version and cached outside the repository).
+#
+#   scripts/servers.sh install      install what is missing (idempotent)
+#   scripts/servers.sh start DIR    start all three on 127.0.0.1 with fresh data under DIR,
+#                                   wait until each answers, write DIR/env.sh
+#   scripts/servers.sh stop DIR     stop everything started under DIR (also half-started)
+#   scripts/servers.sh status DIR   show what runs and answers (exit 1 if not all do)
+#   scripts/servers.sh selftest     start in a temporary DIR, round trip with each server's
+#                                   own client, stop, check that no process is left
+#
+# Ports: PostgreSQL 55432, Redis 56379, FerretDB 57017; if one is taken, the next free port
+# (up to +99) is used. STORLAB_PG_PORT, STORLAB_REDIS_PORT, STORLAB_FERRETDB_PORT force a port.
+# Binaries are cached in ${STORLAB_TOOLS:-$HOME/.cache/storlab-tools}.
+# Everything listens on 127.0.0.1 only; the Debian default instances are neither used nor
+# started. `start` removes and recreates DIR/postgres, DIR/redis and DIR/ferretdb.
+set -euo pipefail
+SCRIPTS="$(cd "$(dirname "$0")" && pwd)"
+SELF="$SCRIPTS/servers.sh"
+# shellcheck source=scripts/tools-lib.sh
+. "$SCRIPTS/tools-lib.sh"
+
+FERRETDB_VERSION=v1.24.0
+FERRETDB_BIN="$STORLAB_TOOLS/ferretdb-$FERRETDB_VERSION/ferretdb"
+PG_BIN="${STORLAB_PG_BIN:-/usr/lib/postgresql/15/bin}"
+PG_USER=storlab
+PG_DB=ycsb
+START_TIMEOUT=60 # seconds each server gets to answer
+STOP_TIMEOUT=20  # seconds each server gets to exit after SIGTERM, before SIGKILL
+
+usage() {
+  sed -n '5,12p' "$0" | sed 's/^# \{0,1\}//' >&2
+  exit 2
+}
+
+# ---------------------------------------------------------------------------------------------
+# install
+
+ferretdb_cached() {
+  [ -x "$FERRETDB_BIN" ] || return 1
+  local v
+  v="$("$FERRETDB_BIN" --version 2>/dev/null)" || return 1
+  grep -qx "version: $FERRETDB_VERSION" <<<"$v"
+}
+
+cmd_install() {
+  lock_tools
+  local t
+  t="$(now)"
+  apt_install postgresql-15 postgresql-client-15 redis-server redis-tools python3
+  log "Debian packages present ($(elapsed "$t") s)"
+  [ -x "$PG_BIN/initdb" ] || die "PostgreSQL 15 binaries not found in $PG_BIN"
+  if ferretdb_cached; then
+    log "FerretDB $FERRETDB_VERSION: cached at $FERRETDB_BIN"
+  else
+    t="$(now)"
+    log "FerretDB $FERRETDB_VERSION: building (a few minutes on 2 cores)"
+    # version.txt is what `git describe` would give; FerretDB refuses to start without it.
+    # Built like its production image: pure Go (SQLite via modernc), no build tags.
+    GO_PREBUILD="echo $FERRETDB_VERSION > build/version/version.txt" \
+      CGO_ENABLED=0 go_build_module github.com/FerretDB/FerretDB "$FERRETDB_VERSION" ./cmd/ferretdb "$FERRETDB_BIN"
+    ferretdb_cached || die "the built $FERRETDB_BIN does not report version $FERRETDB_VERSION"
+    log "FerretDB $FERRETDB_VERSION: built in $(elapsed "$t") s -> $FERRETDB_BIN"
+  fi
+}
+
+# ---------------------------------------------------------------------------------------------
+# helpers for start/stop/status
+
+# Canonical absolute DIR (created if missing). Only plain path characters: DIR ends up in a
+# SQLite URI, a PostgreSQL config and a unix socket path.
+resolve_dir() {
+  [ -n "${1:-}" ] || usage
+  mkdir -p "$1"
+  local d
+  d="$(cd "$1" && pwd -P)"
+  [[ "$d" =~ ^[A-Za-z0-9._/+-]+$ ]] || die "DIR '$d' must contain only letters, digits and . _ / + -"
+  [ "$d" != / ] || die "DIR must not be /"
+  echo "$d"
+}
+
+is_root() { [ "$(id -u)" -eq 0 ]; }
+
+# Runs a command as the user that owns the PostgreSQL cluster (postgres when we are root:
+# PostgreSQL refuses to run as root).
+as_pg() {
+  if is_root; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+# A pid that exists and is not a zombie.
+alive() {
+  local st
+  [ -n "${1:-}" ] && [ -r "/proc/$1/stat" ] || return 1
+  st="$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1)" || return 1
+  [ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
+}
+
+# Name of the executable of a pid ("" if unknown).
+exe_of() { basename "$(readlink "/proc/$1/exe" 2>/dev/null)" 2>/dev/null || true; }
+
+# Our servers' executables (Debian's redis-server is a symlink to redis-check-rdb).
+is_server_exe() {
+  case "$(exe_of "$1")" in postgres | redis-server | redis-check-rdb | ferretdb) return 0 ;; *) return 1 ;; esac
+}
+
+port_free() {
+  python3 - "$1" <<'EOF'
+import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+try:
+    s.bind(("127.0.0.1", int(sys.argv[1])))
+except OSError:
+    sys.exit(1)
+EOF
+}
+
+# pick_port NAME DEFAULT FORCED: FORCED if set (must be free), else the first free port from
+# DEFAULT on.
+pick_port() {
+  local name="$1" p="$2" forced="$3" i
+  if [ -n "$forced" ]; then
+    port_free "$forced" || die "$name: port $forced (forced by the environment) is in use"
+    echo "$forced"
+    return
+  fi
+  for ((i = 0; i < 100; i++)); do
+    if port_free $((p + i)); then
+      echo $((p + i))
+      return
+    fi
+  done
+  die "$name: no free port in $p..$((p + 99))"
+}
+
+# Pid from a pid file (first line), or "".
+pidfile_pid() { [ -r "$1" ] && head -n1 "$1" 2>/dev/null | tr -dc 0-9 || true; }
+
+# Processes of our servers (by executable) whose working directory or command line is under
+# DIR, zombies excepted. One python3 process rather than several forks per /proc entry.
+procs_under() {
+  python3 - "$1" <<'EOF'
+import os, sys
+d = sys.argv[1].rstrip("/")
+names = {"postgres", "redis-server", "redis-check-rdb", "ferretdb"}
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        if os.path.basename(os.readlink("/proc/%s/exe" % pid)) not in names:
+            continue
+        with open("/proc/%s/stat" % pid) as f:
+            if f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+                continue
+        cwd = os.readlink("/proc/%s/cwd" % pid)
+        with open("/proc/%s/cmdline" % pid, "rb") as f:
+            cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        continue
+    if cwd == d or cwd.startswith(d + "/") or (d + "/") in cmd:
+        print(pid)
+EOF
+}
+
+# term_wait NAME PID...: SIGTERM, wait up to STOP_TIMEOUT, then SIGKILL. Returns 1 if a pid
+# survives.
+term_wait() {
+  local name="$1" pid i left
+  shift
+  [ "$#" -gt 0 ] || return 0
+  kill -TERM "$@" 2>/dev/null || true
+  kill -CONT "$@" 2>/dev/null || true # a stopped process handles SIGTERM only once continued
+  for ((i = 0; i < STOP_TIMEOUT * 10; i++)); do
+    left=0
+    for pid in "$@"; do alive "$pid" && left=1; done
+    [ "$left" -eq 0 ] && return 0
+    sleep 0.1
+  done
+  log "$name: still running after ${STOP_TIMEOUT}s, sending SIGKILL to $*"
+  kill -KILL "$@" 2>/dev/null || true
+  for ((i = 0; i < 50; i++)); do
+    left=0
+    for pid in "$@"; do alive "$pid" && left=1; done
+    [ "$left" -eq 0 ] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+# fail_server NAME LOG MESSAGE: prints the message with the end of the server's log and exits.
+fail_server() {
+  local name="$1" logfile="$2"
+  shift 2
+  echo "[servers.sh] error: $name: $* (log: $logfile)" >&2
+  if [ -s "$logfile" ]; then
+    echo "----- last lines of $logfile -----" >&2
+    tail -n 20 "$logfile" >&2
+    echo "-----" >&2
+  fi
+  exit 1
+}
+
+# ---------------------------------------------------------------------------------------------
+# start
+
+start_postgres() {
+  local dir="$1" port="$2" root="$1/postgres"
+  local data="$root/data" sock="$root/run" logfile="$root/postgres.log"
+  [ -x "$PG_BIN/initdb" ] || die "PostgreSQL: $PG_BIN/initdb missing: run scripts/servers.sh install"
+  [ "${#sock}" -le 90 ] || die "PostgreSQL: the socket directory $sock is too long for a unix socket path: use a shorter DIR"
+  mkdir -p "$root" "$sock"
+  chmod 700 "$sock"
+  echo "$port" >"$root/port"
+  if is_root; then
+    chown -R postgres:postgres "$root"
+    if ! runuser -u postgres -- test -w "$root"; then
+      chmod o+x "$dir" # let the postgres user traverse DIR (its parents must allow it too)
+      runuser -u postgres -- test -w "$root" ||
+        die "PostgreSQL: the postgres user cannot reach $root: use a DIR whose parent directories others may traverse (e.g. under /tmp)"
+    fi
+  fi
+  local password
+  password="$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
+  echo "$password" >"$root/password"
+  chmod 600 "$root/password"
+  (cd "$root" && as_pg "$PG_BIN/initdb" -D "$data" -U postgres -E UTF8 --locale=C \
+    --auth-local=trust --auth-host=scram-sha-256 >"$root/initdb.log" 2>&1) ||
+    fail_server PostgreSQL "$root/initdb.log" "initdb failed"
+  # Local connections only through the socket in a directory only the cluster owner can enter;
+  # TCP only on loopback, with a password (scram-sha-256).
+  as_pg tee "$data/pg_hba.conf" >/dev/null <<EOF
+local all all trust
+host all all 127.0.0.1/32 scram-sha-256
+EOF
+  as_pg tee -a "$data/postgresql.conf" >/dev/null <<EOF
+
+# storlab scripts/servers.sh
+listen_addresses = '127.0.0.1'
+port = $port
+unix_socket_directories = '$sock'
+password_encryption = 'scram-sha-256'
+EOF
+  (cd "$root" && as_pg "$PG_BIN/pg_ctl" -D "$data" -l "$logfile" -w -t "$START_TIMEOUT" start >"$root/pg_ctl.log" 2>&1) ||
+    fail_server PostgreSQL "$logfile" "did not start on 127.0.0.1:$port (pg_ctl output: $root/pg_ctl.log)"
+  (cd "$root" && as_pg "$PG_BIN/psql" -X -q -h "$sock" -p "$port" -U postgres -d postgres -v ON_ERROR_STOP=1 \
+    -c "CREATE ROLE $PG_USER LOGIN PASSWORD '$password'" \
+    -c "CREATE DATABASE $PG_DB OWNER $PG_USER" >"$root/setup.log" 2>&1) ||
+    fail_server PostgreSQL "$root/setup.log" "could not create user $PG_USER and database $PG_DB"
+  local url="postgres://$PG_USER:$password@127.0.0.1:$port/$PG_DB?sslmode=disable"
+  "$PG_BIN/psql" -X -q -At -d "$url" -c 'SELECT 1' >/dev/null 2>>"$root/setup.log" ||
+    fail_server PostgreSQL "$root/setup.log" "does not accept $PG_USER with its password on 127.0.0.1:$port"
+  echo "$url" >"$root/url"
+}
+
+start_redis() {
+  local port="$2" root="$1/redis"
+  local logfile="$root/redis.log" pidfile="$root/redis.pid" i
+  command -v redis-server >/dev/null || die "Redis: redis-server missing: run scripts/servers.sh install"
+  mkdir -p "$root"
+  echo "$port" >"$root/port"
+  cat >"$root/redis.conf" <<EOF
+# storlab scripts/servers.sh: loopback only, no persistence
+bind 127.0.0.1
+port $port
+protected-mode yes
+daemonize yes
+pidfile $pidfile
+logfile $logfile
+dir $root
+save ""
+appendonly no
+EOF
+  (cd "$root" && redis-server "$root/redis.conf" >"$root/redis-server.out" 2>&1) ||
+    fail_server Redis "$logfile" "redis-server failed to start (output: $root/redis-server.out)"
+  for ((i = 0; i < START_TIMEOUT * 10; i++)); do
+    if [ "$(redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null)" = PONG ]; then
+      echo "redis://127.0.0.1:$port/0" >"$root/url"
+      return 0
+    fi
+    if [ "$i" -gt 20 ] && ! alive "$(pidfile_pid "$pidfile")"; then
+      fail_server Redis "$logfile" "exited before answering on 127.0.0.1:$port"
+    fi
+    sleep 0.1
+  done
+  fail_server Redis "$logfile" "did not answer PING on 127.0.0.1:$port within ${START_TIMEOUT}s"
+}
+
+start_ferretdb() {
+  local port="$2" root="$1/ferretdb"
+  local logfile="$root/ferretdb.log" pidfile="$root/ferretdb.pid" i
+  ferretdb_cached || die "FerretDB: $FERRETDB_BIN ($FERRETDB_VERSION) missing: run scripts/servers.sh install"
+  mkdir -p "$root/data" "$root/state"
+  echo "$port" >"$root/port"
+  # In its own session, with no descriptor of ours (a caller piping our output must not wait
+  # for FerretDB). The shell writes its own pid, then becomes FerretDB (exec): the pid file is
+  # right from the start, so stop can find a half-started FerretDB.
+  (
+    cd "$root" || exit 1
+    exec setsid sh -c 'echo $$ > "$0"; exec "$@"' "$pidfile" \
+      "$FERRETDB_BIN" --listen-addr="127.0.0.1:$port" --handler=sqlite --sqlite-url="file:$root/data/" \
+      --state-dir="$root/state" --telemetry=disable --debug-addr=- --log-level=info
+  ) </dev/null >"$logfile" 2>&1 &
+  for ((i = 0; i < START_TIMEOUT * 10; i++)); do
+    if python3 "$SCRIPTS/mongo_hello.py" 127.0.0.1 "$port" >/dev/null 2>&1; then
+      echo "mongodb://127.0.0.1:$port/" >"$root/url"
+      return 0
+    fi
+    if [ "$i" -gt 5 ] && ! alive "$(pidfile_pid "$pidfile")"; then
+      fail_server FerretDB "$logfile" "exited before answering on 127.0.0.1:$port"
+    fi
+    sleep 0.1
+  done
+  fail_server FerretDB "$logfile" "did not answer hello on 127.0.0.1:$port within ${START_TIMEOUT}s"
+}
+
+cmd_start() {
+  local dir t
+  dir="$(resolve_dir "${1:-}")"
+  t="$(now)"
+  # A leftover DIR (a run that crashed or was never stopped): stop what it has, start afresh.
+  if [ -n "$(procs_under "$dir")" ]; then
+    log "$dir has servers from an earlier start: stopping them"
+    stop_all "$dir" || die "could not stop the servers left in $dir"
+  else
+    stop_all "$dir" quiet || die "could not stop the servers left in $dir"
+  fi
+  rm -rf "$dir/postgres" "$dir/redis" "$dir/ferretdb"
+  trap 'rc=$?; if [ "$rc" -ne 0 ]; then log "start failed: stopping what was started in '"$dir"'"; stop_all "'"$dir"'" quiet || true; fi' EXIT
+  local pg_port redis_port ferret_port
+  pg_port="$(pick_port PostgreSQL 55432 "${STORLAB_PG_PORT:-}")"
+  start_postgres "$dir" "$pg_port"
+  redis_port="$(pick_port Redis 56379 "${STORLAB_REDIS_PORT:-}")"
+  start_redis "$dir" "$redis_port"
+  ferret_port="$(pick_port FerretDB 57017 "${STORLAB_FERRETDB_PORT:-}")"
+  start_ferretdb "$dir" "$ferret_port"
+  {
+    echo "# written by scripts/servers.sh start $dir"
+    # Values have no quotes or spaces (DIR is checked, the password is hex): plain single quotes.
+    printf "export STORLAB_SERVERS_DIR='%s'\n" "$dir"
+    printf "export STORLAB_TEST_POSTGRES_URL='%s'\n" "$(cat "$dir/postgres/url")"
+    printf "export STORLAB_TEST_REDIS_URL='%s'\n" "$(cat "$dir/redis/url")"
+    printf "export STORLAB_TEST_MONGODB_URL='%s'\n" "$(cat "$dir/ferretdb/url")"
+    printf "export STORLAB_TEST_POSTGRES_PID='%s'\n" "$(pidfile_pid "$dir/postgres/data/postmaster.pid")"
+    printf "export STORLAB_TEST_REDIS_PID='%s'\n" "$(pidfile_pid "$dir/redis/redis.pid")"
+    printf "export STORLAB_TEST_MONGODB_PID='%s'\n" "$(pidfile_pid "$dir/ferretdb/ferretdb.pid")"
+  } >"$dir/env.sh.tmp"
+  mv -f "$dir/env.sh.tmp" "$dir/env.sh"
+  trap - EXIT
+  log "started in $(elapsed "$t") s: PostgreSQL 127.0.0.1:$pg_port, Redis 127.0.0.1:$redis_port, FerretDB 127.0.0.1:$ferret_port"
+  log "environment: . $dir/env.sh"
+}
+
+# ---------------------------------------------------------------------------------------------
+# stop
+
+# stop_all DIR [quiet]: stops FerretDB, Redis and PostgreSQL under DIR, then any other server
+# process still working under DIR. Returns 1 if a process survives SIGKILL.
+stop_all() {
+  local dir="$1" quiet="${2:-}" pid ok=0
+  rm -f "$dir/env.sh" "$dir/env.sh.tmp"
+
+  pid="$(pidfile_pid "$dir/ferretdb/ferretdb.pid")"
+  if alive "$pid" && [ "$(exe_of "$pid")" = ferretdb ]; then
+    [ -n "$quiet" ] || log "FerretDB: stopping pid $pid"
+    term_wait FerretDB "$pid" || ok=1
+  fi
+
+  pid="$(pidfile_pid "$dir/redis/redis.pid")"
+  if alive "$pid" && is_server_exe "$pid"; then
+    [ -n "$quiet" ] || log "Redis: stopping pid $pid"
+    term_wait Redis "$pid" || ok=1
+  fi
+
+  local data="$dir/postgres/data"
+  pid="$(pidfile_pid "$data/postmaster.pid")"
+  if alive "$pid" && [ "$(exe_of "$pid")" = postgres ]; then
+    [ -n "$quiet" ] || log "PostgreSQL: stopping pid $pid"
+    if ! (cd "$dir/postgres" && as_pg "$PG_BIN/pg_ctl" -D "$data" -m fast -w -t "$STOP_TIMEOUT" stop >/dev/null 2>&1); then
+      log "PostgreSQL: pg_ctl stop failed, signalling pid $pid"
+      term_wait PostgreSQL "$pid" || ok=1
+    fi
+  fi
+
+  # Whatever is left: a server whose pid file was not written yet, backends of a killed
+  # postmaster, a server started by hand with DIR's files.
+  local left
+  mapfile -t left < <(procs_under "$dir")
+  if [ "${#left[@]}" -gt 0 ]; then
+    log "stopping leftover server processes under $dir: ${left[*]}"
+    term_wait leftover "${left[@]}" || ok=1
+  fi
+  mapfile -t left < <(procs_under "$dir")
+  if [ "${#left[@]}" -gt 0 ]; then
+    log "error: server processes under $dir survive: ${left[*]}"
+    ok=1
+  fi
+  return "$ok"
+}
+
+cmd_stop() {
+  local dir
+  [ -n "${1:-}" ] || usage
+  [ -d "$1" ] || { log "$1: no such directory, nothing to stop"; return 0; }
+  dir="$(resolve_dir "$1")"
+  stop_all "$dir" || die "some processes under $dir could not be stopped"
+  log "stopped: no server process left under $dir"
+}
+
+# ---------------------------------------------------------------------------------------------
+# status
+
+cmd_status() {
+  local dir pid port ok=0
+  [ -n "${1:-}" ] || usage
+  [ -d "$1" ] || die "$1: no such directory"
+  dir="$(resolve_dir "$1")"
+
+  pid="$(pidfile_pid "$dir/postgres/data/postmaster.pid")"
+  port="$(cat "$dir/postgres/port" 2>/dev/null || true)"
+  if alive "$pid" && [ -n "$port" ] && "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$port"; then
+    echo "PostgreSQL  running   pid $pid  127.0.0.1:$port  log $dir/postgres/postgres.log"
+  else
+    echo "PostgreSQL  not ready pid ${pid:-none}  port ${port:-none}  log $dir/postgres/postgres.log"
+    ok=1
+  fi
+
+  pid="$(pidfile_pid "$dir/redis/redis.pid")"
+  port="$(cat "$dir/redis/port" 2>/dev/null || true)"
+  if alive "$pid" && [ -n "$port" ] && [ "$(redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null)" = PONG ]; then
+    echo "Redis       running   pid $pid  127.0.0.1:$port  log $dir/redis/redis.log"
+  else
+    echo "Redis       not ready pid ${pid:-none}  port ${port:-none}  log $dir/redis/redis.log"
+    ok=1
+  fi
+
+  pid="$(pidfile_pid "$dir/ferretdb/ferretdb.pid")"
+  port="$(cat "$dir/ferretdb/port" 2>/dev/null || true)"
+  if alive "$pid" && [ -n "$port" ] && python3 "$SCRIPTS/mongo_hello.py" 127.0.0.1 "$port" >/dev/null 2>&1; then
+    echo "FerretDB    running   pid $pid  127.0.0.1:$port  log $dir/ferretdb/ferretdb.log"
+  else
+    echo "FerretDB    not ready pid ${pid:-none}  port ${port:-none}  log $dir/ferretdb/ferretdb.log"
+    ok=1
+  fi
+
+  if [ -f "$dir/env.sh" ]; then echo "environment: . $dir/env.sh"; fi
+  return "$ok"
+}
+
+# ---------------------------------------------------------------------------------------------
+# selftest
+
+cmd_selftest() {
+  local dir t
+  t="$(now)"
+  dir="$(mktemp -d /tmp/storlab-servers-selftest.XXXXXX)"
+  chmod 755 "$dir"
+  trap 'bash "$SELF" stop "'"$dir"'" >/dev/null 2>&1 || true; rm -rf "'"$dir"'"' EXIT
+  bash "$SELF" start "$dir"
+  # shellcheck disable=SC1091
+  . "$dir/env.sh"
+  bash "$SELF" status "$dir" >/dev/null || die "selftest: status says not all servers are ready"
+
+  local got
+  got="$("$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -d "$STORLAB_TEST_POSTGRES_URL" \
+    -c 'CREATE TABLE selftest (k text PRIMARY KEY, v text)' \
+    -c "INSERT INTO selftest VALUES ('k1', 'hello')" \
+    -c "SELECT v FROM selftest WHERE k = 'k1'" \
+    -c 'DROP TABLE selftest')" || die "selftest: PostgreSQL round trip failed (log: $dir/postgres/postgres.log)"
+  [ "$got" = hello ] || die "selftest: PostgreSQL returned '$got'"
+  local wrong="${STORLAB_TEST_POSTGRES_URL/:[0-9a-f]*@/:wrong-password@}"
+  if "$PG_BIN/psql" -X -q -At -d "$wrong" -c 'SELECT 1' >/dev/null 2>&1; then
+    die "selftest: PostgreSQL accepted a wrong password"
+  fi
+  log "selftest: PostgreSQL ok (psql round trip; a wrong password is refused)"
+
+  redis-cli -u "$STORLAB_TEST_REDIS_URL" set storlab:selftest hello >/dev/null
+  got="$(redis-cli -u "$STORLAB_TEST_REDIS_URL" get storlab:selftest)"
+  [ "$got" = hello ] || die "selftest: Redis returned '$got' (log: $dir/redis/redis.log)"
+  redis-cli -u "$STORLAB_TEST_REDIS_URL" del storlab:selftest >/dev/null
+  log "selftest: Redis ok (redis-cli round trip)"
+
+  local mport="${STORLAB_TEST_MONGODB_URL##*:}"
+  mport="${mport%/}"
+  python3 "$SCRIPTS/mongo_hello.py" 127.0.0.1 "$mport" --roundtrip >/dev/null ||
+    die "selftest: FerretDB hello/insert/find failed (log: $dir/ferretdb/ferretdb.log)"
+  log "selftest: FerretDB ok (OP_MSG hello, insert, find)"
+
+  local pids=("$STORLAB_TEST_POSTGRES_PID" "$STORLAB_TEST_REDIS_PID" "$STORLAB_TEST_MONGODB_PID")
+  bash "$SELF" stop "$dir"
+  local pid left=()
+  for pid in "${pids[@]}"; do alive "$pid" && left+=("$pid"); done
+  mapfile -t -O "${#left[@]}" left < <(procs_under "$dir")
+  [ "${#left[@]}" -eq 0 ] || die "selftest: processes left after stop: ${left[*]}"
+  for port in "${STORLAB_TEST_POSTGRES_URL##*@127.0.0.1:}" "$mport" "${STORLAB_TEST_REDIS_URL##*:}"; do
+    port="${port%%/*}"
+    port_free "$port" || die "selftest: port $port still in use after stop"
+  done
+  [ ! -e "$dir/env.sh" ] || die "selftest: env.sh left after stop"
+  log "selftest: passed in $(elapsed "$t") s (no process left, ports free)"
+}
+
+case "${1:-}" in
+  install) cmd_install ;;
+  start) cmd_start "${2:-}" ;;
+  stop) cmd_stop "${2:-}" ;;
+  status) cmd_status "${2:-}" ;;
+  selftest) cmd_selftest ;;
+  *) usage ;;
+esac
