@@ -324,18 +324,31 @@ fn brief_quick_characterizes_a_folder_and_cleans_up() {
     let out = lab.run(&["brief", "--quick", "--dir", data.to_str().unwrap()]);
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stderr}");
-    for step in ["seq-write", "seq-read", "rand-read", "rand-write"] {
+    for step in [
+        "seq-write",
+        "seq-read",
+        "rand-read",
+        "rand-write",
+        "kv-fill",
+        "kv-readrandom",
+        "kv-readwhilewriting",
+    ] {
         assert!(stdout.contains(step), "{stdout}");
     }
     assert!(
         !data.join("storlab-brief.dat").exists(),
         "the data file should be removed"
     );
+    assert!(
+        !data.join("storlab-brief-rocksdb").exists(),
+        "the database should be removed"
+    );
     let md_line = stderr.lines().find(|l| l.starts_with("brief:")).unwrap();
     let md = std::fs::read_to_string(lab.path().join(md_line.trim_start_matches("brief:").trim()))
         .unwrap();
     assert!(md.contains("| 4 | rand-read | queue-depth=32 |"), "{md}");
-    assert_eq!(md.matches("| complete |").count(), 6, "{md}");
+    assert_eq!(md.matches("| complete |").count(), 13, "{md}");
+    assert!(md.contains("| 9 | kv-readrandom | threads=4 |"), "{md}");
 }
 
 #[test]

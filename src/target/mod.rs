@@ -302,8 +302,10 @@ impl TargetConfig {
 
     /// Cleans up after the study (removes files storlab created when asked to).
     pub fn finish(&self) {
-        if let TargetConfig::File(c) = self {
-            c.finish();
+        match self {
+            TargetConfig::File(c) => c.finish(),
+            TargetConfig::Rocksdb(c) => c.finish(),
+            TargetConfig::Null(_) => {}
         }
     }
 }

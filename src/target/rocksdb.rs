@@ -341,7 +341,17 @@ impl RocksConfig {
     pub fn finish(&self) {
         if self.remove_after && self.path.join(MARKER).exists() {
             let _ = DB::destroy(&Options::default(), &self.path);
-            let _ = std::fs::remove_file(self.path.join(MARKER));
+            // What RocksDB leaves behind (its info logs and lock file) and the marker; the
+            // directory goes only if nothing else is in it.
+            if let Ok(entries) = std::fs::read_dir(&self.path) {
+                for e in entries.flatten() {
+                    let name = e.file_name();
+                    let name = name.to_string_lossy();
+                    if name == "LOG" || name.starts_with("LOG.old.") || name == "LOCK" || name == MARKER {
+                        let _ = std::fs::remove_file(e.path());
+                    }
+                }
+            }
             let _ = std::fs::remove_dir(&self.path);
         }
     }

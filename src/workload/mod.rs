@@ -514,7 +514,7 @@ mod tests {
             let (offset, len, read) = match s.next_op() {
                 Op::Read { offset, len } => (offset, len, true),
                 Op::Write { offset, len } => (offset, len, false),
-                Op::Fsync => unreachable!(),
+                other => panic!("a block workload issued {other:?}"),
             };
             assert_eq!(offset % 4096, 0);
             assert!(offset >= 1 << 20 && offset + len as u64 <= (1 << 20) + (64 << 20));
