@@ -8,7 +8,7 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
 # Debian packages: a C compiler for the bundled SQLite, fio (the peer in bench/),
 # util-linux and e2fsprogs (loop devices and filesystems for the guard tests), python3 (bench).
-need=(gcc pkg-config fio util-linux e2fsprogs python3)
+need=(gcc pkg-config fio util-linux e2fsprogs python3 chromium)
 missing=()
 for p in "${need[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -151,7 +151,18 @@ fn run_one(
             source,
         })?;
     let paths: Vec<PathBuf> = run.targets.iter().flat_map(|t| t.config.paths()).collect();
-    let sys = system::capture(&paths);
+    let mut sys = system::capture(&paths);
+    sys.command_line = Some(crate::results::redact(&opts.command_line));
+    sys.target_software = run
+        .targets
+        .iter()
+        .map(|t| system::TargetSoftware {
+            target: t.name.clone(),
+            target_type: t.config.type_name().to_string(),
+            software: "storlab built-in".into(),
+            version: sys.storlab_version.clone(),
+        })
+        .collect();
     folder
         .write_json("system.json", &sys)
         .map_err(|source| RunError::Results {
