@@ -21,8 +21,8 @@ fn main() {
         }
     }
     if let Some(commit) = git(&["rev-parse", "HEAD"]) {
-        let dirty = git(&["status", "--porcelain", "--untracked-files=no"])
-            .is_some_and(|s| !s.is_empty());
+        let dirty =
+            git(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
         let suffix = if dirty { "-dirty" } else { "" };
         println!("cargo:rustc-env=STORLAB_GIT_COMMIT={commit}{suffix}");
     }

@@ -498,7 +498,8 @@ struct ReportArgs {
     store: StoreArgs,
 }
 
-const COMPARE_ABOUT: &str = "Set stored results side by side, with ratios and percent differences against the first.
+const COMPARE_ABOUT: &str =
+    "Set stored results side by side, with ratios and percent differences against the first.
 
 Each of A, B, C... is a run folder, a study folder or a run id (as for `storlab report`). Runs
 are matched by step, sweep point and target position (by position when step names differ). A
@@ -556,7 +557,11 @@ fn report_command(args: ReportArgs) -> Result<i32> {
             _ => report::html::report_html(&runs),
         };
         let files = report::png::write_pngs(&html, dir)?;
-        eprintln!("{} charts written as PNG into {}", files.len(), dir.display());
+        eprintln!(
+            "{} charts written as PNG into {}",
+            files.len(),
+            dir.display()
+        );
     }
     Ok(0)
 }

@@ -132,10 +132,18 @@ fn expected_rows(sums: &[Value]) -> Vec<(u64, String, String)> {
         for t in s["targets"].as_array().unwrap() {
             let kinds = t["kinds"].as_object().unwrap();
             for op in kinds.keys() {
-                rows.push((s["run-index"].as_u64().unwrap(), t["name"].as_str().unwrap().to_string(), op.clone()));
+                rows.push((
+                    s["run-index"].as_u64().unwrap(),
+                    t["name"].as_str().unwrap().to_string(),
+                    op.clone(),
+                ));
             }
             if kinds.len() > 1 {
-                rows.push((s["run-index"].as_u64().unwrap(), t["name"].as_str().unwrap().to_string(), "all".into()));
+                rows.push((
+                    s["run-index"].as_u64().unwrap(),
+                    t["name"].as_str().unwrap().to_string(),
+                    "all".into(),
+                ));
             }
         }
     }
@@ -151,7 +159,9 @@ fn parse_shown(col: usize, shown: &str) -> (f64, f64) {
         1 => (shown.parse().unwrap(), 0.5),
         2 => (shown.parse().unwrap(), 0.05 + 1e-9),
         _ => {
-            let (num, unit) = shown.split_once(' ').unwrap_or_else(|| panic!("no unit in {shown:?}"));
+            let (num, unit) = shown
+                .split_once(' ')
+                .unwrap_or_else(|| panic!("no unit in {shown:?}"));
             let v: f64 = num.parse().unwrap();
             match unit {
                 "ns" => (v, 0.5),
@@ -199,7 +209,10 @@ fn html_tables_equal_the_stored_results() {
     let f = fixture();
     let study = &f.studies[0];
     let html = report(&f.lab, &["report", study.to_str().unwrap()]);
-    assert!(study.join("report.html").exists(), "default output is in the study folder");
+    assert!(
+        study.join("report.html").exists(),
+        "default output is in the study folder"
+    );
     let sums = summaries(study);
     let mut seen = Vec::new();
     for row in html.split("<tr data-run=\"").skip(1) {
@@ -222,8 +235,16 @@ fn html_tables_equal_the_stored_results() {
     seen.sort();
     assert_eq!(seen, expected_rows(&sums));
     assert!(html.contains("Appendix: full disclosure") && html.contains("Study file as run"));
-    assert!(html.contains("data-charts") || html.contains("<script>"), "the chart check script is in the page");
-    assert!(!html.contains("http://") || html.matches("http://").count() == html.matches("http://www.w3.org/2000/svg").count(), "no external resources");
+    assert!(
+        html.contains("data-charts") || html.contains("<script>"),
+        "the chart check script is in the page"
+    );
+    assert!(
+        !html.contains("http://")
+            || html.matches("http://").count()
+                == html.matches("http://www.w3.org/2000/svg").count(),
+        "no external resources"
+    );
 }
 
 #[test]
@@ -231,9 +252,22 @@ fn markdown_and_csv_tables_equal_the_stored_results() {
     let f = fixture();
     let study = &f.studies[0];
     let sums = summaries(study);
-    let md = report(&f.lab, &["report", study.to_str().unwrap(), "--format", "md", "-o", "r.md"]);
+    let md = report(
+        &f.lab,
+        &[
+            "report",
+            study.to_str().unwrap(),
+            "--format",
+            "md",
+            "-o",
+            "r.md",
+        ],
+    );
     let mut seen = Vec::new();
-    for line in md.lines().filter(|l| l.starts_with("| ") && !l.starts_with("| run ")) {
+    for line in md
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| run "))
+    {
         let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
         if cells.len() != 14 {
             continue;
@@ -250,7 +284,17 @@ fn markdown_and_csv_tables_equal_the_stored_results() {
     seen.sort();
     assert_eq!(seen, expected_rows(&sums));
 
-    let csv = report(&f.lab, &["report", study.to_str().unwrap(), "--format", "csv", "-o", "r.csv"]);
+    let csv = report(
+        &f.lab,
+        &[
+            "report",
+            study.to_str().unwrap(),
+            "--format",
+            "csv",
+            "-o",
+            "r.csv",
+        ],
+    );
     let mut lines = csv.lines();
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();
     let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
@@ -261,7 +305,17 @@ fn markdown_and_csv_tables_equal_the_stored_results() {
         let run: u64 = c[col("run_index")].parse().unwrap();
         let s = sums.iter().find(|s| s["run-index"] == run).unwrap();
         let stored = stored_row(s, c[col("target")], c[col("op")]);
-        let names = ["ops", "rate_ops", "rate_bytes", "mean_ns", "p50_ns", "p99_ns", "p99_9_ns", "max_ns", "errors"];
+        let names = [
+            "ops",
+            "rate_ops",
+            "rate_bytes",
+            "mean_ns",
+            "p50_ns",
+            "p99_ns",
+            "p99_9_ns",
+            "max_ns",
+            "errors",
+        ];
         for (i, name) in names.iter().enumerate() {
             let mut v: f64 = c[col(name)].parse().unwrap();
             if *name == "rate_bytes" {
@@ -280,14 +334,25 @@ fn markdown_and_csv_tables_equal_the_stored_results() {
 fn plot_box(svg: &str) -> BTreeMap<&'static str, f64> {
     let plot = svg.split("<g class=\"plot\"").nth(1).expect("a plot group");
     let plot = &plot[..plot.find('>').unwrap()];
-    ["data-px", "data-py", "data-pw", "data-ph", "data-xmin", "data-xmax", "data-ymin", "data-ymax"]
-        .into_iter()
-        .map(|k| (k, fattr(plot, k)))
-        .collect()
+    [
+        "data-px",
+        "data-py",
+        "data-pw",
+        "data-ph",
+        "data-xmin",
+        "data-xmax",
+        "data-ymin",
+        "data-ymax",
+    ]
+    .into_iter()
+    .map(|k| (k, fattr(plot, k)))
+    .collect()
 }
 
 fn chart<'a>(html: &'a str, id: &str) -> &'a str {
-    let start = html.find(&format!("id=\"{id}\"")).unwrap_or_else(|| panic!("no chart {id}"));
+    let start = html
+        .find(&format!("id=\"{id}\""))
+        .unwrap_or_else(|| panic!("no chart {id}"));
     &html[start..start + html[start..].find("</svg>").unwrap()]
 }
 
@@ -295,7 +360,10 @@ fn chart<'a>(html: &'a str, id: &str) -> &'a str {
 fn chart_bars_and_points_sit_where_the_data_says() {
     let f = fixture();
     let study = &f.studies[0];
-    let html = report(&f.lab, &["report", study.to_str().unwrap(), "-o", "charts.html"]);
+    let html = report(
+        &f.lab,
+        &["report", study.to_str().unwrap(), "-o", "charts.html"],
+    );
     let sums = summaries(study);
     let scale: Vec<&Value> = sums.iter().filter(|s| s["step"] == "scale").collect();
     let stored = |threads: &str, target: &str| -> &Value {
@@ -317,10 +385,19 @@ fn chart_bars_and_points_sit_where_the_data_says() {
         let want = stored(&threads, &target)["rate-ops"].as_f64().unwrap();
         assert_eq!(fattr(rect, "data-value"), want);
         let (y, h) = (fattr(rect, "y"), fattr(rect, "height"));
-        assert!((h - want / b["data-ymax"] * b["data-ph"]).abs() < 0.011, "bar {threads} {target}: height {h} for {want}");
-        assert!((y + h - floor).abs() < 0.011, "bar {threads} {target} does not stand on the axis");
+        assert!(
+            (h - want / b["data-ymax"] * b["data-ph"]).abs() < 0.011,
+            "bar {threads} {target}: height {h} for {want}"
+        );
+        assert!(
+            (y + h - floor).abs() < 0.011,
+            "bar {threads} {target} does not stand on the axis"
+        );
         assert!(b["data-ymax"] >= want);
-        xs_by_threads.entry(threads).or_default().push(fattr(rect, "x"));
+        xs_by_threads
+            .entry(threads)
+            .or_default()
+            .push(fattr(rect, "x"));
         n += 1;
     }
     assert_eq!(n, 4, "2 thread counts x 2 targets");
@@ -335,18 +412,37 @@ fn chart_bars_and_points_sit_where_the_data_says() {
     for c in lat.split("<circle").skip(1) {
         let target = attr(c, "data-series").unwrap();
         let (x, y) = (fattr(c, "data-x"), fattr(c, "data-y"));
-        let found = scale.iter().map(|s| &s["targets"][0]).find(|t| t["name"] == target.as_str() && t["rate-ops"].as_f64() == Some(x)).expect("point matches a run");
+        let found = scale
+            .iter()
+            .map(|s| &s["targets"][0])
+            .find(|t| t["name"] == target.as_str() && t["rate-ops"].as_f64() == Some(x))
+            .expect("point matches a run");
         assert_eq!(y, found["service-latency"]["p99-ns"].as_f64().unwrap());
-        let cx = p["data-px"] + (x - p["data-xmin"]) / (p["data-xmax"] - p["data-xmin"]) * p["data-pw"];
-        let cy = p["data-py"] + p["data-ph"] - (y - p["data-ymin"]) / (p["data-ymax"] - p["data-ymin"]) * p["data-ph"];
-        assert!((fattr(c, "cx") - cx).abs() < 0.011 && (fattr(c, "cy") - cy).abs() < 0.011, "point {target} {x},{y}");
+        let cx =
+            p["data-px"] + (x - p["data-xmin"]) / (p["data-xmax"] - p["data-xmin"]) * p["data-pw"];
+        let cy = p["data-py"] + p["data-ph"]
+            - (y - p["data-ymin"]) / (p["data-ymax"] - p["data-ymin"]) * p["data-ph"];
+        assert!(
+            (fattr(c, "cx") - cx).abs() < 0.011 && (fattr(c, "cy") - cy).abs() < 0.011,
+            "point {target} {x},{y}"
+        );
         n += 1;
     }
     assert_eq!(n, 4);
     // Every chart the report has drew something.
-    for id in ["bars-1", "latency-1", "percentiles-0", "percentiles-1", "timeline-1", "timeline-5"] {
+    for id in [
+        "bars-1",
+        "latency-1",
+        "percentiles-0",
+        "percentiles-1",
+        "timeline-1",
+        "timeline-5",
+    ] {
         let c = chart(&html, id);
-        assert!(c.contains("class=\"bar\"") || c.contains("class=\"series\""), "{id} is empty");
+        assert!(
+            c.contains("class=\"bar\"") || c.contains("class=\"series\""),
+            "{id} is empty"
+        );
     }
     // The together run has two targets in one run: two series in its bar chart.
     assert_eq!(chart(&html, "bars-1").matches("class=\"bar\"").count(), 2);
@@ -356,7 +452,14 @@ fn chart_bars_and_points_sit_where_the_data_says() {
 fn png_charts_are_written() {
     let f = fixture();
     let dir = f.lab.path().join("png");
-    let out = f.lab.run(&["report", f.studies[0].to_str().unwrap(), "-o", "p.html", "--png", dir.to_str().unwrap()]);
+    let out = f.lab.run(&[
+        "report",
+        f.studies[0].to_str().unwrap(),
+        "-o",
+        "p.html",
+        "--png",
+        dir.to_str().unwrap(),
+    ]);
     assert!(out.status.success(), "{}", text(&out).1);
     let bars = std::fs::read(dir.join("bars-0.png")).unwrap();
     assert_eq!(&bars[1..4], b"PNG");
@@ -373,10 +476,20 @@ fn report_by_run_id_and_to_stdout() {
     let out = f.lab.run(&["report", id, "--format", "md", "-o", "-"]);
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stderr}");
-    assert!(stdout.contains("## Workload: scale") && stdout.contains(&format!("| {} |", sums[0]["run-index"])), "{stdout}");
+    assert!(
+        stdout.contains("## Workload: scale")
+            && stdout.contains(&format!("| {} |", sums[0]["run-index"])),
+        "{stdout}"
+    );
     let bad = f.lab.run(&["report", "no-such-run"]);
     assert!(!bad.status.success());
-    assert!(text(&bad).1.contains("not a run folder, a study folder or a run id"), "{}", text(&bad).1);
+    assert!(
+        text(&bad)
+            .1
+            .contains("not a run folder, a study folder or a run id"),
+        "{}",
+        text(&bad).1
+    );
 }
 
 #[test]
@@ -384,7 +497,13 @@ fn compare_two_runs_of_one_study_shows_ratios() {
     let f = fixture();
     let (a, b) = (&f.studies[0], &f.studies[1]);
     let html = f.lab.path().join("compare.html");
-    let out = f.lab.run(&["compare", a.to_str().unwrap(), b.to_str().unwrap(), "--html", html.to_str().unwrap()]);
+    let out = f.lab.run(&[
+        "compare",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
+    ]);
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stderr}\n{stdout}");
     assert!(!stdout.contains("NOT COMPARABLE"), "{stdout}");
@@ -398,8 +517,15 @@ fn compare_two_runs_of_one_study_shows_ratios() {
         .lines()
         .find(|l| l.starts_with("scale") && l.contains("threads=1") && l.contains(" ops/s "))
         .unwrap_or_else(|| panic!("{stdout}"));
-    assert!(line.contains(&ratio) && line.contains(&diff), "{line} should hold {ratio} {diff}");
-    assert_eq!(stdout.lines().filter(|l| l.contains(" ops/s ")).count(), 6, "{stdout}");
+    assert!(
+        line.contains(&ratio) && line.contains(&diff),
+        "{line} should hold {ratio} {diff}"
+    );
+    assert_eq!(
+        stdout.lines().filter(|l| l.contains(" ops/s ")).count(),
+        6,
+        "{stdout}"
+    );
     let page = std::fs::read_to_string(html).unwrap();
     assert!(page.contains(&ratio) && page.contains("compare-bars"));
 }
@@ -408,14 +534,21 @@ fn compare_two_runs_of_one_study_shows_ratios() {
 fn compare_of_different_workloads_says_they_are_not_comparable() {
     let f = fixture();
     let sums = summaries(&f.studies[0]);
-    let read = sums.iter().find(|s| s["step"] == "scale").unwrap()["run-id"].as_str().unwrap();
-    let mixed = sums.iter().find(|s| s["step"] == "mixed").unwrap()["run-id"].as_str().unwrap();
+    let read = sums.iter().find(|s| s["step"] == "scale").unwrap()["run-id"]
+        .as_str()
+        .unwrap();
+    let mixed = sums.iter().find(|s| s["step"] == "mixed").unwrap()["run-id"]
+        .as_str()
+        .unwrap();
     let out = f.lab.run(&["compare", read, mixed]);
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(3), "{stdout}{stderr}");
     assert!(stdout.contains("NOT COMPARABLE"), "{stdout}");
     assert!(stdout.contains("read-share: 1.0 vs 0.5"), "{stdout}");
-    assert!(!stdout.contains(" ops/s "), "no figures side by side: {stdout}");
+    assert!(
+        !stdout.contains(" ops/s "),
+        "no figures side by side: {stdout}"
+    );
 }
 
 /// Every file under `dir`, as bytes.
@@ -466,32 +599,71 @@ duration = "200ms"
         ),
     );
     let uri_arg = format!("mongodb://admin:{SECRET}@db.invalid/x");
-    let out = lab.run(&["run", study.to_str().unwrap(), "-q", "--allow-destroy", &uri_arg]);
+    let out = lab.run(&[
+        "run",
+        study.to_str().unwrap(),
+        "-q",
+        "--allow-destroy",
+        &uri_arg,
+    ]);
     assert!(out.status.success(), "{}", text(&out).1);
     let results = lab.results();
     for (p, bytes) in all_files(&results) {
-        assert!(!contains(&bytes, SECRET), "{} holds the password", p.display());
+        assert!(
+            !contains(&bytes, SECRET),
+            "{} holds the password",
+            p.display()
+        );
     }
-    let folder = std::fs::read_dir(&results).unwrap().flatten().map(|e| e.path()).find(|p| p.is_dir()).unwrap();
+    let folder = std::fs::read_dir(&results)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.is_dir())
+        .unwrap();
     let run = folder.join("run-001");
     let system = std::fs::read_to_string(run.join("system.json")).unwrap();
-    assert!(system.contains("mongodb://admin:***@db.invalid/x"), "the command line is disclosed, masked: {system}");
+    assert!(
+        system.contains("mongodb://admin:***@db.invalid/x"),
+        "the command line is disclosed, masked: {system}"
+    );
     // Files from a writer that did not redact (or a future URI target): the reports must.
     let mut sys: Value = serde_json::from_str(&system).unwrap();
-    sys["command-line"] = Value::String(format!("storlab run s.toml --uri postgres://bench:{SECRET}@pg.invalid/db --token {SECRET}"));
-    std::fs::write(run.join("system.json"), serde_json::to_string(&sys).unwrap()).unwrap();
+    sys["command-line"] = Value::String(format!(
+        "storlab run s.toml --uri postgres://bench:{SECRET}@pg.invalid/db --token {SECRET}"
+    ));
+    std::fs::write(
+        run.join("system.json"),
+        serde_json::to_string(&sys).unwrap(),
+    )
+    .unwrap();
     let toml = std::fs::read_to_string(run.join("study.toml")).unwrap();
     std::fs::write(run.join("study.toml"), format!("{toml}\n[targets.db]\nuri = \"redis://:{SECRET}@cache.invalid:6379\"\npassword = \"{SECRET}\"\n")).unwrap();
     let out_dir = lab.path().join("out");
     std::fs::create_dir_all(&out_dir).unwrap();
     for (format, name) in [("html", "r.html"), ("md", "r.md"), ("csv", "r.csv")] {
         let o = out_dir.join(name);
-        let out = lab.run(&["report", run.to_str().unwrap(), "--format", format, "-o", o.to_str().unwrap(), "--png", out_dir.join("png").to_str().unwrap()]);
+        let out = lab.run(&[
+            "report",
+            run.to_str().unwrap(),
+            "--format",
+            format,
+            "-o",
+            o.to_str().unwrap(),
+            "--png",
+            out_dir.join("png").to_str().unwrap(),
+        ]);
         assert!(out.status.success(), "{}", text(&out).1);
         let (stdout, stderr) = text(&out);
         assert!(!stdout.contains(SECRET) && !stderr.contains(SECRET));
     }
-    let out = lab.run(&["compare", run.to_str().unwrap(), run.to_str().unwrap(), "--html", out_dir.join("c.html").to_str().unwrap()]);
+    let out = lab.run(&[
+        "compare",
+        run.to_str().unwrap(),
+        run.to_str().unwrap(),
+        "--html",
+        out_dir.join("c.html").to_str().unwrap(),
+    ]);
     assert!(out.status.success());
     assert!(!text(&out).0.contains(SECRET));
     let md = lab.run(&["report", run.to_str().unwrap(), "--format", "md", "-o", "-"]);
@@ -499,11 +671,20 @@ duration = "200ms"
     let files = all_files(&out_dir);
     assert!(files.len() >= 5);
     for (p, bytes) in &files {
-        assert!(!contains(bytes, SECRET), "{} holds the password", p.display());
+        assert!(
+            !contains(bytes, SECRET),
+            "{} holds the password",
+            p.display()
+        );
     }
     // What was masked is still shown, so the test is not passing on an empty report.
     let html = std::fs::read_to_string(out_dir.join("r.html")).unwrap();
-    for shown in ["postgres://bench:***@pg.invalid/db", "redis://:***@cache.invalid:6379", "password = &quot;***&quot;", "mongodb://admin:***@db.invalid:27017/bench"] {
+    for shown in [
+        "postgres://bench:***@pg.invalid/db",
+        "redis://:***@cache.invalid:6379",
+        "password = &quot;***&quot;",
+        "mongodb://admin:***@db.invalid:27017/bench",
+    ] {
         assert!(html.contains(shown), "{shown} not in the report");
     }
 }
@@ -512,9 +693,15 @@ duration = "200ms"
 fn help_explains_report_and_compare() {
     let lab = Lab::new();
     let (out, _) = text(&lab.run(&["report", "--help"]));
-    assert!(out.contains("RESULT is a run folder") && out.contains("--png") && out.contains("--format"), "{out}");
+    assert!(
+        out.contains("RESULT is a run folder") && out.contains("--png") && out.contains("--format"),
+        "{out}"
+    );
     let (out, _) = text(&lab.run(&["compare", "--help"]));
-    assert!(out.contains("not comparable") && out.contains("Exit status"), "{out}");
+    assert!(
+        out.contains("not comparable") && out.contains("Exit status"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -524,12 +711,18 @@ fn brief_ends_by_writing_its_html_brief_and_printing_the_path() {
     let out = lab.run(&["brief", "--quick", "--dir", data.to_str().unwrap()]);
     let (_, stderr) = text(&out);
     assert!(out.status.success(), "{stderr}");
-    let line = stderr.lines().find(|l| l.starts_with("html:")).unwrap_or_else(|| panic!("{stderr}"));
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("html:"))
+        .unwrap_or_else(|| panic!("{stderr}"));
     let path = lab.path().join(line.trim_start_matches("html:").trim());
     assert!(path.ends_with("brief.html"), "{}", path.display());
     let html = std::fs::read_to_string(&path).unwrap();
     for step in ["seq-write", "seq-read", "rand-read", "rand-write"] {
-        assert!(html.contains(&format!("Workload: {step}")), "{step} missing");
+        assert!(
+            html.contains(&format!("Workload: {step}")),
+            "{step} missing"
+        );
     }
     assert_eq!(html.matches("<tr data-run=").count(), 6, "one row per run");
     assert!(html.contains("Appendix: full disclosure"));

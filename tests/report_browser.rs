@@ -20,9 +20,13 @@ fn chromium_available() -> bool {
         return true;
     }
     if std::env::var_os("STORLAB_REQUIRE_CHROMIUM").is_some() {
-        panic!("{CHROMIUM} is missing and STORLAB_REQUIRE_CHROMIUM is set: install Debian's chromium package (scripts/setup.sh does)");
+        panic!(
+            "{CHROMIUM} is missing and STORLAB_REQUIRE_CHROMIUM is set: install Debian's chromium package (scripts/setup.sh does)"
+        );
     }
-    eprintln!("SKIPPED: {CHROMIUM} is missing (install Debian's chromium package; set STORLAB_REQUIRE_CHROMIUM=1 to make this a failure)");
+    eprintln!(
+        "SKIPPED: {CHROMIUM} is missing (install Debian's chromium package; set STORLAB_REQUIRE_CHROMIUM=1 to make this a failure)"
+    );
     false
 }
 
@@ -67,10 +71,12 @@ fn console_problems(stderr: &str) -> Vec<String> {
 /// The page's chart check: `OK:<charts>` or `EMPTY:<ids>`.
 fn charts_marker(dom: &str) -> String {
     let key = "data-charts=\"";
-    let start = dom
-        .find(key)
-        .unwrap_or_else(|| panic!("the page's chart check did not run: {}", &dom[..dom.len().min(400)]))
-        + key.len();
+    let start = dom.find(key).unwrap_or_else(|| {
+        panic!(
+            "the page's chart check did not run: {}",
+            &dom[..dom.len().min(400)]
+        )
+    }) + key.len();
     dom[start..].split('"').next().unwrap().to_string()
 }
 
@@ -105,7 +111,7 @@ engine = "io-uring"
 type = "file"
 path = "b.dat"
 size = "16MiB"
-engine = "psync"
+engine = "io-uring"
 
 [workloads.randread]
 block-size = "4KiB"
@@ -129,12 +135,20 @@ sweep.queue-depth = [1, 8]
         .find(|p| p.is_dir())
         .unwrap();
     let page = lab.path().join("report.html");
-    let out = lab.run(&["report", folder.to_str().unwrap(), "-o", page.to_str().unwrap()]);
+    let out = lab.run(&[
+        "report",
+        folder.to_str().unwrap(),
+        "-o",
+        page.to_str().unwrap(),
+    ]);
     assert!(out.status.success(), "{}", text(&out).1);
 
     let (dom, stderr) = chromium(&page, &["--dump-dom"]);
     let problems = console_problems(&stderr);
-    assert!(problems.is_empty(), "console output from the report: {problems:#?}");
+    assert!(
+        problems.is_empty(),
+        "console output from the report: {problems:#?}"
+    );
     let marker = charts_marker(&dom);
     let n: usize = marker
         .strip_prefix("OK:")
@@ -149,7 +163,11 @@ sweep.queue-depth = [1, 8]
     let (_, stderr) = chromium(&page, &[&format!("--screenshot={}", shot.display())]);
     assert!(console_problems(&stderr).is_empty(), "{stderr}");
     let png = std::fs::read(&shot).expect("screenshot written");
-    assert!(png.len() > 20_000 && &png[1..4] == b"PNG", "screenshot of {} bytes", png.len());
+    assert!(
+        png.len() > 20_000 && &png[1..4] == b"PNG",
+        "screenshot of {} bytes",
+        png.len()
+    );
     eprintln!("screenshot: {}", shot.display());
 }
 
@@ -174,6 +192,9 @@ fn the_browser_checks_catch_an_empty_chart_and_a_script_error() {
     let (dom, stderr) = chromium(&page, &["--dump-dom"]);
     assert_eq!(charts_marker(&dom), "EMPTY:empty-1");
     let problems = console_problems(&stderr);
-    assert!(problems.iter().any(|p| p.contains("empty charts")), "{stderr}");
+    assert!(
+        problems.iter().any(|p| p.contains("empty charts")),
+        "{stderr}"
+    );
     assert!(problems.iter().any(|p| p.contains("Uncaught")), "{stderr}");
 }

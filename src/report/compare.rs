@@ -82,7 +82,11 @@ fn entries(side: &Side) -> Vec<Entry> {
     let mut out = Vec::new();
     for r in &side.runs {
         let s = &r.summary;
-        let params: Vec<String> = s.parameters.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let params: Vec<String> = s
+            .parameters
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
         for (i, t) in s.targets.iter().enumerate() {
             let l = &t.service_latency;
             out.push(Entry {
@@ -116,7 +120,11 @@ fn entries(side: &Side) -> Vec<Entry> {
 /// Field-by-field differences of two JSON objects: `block-size: 4096 vs 65536`.
 pub fn json_differences(a: &serde_json::Value, b: &serde_json::Value) -> Vec<String> {
     let (Some(ao), Some(bo)) = (a.as_object(), b.as_object()) else {
-        return if a == b { vec![] } else { vec![format!("{a} vs {b}")] };
+        return if a == b {
+            vec![]
+        } else {
+            vec![format!("{a} vs {b}")]
+        };
     };
     let mut keys: Vec<&String> = ao.keys().chain(bo.keys()).collect();
     keys.sort();
@@ -215,14 +223,25 @@ pub fn compare(sides: &[Side]) -> Comparison {
                     };
                     let mut wd = wd;
                     if o.params != b.params {
-                        wd.insert(0, format!("sweep point: {} vs {}", or_dash(&b.params), or_dash(&o.params)));
+                        wd.insert(
+                            0,
+                            format!(
+                                "sweep point: {} vs {}",
+                                or_dash(&b.params),
+                                or_dash(&o.params)
+                            ),
+                        );
                     }
                     let mut notes = Vec::new();
                     if o.step != b.step {
                         notes.push(format!("step: {} vs {}", b.step, o.step));
                     }
                     if let (Some(x), Some(y)) = (&b.config, &o.config) {
-                        notes.extend(json_differences(x, y).into_iter().map(|d| format!("target {d}")));
+                        notes.extend(
+                            json_differences(x, y)
+                                .into_iter()
+                                .map(|d| format!("target {d}")),
+                        );
                     }
                     row.targets.push(Some(o.target.clone()));
                     row.metrics.push(Some(o.metrics));
@@ -232,7 +251,13 @@ pub fn compare(sides: &[Side]) -> Comparison {
                 None => {
                     row.targets.push(None);
                     row.metrics.push(None);
-                    row.workload_differences.push(vec![format!("no run of step {} [{}] target {} in {}", b.step, or_dash(&b.params), b.target, sides[si].label)]);
+                    row.workload_differences.push(vec![format!(
+                        "no run of step {} [{}] target {} in {}",
+                        b.step,
+                        or_dash(&b.params),
+                        b.target,
+                        sides[si].label
+                    )]);
                     row.notes.push(vec![]);
                 }
             }
@@ -261,7 +286,11 @@ pub fn ratio_and_diff(a: f64, v: f64) -> (String, String) {
 const LETTERS: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
 
 fn letter(i: usize) -> String {
-    LETTERS.chars().nth(i).map(String::from).unwrap_or_else(|| format!("#{}", i + 1))
+    LETTERS
+        .chars()
+        .nth(i)
+        .map(String::from)
+        .unwrap_or_else(|| format!("#{}", i + 1))
 }
 
 /// The terminal text.
@@ -271,7 +300,13 @@ pub fn render_text(c: &Comparison) -> String {
         let _ = writeln!(out, "{} = {}", letter(i), l);
     }
     let n = c.labels.len();
-    let mut header: Vec<String> = vec!["step".into(), "point".into(), "target".into(), "metric".into(), "A".into()];
+    let mut header: Vec<String> = vec![
+        "step".into(),
+        "point".into(),
+        "target".into(),
+        "metric".into(),
+        "A".into(),
+    ];
     for i in 1..n {
         let l = letter(i);
         header.push(l.clone());
@@ -293,7 +328,13 @@ pub fn render_text(c: &Comparison) -> String {
                     row.workload_differences[i - 1].join("; ")
                 ));
             } else if !row.notes[i - 1].is_empty() {
-                notes.push(format!("{} [{}]: {} differs from A in {}", row.step, or_dash(&row.params), letter(i), row.notes[i - 1].join("; ")));
+                notes.push(format!(
+                    "{} [{}]: {} differs from A in {}",
+                    row.step,
+                    or_dash(&row.params),
+                    letter(i),
+                    row.notes[i - 1].join("; ")
+                ));
             }
         }
         if !(1..n).any(|i| row.comparable(i)) {
@@ -302,11 +343,23 @@ pub fn render_text(c: &Comparison) -> String {
         let Some(a) = row.metrics[0] else { continue };
         for (mi, (name, _)) in METRICS.iter().enumerate() {
             let av = a.values()[mi];
-            let target = match row.targets.iter().skip(1).flatten().find(|t| Some(*t) != row.targets[0].as_ref()) {
+            let target = match row
+                .targets
+                .iter()
+                .skip(1)
+                .flatten()
+                .find(|t| Some(*t) != row.targets[0].as_ref())
+            {
                 Some(other) => format!("{} / {other}", row.targets[0].clone().unwrap_or_default()),
                 None => row.targets[0].clone().unwrap_or_default(),
             };
-            let mut cells = vec![row.step.clone(), or_dash(&row.params).to_string(), target, name.to_string(), show(mi, av)];
+            let mut cells = vec![
+                row.step.clone(),
+                or_dash(&row.params).to_string(),
+                target,
+                name.to_string(),
+                show(mi, av),
+            ];
             for i in 1..n {
                 match row.metrics[i].filter(|_| row.comparable(i)) {
                     Some(m) => {
@@ -362,21 +415,46 @@ pub fn render_html(c: &Comparison) -> String {
     for row in &c.rows {
         for i in 1..n {
             if !row.comparable(i) {
-                problems.push(format!("{} [{}]: {} is not comparable with A: {}", row.step, or_dash(&row.params), letter(i), row.workload_differences[i - 1].join("; ")));
+                problems.push(format!(
+                    "{} [{}]: {} is not comparable with A: {}",
+                    row.step,
+                    or_dash(&row.params),
+                    letter(i),
+                    row.workload_differences[i - 1].join("; ")
+                ));
             } else if !row.notes[i - 1].is_empty() {
-                problems.push(format!("{} [{}]: {} differs from A (comparable) in {}", row.step, or_dash(&row.params), letter(i), row.notes[i - 1].join("; ")));
+                problems.push(format!(
+                    "{} [{}]: {} differs from A (comparable) in {}",
+                    row.step,
+                    or_dash(&row.params),
+                    letter(i),
+                    row.notes[i - 1].join("; ")
+                ));
             }
         }
         let Some(a) = row.metrics[0] else { continue };
         if !(1..n).any(|i| row.comparable(i)) {
             continue;
         }
-        let x = format!("{} {} {}", row.step, or_dash(&row.params), row.targets[0].clone().unwrap_or_default());
+        let x = format!(
+            "{} {} {}",
+            row.step,
+            or_dash(&row.params),
+            row.targets[0].clone().unwrap_or_default()
+        );
         x_values.push(x.clone());
         bars.push((x.clone(), 0, a.rate_ops));
         for (mi, (name, higher)) in METRICS.iter().enumerate() {
             let av = a.values()[mi];
-            let _ = write!(h, "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td>", esc(&row.step), esc(or_dash(&row.params)), esc(&row.targets[0].clone().unwrap_or_default()), name, esc(&show(mi, av)));
+            let _ = write!(
+                h,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td>",
+                esc(&row.step),
+                esc(or_dash(&row.params)),
+                esc(&row.targets[0].clone().unwrap_or_default()),
+                name,
+                esc(&show(mi, av))
+            );
             for i in 1..n {
                 match row.metrics[i].filter(|_| row.comparable(i)) {
                     Some(m) => {
@@ -386,8 +464,20 @@ pub fn render_html(c: &Comparison) -> String {
                         }
                         let (r, d) = ratio_and_diff(av, v);
                         let better = if *higher { v > av } else { v < av };
-                        let color = if v == av { "" } else if better { " style=\"color:#007a3d\"" } else { " style=\"color:#b00\"" };
-                        let _ = write!(h, "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\"{color}>{}</td>", esc(&show(mi, v)), r, d);
+                        let color = if v == av {
+                            ""
+                        } else if better {
+                            " style=\"color:#007a3d\""
+                        } else {
+                            " style=\"color:#b00\""
+                        };
+                        let _ = write!(
+                            h,
+                            "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\"{color}>{}</td>",
+                            esc(&show(mi, v)),
+                            r,
+                            d
+                        );
                     }
                     None => h.push_str("<td>n/c</td><td></td><td></td>"),
                 }
@@ -431,13 +521,19 @@ mod tests {
     fn json_differences_name_fields() {
         let a = serde_json::json!({"block-size": "4KiB", "threads": 1, "rate-ops": null});
         let b = serde_json::json!({"block-size": "64KiB", "threads": 1, "rate-ops": 5.0});
-        assert_eq!(json_differences(&a, &b), ["block-size: 4KiB vs 64KiB", "rate-ops: unset vs 5.0"]);
+        assert_eq!(
+            json_differences(&a, &b),
+            ["block-size: 4KiB vs 64KiB", "rate-ops: unset vs 5.0"]
+        );
         assert!(json_differences(&a, &a).is_empty());
     }
 
     #[test]
     fn ratios() {
-        assert_eq!(ratio_and_diff(100.0, 159.0), ("1.59x".into(), "+59.0%".into()));
+        assert_eq!(
+            ratio_and_diff(100.0, 159.0),
+            ("1.59x".into(), "+59.0%".into())
+        );
         assert_eq!(ratio_and_diff(0.52, 0.24).1, "-53.8%");
         assert_eq!(ratio_and_diff(0.0, 1.0).0, "-");
     }

@@ -21,15 +21,45 @@ pub fn report_csv(runs: &[StoredRun]) -> String {
     out.push('\n');
     for r in runs {
         let s = &r.summary;
-        let params: Vec<String> = s.parameters.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let params: Vec<String> = s
+            .parameters
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
         for t in &s.targets {
-            let mut rows: Vec<(&str, u64, u64, f64, f64, u64, &crate::record::summary::LatencySummary)> = t
+            let mut rows: Vec<(
+                &str,
+                u64,
+                u64,
+                f64,
+                f64,
+                u64,
+                &crate::record::summary::LatencySummary,
+            )> = t
                 .kinds
                 .iter()
-                .map(|(op, k)| (op.as_str(), k.ops, k.bytes, k.rate_ops, k.rate_bytes, k.errors, &k.service_latency))
+                .map(|(op, k)| {
+                    (
+                        op.as_str(),
+                        k.ops,
+                        k.bytes,
+                        k.rate_ops,
+                        k.rate_bytes,
+                        k.errors,
+                        &k.service_latency,
+                    )
+                })
                 .collect();
             if t.kinds.len() > 1 {
-                rows.push(("all", t.ops, t.bytes, t.rate_ops, t.rate_bytes, t.errors, &t.service_latency));
+                rows.push((
+                    "all",
+                    t.ops,
+                    t.bytes,
+                    t.rate_ops,
+                    t.rate_bytes,
+                    t.errors,
+                    &t.service_latency,
+                ));
             }
             for (op, ops, bytes, rate_ops, rate_bytes, errors, l) in rows {
                 let cells = [

@@ -32,13 +32,16 @@ dl{display:grid;grid-template-columns:max-content auto;gap:2px 14px;font-size:13
 @media print{body{max-width:none;margin:0}h2{page-break-before:auto}section{page-break-inside:auto}.noprint{display:none}}
 "#;
 
-/// Checks every chart drew at least one non-empty mark; reports problems on the console.
+/// Checks every chart drew at least one non-empty mark (a bar or point with an area, a line
+/// with a length); marks the page with `data-charts` and reports empty charts on the console.
 pub const SCRIPT: &str = r#"
 (function(){
   var charts=document.querySelectorAll('svg.chart');var empty=[];
   charts.forEach(function(c){
     var marks=c.querySelectorAll('rect.bar,circle.pt,path.series');var ok=false;
-    marks.forEach(function(m){var b=m.getBBox();if(b.width>0||b.height>0){ok=true;}});
+    marks.forEach(function(m){var b=m.getBBox();
+      var drawn=m.tagName==='path'?(b.width>0||b.height>0):(b.width>0&&b.height>0);
+      if(drawn){ok=true;}});
     if(!ok){empty.push(c.id);}
   });
   document.body.setAttribute('data-charts',empty.length?('EMPTY:'+empty.join(',')):('OK:'+charts.length));
@@ -152,8 +155,16 @@ pub fn report_html(runs: &[StoredRun]) -> String {
         esc(&title),
         runs.len(),
         if runs.len() == 1 { "" } else { "s" },
-        esc(summaries.iter().map(|s| s.started_at.as_str()).min().unwrap_or("")),
-        esc(summaries.iter().map(|s| s.ended_at.as_str()).max().unwrap_or("")),
+        esc(summaries
+            .iter()
+            .map(|s| s.started_at.as_str())
+            .min()
+            .unwrap_or("")),
+        esc(summaries
+            .iter()
+            .map(|s| s.ended_at.as_str())
+            .max()
+            .unwrap_or("")),
         env!("CARGO_PKG_VERSION"),
     );
 
@@ -170,7 +181,10 @@ pub fn report_html(runs: &[StoredRun]) -> String {
         let run = &runs[g.runs[0]];
         let mut targets = Vec::new();
         for (i, t) in run.summary.targets.iter().enumerate() {
-            let cfg = run.target_config_json(i).map(config_text).unwrap_or_default();
+            let cfg = run
+                .target_config_json(i)
+                .map(config_text)
+                .unwrap_or_default();
             targets.push(format!("<b>{}</b> ({})", esc(&t.name), esc(&cfg)));
         }
         // Targets from other runs of the group (targets in separate runs).
@@ -178,7 +192,10 @@ pub fn report_html(runs: &[StoredRun]) -> String {
             for (i, t) in runs[ri].summary.targets.iter().enumerate() {
                 let shown = format!("<b>{}</b> (", esc(&t.name));
                 if !targets.iter().any(|x| x.starts_with(&shown)) {
-                    let cfg = runs[ri].target_config_json(i).map(config_text).unwrap_or_default();
+                    let cfg = runs[ri]
+                        .target_config_json(i)
+                        .map(config_text)
+                        .unwrap_or_default();
                     targets.push(format!("{shown}{})", esc(&cfg)));
                 }
             }
@@ -194,7 +211,12 @@ pub fn report_html(runs: &[StoredRun]) -> String {
             esc(&g.step),
             g.runs.len(),
             if g.runs.len() == 1 { "" } else { "s" },
-            esc(&run.summary.targets.first().map(|t| t.workload.clone()).unwrap_or_default()),
+            esc(&run
+                .summary
+                .targets
+                .first()
+                .map(|t| t.workload.clone())
+                .unwrap_or_default()),
             esc(&workload),
             esc(&sweep),
             targets.join(", ")
@@ -278,13 +300,36 @@ fn workload_section(h: &mut String, gi: usize, g: &Group, runs: &[StoredRun]) {
         let s = &r.summary;
         let params = params_text(&s.parameters);
         for t in &s.targets {
-            let mut rows: Vec<(String, u64, f64, f64, &crate::record::summary::LatencySummary, u64)> = t
+            let mut rows: Vec<(
+                String,
+                u64,
+                f64,
+                f64,
+                &crate::record::summary::LatencySummary,
+                u64,
+            )> = t
                 .kinds
                 .iter()
-                .map(|(op, k)| (op.clone(), k.ops, k.rate_ops, k.rate_bytes, &k.service_latency, k.errors))
+                .map(|(op, k)| {
+                    (
+                        op.clone(),
+                        k.ops,
+                        k.rate_ops,
+                        k.rate_bytes,
+                        &k.service_latency,
+                        k.errors,
+                    )
+                })
                 .collect();
             if t.kinds.len() > 1 {
-                rows.push(("all".into(), t.ops, t.rate_ops, t.rate_bytes, &t.service_latency, t.errors));
+                rows.push((
+                    "all".into(),
+                    t.ops,
+                    t.rate_ops,
+                    t.rate_bytes,
+                    &t.service_latency,
+                    t.errors,
+                ));
             }
             for (op, ops, rate, bytes, lat, errors) in rows {
                 let _ = write!(
@@ -309,11 +354,16 @@ fn workload_section(h: &mut String, gi: usize, g: &Group, runs: &[StoredRun]) {
     }
     h.push_str("</tbody></table><p class=\"meta\">ops/s: successful operations per second of measured time; MB/s: 10<sup>6</sup> bytes per second; latency: service time (submission to completion), HDR histograms, 3 significant digits.</p>\n");
 
-    let x_label = g.x_param.clone().unwrap_or_else(|| "(no swept parameter)".into());
+    let x_label = g
+        .x_param
+        .clone()
+        .unwrap_or_else(|| "(no swept parameter)".into());
     let reps = g.points.iter().any(|p| p.run_indexes.len() > 1);
     let rep_note = if reps { " (mean of repetitions)" } else { "" };
     let callouts = model::callouts(g);
-    let rate_callout = callouts.iter().find(|c| c.kind == model::CalloutKind::Throughput);
+    let rate_callout = callouts
+        .iter()
+        .find(|c| c.kind == model::CalloutKind::Throughput);
     let hl = rate_callout.map(|c| Highlight {
         x: c.x.clone(),
         text: if c.ratio >= 2.0 {
@@ -333,7 +383,11 @@ fn workload_section(h: &mut String, gi: usize, g: &Group, runs: &[StoredRun]) {
         hl.as_ref(),
     ));
     // Latency against throughput.
-    let max_p99 = g.points.iter().map(|p| p.p99_latency_ns).fold(0.0, f64::max);
+    let max_p99 = g
+        .points
+        .iter()
+        .map(|p| p.p99_latency_ns)
+        .fold(0.0, f64::max);
     let (div, unit) = svg::latency_unit(max_p99);
     let series: Vec<Series> = g
         .series
@@ -344,7 +398,17 @@ fn workload_section(h: &mut String, gi: usize, g: &Group, runs: &[StoredRun]) {
                 .x_values
                 .iter()
                 .filter_map(|x| g.point(x, s))
-                .map(|p| (p.rate_ops, p.p99_latency_ns, if g.x_param.is_some() { p.x.clone() } else { String::new() }))
+                .map(|p| {
+                    (
+                        p.rate_ops,
+                        p.p99_latency_ns,
+                        if g.x_param.is_some() {
+                            p.x.clone()
+                        } else {
+                            String::new()
+                        },
+                    )
+                })
                 .collect(),
             markers: true,
             dashed: vec![],
@@ -363,9 +427,15 @@ fn workload_section(h: &mut String, gi: usize, g: &Group, runs: &[StoredRun]) {
         None,
     ));
     if let Some(c) = callouts.iter().find(|c| c.kind == model::CalloutKind::P99) {
-        let _ = write!(h, "<p class=\"meta\">Lower and farther right is better. {}</p>\n", esc(&c.text));
+        let _ = write!(
+            h,
+            "<p class=\"meta\">Lower and farther right is better. {}</p>\n",
+            esc(&c.text)
+        );
     } else {
-        h.push_str("<p class=\"meta\">Lower and farther right is better; labels: the swept value.</p>\n");
+        h.push_str(
+            "<p class=\"meta\">Lower and farther right is better; labels: the swept value.</p>\n",
+        );
     }
     percentile_chart(h, gi, g, runs);
     efficiency_table(h, g, runs);
@@ -428,17 +498,28 @@ fn percentile_chart(h: &mut String, gi: usize, g: &Group, runs: &[StoredRun]) {
             }
             max_ns = max_ns.max(pts.iter().map(|p| p.1).fold(0.0, f64::max));
             let label = match &g.x_param {
-                Some(p) => format!("{} {p}={}", t.name, r.summary.parameters.get(p).cloned().unwrap_or_default()),
+                Some(p) => format!(
+                    "{} {p}={}",
+                    t.name,
+                    r.summary.parameters.get(p).cloned().unwrap_or_default()
+                ),
                 None => format!("{} run {}", t.name, r.summary.run_index),
             };
             let others: Vec<String> = r
                 .summary
                 .parameters
                 .iter()
-                .filter(|(k, _)| Some(*k) != g.x_param.as_ref() && g.series.iter().any(|s| s.contains(&format!("{k}="))))
+                .filter(|(k, _)| {
+                    Some(*k) != g.x_param.as_ref()
+                        && g.series.iter().any(|s| s.contains(&format!("{k}=")))
+                })
                 .map(|(k, v)| format!("{k}={v}"))
                 .collect();
-            let label = if others.is_empty() { label } else { format!("{label} {}", others.join(" ")) };
+            let label = if others.is_empty() {
+                label
+            } else {
+                format!("{label} {}", others.join(" "))
+            };
             series.push(Series {
                 name: label,
                 points: pts,
@@ -451,14 +532,21 @@ fn percentile_chart(h: &mut String, gi: usize, g: &Group, runs: &[StoredRun]) {
         let _ = write!(
             h,
             "<p class=\"warning\">No latency percentile curves: {}</p>\n",
-            esc(&if problems.is_empty() { "no measured intervals in the interval logs".to_string() } else { problems.join("; ") })
+            esc(&if problems.is_empty() {
+                "no measured intervals in the interval logs".to_string()
+            } else {
+                problems.join("; ")
+            })
         );
         return;
     }
     let (div, unit) = svg::latency_unit(max_ns);
     h.push_str(&svg::line_chart(
         &format!("percentiles-{gi}"),
-        &format!("{}: latency by percentile (HDR, measured intervals)", g.step),
+        &format!(
+            "{}: latency by percentile (HDR, measured intervals)",
+            g.step
+        ),
         "percentile",
         &format!("latency ({unit})"),
         div,
@@ -475,16 +563,29 @@ fn efficiency_table(h: &mut String, g: &Group, runs: &[StoredRun]) {
     h.push_str("<h3>Efficiency</h3><table class=\"efficiency\"><thead><tr><th>run</th><th>parameters</th><th>ops/s (all targets)</th><th>client CPUs busy</th><th>ops/s per client CPU</th><th>busiest worker on CPU</th></tr></thead><tbody>\n");
     for &ri in &g.runs {
         let s = &runs[ri].summary;
-        let per_cpu = if s.client.cpu_cores_used > 0.0 { s.total.rate_ops / s.client.cpu_cores_used } else { 0.0 };
+        let per_cpu = if s.client.cpu_cores_used > 0.0 {
+            s.total.rate_ops / s.client.cpu_cores_used
+        } else {
+            0.0
+        };
         let _ = write!(
             h,
             "<tr><td class=\"n\">{}</td><td>{}</td>{}{}{}{}</tr>\n",
             s.run_index,
             esc(&params_text(&s.parameters)),
             num_cell(&thousands(s.total.rate_ops), s.total.rate_ops),
-            num_cell(&format!("{:.2} of {}", s.client.cpu_cores_used, s.client.logical_cpus), s.client.cpu_cores_used),
+            num_cell(
+                &format!(
+                    "{:.2} of {}",
+                    s.client.cpu_cores_used, s.client.logical_cpus
+                ),
+                s.client.cpu_cores_used
+            ),
             num_cell(&thousands(per_cpu), per_cpu),
-            num_cell(&format!("{:.0}%", s.client.worker_busy_max * 100.0), s.client.worker_busy_max),
+            num_cell(
+                &format!("{:.0}%", s.client.worker_busy_max * 100.0),
+                s.client.worker_busy_max
+            ),
         );
     }
     h.push_str("</tbody></table>\n");
@@ -497,7 +598,12 @@ fn efficiency_table(h: &mut String, g: &Group, runs: &[StoredRun]) {
         }
         h.push_str("</tr></thead><tbody>\n");
         for x in &g.x_values {
-            let best = g.series.iter().filter_map(|s| g.point(x, s)).map(|p| p.rate_ops).fold(0.0, f64::max);
+            let best = g
+                .series
+                .iter()
+                .filter_map(|s| g.point(x, s))
+                .map(|p| p.rate_ops)
+                .fold(0.0, f64::max);
             let _ = write!(h, "<tr><td>{}</td>", esc(x));
             for s in &g.series {
                 match g.point(x, s) {
@@ -523,22 +629,37 @@ fn timeline_chart(h: &mut String, r: &StoredRun) {
             *per_second.entry(row.second).or_default() += row.rate_ops;
         }
         // Seconds are interval starts; plot at the interval's end (the second just measured).
-        let pts: Vec<(f64, f64)> = per_second.iter().map(|(k, v)| (*k as f64 + 1.0, *v)).collect();
+        let pts: Vec<(f64, f64)> = per_second
+            .iter()
+            .map(|(k, v)| (*k as f64 + 1.0, *v))
+            .collect();
         if pts.is_empty() {
             continue;
         }
         let dashed = svg::moving_average(&pts, 5);
         series.push(Series {
             name: t.name.clone(),
-            points: pts.into_iter().map(|(x, y)| (x, y, String::new())).collect(),
+            points: pts
+                .into_iter()
+                .map(|(x, y)| (x, y, String::new()))
+                .collect(),
             markers: false,
             dashed,
         });
     }
     let id = format!("timeline-{}", s.run_index);
-    let title = format!("run {}: {} [{}] ops/s per second", s.run_index, s.step, params_text(&s.parameters));
+    let title = format!(
+        "run {}: {} [{}] ops/s per second",
+        s.run_index,
+        s.step,
+        params_text(&s.parameters)
+    );
     if series.is_empty() {
-        let _ = write!(h, "<p class=\"warning\">{}: no timeline stored.</p>\n", esc(&title));
+        let _ = write!(
+            h,
+            "<p class=\"warning\">{}: no timeline stored.</p>\n",
+            esc(&title)
+        );
         return;
     }
     let marks: Vec<Mark> = s
@@ -547,11 +668,26 @@ fn timeline_chart(h: &mut String, r: &StoredRun) {
         .filter(|e| e.kind != "warmup-start" || s.warmup_seconds > 0.0)
         .map(|e| Mark {
             x: e.time_seconds,
-            label: if e.detail.is_empty() { e.kind.clone() } else { format!("{} ({})", e.kind, e.detail) },
+            label: if e.detail.is_empty() {
+                e.kind.clone()
+            } else {
+                format!("{} ({})", e.kind, e.detail)
+            },
         })
         .collect();
     let shade = (s.warmup_seconds > 0.0).then_some((-s.warmup_seconds, 0.0));
-    h.push_str(&svg::line_chart(&id, &title, "seconds from the start of measurement", "operations per second", 1.0, &series, XAxis::Linear, &marks, shade, None));
+    h.push_str(&svg::line_chart(
+        &id,
+        &title,
+        "seconds from the start of measurement",
+        "operations per second",
+        1.0,
+        &series,
+        XAxis::Linear,
+        &marks,
+        shade,
+        None,
+    ));
 }
 
 fn dl(h: &mut String, items: &[(&str, Option<String>)]) {
@@ -565,43 +701,85 @@ fn dl(h: &mut String, items: &[(&str, Option<String>)]) {
 }
 
 fn human_bytes(b: u64) -> String {
-    format!("{} ({} bytes)", crate::units::format_bytes(b), thousands(b as f64))
+    format!(
+        "{} ({} bytes)",
+        crate::units::format_bytes(b),
+        thousands(b as f64)
+    )
 }
 
 fn system_section(h: &mut String, sys: &SystemInfo) {
     let c = &sys.cpu;
-    let kernel = sys.kernel_release.clone().map(|r| match &sys.kernel_version {
-        Some(v) => format!("{r} ({v})"),
-        None => r,
-    });
+    let kernel = sys
+        .kernel_release
+        .clone()
+        .map(|r| match &sys.kernel_version {
+            Some(v) => format!("{r} ({v})"),
+            None => r,
+        });
     let storlab = Some(format!(
         "{}{}",
         sys.storlab_version,
-        sys.storlab_git_commit.as_ref().map(|c| format!(", commit {c}")).unwrap_or_else(|| ", commit not recorded".into())
+        sys.storlab_git_commit
+            .as_ref()
+            .map(|c| format!(", commit {c}"))
+            .unwrap_or_else(|| ", commit not recorded".into())
     ));
-    dl(h, &[
-        ("Captured", Some(sys.captured_at_utc.clone())),
-        ("Host", sys.hostname.clone()),
-        ("OS", sys.os.clone()),
-        ("Kernel", kernel),
-        ("Architecture", sys.architecture.clone()),
-        ("CPU model", c.model_name.clone()),
-        ("Sockets", c.sockets.map(|x| x.to_string())),
-        ("Physical cores", c.physical_cores.map(|x| x.to_string())),
-        ("Logical CPUs", c.logical_cpus.map(|x| x.to_string())),
-        ("SMT", Some(c.smt_active.map_or("not readable".into(), |a| if a { "on".to_string() } else { "off".to_string() }))),
-        ("Frequency governor", Some(c.frequency_governor.clone().unwrap_or_else(|| "not readable (no cpufreq)".into()))),
-        ("Max frequency", c.max_frequency_mhz.map(|m| format!("{m} MHz"))),
-        ("Memory", sys.memory_total_bytes.map(human_bytes)),
-        ("Memory available at start", sys.memory_available_bytes.map(human_bytes)),
-        ("Swap", sys.swap_total_bytes.map(human_bytes)),
-        ("storlab", storlab),
-        ("Command line", sys.command_line.clone()),
-    ]);
+    dl(
+        h,
+        &[
+            ("Captured", Some(sys.captured_at_utc.clone())),
+            ("Host", sys.hostname.clone()),
+            ("OS", sys.os.clone()),
+            ("Kernel", kernel),
+            ("Architecture", sys.architecture.clone()),
+            ("CPU model", c.model_name.clone()),
+            ("Sockets", c.sockets.map(|x| x.to_string())),
+            ("Physical cores", c.physical_cores.map(|x| x.to_string())),
+            ("Logical CPUs", c.logical_cpus.map(|x| x.to_string())),
+            (
+                "SMT",
+                Some(c.smt_active.map_or("not readable".into(), |a| {
+                    if a {
+                        "on".to_string()
+                    } else {
+                        "off".to_string()
+                    }
+                })),
+            ),
+            (
+                "Frequency governor",
+                Some(
+                    c.frequency_governor
+                        .clone()
+                        .unwrap_or_else(|| "not readable (no cpufreq)".into()),
+                ),
+            ),
+            (
+                "Max frequency",
+                c.max_frequency_mhz.map(|m| format!("{m} MHz")),
+            ),
+            ("Memory", sys.memory_total_bytes.map(human_bytes)),
+            (
+                "Memory available at start",
+                sys.memory_available_bytes.map(human_bytes),
+            ),
+            ("Swap", sys.swap_total_bytes.map(human_bytes)),
+            ("storlab", storlab),
+            ("Command line", sys.command_line.clone()),
+        ],
+    );
     if !sys.target_software.is_empty() {
         h.push_str("<table><thead><tr><th>target</th><th>type</th><th>software</th><th>version</th></tr></thead><tbody>");
         for t in &sys.target_software {
-            let _ = write!(h, "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", esc(&t.target), esc(&t.target_type), esc(&t.software), esc(&t.version));
+            let _ = write!(
+                h,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&t.target),
+                esc(&t.target_type),
+                esc(&t.software),
+                esc(&t.version)
+            );
         }
         h.push_str("</tbody></table>\n");
     }
@@ -610,7 +788,10 @@ fn system_section(h: &mut String, sys: &SystemInfo) {
         let mut items: Vec<(&str, Option<String>)> = vec![
             ("Canonical path", t.canonical_path.clone()),
             ("Not created yet; inspected", t.existing_ancestor.clone()),
-            ("Raw block device", t.is_block_device.then(|| "yes".to_string())),
+            (
+                "Raw block device",
+                t.is_block_device.then(|| "yes".to_string()),
+            ),
         ];
         if let Some(f) = &t.filesystem {
             items.push(("Filesystem", Some(f.fs_type.clone())));
@@ -627,21 +808,35 @@ fn system_section(h: &mut String, sys: &SystemInfo) {
             for d in &t.block_devices {
                 let o = |x: &Option<String>| x.clone().unwrap_or_else(|| "-".into());
                 let mut other = Vec::new();
-                if let Some(w) = &d.whole_disk { other.push(format!("partition of {w}")); }
-                if let Some(n) = &d.dm_name { other.push(format!("dm {n}")); }
-                if let Some(b) = &d.loop_backing_file { other.push(format!("loop on {b}")); }
-                if let Some(s) = &d.serial { other.push(format!("serial {s}")); }
+                if let Some(w) = &d.whole_disk {
+                    other.push(format!("partition of {w}"));
+                }
+                if let Some(n) = &d.dm_name {
+                    other.push(format!("dm {n}"));
+                }
+                if let Some(b) = &d.loop_backing_file {
+                    other.push(format!("loop on {b}"));
+                }
+                if let Some(s) = &d.serial {
+                    other.push(format!("serial {s}"));
+                }
                 let _ = write!(
                     h,
                     "<tr><td>{} ({})</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}/{}</td><td>{}</td></tr>",
-                    esc(&d.name), esc(&d.device_number), esc(&o(&d.model)), esc(&o(&d.vendor)), esc(&o(&d.firmware_rev)),
+                    esc(&d.name),
+                    esc(&d.device_number),
+                    esc(&o(&d.model)),
+                    esc(&o(&d.vendor)),
+                    esc(&o(&d.firmware_rev)),
                     esc(&d.size_bytes.map(human_bytes).unwrap_or_else(|| "-".into())),
                     d.rotational.map_or("-", |r| if r { "yes" } else { "no" }),
                     esc(&o(&d.scheduler)),
                     d.nr_requests.map_or("-".into(), |n| n.to_string()),
                     d.hw_queues.map_or("-".into(), |n| n.to_string()),
-                    d.logical_block_size_bytes.map_or("-".into(), |n| n.to_string()),
-                    d.physical_block_size_bytes.map_or("-".into(), |n| n.to_string()),
+                    d.logical_block_size_bytes
+                        .map_or("-".into(), |n| n.to_string()),
+                    d.physical_block_size_bytes
+                        .map_or("-".into(), |n| n.to_string()),
                     esc(&other.join(", "))
                 );
             }
@@ -658,17 +853,36 @@ fn disclosure(h: &mut String, runs: &[StoredRun]) {
     h.push_str("<h3>System under test</h3>\n");
     for r in runs {
         let Some(sys) = &r.system else { continue };
-        let key = serde_json::to_string(&(&sys.hostname, &sys.kernel_release, &sys.cpu.model_name, &sys.targets.iter().map(|t| &t.path).collect::<Vec<_>>())).unwrap_or_default();
+        let key = serde_json::to_string(&(
+            &sys.hostname,
+            &sys.kernel_release,
+            &sys.cpu.model_name,
+            &sys.targets.iter().map(|t| &t.path).collect::<Vec<_>>(),
+        ))
+        .unwrap_or_default();
         if shown.contains(&key) {
             continue;
         }
         shown.push(key);
         let same: Vec<String> = runs
             .iter()
-            .filter(|x| x.system.as_ref().is_some_and(|s| s.hostname == sys.hostname && s.targets.iter().map(|t| &t.path).eq(sys.targets.iter().map(|t| &t.path))))
+            .filter(|x| {
+                x.system.as_ref().is_some_and(|s| {
+                    s.hostname == sys.hostname
+                        && s.targets
+                            .iter()
+                            .map(|t| &t.path)
+                            .eq(sys.targets.iter().map(|t| &t.path))
+                })
+            })
             .map(|x| x.summary.run_index.to_string())
             .collect();
-        let _ = write!(h, "<p class=\"meta\">As captured at the start of run {} (applies to runs {}).</p>\n", r.summary.run_index, same.join(", "));
+        let _ = write!(
+            h,
+            "<p class=\"meta\">As captured at the start of run {} (applies to runs {}).</p>\n",
+            r.summary.run_index,
+            same.join(", ")
+        );
         system_section(h, sys);
     }
     if shown.is_empty() {
@@ -681,13 +895,28 @@ fn disclosure(h: &mut String, runs: &[StoredRun]) {
             .targets
             .iter()
             .enumerate()
-            .map(|(i, t)| format!("{}: {}", t.name, r.workload_json(i).map(workload_text).unwrap_or_default()))
+            .map(|(i, t)| {
+                format!(
+                    "{}: {}",
+                    t.name,
+                    r.workload_json(i).map(workload_text).unwrap_or_default()
+                )
+            })
             .collect();
         let _ = write!(
             h,
             "<tr><td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{:.1} s</td><td class=\"n\">{:.2} s</td><td>{:?}</td><td>{}</td><td><code>{}</code></td></tr>\n",
-            s.run_index, esc(&s.run_id), esc(&s.step), esc(&params_text(&s.parameters)), s.repetition,
-            esc(&tw.join("; ")), s.warmup_seconds, s.measured_seconds, s.end_reason, esc(&s.started_at), esc(&r.folder.display().to_string())
+            s.run_index,
+            esc(&s.run_id),
+            esc(&s.step),
+            esc(&params_text(&s.parameters)),
+            s.repetition,
+            esc(&tw.join("; ")),
+            s.warmup_seconds,
+            s.measured_seconds,
+            s.end_reason,
+            esc(&s.started_at),
+            esc(&r.folder.display().to_string())
         );
     }
     h.push_str("</tbody></table>\n");
@@ -700,7 +929,11 @@ fn disclosure(h: &mut String, runs: &[StoredRun]) {
         }
     }
     for t in texts {
-        let _ = write!(h, "<h3>Study file as run</h3><pre class=\"study\">{}</pre>\n", esc(t));
+        let _ = write!(
+            h,
+            "<h3>Study file as run</h3><pre class=\"study\">{}</pre>\n",
+            esc(t)
+        );
     }
     h.push_str("</section>\n");
 }
@@ -720,7 +953,10 @@ mod tests {
 
     #[test]
     fn description_from_study_text() {
-        assert_eq!(study_description("name = \"x\"\ndescription = \"A & B\"\n").as_deref(), Some("A & B"));
+        assert_eq!(
+            study_description("name = \"x\"\ndescription = \"A & B\"\n").as_deref(),
+            Some("A & B")
+        );
         assert_eq!(study_description("name = 1 = 2"), None);
     }
 }

@@ -69,12 +69,20 @@ pub struct StoredRun {
 impl StoredRun {
     /// The resolved workload of the target at `index` (from the plan), if stored.
     pub fn workload_json(&self, index: usize) -> Option<&serde_json::Value> {
-        self.plan.as_ref()?.get("targets")?.get(index)?.get("workload")
+        self.plan
+            .as_ref()?
+            .get("targets")?
+            .get(index)?
+            .get("workload")
     }
 
     /// The target's configuration (type, path, engine...), if stored.
     pub fn target_config_json(&self, index: usize) -> Option<&serde_json::Value> {
-        self.plan.as_ref()?.get("targets")?.get(index)?.get("config")
+        self.plan
+            .as_ref()?
+            .get("targets")?
+            .get(index)?
+            .get("config")
     }
 
     /// Measured latency histograms from `histograms.hlog`, by tag (`target.op`,
@@ -85,10 +93,8 @@ impl StoredRun {
             path: path.clone(),
             source,
         })?;
-        sum_measured_intervals(&bytes, &self.timeline).map_err(|detail| LoadError::Bad {
-            path,
-            detail,
-        })
+        sum_measured_intervals(&bytes, &self.timeline)
+            .map_err(|detail| LoadError::Bad { path, detail })
     }
 }
 
@@ -330,7 +336,13 @@ mod tests {
         let mut timeline = Vec::new();
         // Two warm-up seconds at 1 ms, then three measured seconds at 2 ms, as the collector
         // writes them (warm-up stamped at 0 too).
-        for (second, value) in [(-2i64, 1_000_000u64), (-1, 1_000_000), (0, 2_000_000), (1, 2_000_000), (2, 2_000_000)] {
+        for (second, value) in [
+            (-2i64, 1_000_000u64),
+            (-1, 1_000_000),
+            (0, 2_000_000),
+            (1, 2_000_000),
+            (2, 2_000_000),
+        ] {
             let mut h = crate::record::new_histogram::<u64>();
             h.record_n(value, 10).unwrap();
             let start = Duration::from_secs(second.max(0) as u64);
@@ -355,6 +367,10 @@ mod tests {
         let sums = sum_measured_intervals(&buf, &timeline).unwrap();
         let h = &sums["a_b.read"];
         assert_eq!(h.len(), 30);
-        assert!(h.min() >= 1_990_000, "a warm-up value was counted: {}", h.min());
+        assert!(
+            h.min() >= 1_990_000,
+            "a warm-up value was counted: {}",
+            h.min()
+        );
     }
 }

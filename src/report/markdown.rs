@@ -143,13 +143,36 @@ pub fn report_markdown(runs: &[crate::report::load::StoredRun]) -> String {
                     .join(" ")
             };
             for t in &s.targets {
-                let mut rows: Vec<(String, u64, f64, f64, &crate::record::summary::LatencySummary, u64)> = t
+                let mut rows: Vec<(
+                    String,
+                    u64,
+                    f64,
+                    f64,
+                    &crate::record::summary::LatencySummary,
+                    u64,
+                )> = t
                     .kinds
                     .iter()
-                    .map(|(op, k)| (op.clone(), k.ops, k.rate_ops, k.rate_bytes, &k.service_latency, k.errors))
+                    .map(|(op, k)| {
+                        (
+                            op.clone(),
+                            k.ops,
+                            k.rate_ops,
+                            k.rate_bytes,
+                            &k.service_latency,
+                            k.errors,
+                        )
+                    })
                     .collect();
                 if t.kinds.len() > 1 {
-                    rows.push(("all".into(), t.ops, t.rate_ops, t.rate_bytes, &t.service_latency, t.errors));
+                    rows.push((
+                        "all".into(),
+                        t.ops,
+                        t.rate_ops,
+                        t.rate_bytes,
+                        &t.service_latency,
+                        t.errors,
+                    ));
                 }
                 for (op, ops, rate, bytes, l, errors) in rows {
                     out.push_str(&format!(
@@ -184,12 +207,21 @@ pub fn report_markdown(runs: &[crate::report::load::StoredRun]) -> String {
     let mut shown = Vec::new();
     for r in runs {
         if let Some(sys) = &r.system {
-            let key = (sys.hostname.clone(), sys.targets.iter().map(|t| t.path.clone()).collect::<Vec<_>>());
+            let key = (
+                sys.hostname.clone(),
+                sys.targets
+                    .iter()
+                    .map(|t| t.path.clone())
+                    .collect::<Vec<_>>(),
+            );
             if shown.contains(&key) {
                 continue;
             }
             shown.push(key);
-            out.push_str(&format!("\n### System (captured at run {})\n\n", r.summary.run_index));
+            out.push_str(&format!(
+                "\n### System (captured at run {})\n\n",
+                r.summary.run_index
+            ));
             out.push_str(&crate::results::system::to_markdown(sys));
         }
     }
@@ -202,7 +234,10 @@ pub fn report_markdown(runs: &[crate::report::load::StoredRun]) -> String {
         }
     }
     for t in texts {
-        out.push_str(&format!("\n### Study file as run\n\n```toml\n{}\n```\n", t.trim_end()));
+        out.push_str(&format!(
+            "\n### Study file as run\n\n```toml\n{}\n```\n",
+            t.trim_end()
+        ));
     }
     crate::results::redact(&out)
 }

@@ -11,7 +11,13 @@ use std::collections::BTreeMap;
 use crate::results::summary::{RunStatus, RunSummary};
 
 /// Parameters preferred on the x axis, in order, when several are swept.
-const X_PREFERENCE: [&str; 5] = ["threads", "queue-depth", "rate-ops", "block-size", "read-share"];
+const X_PREFERENCE: [&str; 5] = [
+    "threads",
+    "queue-depth",
+    "rate-ops",
+    "block-size",
+    "read-share",
+];
 
 /// One series at one parameter value: the mean over its repetitions.
 #[derive(Debug, Clone, PartialEq)]
@@ -202,9 +208,15 @@ pub struct Callout {
     pub text: String,
 }
 
-/// Percent as the reference brief rounds it: `59%`.
+/// Percent as the reference brief rounds it: `59%`; with a decimal near 100% (`99.9%`), so
+/// that a large improvement never reads as "100% lower".
 fn percent(f: f64) -> String {
-    format!("{:.0}%", f * 100.0)
+    let p = f * 100.0;
+    if (99.5..100.0).contains(&p) {
+        format!("{:.1}%", p.min(99.9))
+    } else {
+        format!("{p:.0}%")
+    }
 }
 
 /// The call-outs of a group: the largest ops/s ratio between two targets and where, and the
@@ -360,8 +372,22 @@ pub(crate) mod tests {
     fn micron() -> Vec<RunSummary> {
         let mut runs = Vec::new();
         let data = [
-            ("16", [("7500", 400_000.0, 240_000), ("A", 300_000.0, 520_000), ("B", 350_000.0, 300_000)]),
-            ("64", [("7500", 616_344.0, 400_000), ("A", 388_751.0, 600_000), ("B", 559_924.0, 500_000)]),
+            (
+                "16",
+                [
+                    ("7500", 400_000.0, 240_000),
+                    ("A", 300_000.0, 520_000),
+                    ("B", 350_000.0, 300_000),
+                ],
+            ),
+            (
+                "64",
+                [
+                    ("7500", 616_344.0, 400_000),
+                    ("A", 388_751.0, 600_000),
+                    ("B", 559_924.0, 500_000),
+                ],
+            ),
         ];
         // Targets in separate runs with the same parameters (as a scaling study per SSD).
         for (threads, targets) in data {
@@ -384,19 +410,36 @@ pub(crate) mod tests {
         let c = callouts(g);
         assert_eq!(c.len(), 2);
         assert_eq!(c[0].kind, CalloutKind::Throughput);
-        assert_eq!((c[0].better.as_str(), c[0].worse.as_str(), c[0].x.as_str()), ("7500", "A", "64"));
+        assert_eq!(
+            (c[0].better.as_str(), c[0].worse.as_str(), c[0].x.as_str()),
+            ("7500", "A", "64")
+        );
         assert_eq!(c[0].text, "7500: 59% more ops/s than A at threads=64");
         assert_eq!(c[1].kind, CalloutKind::P99);
         assert_eq!(c[1].text, "7500: p99 54% lower than A at threads=16");
         assert!((c[1].ratio - 0.24 / 0.52).abs() < 1e-9);
+        assert_eq!(
+            (percent(0.9998), percent(0.994), percent(1.0)),
+            ("99.9%".into(), "99%".into(), "100%".into())
+        );
     }
 
     #[test]
     fn together_runs_and_ratios_over_two() {
         // Both targets in one run; B at 2.1x A.
         let runs = vec![
-            summary(1, "rww", &[("threads", "96")], &[("A", 300_000.0, 720_000), ("M", 630_000.0, 370_000)]),
-            summary(2, "rww", &[("threads", "128")], &[("A", 300_580.0, 700_000), ("M", 616_223.0, 500_000)]),
+            summary(
+                1,
+                "rww",
+                &[("threads", "96")],
+                &[("A", 300_000.0, 720_000), ("M", 630_000.0, 370_000)],
+            ),
+            summary(
+                2,
+                "rww",
+                &[("threads", "128")],
+                &[("A", 300_580.0, 700_000), ("M", 616_223.0, 500_000)],
+            ),
         ];
         let g = &group_runs(&runs)[0];
         assert_eq!(g.series, ["A", "M"]);
@@ -404,7 +447,10 @@ pub(crate) mod tests {
         assert_eq!(c[0].text, "M: 2.1x the ops/s of A at threads=96");
         assert_eq!(c[1].text, "M: p99 49% lower than A at threads=96");
         // One series: no call-outs, but peaks.
-        let one = vec![summary(1, "x", &[("queue-depth", "1")], &[("f", 10.0, 5)]), summary(2, "x", &[("queue-depth", "4")], &[("f", 30.0, 9)])];
+        let one = vec![
+            summary(1, "x", &[("queue-depth", "1")], &[("f", 10.0, 5)]),
+            summary(2, "x", &[("queue-depth", "4")], &[("f", 30.0, 9)]),
+        ];
         let g = &group_runs(&one)[0];
         assert!(callouts(g).is_empty());
         assert_eq!(peaks(g)[0].1.x, "4");
@@ -413,9 +459,19 @@ pub(crate) mod tests {
     #[test]
     fn two_swept_parameters_and_repetitions() {
         let mut runs = Vec::new();
-        for (bs, qd, rate) in [("4KiB", "1", 10.0), ("4KiB", "4", 20.0), ("64KiB", "1", 5.0), ("64KiB", "4", 8.0)] {
+        for (bs, qd, rate) in [
+            ("4KiB", "1", 10.0),
+            ("4KiB", "4", 20.0),
+            ("64KiB", "1", 5.0),
+            ("64KiB", "4", 8.0),
+        ] {
             let i = runs.len() + 1;
-            runs.push(summary(i, "qd", &[("block-size", bs), ("queue-depth", qd)], &[("f", rate, 1000)]));
+            runs.push(summary(
+                i,
+                "qd",
+                &[("block-size", bs), ("queue-depth", qd)],
+                &[("f", rate, 1000)],
+            ));
         }
         runs.push(summary(5, "tog", &[], &[("a", 100.0, 10), ("b", 50.0, 20)]));
         runs.push(summary(6, "tog", &[], &[("a", 200.0, 30), ("b", 50.0, 20)]));
@@ -425,9 +481,15 @@ pub(crate) mod tests {
         assert_eq!(g.series, ["f block-size=4KiB", "f block-size=64KiB"]);
         assert_eq!(g.point("4", "f block-size=64KiB").unwrap().rate_ops, 8.0);
         let t = &groups[1];
-        assert_eq!((t.x_param.clone(), t.x_values.clone()), (None, vec!["all".to_string()]));
+        assert_eq!(
+            (t.x_param.clone(), t.x_values.clone()),
+            (None, vec!["all".to_string()])
+        );
         let a = t.point("all", "a").unwrap();
-        assert_eq!((a.rate_ops, a.p99_latency_ns, a.run_indexes.clone()), (150.0, 20.0, vec![5, 6]));
+        assert_eq!(
+            (a.rate_ops, a.p99_latency_ns, a.run_indexes.clone()),
+            (150.0, 20.0, vec![5, 6])
+        );
         assert_eq!(callouts(t)[0].text, "a: 3.0x the ops/s of b");
     }
 

@@ -53,7 +53,8 @@ pub fn render_png(id: &str, svg: &str, scale: f32) -> Result<Vec<u8>, PngError> 
         (size.width() * scale).ceil() as u32,
         (size.height() * scale).ceil() as u32,
     );
-    let mut pixmap = tiny_skia::Pixmap::new(w, h).ok_or_else(|| err(format!("bad size {w}x{h}")))?;
+    let mut pixmap =
+        tiny_skia::Pixmap::new(w, h).ok_or_else(|| err(format!("bad size {w}x{h}")))?;
     pixmap.fill(tiny_skia::Color::WHITE);
     resvg::render(
         &tree,
@@ -90,7 +91,8 @@ mod tests {
     fn a_chart_rasterizes_with_its_bars() {
         let xs = vec!["1".to_string()];
         let ss = vec!["a".to_string()];
-        let svg = crate::report::svg::bar_chart("b", "t", "x", "y", &xs, &ss, |_, _| Some(10.0), None);
+        let svg =
+            crate::report::svg::bar_chart("b", "t", "x", "y", &xs, &ss, |_, _| Some(10.0), None);
         let html = format!("<p>x</p>{svg}<p>y</p>");
         let found = charts(&html);
         assert_eq!(found.len(), 1);

@@ -58,7 +58,8 @@ pub struct Scale {
 impl Scale {
     pub fn map(&self, v: f64) -> f64 {
         let t = if self.log {
-            (v.max(f64::MIN_POSITIVE).log10() - self.d0.log10()) / (self.d1.log10() - self.d0.log10())
+            (v.max(f64::MIN_POSITIVE).log10() - self.d0.log10())
+                / (self.d1.log10() - self.d0.log10())
         } else {
             (v - self.d0) / (self.d1 - self.d0)
         };
@@ -271,7 +272,11 @@ fn y_axis(svg: &mut Svg, fr: Frame, top: f64, step: f64, div: f64, label: &str) 
 }
 
 /// Legend entries laid out in lines that fit `width`: (x offset, index, name) per line.
-fn legend_layout(names: &[String], width: f64, note: Option<&str>) -> Vec<Vec<(f64, usize, String)>> {
+fn legend_layout(
+    names: &[String],
+    width: f64,
+    note: Option<&str>,
+) -> Vec<Vec<(f64, usize, String)>> {
     let mut lines: Vec<Vec<(f64, usize, String)>> = vec![Vec::new()];
     let mut cx = 0.0;
     let entries = names
@@ -285,7 +290,10 @@ fn legend_layout(names: &[String], width: f64, note: Option<&str>) -> Vec<Vec<(f
             lines.push(Vec::new());
             cx = 0.0;
         }
-        lines.last_mut().expect("a line").push((cx, i.unwrap_or(usize::MAX), n));
+        lines
+            .last_mut()
+            .expect("a line")
+            .push((cx, i.unwrap_or(usize::MAX), n));
         cx += w;
     }
     lines
@@ -303,7 +311,14 @@ fn legend(svg: &mut Svg, x: f64, y: f64, width: f64, names: &[String], note: Opt
             }
             let color = PALETTE[i % PALETTE.len()];
             if *i >= PALETTE.len() {
-                svg.line(x + dx, ly - 3.0, x + dx + 12.0, ly - 3.0, color, r#" stroke-width="3" stroke-dasharray="3 2""#);
+                svg.line(
+                    x + dx,
+                    ly - 3.0,
+                    x + dx + 12.0,
+                    ly - 3.0,
+                    color,
+                    r#" stroke-width="3" stroke-dasharray="3 2""#,
+                );
             } else {
                 svg.rect(x + dx, ly - 9.0, 12.0, 12.0, color, "");
             }
@@ -315,7 +330,11 @@ fn legend(svg: &mut Svg, x: f64, y: f64, width: f64, names: &[String], note: Opt
 
 /// Dashes for series beyond the palette, so that no two series look the same.
 fn series_dash(i: usize) -> &'static str {
-    if i >= PALETTE.len() { r#" stroke-dasharray="8 3 2 3""# } else { "" }
+    if i >= PALETTE.len() {
+        r#" stroke-dasharray="8 3 2 3""#
+    } else {
+        ""
+    }
 }
 
 /// A highlighted finding drawn on a chart (the reference brief's "59% Higher").
@@ -346,7 +365,14 @@ pub fn bar_chart(
         w: width - 90.0,
         h: 240.0,
     };
-    svg.text(width / 2.0, 20.0, title, "middle", 14.0, r#" font-weight="bold""#);
+    svg.text(
+        width / 2.0,
+        20.0,
+        title,
+        "middle",
+        14.0,
+        r#" font-weight="bold""#,
+    );
     legend(&mut svg, fr.x, 38.0, fr.w, series, None);
     let max = x_values
         .iter()
@@ -384,15 +410,43 @@ pub fn bar_chart(
                 ),
             );
         }
-        svg.text(fr.x + band * (xi as f64 + 0.5), fr.y + fr.h + 16.0, x, "middle", 11.0, "");
+        svg.text(
+            fr.x + band * (xi as f64 + 0.5),
+            fr.y + fr.h + 16.0,
+            x,
+            "middle",
+            11.0,
+            "",
+        );
         if let Some(h) = highlight.filter(|h| &h.x == x) {
             let cx = fr.x + band * (xi as f64 + 0.5);
-            svg.rect(cx - band / 2.0 + 2.0, fr.y - 4.0, band - 4.0, fr.h + 24.0, "none", r##" stroke="#D55E00" stroke-width="2" stroke-dasharray="5 3" class="highlight""##);
-            svg.text(cx, fr.y + fr.h + 44.0, &h.text, "middle", 12.0, r##" fill="#D55E00" font-weight="bold""##);
+            svg.rect(
+                cx - band / 2.0 + 2.0,
+                fr.y - 4.0,
+                band - 4.0,
+                fr.h + 24.0,
+                "none",
+                r##" stroke="#D55E00" stroke-width="2" stroke-dasharray="5 3" class="highlight""##,
+            );
+            svg.text(
+                cx,
+                fr.y + fr.h + 44.0,
+                &h.text,
+                "middle",
+                12.0,
+                r##" fill="#D55E00" font-weight="bold""##,
+            );
         }
     }
     svg.raw("</g>");
-    svg.text(fr.x + fr.w / 2.0, fr.y + fr.h + 30.0, x_label, "middle", 12.0, "");
+    svg.text(
+        fr.x + fr.w / 2.0,
+        fr.y + fr.h + 30.0,
+        x_label,
+        "middle",
+        12.0,
+        "",
+    );
     svg.finish(id, title)
 }
 
@@ -450,9 +504,18 @@ pub fn line_chart(
         w: width - 100.0,
         h: 220.0,
     };
-    svg.text(width / 2.0, 20.0, title, "middle", 14.0, r#" font-weight="bold""#);
+    svg.text(
+        width / 2.0,
+        20.0,
+        title,
+        "middle",
+        14.0,
+        r#" font-weight="bold""#,
+    );
     legend(&mut svg, fr.x, 38.0, fr.w, &names, note);
-    let all = series.iter().flat_map(|s| s.points.iter().map(|p| (p.0, p.1)));
+    let all = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| (p.0, p.1)));
     let (mut xmax, mut ymax) = (f64::MIN, 0.0f64);
     let mut xlo = f64::MAX;
     for (x, y) in all {
@@ -507,36 +570,86 @@ pub fn line_chart(
         svg.text(x, fr.y + fr.h + 16.0, &label, "middle", 11.0, "");
         v += xstep;
     }
-    svg.text(fr.x + fr.w / 2.0, fr.y + fr.h + 34.0, x_label, "middle", 12.0, "");
+    svg.text(
+        fr.x + fr.w / 2.0,
+        fr.y + fr.h + 34.0,
+        x_label,
+        "middle",
+        12.0,
+        "",
+    );
     if let Some((a, b)) = shade {
         let (xa, xb) = (xs.map(a), xs.map(b));
         svg.rect(xa, fr.y, xb - xa, fr.h, "#eeeeee", r#" class="shade""#);
-        svg.text(xa + 3.0, fr.y + 12.0, "warm-up", "start", 10.0, r##" fill="#777777""##);
+        svg.text(
+            xa + 3.0,
+            fr.y + 12.0,
+            "warm-up",
+            "start",
+            10.0,
+            r##" fill="#777777""##,
+        );
     }
     open_plot(&mut svg, fr, Some(xs), ys);
     for (mi, m) in marks.iter().enumerate() {
         let x = xs.map(m.x);
-        svg.line(x, fr.y, x, fr.y + fr.h, "#555555", &format!(r#" stroke-dasharray="3 3" class="mark" data-x="{}""#, num_attr(m.x)));
+        svg.line(
+            x,
+            fr.y,
+            x,
+            fr.y + fr.h,
+            "#555555",
+            &format!(
+                r#" stroke-dasharray="3 3" class="mark" data-x="{}""#,
+                num_attr(m.x)
+            ),
+        );
         // Staggered, so that marks close together keep readable labels.
         let ly = fr.y + 22.0 + 12.0 * (mi % 3) as f64;
         svg.text(x + 3.0, ly, &m.label, "start", 10.0, r##" fill="#555555""##);
     }
     for (si, s) in series.iter().enumerate() {
         let color = PALETTE[si % PALETTE.len()];
-        let px: Vec<(f64, f64)> = s.points.iter().map(|p| (xs.map(p.0), ys.map(p.1))).collect();
-        svg.path(&px, color, &format!(r#" stroke-width="2" class="series" data-series="{}"{}"#, esc(&s.name), series_dash(si)));
+        let px: Vec<(f64, f64)> = s
+            .points
+            .iter()
+            .map(|p| (xs.map(p.0), ys.map(p.1)))
+            .collect();
+        svg.path(
+            &px,
+            color,
+            &format!(
+                r#" stroke-width="2" class="series" data-series="{}"{}"#,
+                esc(&s.name),
+                series_dash(si)
+            ),
+        );
         if !s.dashed.is_empty() {
-            let d: Vec<(f64, f64)> = s.dashed.iter().map(|p| (xs.map(p.0), ys.map(p.1))).collect();
-            svg.path(&d, color, r#" stroke-width="1.5" stroke-dasharray="6 4" class="average""#);
+            let d: Vec<(f64, f64)> = s
+                .dashed
+                .iter()
+                .map(|p| (xs.map(p.0), ys.map(p.1)))
+                .collect();
+            svg.path(
+                &d,
+                color,
+                r#" stroke-width="1.5" stroke-dasharray="6 4" class="average""#,
+            );
         }
         if s.markers {
             for (p, (x, y)) in s.points.iter().zip(&px) {
-                svg.circle(*x, *y, 4.0, color, &format!(
-                    r#" class="pt" data-series="{}" data-x="{}" data-y="{}""#,
-                    esc(&s.name),
-                    num_attr(p.0),
-                    num_attr(p.1)
-                ));
+                svg.circle(
+                    *x,
+                    *y,
+                    4.0,
+                    color,
+                    &format!(
+                        r#" class="pt" data-series="{}" data-x="{}" data-y="{}""#,
+                        esc(&s.name),
+                        num_attr(p.0),
+                        num_attr(p.1)
+                    ),
+                );
                 if !p.2.is_empty() {
                     svg.text(*x + 6.0, *y - 6.0, &p.2, "start", 10.0, "");
                 }
@@ -606,14 +719,24 @@ mod tests {
     fn bars_sit_where_the_values_say() {
         let xs = vec!["8".to_string(), "64".to_string()];
         let ss = vec!["A".to_string(), "B".to_string()];
-        let v = |x: &str, s: &str| Some(match (x, s) { ("8", "A") => 100.0, ("8", "B") => 50.0, ("64", "A") => 388_751.0, _ => 616_344.0 });
+        let v = |x: &str, s: &str| {
+            Some(match (x, s) {
+                ("8", "A") => 100.0,
+                ("8", "B") => 50.0,
+                ("64", "A") => 388_751.0,
+                _ => 616_344.0,
+            })
+        };
         let svg = bar_chart("c", "t", "threads", "ops/s", &xs, &ss, v, None);
         let plot = svg.split("<g class=\"plot\"").nth(1).unwrap();
         let ph: f64 = attr(plot, "data-ph").unwrap().parse().unwrap();
         let py: f64 = attr(plot, "data-py").unwrap().parse().unwrap();
         let ymax: f64 = attr(plot, "data-ymax").unwrap().parse().unwrap();
         assert_eq!(ymax, 700_000.0);
-        let bars: Vec<&str> = svg.split("<rect").filter(|r| r.contains("class=\"bar\"")).collect();
+        let bars: Vec<&str> = svg
+            .split("<rect")
+            .filter(|r| r.contains("class=\"bar\""))
+            .collect();
         assert_eq!(bars.len(), 4);
         let mut last_x = f64::MIN;
         for b in bars {
@@ -621,8 +744,14 @@ mod tests {
             let y: f64 = attr(b, "y").unwrap().parse().unwrap();
             let h: f64 = attr(b, "height").unwrap().parse().unwrap();
             let x: f64 = attr(b, "x").unwrap().parse().unwrap();
-            assert!((h - value / ymax * ph).abs() < 0.01, "bar {value}: height {h}");
-            assert!((y + h - (py + ph)).abs() < 0.01, "bar {value} does not stand on the axis");
+            assert!(
+                (h - value / ymax * ph).abs() < 0.01,
+                "bar {value}: height {h}"
+            );
+            assert!(
+                (y + h - (py + ph)).abs() < 0.01,
+                "bar {value} does not stand on the axis"
+            );
             assert!(x > last_x, "bars out of order");
             last_x = x;
         }
@@ -632,11 +761,25 @@ mod tests {
     fn points_sit_where_the_values_say() {
         let s = Series {
             name: "A".into(),
-            points: vec![(100_000.0, 240_000.0, "8".into()), (600_000.0, 520_000.0, "64".into())],
+            points: vec![
+                (100_000.0, 240_000.0, "8".into()),
+                (600_000.0, 520_000.0, "64".into()),
+            ],
             markers: true,
             dashed: vec![],
         };
-        let svg = line_chart("l", "t", "ops/s", "p99 (ms)", 1e6, &[s], XAxis::Linear, &[], None, None);
+        let svg = line_chart(
+            "l",
+            "t",
+            "ops/s",
+            "p99 (ms)",
+            1e6,
+            &[s],
+            XAxis::Linear,
+            &[],
+            None,
+            None,
+        );
         let plot = svg.split("<g class=\"plot\"").nth(1).unwrap();
         let g = |n: &str| -> f64 { attr(plot, n).unwrap().parse().unwrap() };
         let (px, py, pw, ph) = (g("data-px"), g("data-py"), g("data-pw"), g("data-ph"));
@@ -644,7 +787,10 @@ mod tests {
         let pts: Vec<&str> = svg.split("<circle").skip(1).collect();
         assert_eq!(pts.len(), 2);
         for p in pts {
-            let (x, y) = (attr(p, "data-x").unwrap().parse::<f64>().unwrap(), attr(p, "data-y").unwrap().parse::<f64>().unwrap());
+            let (x, y) = (
+                attr(p, "data-x").unwrap().parse::<f64>().unwrap(),
+                attr(p, "data-y").unwrap().parse::<f64>().unwrap(),
+            );
             let cx: f64 = attr(p, "cx").unwrap().parse().unwrap();
             let cy: f64 = attr(p, "cy").unwrap().parse().unwrap();
             assert!((cx - (px + x / xmax * pw)).abs() < 0.01);

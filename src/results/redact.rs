@@ -133,9 +133,7 @@ fn redact_keys(text: &str) -> String {
             (j + 1, k.min(chars.len()), true)
         } else {
             let mut k = j;
-            while k < chars.len()
-                && !(chars[k].is_whitespace() || "&;,}])\"'".contains(chars[k]))
-            {
+            while k < chars.len() && !(chars[k].is_whitespace() || "&;,}])\"'".contains(chars[k])) {
                 k += 1;
             }
             (j, k, false)
