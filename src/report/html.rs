@@ -149,9 +149,9 @@ pub fn report_html(runs: &[StoredRun]) -> String {
         esc(&title)
     );
     let first = runs.first();
-    let _ = write!(
+    let _ = writeln!(
         h,
-        "<h1>{}</h1><p class=\"meta\">{} run{} from {} to {}; report by storlab {} from stored results only.</p>\n",
+        "<h1>{}</h1><p class=\"meta\">{} run{} from {} to {}; report by storlab {} from stored results only.</p>",
         esc(&title),
         runs.len(),
         if runs.len() == 1 { "" } else { "s" },
@@ -205,9 +205,9 @@ pub fn report_html(runs: &[StoredRun]) -> String {
             Some(p) => format!("; swept {p}: {}", g.x_values.join(", ")),
             None => String::new(),
         };
-        let _ = write!(
+        let _ = writeln!(
             h,
-            "<li><b>{}</b> ({} run{}): workload <i>{}</i> ({}){} on {}</li>\n",
+            "<li><b>{}</b> ({} run{}): workload <i>{}</i> ({}){} on {}</li>",
             esc(&g.step),
             g.runs.len(),
             if g.runs.len() == 1 { "" } else { "s" },
@@ -225,9 +225,9 @@ pub fn report_html(runs: &[StoredRun]) -> String {
     h.push_str("</ul><h3>Headline figures</h3><ul>\n");
     for g in &groups {
         for (series, p) in model::peaks(g) {
-            let _ = write!(
+            let _ = writeln!(
                 h,
-                "<li>{}, <b>{}</b>: peak <b>{} ops/s</b> ({:.1} MB/s){}, p99 {}</li>\n",
+                "<li>{}, <b>{}</b>: peak <b>{} ops/s</b> ({:.1} MB/s){}, p99 {}</li>",
                 esc(&g.step),
                 esc(series),
                 thousands(p.rate_ops),
@@ -245,7 +245,7 @@ pub fn report_html(runs: &[StoredRun]) -> String {
     if !all_callouts.is_empty() {
         h.push_str("<h3>Call-outs</h3><ul class=\"callouts\">\n");
         for (step, c) in &all_callouts {
-            let _ = write!(h, "<li>{}: {}</li>\n", esc(step), esc(&c.text));
+            let _ = writeln!(h, "<li>{}: {}</li>", esc(step), esc(&c.text));
         }
         h.push_str("</ul>\n");
     }
@@ -253,7 +253,7 @@ pub fn report_html(runs: &[StoredRun]) -> String {
     if !warnings.is_empty() {
         h.push_str("<div class=\"warning\" id=\"warnings\"><b>Warnings: read these before the figures.</b><ul>\n");
         for w in &warnings {
-            let _ = write!(h, "<li>{}</li>\n", esc(w));
+            let _ = writeln!(h, "<li>{}</li>", esc(w));
         }
         h.push_str("</ul></div>\n");
     }
@@ -266,8 +266,14 @@ pub fn report_html(runs: &[StoredRun]) -> String {
 
     // Timelines.
     h.push_str("<section id=\"timelines\"><h2>Timelines</h2><p>Operations per second, second by second, per target (all operation kinds); dashed: 5-second moving average; shaded: warm-up (not recorded); vertical marks: events.</p>\n");
+    let mut names: Vec<String> = Vec::new();
+    for t in runs.iter().flat_map(|r| &r.summary.targets) {
+        if !names.contains(&t.name) {
+            names.push(t.name.clone());
+        }
+    }
     for r in runs {
-        timeline_chart(&mut h, r);
+        timeline_chart(&mut h, r, &names);
     }
     h.push_str("</section>\n");
 
@@ -285,9 +291,9 @@ fn study_description(text: &str) -> Option<String> {
 }
 
 fn workload_section(h: &mut String, gi: usize, g: &Group, runs: &[StoredRun]) {
-    let _ = write!(
+    let _ = writeln!(
         h,
-        "<section class=\"workload\" id=\"workload-{gi}\"><h2>Workload: {}</h2>\n",
+        "<section class=\"workload\" id=\"workload-{gi}\"><h2>Workload: {}</h2>",
         esc(&g.step)
     );
     let in_group: Vec<&StoredRun> = g.runs.iter().map(|i| &runs[*i]).collect();
@@ -332,9 +338,9 @@ fn workload_section(h: &mut String, gi: usize, g: &Group, runs: &[StoredRun]) {
                 ));
             }
             for (op, ops, rate, bytes, lat, errors) in rows {
-                let _ = write!(
+                let _ = writeln!(
                     h,
-                    "<tr data-run=\"{}\" data-target=\"{}\" data-op=\"{}\"><td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td>{}{}{}{}{}<td>{}</td></tr>\n",
+                    "<tr data-run=\"{}\" data-target=\"{}\" data-op=\"{}\"><td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td>{}{}{}{}{}<td>{}</td></tr>",
                     s.run_index,
                     esc(&t.name),
                     esc(&op),
@@ -412,6 +418,7 @@ fn workload_section(h: &mut String, gi: usize, g: &Group, runs: &[StoredRun]) {
                 .collect(),
             markers: true,
             dashed: vec![],
+            color: None,
         })
         .collect();
     h.push_str(&svg::line_chart(
@@ -427,9 +434,9 @@ fn workload_section(h: &mut String, gi: usize, g: &Group, runs: &[StoredRun]) {
         None,
     ));
     if let Some(c) = callouts.iter().find(|c| c.kind == model::CalloutKind::P99) {
-        let _ = write!(
+        let _ = writeln!(
             h,
-            "<p class=\"meta\">Lower and farther right is better. {}</p>\n",
+            "<p class=\"meta\">Lower and farther right is better. {}</p>",
             esc(&c.text)
         );
     } else {
@@ -525,13 +532,14 @@ fn percentile_chart(h: &mut String, gi: usize, g: &Group, runs: &[StoredRun]) {
                 points: pts,
                 markers: false,
                 dashed: vec![],
+                color: None,
             });
         }
     }
     if series.is_empty() {
-        let _ = write!(
+        let _ = writeln!(
             h,
-            "<p class=\"warning\">No latency percentile curves: {}</p>\n",
+            "<p class=\"warning\">No latency percentile curves: {}</p>",
             esc(&if problems.is_empty() {
                 "no measured intervals in the interval logs".to_string()
             } else {
@@ -568,9 +576,9 @@ fn efficiency_table(h: &mut String, g: &Group, runs: &[StoredRun]) {
         } else {
             0.0
         };
-        let _ = write!(
+        let _ = writeln!(
             h,
-            "<tr><td class=\"n\">{}</td><td>{}</td>{}{}{}{}</tr>\n",
+            "<tr><td class=\"n\">{}</td><td>{}</td>{}{}{}{}</tr>",
             s.run_index,
             esc(&params_text(&s.parameters)),
             num_cell(&thousands(s.total.rate_ops), s.total.rate_ops),
@@ -620,7 +628,8 @@ fn efficiency_table(h: &mut String, g: &Group, runs: &[StoredRun]) {
     }
 }
 
-fn timeline_chart(h: &mut String, r: &StoredRun) {
+/// `colors`: every target name in report order, so a target keeps its colour.
+fn timeline_chart(h: &mut String, r: &StoredRun, colors: &[String]) {
     let s = &r.summary;
     let mut series = Vec::new();
     for t in &s.targets {
@@ -645,6 +654,7 @@ fn timeline_chart(h: &mut String, r: &StoredRun) {
                 .collect(),
             markers: false,
             dashed,
+            color: colors.iter().position(|n| *n == t.name),
         });
     }
     let id = format!("timeline-{}", s.run_index);
@@ -655,9 +665,9 @@ fn timeline_chart(h: &mut String, r: &StoredRun) {
         params_text(&s.parameters)
     );
     if series.is_empty() {
-        let _ = write!(
+        let _ = writeln!(
             h,
-            "<p class=\"warning\">{}: no timeline stored.</p>\n",
+            "<p class=\"warning\">{}: no timeline stored.</p>",
             esc(&title)
         );
         return;
@@ -784,7 +794,7 @@ fn system_section(h: &mut String, sys: &SystemInfo) {
         h.push_str("</tbody></table>\n");
     }
     for t in &sys.targets {
-        let _ = write!(h, "<h4>Storage under <code>{}</code></h4>\n", esc(&t.path));
+        let _ = writeln!(h, "<h4>Storage under <code>{}</code></h4>", esc(&t.path));
         let mut items: Vec<(&str, Option<String>)> = vec![
             ("Canonical path", t.canonical_path.clone()),
             ("Not created yet; inspected", t.existing_ancestor.clone()),
@@ -877,9 +887,9 @@ fn disclosure(h: &mut String, runs: &[StoredRun]) {
             })
             .map(|x| x.summary.run_index.to_string())
             .collect();
-        let _ = write!(
+        let _ = writeln!(
             h,
-            "<p class=\"meta\">As captured at the start of run {} (applies to runs {}).</p>\n",
+            "<p class=\"meta\">As captured at the start of run {} (applies to runs {}).</p>",
             r.summary.run_index,
             same.join(", ")
         );
@@ -903,9 +913,9 @@ fn disclosure(h: &mut String, runs: &[StoredRun]) {
                 )
             })
             .collect();
-        let _ = write!(
+        let _ = writeln!(
             h,
-            "<tr><td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{:.1} s</td><td class=\"n\">{:.2} s</td><td>{:?}</td><td>{}</td><td><code>{}</code></td></tr>\n",
+            "<tr><td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{:.1} s</td><td class=\"n\">{:.2} s</td><td>{:?}</td><td>{}</td><td><code>{}</code></td></tr>",
             s.run_index,
             esc(&s.run_id),
             esc(&s.step),
@@ -922,16 +932,14 @@ fn disclosure(h: &mut String, runs: &[StoredRun]) {
     h.push_str("</tbody></table>\n");
     let mut texts: Vec<&str> = Vec::new();
     for r in runs {
-        if let Some(t) = r.study_text.as_deref() {
-            if !texts.contains(&t) {
-                texts.push(t);
-            }
+        if let Some(t) = r.study_text.as_deref().filter(|t| !texts.contains(t)) {
+            texts.push(t);
         }
     }
     for t in texts {
-        let _ = write!(
+        let _ = writeln!(
             h,
-            "<h3>Study file as run</h3><pre class=\"study\">{}</pre>\n",
+            "<h3>Study file as run</h3><pre class=\"study\">{}</pre>",
             esc(t)
         );
     }

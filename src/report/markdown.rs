@@ -227,10 +227,8 @@ pub fn report_markdown(runs: &[crate::report::load::StoredRun]) -> String {
     }
     let mut texts: Vec<&str> = Vec::new();
     for r in runs {
-        if let Some(t) = r.study_text.as_deref() {
-            if !texts.contains(&t) {
-                texts.push(t);
-            }
+        if let Some(t) = r.study_text.as_deref().filter(|t| !texts.contains(t)) {
+            texts.push(t);
         }
     }
     for t in texts {

@@ -109,7 +109,9 @@ fn build_group(study: String, step: String, idx: Vec<usize>, runs: &[RunSummary]
     let mut x_values: Vec<String> = Vec::new();
     let mut series: Vec<String> = Vec::new();
     // (x, series) -> (target, runs, sums)
-    let mut acc: Vec<(String, String, String, String, Vec<usize>, [f64; 4])> = Vec::new();
+    // (x, series, target, other parameters, runs, sums of ops/s, B/s, mean and p99 latency)
+    type Acc = (String, String, String, String, Vec<usize>, [f64; 4]);
+    let mut acc: Vec<Acc> = Vec::new();
     for i in &idx {
         let r = &runs[*i];
         let x = match &x_param {

@@ -70,7 +70,7 @@ impl Scale {
 /// A "nice" axis top at or above `max` and its tick step (1, 2, 2.5 or 5 times a power of 10),
 /// at most eight steps.
 pub fn nice_axis(max: f64) -> (f64, f64) {
-    if !(max > 0.0) || !max.is_finite() {
+    if max.is_nan() || max <= 0.0 || !max.is_finite() {
         return (1.0, 0.2);
     }
     let raw = max / 5.0;
@@ -299,8 +299,15 @@ fn legend_layout(
     lines
 }
 
-/// Draws the legend from its top-left corner; returns its height.
-fn legend(svg: &mut Svg, x: f64, y: f64, width: f64, names: &[String], note: Option<&str>) -> f64 {
+/// Draws the legend from its top-left corner; `colors[i]` is the palette index of `names[i]`.
+/// Returns its height.
+fn legend(
+    svg: &mut Svg,
+    (x, y, width): (f64, f64, f64),
+    names: &[String],
+    colors: &[usize],
+    note: Option<&str>,
+) -> f64 {
     let lines = legend_layout(names, width, note);
     for (li, line) in lines.iter().enumerate() {
         let ly = y + 16.0 * li as f64;
@@ -309,8 +316,9 @@ fn legend(svg: &mut Svg, x: f64, y: f64, width: f64, names: &[String], note: Opt
                 svg.text(x + dx, ly + 1.0, n, "start", 11.0, r##" fill="#555555""##);
                 continue;
             }
-            let color = PALETTE[i % PALETTE.len()];
-            if *i >= PALETTE.len() {
+            let c = colors.get(*i).copied().unwrap_or(*i);
+            let color = PALETTE[c % PALETTE.len()];
+            if c >= PALETTE.len() {
                 svg.line(
                     x + dx,
                     ly - 3.0,
@@ -373,7 +381,8 @@ pub fn bar_chart(
         14.0,
         r#" font-weight="bold""#,
     );
-    legend(&mut svg, fr.x, 38.0, fr.w, series, None);
+    let colors: Vec<usize> = (0..series.len()).collect();
+    legend(&mut svg, (fr.x, 38.0, fr.w), series, &colors, None);
     let max = x_values
         .iter()
         .flat_map(|x| series.iter().filter_map(|s| value(x, s)))
@@ -459,6 +468,8 @@ pub struct Series {
     pub markers: bool,
     /// A dashed companion curve (moving average) in the same colour.
     pub dashed: Vec<(f64, f64)>,
+    /// Palette index (default: the series' position), to keep a target's colour across charts.
+    pub color: Option<usize>,
 }
 
 /// A vertical mark (phase change, injected fault) on a line chart.
@@ -512,7 +523,12 @@ pub fn line_chart(
         14.0,
         r#" font-weight="bold""#,
     );
-    legend(&mut svg, fr.x, 38.0, fr.w, &names, note);
+    let colors: Vec<usize> = series
+        .iter()
+        .enumerate()
+        .map(|(i, s)| s.color.unwrap_or(i))
+        .collect();
+    legend(&mut svg, (fr.x, 38.0, fr.w), &names, &colors, note);
     let all = series
         .iter()
         .flat_map(|s| s.points.iter().map(|p| (p.0, p.1)));
@@ -583,7 +599,7 @@ pub fn line_chart(
         svg.rect(xa, fr.y, xb - xa, fr.h, "#eeeeee", r#" class="shade""#);
         svg.text(
             xa + 3.0,
-            fr.y + 12.0,
+            fr.y + fr.h - 4.0,
             "warm-up",
             "start",
             10.0,
@@ -609,6 +625,7 @@ pub fn line_chart(
         svg.text(x + 3.0, ly, &m.label, "start", 10.0, r##" fill="#555555""##);
     }
     for (si, s) in series.iter().enumerate() {
+        let si = s.color.unwrap_or(si);
         let color = PALETTE[si % PALETTE.len()];
         let px: Vec<(f64, f64)> = s
             .points
@@ -767,6 +784,7 @@ mod tests {
             ],
             markers: true,
             dashed: vec![],
+            color: None,
         };
         let svg = line_chart(
             "l",
