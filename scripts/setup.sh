@@ -9,9 +9,10 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 # Debian packages: a C compiler for the bundled SQLite, fio (the peer in bench/),
 # util-linux, e2fsprogs, xfsprogs and btrfs-progs (loop devices and filesystems for the tests),
 # python3 (bench), librocksdb-dev (RocksDB 7.8.3, linked by the rocksdb target; libclang-dev
-# generates its bindings) and rocksdb-tools (Debian's db_bench, the peer in bench/vs-db_bench).
+# generates its bindings), rocksdb-tools (Debian's db_bench, the peer in bench/vs-db_bench)
+# and chromium (the headless browser test of the HTML report).
 need=(gcc g++ pkg-config fio util-linux e2fsprogs xfsprogs btrfs-progs python3
-      librocksdb-dev libclang-dev rocksdb-tools)
+      librocksdb-dev libclang-dev rocksdb-tools chromium)
 missing=()
 for p in "${need[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -5,4 +5,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 export PATH="$HOME/.cargo/bin:$PATH"
+export STORLAB_REQUIRE_CHROMIUM=1
 cargo test --release --locked -- --test-threads=2

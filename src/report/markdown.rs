@@ -74,3 +74,168 @@ pub fn study_markdown(
     }
     out
 }
+
+/// The report of stored runs as Markdown: summary, call-outs, warnings, one table per workload
+/// (the same figures as the HTML report) and the disclosure. Credentials are redacted.
+pub fn report_markdown(runs: &[crate::report::load::StoredRun]) -> String {
+    use crate::report::html::thousands;
+    use crate::report::model;
+    let summaries: Vec<RunSummary> = runs.iter().map(|r| r.summary.clone()).collect();
+    let groups = model::group_runs(&summaries);
+    let mut studies: Vec<&str> = Vec::new();
+    for s in &summaries {
+        if !studies.contains(&s.study.as_str()) {
+            studies.push(&s.study);
+        }
+    }
+    let mut out = format!("# storlab brief: {}\n\n", studies.join(", "));
+    out.push_str(&format!(
+        "{} run{}; report from stored results only.\n\n## Summary\n\n",
+        runs.len(),
+        if runs.len() == 1 { "" } else { "s" }
+    ));
+    for g in &groups {
+        for (series, p) in model::peaks(g) {
+            out.push_str(&format!(
+                "- {}, **{}**: peak **{} ops/s** ({:.1} MB/s){}, p99 {}\n",
+                g.step,
+                series,
+                thousands(p.rate_ops),
+                p.rate_bytes / 1e6,
+                g.at(&p.x),
+                format_ns(p.p99_latency_ns)
+            ));
+        }
+    }
+    let callouts: Vec<String> = groups
+        .iter()
+        .flat_map(|g| {
+            model::callouts(g)
+                .into_iter()
+                .map(move |c| format!("- {}: {}", g.step, c.text))
+        })
+        .collect();
+    if !callouts.is_empty() {
+        out.push_str("\n### Call-outs\n\n");
+        out.push_str(&callouts.join("\n"));
+        out.push('\n');
+    }
+    let warnings = model::warnings(&summaries);
+    if !warnings.is_empty() {
+        out.push_str("\n### Warnings\n\n");
+        for w in warnings {
+            out.push_str(&format!("- **WARNING** {w}\n"));
+        }
+    }
+    for g in &groups {
+        out.push_str(&format!("\n## Workload: {}\n\n", g.step));
+        out.push_str("| run | parameters | target | op | ops | ops/s | MB/s | mean | p50 | p99 | p99.9 | max | errors | status |\n");
+        out.push_str("|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+        for &ri in &g.runs {
+            let s = &runs[ri].summary;
+            let params = if s.parameters.is_empty() {
+                "-".to_string()
+            } else {
+                s.parameters
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            };
+            for t in &s.targets {
+                let mut rows: Vec<(
+                    String,
+                    u64,
+                    f64,
+                    f64,
+                    &crate::record::summary::LatencySummary,
+                    u64,
+                )> = t
+                    .kinds
+                    .iter()
+                    .map(|(op, k)| {
+                        (
+                            op.clone(),
+                            k.ops,
+                            k.rate_ops,
+                            k.rate_bytes,
+                            &k.service_latency,
+                            k.errors,
+                        )
+                    })
+                    .collect();
+                if t.kinds.len() > 1 {
+                    rows.push((
+                        "all".into(),
+                        t.ops,
+                        t.rate_ops,
+                        t.rate_bytes,
+                        &t.service_latency,
+                        t.errors,
+                    ));
+                }
+                for (op, ops, rate, bytes, l, errors) in rows {
+                    out.push_str(&format!(
+                        "| {} | {} | {} | {} | {} | {} | {:.1} | {} | {} | {} | {} | {} | {} | {} |\n",
+                        s.run_index,
+                        params,
+                        t.name,
+                        op,
+                        ops,
+                        thousands(rate),
+                        bytes / 1e6,
+                        format_ns(l.mean_ns),
+                        format_ns(l.p50_ns as f64),
+                        format_ns(l.p99_ns as f64),
+                        format_ns(l.p99_9_ns as f64),
+                        format_ns(l.max_ns as f64),
+                        errors,
+                        s.status.name()
+                    ));
+                }
+            }
+        }
+    }
+    out.push_str(
+        "\n## Method\n\n\
+         - ops/s and MB/s: successful operations (bytes) completed during measurement, divided by the \
+         time from the start of measurement to the last measured completion. MB = 10^6 bytes.\n\
+         - Latency is service time: from submission to observed completion, recorded in HDR \
+         histograms with 3 significant digits (1 ns to 1 h). Warm-up operations are not recorded.\n",
+    );
+    out.push_str("\n## Appendix: full disclosure\n");
+    let mut shown = Vec::new();
+    for r in runs {
+        if let Some(sys) = &r.system {
+            let key = (
+                sys.hostname.clone(),
+                sys.targets
+                    .iter()
+                    .map(|t| t.path.clone())
+                    .collect::<Vec<_>>(),
+            );
+            if shown.contains(&key) {
+                continue;
+            }
+            shown.push(key);
+            out.push_str(&format!(
+                "\n### System (captured at run {})\n\n",
+                r.summary.run_index
+            ));
+            out.push_str(&crate::results::system::to_markdown(sys));
+        }
+    }
+    let mut texts: Vec<&str> = Vec::new();
+    for r in runs {
+        if let Some(t) = r.study_text.as_deref().filter(|t| !texts.contains(t)) {
+            texts.push(t);
+        }
+    }
+    for t in texts {
+        out.push_str(&format!(
+            "\n### Study file as run\n\n```toml\n{}\n```\n",
+            t.trim_end()
+        ));
+    }
+    crate::results::redact(&out)
+}

@@ -1,6 +1,15 @@
-//! Reports: tables for the terminal and Markdown, made from stored run summaries only (never
-//! from live state), so any stored run can be shown again without re-running it.
+//! Reports: tables for the terminal and Markdown, the self-contained HTML brief with inline SVG
+//! charts, CSV, PNG charts for slides, and comparisons of stored results. Everything here is
+//! made from stored run folders and the results store only (never from live state), so any
+//! stored run can be shown again without re-running it.
 
+pub mod compare;
+pub mod csv;
 pub mod dbbench;
+pub mod html;
+pub mod load;
 pub mod markdown;
+pub mod model;
+pub mod png;
+pub mod svg;
 pub mod table;

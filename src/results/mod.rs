@@ -3,9 +3,12 @@
 //! store that indexes every run. Reports read from here only.
 
 pub mod comparison;
+pub mod redact;
 pub mod store;
 pub mod summary;
 pub mod system;
+
+pub use redact::redact;
 
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -43,15 +46,15 @@ pub fn slug(name: &str) -> String {
 /// Writes the study-level files: the study as given and the whole plan.
 pub fn write_study_files(folder: &Path, plan: &Plan) -> std::io::Result<()> {
     std::fs::create_dir_all(folder)?;
-    std::fs::write(folder.join("study.toml"), &plan.source_text)?;
+    std::fs::write(folder.join("study.toml"), redact(&plan.source_text))?;
     write_json_file(&folder.join("plan.json"), plan)
 }
 
 fn write_json_file<T: serde::Serialize>(path: &Path, value: &T) -> std::io::Result<()> {
     let text = serde_json::to_string_pretty(value).map_err(std::io::Error::other)?;
-    // Write then rename, so a reader never sees half a file.
+    // Write then rename, so a reader never sees half a file; never write a credential.
     let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, text + "\n")?;
+    std::fs::write(&tmp, redact(&text) + "\n")?;
     std::fs::rename(tmp, path)
 }
 
@@ -65,7 +68,7 @@ impl RunFolder {
     pub fn create(study_folder: &Path, run: &RunPlan, plan: &Plan) -> std::io::Result<RunFolder> {
         let path = study_folder.join(format!("run-{:03}", run.index));
         std::fs::create_dir_all(&path)?;
-        std::fs::write(path.join("study.toml"), &plan.source_text)?;
+        std::fs::write(path.join("study.toml"), redact(&plan.source_text))?;
         write_json_file(&path.join("plan.json"), run)?;
         Ok(RunFolder { path })
     }

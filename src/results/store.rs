@@ -128,7 +128,7 @@ impl Store {
                     run.index as i64,
                     run_count as i64,
                     run.repetition,
-                    params_text.join(" "),
+                    crate::results::redact(&params_text.join(" ")),
                     crate::results::rfc3339(started),
                     folder.to_string_lossy(),
                     std::process::id()
@@ -147,7 +147,12 @@ impl Store {
         self.conn
             .execute(
                 "UPDATE runs SET status = ?2, ended_at = ?3, summary = ?4 WHERE run_id = ?1",
-                params![run_id, summary.status.name(), summary.ended_at, json],
+                params![
+                    run_id,
+                    summary.status.name(),
+                    summary.ended_at,
+                    crate::results::redact(&json)
+                ],
             )
             .map_err(|e| self.sql(e))?;
         Ok(())
@@ -203,6 +208,23 @@ impl Store {
             return Err(StoreError::NoSuchRun(run.into()));
         };
         serde_json::from_str(&json).map_err(|source| StoreError::BadSummary { run: id, source })
+    }
+
+    /// A run's folder. Accepts a full run id or a unique suffix/prefix of one, like
+    /// [`Store::summary`].
+    pub fn folder(&self, run: &str) -> Result<PathBuf, StoreError> {
+        let found: Option<String> = self
+            .conn
+            .query_row(
+                "SELECT folder FROM runs WHERE run_id = ?1 OR run_id LIKE ?1 || '%' OR run_id LIKE '%' || ?1 ORDER BY started_at DESC LIMIT 1",
+                params![run],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.sql(e))?;
+        found
+            .map(PathBuf::from)
+            .ok_or_else(|| StoreError::NoSuchRun(run.into()))
     }
 }
 

@@ -29,6 +29,24 @@ pub struct SystemInfo {
     pub memory_available_bytes: Option<u64>,
     pub swap_total_bytes: Option<u64>,
     pub targets: Vec<TargetStorage>,
+    /// The storlab command line that made the run (credentials redacted); set by the runner.
+    #[serde(default)]
+    pub command_line: Option<String>,
+    /// The software behind each target as reported when it was opened (a database server's
+    /// and client library's versions; storlab itself for the built-in targets).
+    #[serde(default)]
+    pub target_software: Vec<TargetSoftware>,
+}
+
+/// The software one target runs on.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct TargetSoftware {
+    pub target: String,
+    pub target_type: String,
+    /// What is versioned: `storlab built-in`, a server, a client library.
+    pub software: String,
+    pub version: String,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -95,6 +113,9 @@ pub struct BlockDeviceInfo {
     pub physical_block_size_bytes: Option<u64>,
     pub scheduler: Option<String>,
     pub nr_requests: Option<u64>,
+    /// Hardware (blk-mq) queues of the device.
+    #[serde(default)]
+    pub hw_queues: Option<u32>,
     pub model: Option<String>,
     pub vendor: Option<String>,
     pub firmware_rev: Option<String>,
@@ -126,6 +147,8 @@ pub fn capture(target_paths: &[PathBuf]) -> SystemInfo {
         memory_available_bytes: meminfo_bytes(&meminfo, "MemAvailable"),
         swap_total_bytes: meminfo_bytes(&meminfo, "SwapTotal"),
         targets: target_paths.iter().map(|p| target(p, &mounts)).collect(),
+        command_line: None,
+        target_software: Vec::new(),
     }
 }
 
@@ -455,6 +478,9 @@ fn block_device_info(sys: &Path, disk: &Path, devno: &str) -> BlockDeviceInfo {
         physical_block_size_bytes: read_u64(queue.join("physical_block_size")),
         scheduler: read_trim(queue.join("scheduler")).map(|s| selected_scheduler(&s)),
         nr_requests: read_u64(queue.join("nr_requests")),
+        hw_queues: u32::try_from(entries(disk.join("mq")).len())
+            .ok()
+            .filter(|n| *n > 0),
         model: ident("model"),
         vendor: read_trim(dev.join("vendor")),
         firmware_rev: ident("firmware_rev"),
@@ -551,6 +577,9 @@ pub fn to_markdown(info: &SystemInfo) -> String {
         lab("swap", i.swap_total_bytes.map(human_bytes)),
     ];
     let mut s = bullet("storlab", storlab) + &bullet("Host", host);
+    if let Some(c) = &i.command_line {
+        s += &format!("- **Command line**: `{}`\n", crate::results::redact(c));
+    }
     s += &(bullet("CPU", cpu) + &bullet("Memory", memory));
     for t in &i.targets {
         let target = vec![
@@ -591,6 +620,7 @@ pub fn to_markdown(info: &SystemInfo) -> String {
                 lab("physical block bytes", d.physical_block_size_bytes),
                 lab("scheduler", d.scheduler.as_ref()),
                 lab("nr_requests", d.nr_requests),
+                lab("hardware queues", d.hw_queues),
                 lab("vendor", d.vendor.as_ref()),
                 lab("model", d.model.as_ref()),
                 lab("firmware", d.firmware_rev.as_ref()),
@@ -603,6 +633,12 @@ pub fn to_markdown(info: &SystemInfo) -> String {
             let title = format!("Device {} ({})", d.name, d.device_number);
             s += &format!("  {}", bullet(&title, dev));
         }
+    }
+    for t in &i.target_software {
+        s += &format!(
+            "- **Software of `{}`** ({}): {} {}\n",
+            t.target, t.target_type, t.software, t.version
+        );
     }
     s
 }

@@ -170,7 +170,27 @@ fn run_one(
             source,
         })?;
     let paths: Vec<PathBuf> = run.targets.iter().flat_map(|t| t.config.paths()).collect();
-    let sys = system::capture(&paths);
+    let mut sys = system::capture(&paths);
+    sys.command_line = Some(crate::results::redact(&opts.command_line));
+    sys.target_software = run
+        .targets
+        .iter()
+        .zip(handles_prepared)
+        .flat_map(|(t, p)| {
+            let reported = t.config.software(p);
+            let list: Vec<(String, String)> = if reported.is_empty() {
+                vec![("storlab built-in".into(), sys.storlab_version.clone())]
+            } else {
+                reported
+            };
+            list.into_iter().map(|(software, version)| system::TargetSoftware {
+                target: t.name.clone(),
+                target_type: t.config.type_name().to_string(),
+                software,
+                version,
+            })
+        })
+        .collect();
     folder
         .write_json("system.json", &sys)
         .map_err(|source| RunError::Results {

@@ -1,0 +1,818 @@
+//! A small direct SVG writer and the report's charts: grouped bars, lines with points (latency
+//! against throughput, timelines with moving averages and event marks, HDR percentile curves).
+//!
+//! Why our own code rather than a plotting crate: the charts must be inline SVG that prints
+//! well, carry the data they show as attributes (`data-value`, `data-x`, `data-y`) so tests can
+//! check that every bar and point sits where the data says, and use only the handful of
+//! primitives below; plotting crates bring their own backends, fonts and layout rules, and
+//! several hundred thousand lines of build for a few hundred lines of output. Every plot area is
+//! a `<g class="plot">` that states its pixel box and data ranges (`data-px`, `data-py`,
+//! `data-pw`, `data-ph`, `data-xmin`, `data-xmax`, `data-ymin`, `data-ymax`, `data-xlog`), so the
+//! mapping from values to coordinates is checkable from outside.
+
+use std::fmt::Write;
+
+/// Okabe-Ito colours: distinguishable with colour blindness and in greyscale print.
+pub const PALETTE: [&str; 8] = [
+    "#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000",
+];
+
+/// Escapes text for XML content and attribute values.
+pub fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// Coordinates with two decimals, enough for print.
+fn f(v: f64) -> String {
+    let s = format!("{v:.2}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" { "0".into() } else { s.into() }
+}
+
+/// A value as an attribute: the shortest text that parses back to the same f64.
+pub fn num_attr(v: f64) -> String {
+    format!("{v}")
+}
+
+/// A linear or log10 mapping from data values to pixels.
+#[derive(Debug, Clone, Copy)]
+pub struct Scale {
+    pub d0: f64,
+    pub d1: f64,
+    pub r0: f64,
+    pub r1: f64,
+    pub log: bool,
+}
+
+impl Scale {
+    pub fn map(&self, v: f64) -> f64 {
+        let t = if self.log {
+            (v.max(f64::MIN_POSITIVE).log10() - self.d0.log10())
+                / (self.d1.log10() - self.d0.log10())
+        } else {
+            (v - self.d0) / (self.d1 - self.d0)
+        };
+        self.r0 + t * (self.r1 - self.r0)
+    }
+}
+
+/// A "nice" axis top at or above `max` and its tick step (1, 2, 2.5 or 5 times a power of 10),
+/// at most eight steps.
+pub fn nice_axis(max: f64) -> (f64, f64) {
+    if max.is_nan() || max <= 0.0 || !max.is_finite() {
+        return (1.0, 0.2);
+    }
+    let raw = max / 5.0;
+    let p = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .iter()
+        .map(|m| m * p)
+        .find(|s| s * 8.0 >= max * 0.999_999)
+        .unwrap_or(10.0 * p);
+    let top = (max / step - 1e-9).ceil().max(1.0) * step;
+    (top, step)
+}
+
+/// Compact number for tick labels: `1.5M`, `600k`, `2.5`.
+pub fn compact(v: f64) -> String {
+    let a = v.abs();
+    let (d, suffix) = if a >= 1e9 {
+        (1e9, "G")
+    } else if a >= 1e6 {
+        (1e6, "M")
+    } else if a >= 1e4 {
+        (1e3, "k")
+    } else {
+        (1.0, "")
+    };
+    let x = v / d + 0.0; // no "-0"
+    let s = if (x - x.round()).abs() < 1e-9 {
+        format!("{x:.0}")
+    } else if (x * 10.0 - (x * 10.0).round()).abs() < 1e-9 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.2}")
+    };
+    format!("{s}{suffix}")
+}
+
+/// Chooses a latency unit for an axis whose largest value is `max_ns`: (divisor, name).
+pub fn latency_unit(max_ns: f64) -> (f64, &'static str) {
+    if max_ns >= 2e9 {
+        (1e9, "s")
+    } else if max_ns >= 2e6 {
+        (1e6, "ms")
+    } else if max_ns >= 2e3 {
+        (1e3, "µs")
+    } else {
+        (1.0, "ns")
+    }
+}
+
+/// An SVG document under construction.
+pub struct Svg {
+    pub width: f64,
+    pub height: f64,
+    body: String,
+}
+
+impl Svg {
+    pub fn new(width: f64, height: f64) -> Svg {
+        Svg {
+            width,
+            height,
+            body: String::new(),
+        }
+    }
+
+    pub fn raw(&mut self, s: &str) {
+        self.body.push_str(s);
+    }
+
+    pub fn rect(&mut self, x: f64, y: f64, w: f64, h: f64, fill: &str, extra: &str) {
+        let _ = write!(
+            self.body,
+            r#"<rect x="{}" y="{}" width="{}" height="{}" fill="{fill}"{extra}/>"#,
+            f(x),
+            f(y),
+            f(w.max(0.0)),
+            f(h.max(0.0))
+        );
+    }
+
+    pub fn line(&mut self, x1: f64, y1: f64, x2: f64, y2: f64, stroke: &str, extra: &str) {
+        let _ = write!(
+            self.body,
+            r#"<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{stroke}"{extra}/>"#,
+            f(x1),
+            f(y1),
+            f(x2),
+            f(y2)
+        );
+    }
+
+    pub fn path(&mut self, pts: &[(f64, f64)], stroke: &str, extra: &str) {
+        if pts.is_empty() {
+            return;
+        }
+        let mut d = String::new();
+        for (i, (x, y)) in pts.iter().enumerate() {
+            let _ = write!(d, "{}{},{}", if i == 0 { "M" } else { " L" }, f(*x), f(*y));
+        }
+        let _ = write!(
+            self.body,
+            r#"<path d="{d}" fill="none" stroke="{stroke}"{extra}/>"#
+        );
+    }
+
+    pub fn circle(&mut self, x: f64, y: f64, r: f64, fill: &str, extra: &str) {
+        let _ = write!(
+            self.body,
+            r#"<circle cx="{}" cy="{}" r="{}" fill="{fill}"{extra}/>"#,
+            f(x),
+            f(y),
+            f(r)
+        );
+    }
+
+    /// Text; `anchor` is `start`, `middle` or `end`.
+    pub fn text(&mut self, x: f64, y: f64, s: &str, anchor: &str, size: f64, extra: &str) {
+        let _ = write!(
+            self.body,
+            r#"<text x="{}" y="{}" text-anchor="{anchor}" font-size="{}"{extra}>{}</text>"#,
+            f(x),
+            f(y),
+            f(size),
+            esc(s)
+        );
+    }
+
+    /// The finished element; `id` and `title` label it for readers and tests.
+    pub fn finish(self, id: &str, title: &str) -> String {
+        format!(
+            r##"<svg xmlns="http://www.w3.org/2000/svg" class="chart" id="{}" viewBox="0 0 {} {}" width="{}" height="{}" role="img" aria-label="{}" font-family="DejaVu Sans, Helvetica, Arial, sans-serif"><title>{}</title><rect x="0" y="0" width="{}" height="{}" fill="#ffffff"/>{}</svg>"##,
+            esc(id),
+            f(self.width),
+            f(self.height),
+            f(self.width),
+            f(self.height),
+            esc(title),
+            esc(title),
+            f(self.width),
+            f(self.height),
+            self.body
+        )
+    }
+}
+
+/// The pixel box of a plot inside a chart.
+#[derive(Debug, Clone, Copy)]
+pub struct Frame {
+    pub x: f64,
+    pub y: f64,
+    pub w: f64,
+    pub h: f64,
+}
+
+/// Opens the plot group stating how data maps to pixels (see the module documentation).
+fn open_plot(svg: &mut Svg, fr: Frame, xs: Option<Scale>, ys: Scale) {
+    let (xmin, xmax, xlog) = xs.map_or((0.0, 0.0, false), |s| (s.d0, s.d1, s.log));
+    svg.raw(&format!(
+        r#"<g class="plot" data-px="{}" data-py="{}" data-pw="{}" data-ph="{}" data-xmin="{}" data-xmax="{}" data-xlog="{}" data-ymin="{}" data-ymax="{}" data-ylog="{}">"#,
+        num_attr(fr.x),
+        num_attr(fr.y),
+        num_attr(fr.w),
+        num_attr(fr.h),
+        num_attr(xmin),
+        num_attr(xmax),
+        xlog,
+        num_attr(ys.d0),
+        num_attr(ys.d1),
+        ys.log
+    ));
+}
+
+fn y_axis(svg: &mut Svg, fr: Frame, top: f64, step: f64, div: f64, label: &str) {
+    let ys = Scale {
+        d0: 0.0,
+        d1: top,
+        r0: fr.y + fr.h,
+        r1: fr.y,
+        log: false,
+    };
+    let mut v = 0.0;
+    while v <= top * 1.000_001 {
+        let y = ys.map(v);
+        svg.line(fr.x, y, fr.x + fr.w, y, "#dddddd", r#" stroke-width="1""#);
+        svg.text(fr.x - 6.0, y + 4.0, &compact(v / div), "end", 11.0, "");
+        v += step;
+    }
+    svg.line(fr.x, fr.y, fr.x, fr.y + fr.h, "#333333", "");
+    svg.line(fr.x, fr.y + fr.h, fr.x + fr.w, fr.y + fr.h, "#333333", "");
+    let cy = fr.y + fr.h / 2.0;
+    svg.text(
+        14.0,
+        cy,
+        label,
+        "middle",
+        12.0,
+        &format!(r#" transform="rotate(-90 14 {})""#, f(cy)),
+    );
+}
+
+/// Legend entries laid out in lines that fit `width`: (x offset, index, name) per line.
+fn legend_layout(
+    names: &[String],
+    width: f64,
+    note: Option<&str>,
+) -> Vec<Vec<(f64, usize, String)>> {
+    let mut lines: Vec<Vec<(f64, usize, String)>> = vec![Vec::new()];
+    let mut cx = 0.0;
+    let entries = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (Some(i), n.clone()))
+        .chain(note.map(|n| (None, n.to_string())));
+    for (i, n) in entries {
+        let w = 28.0 + 6.6 * n.chars().count() as f64;
+        if cx > 0.0 && cx + w > width {
+            lines.push(Vec::new());
+            cx = 0.0;
+        }
+        lines
+            .last_mut()
+            .expect("a line")
+            .push((cx, i.unwrap_or(usize::MAX), n));
+        cx += w;
+    }
+    lines
+}
+
+/// Draws the legend from its top-left corner; `colors[i]` is the palette index of `names[i]`.
+/// Returns its height.
+fn legend(
+    svg: &mut Svg,
+    (x, y, width): (f64, f64, f64),
+    names: &[String],
+    colors: &[usize],
+    note: Option<&str>,
+) -> f64 {
+    let lines = legend_layout(names, width, note);
+    for (li, line) in lines.iter().enumerate() {
+        let ly = y + 16.0 * li as f64;
+        for (dx, i, n) in line {
+            if *i == usize::MAX {
+                svg.text(x + dx, ly + 1.0, n, "start", 11.0, r##" fill="#555555""##);
+                continue;
+            }
+            let c = colors.get(*i).copied().unwrap_or(*i);
+            let color = PALETTE[c % PALETTE.len()];
+            if c >= PALETTE.len() {
+                svg.line(
+                    x + dx,
+                    ly - 3.0,
+                    x + dx + 12.0,
+                    ly - 3.0,
+                    color,
+                    r#" stroke-width="3" stroke-dasharray="3 2""#,
+                );
+            } else {
+                svg.rect(x + dx, ly - 9.0, 12.0, 12.0, color, "");
+            }
+            svg.text(x + dx + 16.0, ly + 1.0, n, "start", 11.0, "");
+        }
+    }
+    16.0 * lines.len() as f64
+}
+
+/// Dashes for series beyond the palette, so that no two series look the same.
+fn series_dash(i: usize) -> &'static str {
+    if i >= PALETTE.len() {
+        r#" stroke-dasharray="8 3 2 3""#
+    } else {
+        ""
+    }
+}
+
+/// A highlighted finding drawn on a chart (the reference brief's "59% Higher").
+pub struct Highlight {
+    pub x: String,
+    pub text: String,
+}
+
+/// Grouped bars: one group per x value, one bar per series (the reference brief's Figures 1
+/// and 3). `value(x, series)` is the bar height in data units.
+#[allow(clippy::too_many_arguments)]
+pub fn bar_chart(
+    id: &str,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    x_values: &[String],
+    series: &[String],
+    value: impl Fn(&str, &str) -> Option<f64>,
+    highlight: Option<&Highlight>,
+) -> String {
+    let width = 720.0_f64.max(90.0 + x_values.len() as f64 * (series.len() as f64 * 18.0 + 24.0));
+    let legend_h = 16.0 * legend_layout(series, width - 90.0, None).len() as f64;
+    let mut svg = Svg::new(width, 344.0 + legend_h);
+    let fr = Frame {
+        x: 70.0,
+        y: 32.0 + legend_h,
+        w: width - 90.0,
+        h: 240.0,
+    };
+    svg.text(
+        width / 2.0,
+        20.0,
+        title,
+        "middle",
+        14.0,
+        r#" font-weight="bold""#,
+    );
+    let colors: Vec<usize> = (0..series.len()).collect();
+    legend(&mut svg, (fr.x, 38.0, fr.w), series, &colors, None);
+    let max = x_values
+        .iter()
+        .flat_map(|x| series.iter().filter_map(|s| value(x, s)))
+        .fold(0.0, f64::max);
+    let (top, step) = nice_axis(max);
+    y_axis(&mut svg, fr, top, step, 1.0, y_label);
+    let ys = Scale {
+        d0: 0.0,
+        d1: top,
+        r0: fr.y + fr.h,
+        r1: fr.y,
+        log: false,
+    };
+    open_plot(&mut svg, fr, None, ys);
+    let band = fr.w / x_values.len().max(1) as f64;
+    let bar_w = (band * 0.8 / series.len().max(1) as f64).min(60.0);
+    for (xi, x) in x_values.iter().enumerate() {
+        let group_x = fr.x + band * xi as f64 + (band - bar_w * series.len() as f64) / 2.0;
+        for (si, s) in series.iter().enumerate() {
+            let Some(v) = value(x, s) else { continue };
+            let y = ys.map(v);
+            let color = PALETTE[si % PALETTE.len()];
+            svg.rect(
+                group_x + bar_w * si as f64,
+                y,
+                bar_w - 1.0,
+                fr.y + fr.h - y,
+                color,
+                &format!(
+                    r#" class="bar" data-series="{}" data-x="{}" data-value="{}""#,
+                    esc(s),
+                    esc(x),
+                    num_attr(v)
+                ),
+            );
+        }
+        svg.text(
+            fr.x + band * (xi as f64 + 0.5),
+            fr.y + fr.h + 16.0,
+            x,
+            "middle",
+            11.0,
+            "",
+        );
+        if let Some(h) = highlight.filter(|h| &h.x == x) {
+            let cx = fr.x + band * (xi as f64 + 0.5);
+            svg.rect(
+                cx - band / 2.0 + 2.0,
+                fr.y - 4.0,
+                band - 4.0,
+                fr.h + 24.0,
+                "none",
+                r##" stroke="#D55E00" stroke-width="2" stroke-dasharray="5 3" class="highlight""##,
+            );
+            svg.text(
+                cx,
+                fr.y + fr.h + 44.0,
+                &h.text,
+                "middle",
+                12.0,
+                r##" fill="#D55E00" font-weight="bold""##,
+            );
+        }
+    }
+    svg.raw("</g>");
+    svg.text(
+        fr.x + fr.w / 2.0,
+        fr.y + fr.h + 30.0,
+        x_label,
+        "middle",
+        12.0,
+        "",
+    );
+    svg.finish(id, title)
+}
+
+/// One curve of a line chart.
+pub struct Series {
+    pub name: String,
+    /// (x, y, label shown next to the point; empty for none).
+    pub points: Vec<(f64, f64, String)>,
+    /// Draw markers at the points.
+    pub markers: bool,
+    /// A dashed companion curve (moving average) in the same colour.
+    pub dashed: Vec<(f64, f64)>,
+    /// Palette index (default: the series' position), to keep a target's colour across charts.
+    pub color: Option<usize>,
+}
+
+/// A vertical mark (phase change, injected fault) on a line chart.
+pub struct Mark {
+    pub x: f64,
+    pub label: String,
+}
+
+/// How a line chart's x axis is drawn.
+pub enum XAxis {
+    Linear,
+    /// Percentiles as "nines": x = -log10(1 - p/100); ticks at 0, 90, 99, 99.9 ... percent.
+    Nines,
+}
+
+/// Lines (with optional markers and dashed moving averages), vertical marks and a shaded x
+/// range (warm-up). Axes start at zero for linear scales. Values in data units; `y_div`
+/// divides y for the tick labels (e.g. ns to ms).
+#[allow(clippy::too_many_arguments)]
+pub fn line_chart(
+    id: &str,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    y_div: f64,
+    series: &[Series],
+    x_axis: XAxis,
+    marks: &[Mark],
+    shade: Option<(f64, f64)>,
+    x_min: Option<f64>,
+) -> String {
+    let width = 720.0;
+    let names: Vec<String> = series.iter().map(|s| s.name.clone()).collect();
+    let note = series
+        .iter()
+        .any(|s| !s.dashed.is_empty())
+        .then_some("(dashed: moving average)");
+    let legend_h = 16.0 * legend_layout(&names, width - 100.0, note).len() as f64;
+    let mut svg = Svg::new(width, 330.0 + legend_h);
+    let fr = Frame {
+        x: 70.0,
+        y: 48.0 + legend_h,
+        w: width - 100.0,
+        h: 220.0,
+    };
+    svg.text(
+        width / 2.0,
+        20.0,
+        title,
+        "middle",
+        14.0,
+        r#" font-weight="bold""#,
+    );
+    let colors: Vec<usize> = series
+        .iter()
+        .enumerate()
+        .map(|(i, s)| s.color.unwrap_or(i))
+        .collect();
+    legend(&mut svg, (fr.x, 38.0, fr.w), &names, &colors, note);
+    let all = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| (p.0, p.1)));
+    let (mut xmax, mut ymax) = (f64::MIN, 0.0f64);
+    let mut xlo = f64::MAX;
+    for (x, y) in all {
+        xmax = xmax.max(x);
+        xlo = xlo.min(x);
+        ymax = ymax.max(y);
+    }
+    for m in marks {
+        xmax = xmax.max(m.x);
+        xlo = xlo.min(m.x);
+    }
+    if xmax == f64::MIN {
+        (xmax, xlo) = (1.0, 0.0);
+    }
+    let (ytop, ystep) = nice_axis(ymax);
+    y_axis(&mut svg, fr, ytop, ystep, y_div, y_label);
+    let x0 = x_min.unwrap_or(0.0f64.min(xlo));
+    let (xtop, xstep) = match x_axis {
+        XAxis::Linear if x0 < 0.0 => {
+            let (t, s) = nice_axis(xmax - x0);
+            ((x0 + t).max(xmax), s)
+        }
+        XAxis::Linear => nice_axis(xmax),
+        XAxis::Nines => (xmax.ceil().max(1.0), 1.0),
+    };
+    let xs = Scale {
+        d0: x0,
+        d1: xtop,
+        r0: fr.x,
+        r1: fr.x + fr.w,
+        log: false,
+    };
+    let ys = Scale {
+        d0: 0.0,
+        d1: ytop,
+        r0: fr.y + fr.h,
+        r1: fr.y,
+        log: false,
+    };
+    // x ticks
+    let mut v = match x_axis {
+        XAxis::Linear if x0 < 0.0 => (x0 / xstep).ceil() * xstep + 0.0,
+        _ => x0,
+    };
+    while v <= xtop * 1.000_001 + 1e-12 {
+        let x = xs.map(v);
+        svg.line(x, fr.y + fr.h, x, fr.y + fr.h + 4.0, "#333333", "");
+        let label = match x_axis {
+            XAxis::Linear => compact(v),
+            XAxis::Nines => nines_label(v),
+        };
+        svg.text(x, fr.y + fr.h + 16.0, &label, "middle", 11.0, "");
+        v += xstep;
+    }
+    svg.text(
+        fr.x + fr.w / 2.0,
+        fr.y + fr.h + 34.0,
+        x_label,
+        "middle",
+        12.0,
+        "",
+    );
+    if let Some((a, b)) = shade {
+        let (xa, xb) = (xs.map(a), xs.map(b));
+        svg.rect(xa, fr.y, xb - xa, fr.h, "#eeeeee", r#" class="shade""#);
+        svg.text(
+            xa + 3.0,
+            fr.y + fr.h - 4.0,
+            "warm-up",
+            "start",
+            10.0,
+            r##" fill="#777777""##,
+        );
+    }
+    open_plot(&mut svg, fr, Some(xs), ys);
+    for (mi, m) in marks.iter().enumerate() {
+        let x = xs.map(m.x);
+        svg.line(
+            x,
+            fr.y,
+            x,
+            fr.y + fr.h,
+            "#555555",
+            &format!(
+                r#" stroke-dasharray="3 3" class="mark" data-x="{}""#,
+                num_attr(m.x)
+            ),
+        );
+        // Staggered, so that marks close together keep readable labels.
+        let ly = fr.y + 22.0 + 12.0 * (mi % 3) as f64;
+        svg.text(x + 3.0, ly, &m.label, "start", 10.0, r##" fill="#555555""##);
+    }
+    for (si, s) in series.iter().enumerate() {
+        let si = s.color.unwrap_or(si);
+        let color = PALETTE[si % PALETTE.len()];
+        let px: Vec<(f64, f64)> = s
+            .points
+            .iter()
+            .map(|p| (xs.map(p.0), ys.map(p.1)))
+            .collect();
+        svg.path(
+            &px,
+            color,
+            &format!(
+                r#" stroke-width="2" class="series" data-series="{}"{}"#,
+                esc(&s.name),
+                series_dash(si)
+            ),
+        );
+        if !s.dashed.is_empty() {
+            let d: Vec<(f64, f64)> = s
+                .dashed
+                .iter()
+                .map(|p| (xs.map(p.0), ys.map(p.1)))
+                .collect();
+            svg.path(
+                &d,
+                color,
+                r#" stroke-width="1.5" stroke-dasharray="6 4" class="average""#,
+            );
+        }
+        if s.markers {
+            for (p, (x, y)) in s.points.iter().zip(&px) {
+                svg.circle(
+                    *x,
+                    *y,
+                    4.0,
+                    color,
+                    &format!(
+                        r#" class="pt" data-series="{}" data-x="{}" data-y="{}""#,
+                        esc(&s.name),
+                        num_attr(p.0),
+                        num_attr(p.1)
+                    ),
+                );
+                if !p.2.is_empty() {
+                    svg.text(*x + 6.0, *y - 6.0, &p.2, "start", 10.0, "");
+                }
+            }
+        }
+    }
+    svg.raw("</g>");
+    svg.finish(id, title)
+}
+
+/// `0%`, `90%`, `99%`, `99.9%` for 0, 1, 2, 3 nines.
+pub fn nines_label(n: f64) -> String {
+    if n < 0.5 {
+        return "0%".into();
+    }
+    let k = n.round() as usize;
+    if k == 1 {
+        "90%".into()
+    } else {
+        format!("99.{}%", "9".repeat(k - 2)).replace("99.%", "99%")
+    }
+}
+
+/// Trailing moving average over `window` points.
+pub fn moving_average(points: &[(f64, f64)], window: usize) -> Vec<(f64, f64)> {
+    let w = window.max(1);
+    (0..points.len())
+        .map(|i| {
+            let lo = (i + 1).saturating_sub(w);
+            let slice = &points[lo..=i];
+            let mean = slice.iter().map(|p| p.1).sum::<f64>() / slice.len() as f64;
+            (points[i].0, mean)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Pulls `name="value"` out of an element's text.
+    fn attr(el: &str, name: &str) -> Option<String> {
+        let key = format!(" {name}=\"");
+        let start = el.find(&key)? + key.len();
+        Some(el[start..].split('"').next()?.to_string())
+    }
+
+    #[test]
+    fn nice_axes_and_labels() {
+        assert_eq!(nice_axis(616_344.0), (700_000.0, 100_000.0));
+        assert_eq!(nice_axis(1.0), (1.0, 0.2));
+        assert_eq!(nice_axis(0.0), (1.0, 0.2));
+        assert_eq!(nice_axis(9.0), (10.0, 2.0));
+        assert_eq!(compact(600_000.0), "600k");
+        assert_eq!(compact(1_500_000.0), "1.5M");
+        assert_eq!(compact(2.5), "2.5");
+        assert_eq!(nines_label(0.0), "0%");
+        assert_eq!(nines_label(1.0), "90%");
+        assert_eq!(nines_label(2.0), "99%");
+        assert_eq!(nines_label(4.0), "99.99%");
+        assert_eq!(esc("a<b & \"c\""), "a&lt;b &amp; &quot;c&quot;");
+        let ma = moving_average(&[(0.0, 1.0), (1.0, 3.0), (2.0, 5.0)], 2);
+        assert_eq!(ma, vec![(0.0, 1.0), (1.0, 2.0), (2.0, 4.0)]);
+    }
+
+    #[test]
+    fn bars_sit_where_the_values_say() {
+        let xs = vec!["8".to_string(), "64".to_string()];
+        let ss = vec!["A".to_string(), "B".to_string()];
+        let v = |x: &str, s: &str| {
+            Some(match (x, s) {
+                ("8", "A") => 100.0,
+                ("8", "B") => 50.0,
+                ("64", "A") => 388_751.0,
+                _ => 616_344.0,
+            })
+        };
+        let svg = bar_chart("c", "t", "threads", "ops/s", &xs, &ss, v, None);
+        let plot = svg.split("<g class=\"plot\"").nth(1).unwrap();
+        let ph: f64 = attr(plot, "data-ph").unwrap().parse().unwrap();
+        let py: f64 = attr(plot, "data-py").unwrap().parse().unwrap();
+        let ymax: f64 = attr(plot, "data-ymax").unwrap().parse().unwrap();
+        assert_eq!(ymax, 700_000.0);
+        let bars: Vec<&str> = svg
+            .split("<rect")
+            .filter(|r| r.contains("class=\"bar\""))
+            .collect();
+        assert_eq!(bars.len(), 4);
+        let mut last_x = f64::MIN;
+        for b in bars {
+            let value: f64 = attr(b, "data-value").unwrap().parse().unwrap();
+            let y: f64 = attr(b, "y").unwrap().parse().unwrap();
+            let h: f64 = attr(b, "height").unwrap().parse().unwrap();
+            let x: f64 = attr(b, "x").unwrap().parse().unwrap();
+            assert!(
+                (h - value / ymax * ph).abs() < 0.01,
+                "bar {value}: height {h}"
+            );
+            assert!(
+                (y + h - (py + ph)).abs() < 0.01,
+                "bar {value} does not stand on the axis"
+            );
+            assert!(x > last_x, "bars out of order");
+            last_x = x;
+        }
+    }
+
+    #[test]
+    fn points_sit_where_the_values_say() {
+        let s = Series {
+            name: "A".into(),
+            points: vec![
+                (100_000.0, 240_000.0, "8".into()),
+                (600_000.0, 520_000.0, "64".into()),
+            ],
+            markers: true,
+            dashed: vec![],
+            color: None,
+        };
+        let svg = line_chart(
+            "l",
+            "t",
+            "ops/s",
+            "p99 (ms)",
+            1e6,
+            &[s],
+            XAxis::Linear,
+            &[],
+            None,
+            None,
+        );
+        let plot = svg.split("<g class=\"plot\"").nth(1).unwrap();
+        let g = |n: &str| -> f64 { attr(plot, n).unwrap().parse().unwrap() };
+        let (px, py, pw, ph) = (g("data-px"), g("data-py"), g("data-pw"), g("data-ph"));
+        let (xmax, ymax) = (g("data-xmax"), g("data-ymax"));
+        let pts: Vec<&str> = svg.split("<circle").skip(1).collect();
+        assert_eq!(pts.len(), 2);
+        for p in pts {
+            let (x, y) = (
+                attr(p, "data-x").unwrap().parse::<f64>().unwrap(),
+                attr(p, "data-y").unwrap().parse::<f64>().unwrap(),
+            );
+            let cx: f64 = attr(p, "cx").unwrap().parse().unwrap();
+            let cy: f64 = attr(p, "cy").unwrap().parse().unwrap();
+            assert!((cx - (px + x / xmax * pw)).abs() < 0.01);
+            assert!((cy - (py + ph - y / ymax * ph)).abs() < 0.01);
+        }
+    }
+}

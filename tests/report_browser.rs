@@ -1,0 +1,200 @@
+//! The HTML brief of a real file-target sweep in headless Chromium: it must load without any
+//! console error, every chart must draw something (the page's own check sets `data-charts`),
+//! and a screenshot is saved as a test artifact (`<target dir>/artifacts/report.png`).
+//!
+//! Needs `/usr/bin/chromium` (Debian's `chromium` package, installed by scripts/setup.sh). When
+//! it is missing the test says so and passes, unless STORLAB_REQUIRE_CHROMIUM is set (as
+//! scripts/test.sh does), in which case it fails.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{Lab, text};
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+
+fn chromium_available() -> bool {
+    if Path::new(CHROMIUM).exists() {
+        return true;
+    }
+    if std::env::var_os("STORLAB_REQUIRE_CHROMIUM").is_some() {
+        panic!(
+            "{CHROMIUM} is missing and STORLAB_REQUIRE_CHROMIUM is set: install Debian's chromium package (scripts/setup.sh does)"
+        );
+    }
+    eprintln!(
+        "SKIPPED: {CHROMIUM} is missing (install Debian's chromium package; set STORLAB_REQUIRE_CHROMIUM=1 to make this a failure)"
+    );
+    false
+}
+
+/// Runs headless Chromium on a page with `extra` arguments; returns (stdout, stderr).
+fn chromium(page: &Path, extra: &[&str]) -> (String, String) {
+    let profile = tempfile::tempdir().expect("profile dir");
+    let out = Command::new(CHROMIUM)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-dev-shm-usage",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--virtual-time-budget=3000",
+            &format!("--user-data-dir={}", profile.path().display()),
+            "--window-size=1280,4000",
+        ])
+        .args(extra)
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("run chromium");
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "chromium failed: {stderr}");
+    (stdout, stderr)
+}
+
+/// Console messages and uncaught errors the page produced.
+fn console_problems(stderr: &str) -> Vec<String> {
+    stderr
+        .lines()
+        .filter(|l| l.contains("CONSOLE") || l.contains("Uncaught"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// The page's chart check: `OK:<charts>` or `EMPTY:<ids>`.
+fn charts_marker(dom: &str) -> String {
+    let key = "data-charts=\"";
+    let start = dom.find(key).unwrap_or_else(|| {
+        panic!(
+            "the page's chart check did not run: {}",
+            &dom[..dom.len().min(400)]
+        )
+    }) + key.len();
+    dom[start..].split('"').next().unwrap().to_string()
+}
+
+fn artifacts() -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("target dir")
+        .join("artifacts");
+    std::fs::create_dir_all(&dir).expect("artifacts dir");
+    dir
+}
+
+#[test]
+fn report_of_a_real_sweep_renders_in_chromium_without_errors_or_empty_charts() {
+    if !chromium_available() {
+        return;
+    }
+    let lab = Lab::new();
+    let study = lab.write(
+        "sweep.toml",
+        r#"
+name = "browser-sweep"
+description = "Queue-depth sweep on two files, for the browser test"
+
+[targets.file-a]
+type = "file"
+path = "a.dat"
+size = "16MiB"
+engine = "io-uring"
+
+[targets.file-b]
+type = "file"
+path = "b.dat"
+size = "16MiB"
+engine = "io-uring"
+
+[workloads.randread]
+block-size = "4KiB"
+read-share = 1.0
+
+[[steps]]
+name = "qd-sweep"
+workload = "randread"
+targets = ["file-a", "file-b"]
+warmup = "200ms"
+duration = "1s"
+sweep.queue-depth = [1, 8]
+"#,
+    );
+    let out = lab.run(&["run", study.to_str().unwrap(), "-q"]);
+    assert!(out.status.success(), "{}", text(&out).1);
+    let folder = std::fs::read_dir(lab.results())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.is_dir())
+        .unwrap();
+    let page = lab.path().join("report.html");
+    let out = lab.run(&[
+        "report",
+        folder.to_str().unwrap(),
+        "-o",
+        page.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out).1);
+
+    let (dom, stderr) = chromium(&page, &["--dump-dom"]);
+    let problems = console_problems(&stderr);
+    assert!(
+        problems.is_empty(),
+        "console output from the report: {problems:#?}"
+    );
+    let marker = charts_marker(&dom);
+    let n: usize = marker
+        .strip_prefix("OK:")
+        .unwrap_or_else(|| panic!("charts did not render: {marker}"))
+        .parse()
+        .unwrap();
+    // Bars, latency against ops/s, percentiles, and a timeline per run (4 runs).
+    assert!(n >= 3 + 4, "only {n} charts");
+
+    let shot = artifacts().join("report.png");
+    let _ = std::fs::remove_file(&shot);
+    let (_, stderr) = chromium(&page, &[&format!("--screenshot={}", shot.display())]);
+    assert!(console_problems(&stderr).is_empty(), "{stderr}");
+    let png = std::fs::read(&shot).expect("screenshot written");
+    assert!(
+        png.len() > 20_000 && &png[1..4] == b"PNG",
+        "screenshot of {} bytes",
+        png.len()
+    );
+    eprintln!("screenshot: {}", shot.display());
+}
+
+/// The checks above can fail: a page with an empty chart and a script error is caught.
+#[test]
+fn the_browser_checks_catch_an_empty_chart_and_a_script_error() {
+    if !chromium_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("bad.html");
+    // The report's own chart check, on an empty chart, plus an uncaught error.
+    std::fs::write(
+        &page,
+        format!(
+            r#"<!DOCTYPE html><html><body><svg class="chart" id="empty-1" width="100" height="100"><g class="plot"><rect class="bar" x="10" y="90" width="10" height="0"/></g></svg>
+<script>undefinedFunction();</script><script>{}</script></body></html>"#,
+            storlab::report::html::SCRIPT
+        ),
+    )
+    .unwrap();
+    let (dom, stderr) = chromium(&page, &["--dump-dom"]);
+    assert_eq!(charts_marker(&dom), "EMPTY:empty-1");
+    let problems = console_problems(&stderr);
+    assert!(
+        problems.iter().any(|p| p.contains("empty charts")),
+        "{stderr}"
+    );
+    assert!(problems.iter().any(|p| p.contains("Uncaught")), "{stderr}");
+}
