@@ -718,12 +718,20 @@ fn brief_ends_by_writing_its_html_brief_and_printing_the_path() {
     let path = lab.path().join(line.trim_start_matches("html:").trim());
     assert!(path.ends_with("brief.html"), "{}", path.display());
     let html = std::fs::read_to_string(&path).unwrap();
-    for step in ["seq-write", "seq-read", "rand-read", "rand-write"] {
+    for step in [
+        "seq-write",
+        "seq-read",
+        "rand-read",
+        "rand-write",
+        "kv-fill",
+        "kv-readrandom",
+        "kv-readwhilewriting",
+    ] {
         assert!(
             html.contains(&format!("Workload: {step}")),
             "{step} missing"
         );
     }
-    assert_eq!(html.matches("<tr data-run=").count(), 6, "one row per run");
+    assert_eq!(html.matches("<tr data-run=").count(), 13, "one row per run");
     assert!(html.contains("Appendix: full disclosure"));
 }
