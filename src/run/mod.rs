@@ -669,8 +669,21 @@ fn summarize(
     };
     let run_secs = (measured_ns + run.warmup.0.as_nanos() as u64) as f64 / 1e9;
     let cores_used = cpu_used_ns as f64 / 1e9 / run_secs.max(1e-9);
-    let saturated = busy_max >= SATURATED_BUSY || cores_used >= 0.9 * logical_cpus as f64;
+    let cpu_bound = busy_max >= SATURATED_BUSY || cores_used >= 0.9 * logical_cpus as f64;
+    // An embedded engine (RocksDB) does its work on the worker threads: busy workers then
+    // mean the machine's CPU is the limit, which is part of what is measured, not a client
+    // overhead.
+    let in_process = run.targets.iter().any(|t| t.config.in_process());
+    let saturated = cpu_bound && !in_process;
     let mut warnings = Vec::new();
+    if cpu_bound && in_process {
+        warnings.push(format!(
+            "CPU-bound: the busiest worker thread was on the CPU {:.0}% of the measured time and the process used {:.2} of {} CPUs. With an embedded engine that is mostly the engine's own work on those threads: the figures show this machine's CPU as the limit, not only its storage.",
+            busy_max * 100.0,
+            cores_used,
+            logical_cpus
+        ));
+    }
     if saturated {
         warnings.push(format!(
             "storlab itself was saturated: its busiest worker thread was on the CPU {:.0}% of the measured time and the process used {:.2} of {} CPUs. These figures measure the client (storlab and the kernel work on its threads), not only the target; add threads or use a faster client machine.",

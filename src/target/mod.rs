@@ -244,6 +244,16 @@ impl TargetConfig {
         }
     }
 
+    /// The target runs inside storlab's process, on the worker threads (an embedded engine):
+    /// their CPU time is the target's work too.
+    pub fn in_process(&self) -> bool {
+        #[allow(clippy::match_like_matches_macro)]
+        match self {
+            TargetConfig::Rocksdb(_) => true,
+            _ => false,
+        }
+    }
+
     pub fn capabilities(&self) -> Capabilities {
         match self {
             TargetConfig::Null(c) => c.capabilities(),
