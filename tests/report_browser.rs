@@ -171,6 +171,57 @@ sweep.queue-depth = [1, 8]
     eprintln!("screenshot: {}", shot.display());
 }
 
+/// The RocksDB brief's scaling study (quick), reported and rendered: its grouped bars (Figures
+/// 1 and 3) and p99 against ops/s curves (Figures 2 and 4) are drawn, without console errors.
+#[test]
+fn rocksdb_scaling_study_report_renders_in_chromium() {
+    if !chromium_available() {
+        return;
+    }
+    let lab = Lab::new();
+    let study = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("studies/rocksdb-scaling.toml");
+    let out = lab
+        .cmd()
+        .args(["run", study.to_str().unwrap(), "--quick", "-q"])
+        .env_remove("STORLAB_ROCKSDB_A")
+        .env_remove("STORLAB_ROCKSDB_B")
+        .env_remove("STORLAB_ROCKSDB_C")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out).1);
+    let folder = std::fs::read_dir(lab.results())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.is_dir())
+        .unwrap();
+    let page = lab.path().join("scaling.html");
+    let out = lab.run(&["report", folder.to_str().unwrap(), "-o", page.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out).1);
+    let html = std::fs::read_to_string(&page).unwrap();
+    for step in ["readrandom", "readwhilewriting"] {
+        assert!(html.contains(&format!("Workload: {step}")), "{step} missing");
+    }
+    assert!(html.contains("threads=64") || html.contains("threads = 64"), "no thread axis");
+    let (dom, stderr) = chromium(&page, &["--dump-dom"]);
+    let problems = console_problems(&stderr);
+    assert!(problems.is_empty(), "console output from the report: {problems:#?}");
+    let marker = charts_marker(&dom);
+    let n: usize = marker
+        .strip_prefix("OK:")
+        .unwrap_or_else(|| panic!("charts did not render: {marker}"))
+        .parse()
+        .unwrap();
+    // Per step (load, readrandom, readwhilewriting): bars, p99 against ops/s, percentiles.
+    assert!(n >= 3 * 3, "only {n} charts");
+    let shot = artifacts().join("rocksdb-scaling.png");
+    let _ = std::fs::remove_file(&shot);
+    let (_, stderr) = chromium(&page, &[&format!("--screenshot={}", shot.display())]);
+    assert!(console_problems(&stderr).is_empty(), "{stderr}");
+    assert!(std::fs::read(&shot).expect("screenshot written").len() > 20_000);
+    eprintln!("screenshot: {}", shot.display());
+}
+
 /// The checks above can fail: a page with an empty chart and a script error is caught.
 #[test]
 fn the_browser_checks_catch_an_empty_chart_and_a_script_error() {

@@ -646,13 +646,15 @@ fn timeline_chart(h: &mut String, r: &StoredRun, colors: &[String]) {
             continue;
         }
         let dashed = svg::moving_average(&pts, 5);
+        // A run shorter than one interval has one point: draw it as a dot, not an empty line.
+        let markers = pts.len() == 1;
         series.push(Series {
             name: t.name.clone(),
             points: pts
                 .into_iter()
                 .map(|(x, y)| (x, y, String::new()))
                 .collect(),
-            markers: false,
+            markers,
             dashed,
             color: colors.iter().position(|n| *n == t.name),
         });
