@@ -330,7 +330,10 @@ fn print_outcome(outcome: &StudyOutcome, json: bool) -> Result<()> {
     } else {
         let c = crate::results::comparison::compare("", &outcome.summaries);
         if !c.steps.is_empty() {
-            println!("targets side by side (also in comparison.json)\n{}", c.to_text());
+            println!(
+                "targets side by side (also in comparison.json)\n{}",
+                c.to_text()
+            );
         }
     }
     eprintln!("results: {}", outcome.folder.display());
@@ -434,7 +437,11 @@ fn dbbench(args: DbbenchArgs) -> Result<i32> {
     if common.json {
         println!("{}", serde_json::to_string_pretty(&outcome.summaries)?);
     } else {
-        if let Some(v) = outcome.summaries.iter().find_map(|s| s.software.get("db.rocksdb")) {
+        if let Some(v) = outcome
+            .summaries
+            .iter()
+            .find_map(|s| s.software.get("db.rocksdb"))
+        {
             println!("RocksDB:    version {v}");
         }
         for (s, b) in outcome.summaries.iter().zip(&flags.benchmarks) {
@@ -455,7 +462,9 @@ fn dbbench(args: DbbenchArgs) -> Result<i32> {
 
 /// The brief's closing summary: one line per run.
 fn brief_overview(outcome: &StudyOutcome) -> String {
-    let header = ["run", "test", "qd", "threads", "ops/s", "MB/s", "p50", "p99", "p99.9"];
+    let header = [
+        "run", "test", "qd", "threads", "ops/s", "MB/s", "p50", "p99", "p99.9",
+    ];
     let rows: Vec<Vec<String>> = outcome
         .summaries
         .iter()

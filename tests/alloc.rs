@@ -14,8 +14,7 @@ use storlab::run::worker::{
     Clock, Control, StartGate, Worker, WorkerConfig, WorkerOutcome, run_loop,
 };
 use storlab::target::{
-    Prepared, PrepareOptions, Session, SessionParams, SessionUser, TargetConfig,
-    null::NullConfig,
+    PrepareOptions, Prepared, Session, SessionParams, SessionUser, TargetConfig, null::NullConfig,
 };
 use storlab::units::Bytes;
 use storlab::workload::Workload;
@@ -199,7 +198,13 @@ fn rocksdb_target_loop_allocates_nothing_per_operation() {
     ))
     .unwrap();
     let t = (storlab::target::find_type("rocksdb").unwrap().parse)(table).unwrap();
-    for bench in ["fillrandom", "readrandom", "updaterandom", "readseq", "deleterandom"] {
+    for bench in [
+        "fillrandom",
+        "readrandom",
+        "updaterandom",
+        "readseq",
+        "deleterandom",
+    ] {
         let w = workload(&format!(
             "type = \"db-bench\"\nbenchmark = \"{bench}\"\nnum = 5000\nvalue-size = 200"
         ));

@@ -179,7 +179,8 @@ fn rocksdb_scaling_study_report_renders_in_chromium() {
         return;
     }
     let lab = Lab::new();
-    let study = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("studies/rocksdb-scaling.toml");
+    let study =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("studies/rocksdb-scaling.toml");
     let out = lab
         .cmd()
         .args(["run", study.to_str().unwrap(), "--quick", "-q"])
@@ -196,16 +197,30 @@ fn rocksdb_scaling_study_report_renders_in_chromium() {
         .find(|p| p.is_dir())
         .unwrap();
     let page = lab.path().join("scaling.html");
-    let out = lab.run(&["report", folder.to_str().unwrap(), "-o", page.to_str().unwrap()]);
+    let out = lab.run(&[
+        "report",
+        folder.to_str().unwrap(),
+        "-o",
+        page.to_str().unwrap(),
+    ]);
     assert!(out.status.success(), "{}", text(&out).1);
     let html = std::fs::read_to_string(&page).unwrap();
     for step in ["readrandom", "readwhilewriting"] {
-        assert!(html.contains(&format!("Workload: {step}")), "{step} missing");
+        assert!(
+            html.contains(&format!("Workload: {step}")),
+            "{step} missing"
+        );
     }
-    assert!(html.contains("threads=64") || html.contains("threads = 64"), "no thread axis");
+    assert!(
+        html.contains("threads=64") || html.contains("threads = 64"),
+        "no thread axis"
+    );
     let (dom, stderr) = chromium(&page, &["--dump-dom"]);
     let problems = console_problems(&stderr);
-    assert!(problems.is_empty(), "console output from the report: {problems:#?}");
+    assert!(
+        problems.is_empty(),
+        "console output from the report: {problems:#?}"
+    );
     let marker = charts_marker(&dom);
     let n: usize = marker
         .strip_prefix("OK:")

@@ -37,7 +37,10 @@ fn every_db_bench_benchmark_runs_and_counts_as_db_bench() {
     let lab = Lab::new();
     let db = lab.path().join("db");
     let n = 3000u64;
-    let base = format!("--num={n} --value_size=512 --db={} --compression_type=none", db.display());
+    let base = format!(
+        "--num={n} --value_size=512 --db={} --compression_type=none",
+        db.display()
+    );
 
     // fillseq puts every key once: readrandom then finds every key it looks for.
     let runs = dbbench(
@@ -45,9 +48,17 @@ fn every_db_bench_benchmark_runs_and_counts_as_db_bench() {
         &format!("{base} --benchmarks=fillseq,readrandom,readseq --threads=2 --reads=1000"),
     );
     assert_eq!(runs.len(), 3);
-    assert_eq!(u(&kind(&runs[0], "write")["ops"]), 2 * n, "fillseq: num writes per thread");
+    assert_eq!(
+        u(&kind(&runs[0], "write")["ops"]),
+        2 * n,
+        "fillseq: num writes per thread"
+    );
     let reads = kind(&runs[1], "read");
-    assert_eq!(u(&reads["ops"]), 2000, "readrandom: reads per thread x threads");
+    assert_eq!(
+        u(&reads["ops"]),
+        2000,
+        "readrandom: reads per thread x threads"
+    );
     assert_eq!(u(&reads["misses"]), 0, "after fillseq every key is found");
     assert_eq!(u(&kind(&runs[2], "read")["ops"]), 2000);
     assert_eq!(u(&kind(&runs[2], "read")["misses"]), 0);
@@ -55,10 +66,16 @@ fn every_db_bench_benchmark_runs_and_counts_as_db_bench() {
     assert_eq!(u(&reads["bytes"]), 2000 * (16 + 512));
 
     // fillrandom puts num random keys: about 1 - 1/e of the key space exists afterwards.
-    let runs = dbbench(&lab, &format!("{base} --benchmarks=fillrandom,readrandom --reads=20000"));
+    let runs = dbbench(
+        &lab,
+        &format!("{base} --benchmarks=fillrandom,readrandom --reads=20000"),
+    );
     let r = kind(&runs[1], "read");
     let found = (u(&r["ops"]) - u(&r["misses"])) as f64 / u(&r["ops"]) as f64;
-    assert!((found - 0.632).abs() < 0.03, "found share after fillrandom: {found}");
+    assert!(
+        (found - 0.632).abs() < 0.03,
+        "found share after fillrandom: {found}"
+    );
 
     // overwrite, updaterandom and deleterandom on the existing database.
     let runs = dbbench(
@@ -69,7 +86,11 @@ fn every_db_bench_benchmark_runs_and_counts_as_db_bench() {
     );
     assert_eq!(u(&kind(&runs[0], "write")["ops"]), n);
     let rmw = kind(&runs[1], "read-modify-write");
-    assert_eq!(u(&rmw["ops"]), 5000, "updaterandom: max(reads, writes) per thread");
+    assert_eq!(
+        u(&rmw["ops"]),
+        5000,
+        "updaterandom: max(reads, writes) per thread"
+    );
     assert!(u(&rmw["misses"]) < 5000 / 2);
     assert_eq!(u(&kind(&runs[2], "delete")["ops"]), n);
     // Deleting num random keys leaves about 1/e of what was there.
@@ -85,7 +106,10 @@ fn every_db_bench_benchmark_runs_and_counts_as_db_bench() {
         ),
     );
     let s = &runs[0];
-    assert!(target(s)["kinds"].get("write").is_none(), "readers only in the target: {s}");
+    assert!(
+        target(s)["kinds"].get("write").is_none(),
+        "readers only in the target: {s}"
+    );
     let w = &s["background"][0];
     assert_eq!(w["name"], "db:writer");
     let puts = u(&w["kinds"]["write"]["ops"]) as f64;
@@ -114,10 +138,17 @@ fn db_bench_style_lines_and_refused_flags() {
         .lines()
         .find(|l| l.starts_with("readrandom   :"))
         .unwrap_or_else(|| panic!("no readrandom line in:\n{stdout}"));
-    assert!(line.contains("micros/op") && line.contains("ops/sec") && line.contains("of 2000 found"), "{line}");
+    assert!(
+        line.contains("micros/op") && line.contains("ops/sec") && line.contains("of 2000 found"),
+        "{line}"
+    );
     assert!(stdout.contains("Percentiles: P50:"), "{stdout}");
 
-    for bad in ["--max_bytes_for_level_base=1048576", "--statistics", "--num_levels=4"] {
+    for bad in [
+        "--max_bytes_for_level_base=1048576",
+        "--statistics",
+        "--num_levels=4",
+    ] {
         let out = lab.run(&["dbbench", "--num=10", bad]);
         let name = bad.trim_start_matches("--").split('=').next().unwrap();
         assert_eq!(out.status.code(), Some(2), "{bad} must be refused");
@@ -130,10 +161,20 @@ fn db_bench_style_lines_and_refused_flags() {
 
     // A database storlab did not create is never destroyed by a fill.
     let foreign = lab.path().join("foreign");
-    let out = lab.run(&["dbbench", "--benchmarks=fillseq", "--num=100", &format!("--db={}", foreign.display())]);
+    let out = lab.run(&[
+        "dbbench",
+        "--benchmarks=fillseq",
+        "--num=100",
+        &format!("--db={}", foreign.display()),
+    ]);
     assert!(out.status.success());
     std::fs::remove_file(foreign.join("STORLAB-DB")).unwrap();
-    let out = lab.run(&["dbbench", "--benchmarks=fillseq", "--num=100", &format!("--db={}", foreign.display())]);
+    let out = lab.run(&[
+        "dbbench",
+        "--benchmarks=fillseq",
+        "--num=100",
+        &format!("--db={}", foreign.display()),
+    ]);
     assert!(!out.status.success());
     assert!(text(&out).1.contains("did not create"), "{}", text(&out).1);
     assert!(foreign.join("CURRENT").exists());
@@ -218,7 +259,11 @@ fn rocksdb_scaling_study_runs_quick_on_loop_device_filesystems() {
     let folder = std::fs::read_dir(lab.results())
         .unwrap()
         .flatten()
-        .find(|e| e.file_name().to_string_lossy().starts_with("rocksdb-scaling-"))
+        .find(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("rocksdb-scaling-")
+        })
         .expect("study folder")
         .path();
     let c: Value =
@@ -259,7 +304,10 @@ fn rocksdb_scaling_study_runs_quick_on_loop_device_filesystems() {
                 r.iter().cloned().fold(0.0, f64::max) / r.iter().cloned().fold(f64::MAX, f64::min)
             })
             .fold(0.0, f64::max);
-        assert!((ratio["value"].as_f64().unwrap() - max_ratio).abs() < 1e-9, "{ratio}");
+        assert!(
+            (ratio["value"].as_f64().unwrap() - max_ratio).abs() < 1e-9,
+            "{ratio}"
+        );
         assert!(step["largest-p99-improvement"]["value"].as_f64().unwrap() >= 0.0);
     }
 
@@ -267,13 +315,19 @@ fn rocksdb_scaling_study_runs_quick_on_loop_device_filesystems() {
     let mut checked = 0;
     for e in std::fs::read_dir(&folder).unwrap().flatten() {
         let p = e.path().join("summary.json");
-        let Ok(t) = std::fs::read_to_string(&p) else { continue };
+        let Ok(t) = std::fs::read_to_string(&p) else {
+            continue;
+        };
         let s: Value = serde_json::from_str(&t).unwrap();
         if s["step"] == "readrandom" {
             let r = kind(&s, "read");
             assert_eq!(u(&r["misses"]), 0, "{}", p.display());
             assert!(
-                s["events"].as_array().unwrap().iter().any(|e| e["kind"] == "page-cache-dropped"),
+                s["events"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|e| e["kind"] == "page-cache-dropped"),
                 "{}",
                 p.display()
             );

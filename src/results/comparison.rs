@@ -88,8 +88,10 @@ fn where_text(p: &BTreeMap<String, String>) -> String {
 pub fn compare(study: &str, summaries: &[RunSummary]) -> Comparison {
     // step -> parameters -> target -> (ops, secs, mean*ops, worst p99, runs, incomplete)
     type Acc = (u64, f64, f64, u64, usize, bool);
-    let mut steps: Vec<(String, Vec<(BTreeMap<String, String>, BTreeMap<String, Acc>)>)> =
-        Vec::new();
+    let mut steps: Vec<(
+        String,
+        Vec<(BTreeMap<String, String>, BTreeMap<String, Acc>)>,
+    )> = Vec::new();
     for s in summaries {
         let si = match steps.iter().position(|(n, _)| *n == s.step) {
             Some(i) => i,
@@ -107,7 +109,10 @@ pub fn compare(study: &str, summaries: &[RunSummary]) -> Comparison {
             }
         };
         for t in &s.targets {
-            let a = points[pi].1.entry(t.name.clone()).or_insert((0, 0.0, 0.0, 0, 0, false));
+            let a = points[pi]
+                .1
+                .entry(t.name.clone())
+                .or_insert((0, 0.0, 0.0, 0, 0, false));
             a.0 += t.ops;
             a.1 += s.measured_seconds;
             a.2 += t.service_latency.mean_ns * t.ops as f64;
@@ -124,15 +129,17 @@ pub fn compare(study: &str, summaries: &[RunSummary]) -> Comparison {
                 parameters,
                 targets: targets
                     .into_iter()
-                    .map(|(target, (ops, secs, mean_sum, p99, runs, incomplete))| TargetPoint {
-                        target,
-                        rate_ops: if secs > 0.0 { ops as f64 / secs } else { 0.0 },
-                        mean_latency_ns: if ops > 0 { mean_sum / ops as f64 } else { 0.0 },
-                        p99_latency_ns: p99,
-                        ops,
-                        runs,
-                        incomplete,
-                    })
+                    .map(
+                        |(target, (ops, secs, mean_sum, p99, runs, incomplete))| TargetPoint {
+                            target,
+                            rate_ops: if secs > 0.0 { ops as f64 / secs } else { 0.0 },
+                            mean_latency_ns: if ops > 0 { mean_sum / ops as f64 } else { 0.0 },
+                            p99_latency_ns: p99,
+                            ops,
+                            runs,
+                            incomplete,
+                        },
+                    )
                     .collect(),
             })
             .collect();
@@ -142,8 +149,7 @@ pub fn compare(study: &str, summaries: &[RunSummary]) -> Comparison {
         let mut best_ratio: Option<Callout> = None;
         let mut best_p99: Option<Callout> = None;
         for p in &points {
-            let measured: Vec<&TargetPoint> =
-                p.targets.iter().filter(|t| t.ops > 0).collect();
+            let measured: Vec<&TargetPoint> = p.targets.iter().filter(|t| t.ops > 0).collect();
             if measured.len() < 2 {
                 continue;
             }
@@ -180,8 +186,7 @@ pub fn compare(study: &str, summaries: &[RunSummary]) -> Comparison {
             let fast = measured.iter().min_by_key(|t| t.p99_latency_ns).unwrap();
             let slow = measured.iter().max_by_key(|t| t.p99_latency_ns).unwrap();
             if slow.p99_latency_ns > 0 {
-                let improvement =
-                    1.0 - fast.p99_latency_ns as f64 / slow.p99_latency_ns as f64;
+                let improvement = 1.0 - fast.p99_latency_ns as f64 / slow.p99_latency_ns as f64;
                 if best_p99.as_ref().is_none_or(|c| improvement > c.value) {
                     best_p99 = Some(Callout {
                         parameters: p.parameters.clone(),
@@ -239,9 +244,16 @@ impl Comparison {
                 .points
                 .iter()
                 .map(|p| {
-                    let label: Vec<String> =
-                        p.parameters.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                    let mut row = vec![if label.is_empty() { "-".into() } else { label.join(" ") }];
+                    let label: Vec<String> = p
+                        .parameters
+                        .iter()
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect();
+                    let mut row = vec![if label.is_empty() {
+                        "-".into()
+                    } else {
+                        label.join(" ")
+                    }];
                     for n in &names {
                         match p.targets.iter().find(|t| t.target == *n) {
                             Some(t) => {
@@ -258,7 +270,10 @@ impl Comparison {
             let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();
             out.push_str(&format!("step {}\n", s.step));
             out.push_str(&crate::report::table::render(&header_refs, &rows));
-            for c in [&s.largest_ops_ratio, &s.largest_p99_improvement].into_iter().flatten() {
+            for c in [&s.largest_ops_ratio, &s.largest_p99_improvement]
+                .into_iter()
+                .flatten()
+            {
                 out.push_str(&format!("  call-out: {}\n", c.text));
             }
         }
@@ -324,7 +339,10 @@ mod tests {
         assert_eq!(s.points.len(), 2);
         let r = s.largest_ops_ratio.as_ref().unwrap();
         assert_eq!(r.parameters["threads"], "64");
-        assert_eq!((r.best.as_str(), r.worst.as_str()), ("micron", "competitor-a"));
+        assert_eq!(
+            (r.best.as_str(), r.worst.as_str()),
+            ("micron", "competitor-a")
+        );
         assert!((r.value - 1.5854).abs() < 1e-3, "{}", r.value);
         assert!(r.text.contains("59% more ops/s"), "{}", r.text);
         let p = s.largest_p99_improvement.as_ref().unwrap();

@@ -183,12 +183,13 @@ fn run_one(
             } else {
                 reported
             };
-            list.into_iter().map(|(software, version)| system::TargetSoftware {
-                target: t.name.clone(),
-                target_type: t.config.type_name().to_string(),
-                software,
-                version,
-            })
+            list.into_iter()
+                .map(|(software, version)| system::TargetSoftware {
+                    target: t.name.clone(),
+                    target_type: t.config.type_name().to_string(),
+                    software,
+                    version,
+                })
         })
         .collect();
     folder
@@ -233,23 +234,20 @@ fn run_one(
     let mut shapes = Vec::new();
     let mut worker_inputs = Vec::new();
     let mut worker_index = 0u32;
-    let mut new_worker = |shape: usize,
-                          kinds: &[OpKind],
-                          open: bool,
-                          worker_index: u32|
-     -> Recorder {
-        let (stx, srx) = sync_channel(SPARES_PER_WORKER + 2);
-        for _ in 0..SPARES_PER_WORKER {
-            let _ = stx.try_send(Interval::new(worker_index, shape as u32, kinds, open));
-        }
-        spare_senders.push(stx);
-        worker_target.push(shape as u32);
-        Recorder::new(
-            Interval::new(worker_index, shape as u32, kinds, open),
-            tx.clone(),
-            srx,
-        )
-    };
+    let mut new_worker =
+        |shape: usize, kinds: &[OpKind], open: bool, worker_index: u32| -> Recorder {
+            let (stx, srx) = sync_channel(SPARES_PER_WORKER + 2);
+            for _ in 0..SPARES_PER_WORKER {
+                let _ = stx.try_send(Interval::new(worker_index, shape as u32, kinds, open));
+            }
+            spare_senders.push(stx);
+            worker_target.push(shape as u32);
+            Recorder::new(
+                Interval::new(worker_index, shape as u32, kinds, open),
+                tx.clone(),
+                srx,
+            )
+        };
     let params_for = |ti: usize, worker: u32| {
         let w = &run.targets[ti].workload;
         let block = w.as_block();
@@ -295,7 +293,14 @@ fn run_one(
                 stop_on_error: run.stop_on_error,
             };
             let source = w.source(regions[ti], thread);
-            worker_inputs.push((ti, config, params_for(ti, worker_index), recorder, source, false));
+            worker_inputs.push((
+                ti,
+                config,
+                params_for(ti, worker_index),
+                recorder,
+                source,
+                false,
+            ));
             worker_index += 1;
         }
     }
@@ -322,7 +327,14 @@ fn run_one(
             rate_ops: b.rate_ops,
             stop_on_error: false,
         };
-        worker_inputs.push((ti, config, params_for(ti, worker_index), recorder, b.source, true));
+        worker_inputs.push((
+            ti,
+            config,
+            params_for(ti, worker_index),
+            recorder,
+            b.source,
+            true,
+        ));
         worker_index += 1;
     }
     drop(new_worker);
@@ -748,7 +760,11 @@ fn summarize(
                 .targets
                 .get(*t as usize)
                 .map(|t| t.name.clone())
-                .or_else(|| background_names.get(*t as usize - run.targets.len()).cloned())
+                .or_else(|| {
+                    background_names
+                        .get(*t as usize - run.targets.len())
+                        .cloned()
+                })
                 .unwrap_or_default(),
             op: k.name().into(),
             kind: e.kind.name().into(),

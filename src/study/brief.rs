@@ -158,7 +158,12 @@ mod tests {
 
     #[test]
     fn brief_study_is_a_valid_plan_of_storage_and_key_value_runs() {
-        let text = study_text(Path::new("/tmp/x/data.bin"), Path::new("/tmp/x/kv"), true, true);
+        let text = study_text(
+            Path::new("/tmp/x/data.bin"),
+            Path::new("/tmp/x/kv"),
+            true,
+            true,
+        );
         let plan = crate::study::parse("brief.toml", &text).unwrap();
         assert_eq!(plan.runs.len(), 13);
         let qds: Vec<u32> = plan.runs[..6]
@@ -171,7 +176,10 @@ mod tests {
             .map(|r| (r.step.clone(), r.targets[0].workload.threads()))
             .collect();
         assert_eq!(kv[0], ("kv-fill".to_string(), 1));
-        assert_eq!(kv[1..4].iter().map(|k| k.1).collect::<Vec<_>>(), vec![1, 4, 16]);
+        assert_eq!(
+            kv[1..4].iter().map(|k| k.1).collect::<Vec<_>>(),
+            vec![1, 4, 16]
+        );
         assert_eq!(kv[6].0, "kv-readwhilewriting");
     }
 }

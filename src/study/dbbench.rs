@@ -36,29 +36,68 @@ pub enum FlagError {
 
 /// The flags storlab takes, with what they mean.
 pub const SUPPORTED: &[(&str, &str)] = &[
-    ("benchmarks", "comma-separated list, run in order (default fillrandom,readrandom)"),
+    (
+        "benchmarks",
+        "comma-separated list, run in order (default fillrandom,readrandom)",
+    ),
     ("num", "keys in the database (default 1000000)"),
     ("reads", "reads per thread (default --num)"),
     ("writes", "writes per thread (default --num)"),
-    ("threads", "threads (readwhilewriting adds one writer) (default 1)"),
-    ("duration", "seconds per benchmark; 0: bounded by counts (default 0)"),
+    (
+        "threads",
+        "threads (readwhilewriting adds one writer) (default 1)",
+    ),
+    (
+        "duration",
+        "seconds per benchmark; 0: bounded by counts (default 0)",
+    ),
     ("key_size", "bytes per key (default 16)"),
     ("value_size", "bytes per value (default 100)"),
-    ("compression_ratio", "values compress to this fraction (default 0.5)"),
-    ("db", "database directory (default /tmp/rocksdbtest-UID/dbbench)"),
-    ("use_existing_db", "1: the database must exist; never recreate it (default 0)"),
-    ("benchmark_write_rate_limit", "readwhilewriting writer: bytes/s, 0 = no limit (default 0)"),
+    (
+        "compression_ratio",
+        "values compress to this fraction (default 0.5)",
+    ),
+    (
+        "db",
+        "database directory (default /tmp/rocksdbtest-UID/dbbench)",
+    ),
+    (
+        "use_existing_db",
+        "1: the database must exist; never recreate it (default 0)",
+    ),
+    (
+        "benchmark_write_rate_limit",
+        "readwhilewriting writer: bytes/s, 0 = no limit (default 0)",
+    ),
     ("cache_size", "block cache bytes (default 8388608)"),
-    ("compression_type", "none, snappy, zlib, bz2, lz4, lz4hc, zstd (default snappy)"),
+    (
+        "compression_type",
+        "none, snappy, zlib, bz2, lz4, lz4hc, zstd (default snappy)",
+    ),
     ("write_buffer_size", "memtable bytes (default 67108864)"),
-    ("max_background_jobs", "flush and compaction threads (default 2)"),
-    ("bloom_bits", "bloom filter bits per key; <= 0: none (default -1)"),
+    (
+        "max_background_jobs",
+        "flush and compaction threads (default 2)",
+    ),
+    (
+        "bloom_bits",
+        "bloom filter bits per key; <= 0: none (default -1)",
+    ),
     ("sync", "sync the WAL on every write (default 0)"),
     ("disable_wal", "write without a WAL (default 0)"),
     ("use_direct_reads", "O_DIRECT reads (default 0)"),
-    ("use_direct_io_for_flush_and_compaction", "O_DIRECT flush and compaction (default 0)"),
-    ("seed", "seed of the key generators; 0: fixed default (default 0)"),
-    ("histogram", "print latency percentiles per benchmark (storlab always records them)"),
+    (
+        "use_direct_io_for_flush_and_compaction",
+        "O_DIRECT flush and compaction (default 0)",
+    ),
+    (
+        "seed",
+        "seed of the key generators; 0: fixed default (default 0)",
+    ),
+    (
+        "histogram",
+        "print latency percentiles per benchmark (storlab always records them)",
+    ),
 ];
 
 const BOOLS: &[&str] = &[
@@ -343,7 +382,10 @@ mod tests {
             "--benchmarks=fillrandom,readrandom --num=1000 -threads=4 --value_size 4096 --use_existing_db --nosync --histogram=1 --bloom_bits=10",
         ))
         .unwrap();
-        assert_eq!(f.benchmarks, vec![Benchmark::Fillrandom, Benchmark::Readrandom]);
+        assert_eq!(
+            f.benchmarks,
+            vec![Benchmark::Fillrandom, Benchmark::Readrandom]
+        );
         assert_eq!((f.num, f.threads, f.value_size), (1000, 4, 4096));
         assert!(f.use_existing_db && !f.sync && f.histogram);
         assert_eq!(f.bloom_bits, 10);

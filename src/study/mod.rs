@@ -689,7 +689,12 @@ impl Plan {
             // A fill bounded by its operation count loads the (capped) key space once.
             if r.ops.is_some() && r.targets.iter().all(|t| t.workload.fresh()) {
                 r.duration = None;
-                let threads = r.targets.iter().map(|t| t.workload.threads()).max().unwrap_or(1);
+                let threads = r
+                    .targets
+                    .iter()
+                    .map(|t| t.workload.threads())
+                    .max()
+                    .unwrap_or(1);
                 r.ops = r.ops.map(|o| o.min(QUICK_KEYS * threads as u64));
             }
             for t in &mut r.targets {

@@ -23,18 +23,32 @@ use crate::record::{OpError, OpKind};
 /// (see [`crate::workload::kv::KeyFormat`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
-    Read { offset: u64, len: u32 },
-    Write { offset: u64, len: u32 },
+    Read {
+        offset: u64,
+        len: u32,
+    },
+    Write {
+        offset: u64,
+        len: u32,
+    },
     Fsync,
     /// Read one key's value.
-    Get { key: u64 },
+    Get {
+        key: u64,
+    },
     /// Write one key's whole value.
-    Put { key: u64 },
+    Put {
+        key: u64,
+    },
     /// Read the next key of a sequential scan (from the first key; wraps at the end).
     Next,
     /// Read a key's value, then write a new one (db_bench's updaterandom).
-    ReadModifyWrite { key: u64 },
-    Delete { key: u64 },
+    ReadModifyWrite {
+        key: u64,
+    },
+    Delete {
+        key: u64,
+    },
 }
 
 impl Op {
@@ -279,7 +293,13 @@ impl TargetConfig {
             TargetConfig::File(c) => (c.prepare(opts)?, Handle::None),
             TargetConfig::Rocksdb(c) => {
                 let shared = c.prepare(opts)?;
-                (Region { offset_bytes: 0, size_bytes: 0 }, Handle::Rocksdb(shared))
+                (
+                    Region {
+                        offset_bytes: 0,
+                        size_bytes: 0,
+                    },
+                    Handle::Rocksdb(shared),
+                )
             }
         };
         Ok(Prepared { region, handle })

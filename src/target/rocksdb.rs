@@ -24,8 +24,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::record::{ErrorKind, OpError, OpKind};
 use crate::target::{
-    Capabilities, Completion, Completions, Op, OptionError, PrepareOptions, Session,
-    SessionParams, SessionUser, TargetConfig, TargetError, TargetType, option_error,
+    Capabilities, Completion, Completions, Op, OptionError, PrepareOptions, Session, SessionParams,
+    SessionUser, TargetConfig, TargetError, TargetType, option_error,
 };
 use crate::units::Bytes;
 use crate::workload::kv::{KvShape, ValueGen, write_key};
@@ -60,10 +60,7 @@ pub const TYPE: TargetType = TargetType {
             "bloom-bits",
             "bloom filter bits per key (default 0: no filter)",
         ),
-        (
-            "sync-writes",
-            "sync the WAL on every write (default false)",
-        ),
+        ("sync-writes", "sync the WAL on every write (default false)"),
         ("disable-wal", "write without a WAL (default false)"),
         (
             "use-existing-db",
@@ -210,7 +207,10 @@ pub fn library_version(dir: &Path) -> Option<String> {
     for e in std::fs::read_dir(dir).ok()?.flatten() {
         let name = e.file_name();
         let name = name.to_str()?;
-        if let Some(n) = name.strip_prefix("OPTIONS-").and_then(|n| n.parse::<u64>().ok()) {
+        if let Some(n) = name
+            .strip_prefix("OPTIONS-")
+            .and_then(|n| n.parse::<u64>().ok())
+        {
             if newest.as_ref().is_none_or(|(m, _)| n > *m) {
                 newest = Some((n, e.path()));
             }
@@ -347,7 +347,11 @@ impl RocksConfig {
                 for e in entries.flatten() {
                     let name = e.file_name();
                     let name = name.to_string_lossy();
-                    if name == "LOG" || name.starts_with("LOG.old.") || name == "LOCK" || name == MARKER {
+                    if name == "LOG"
+                        || name.starts_with("LOG.old.")
+                        || name == "LOCK"
+                        || name == MARKER
+                    {
                         let _ = std::fs::remove_file(e.path());
                     }
                 }

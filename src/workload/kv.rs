@@ -251,7 +251,11 @@ impl KvWorkload {
 
     /// The source of foreground thread `thread`.
     pub fn source(&self, thread: u32) -> KvSource {
-        KvSource::new(self.benchmark, self.num, self.seed.wrapping_add(thread as u64))
+        KvSource::new(
+            self.benchmark,
+            self.num,
+            self.seed.wrapping_add(thread as u64),
+        )
     }
 
     /// readwhilewriting's writer: its source and its pace in puts per second (None: as fast
@@ -261,7 +265,8 @@ impl KvWorkload {
             return None;
         }
         let put_bytes = (self.key_size as u64 + self.value_size.0) as f64;
-        let rate = (self.writer_rate_bytes.0 > 0).then(|| self.writer_rate_bytes.0 as f64 / put_bytes);
+        let rate =
+            (self.writer_rate_bytes.0 > 0).then(|| self.writer_rate_bytes.0 as f64 / put_bytes);
         // db_bench's writer is thread 0; the readers are 1..=threads.
         Some((
             KvSource::new(Benchmark::Overwrite, self.num, self.seed.wrapping_sub(1)),
@@ -338,7 +343,9 @@ pub fn write_key(keynum: u64, out: &mut [u8]) {
 
 /// Reads the key number back from a db_bench key.
 pub fn read_key(key: &[u8]) -> u64 {
-    key.iter().take(8).fold(0u64, |acc, &b| (acc << 8) | b as u64)
+    key.iter()
+        .take(8)
+        .fold(0u64, |acc, &b| (acc << 8) | b as u64)
 }
 
 /// db_bench's value generator: a buffer of at least 1 MiB of printable text in which every
@@ -436,7 +443,10 @@ mod tests {
             }
         }
         // 1000 expected per key; 5 standard deviations is about 160.
-        assert!(counts.iter().all(|&c| (840..1160).contains(&c)), "{counts:?}");
+        assert!(
+            counts.iter().all(|&c| (840..1160).contains(&c)),
+            "{counts:?}"
+        );
     }
 
     #[test]
@@ -465,13 +475,28 @@ mod tests {
 
     #[test]
     fn bad_values_name_their_key() {
-        assert_eq!(workload("benchmark = \"fillrandom\"\nnum = 0").unwrap_err().key, "num");
-        assert_eq!(workload("benchmark = \"readrandom\"\nkey-size = 4").unwrap_err().key, "key-size");
         assert_eq!(
-            workload("benchmark = \"readrandom\"\nwriter-rate-bytes = 100").unwrap_err().key,
+            workload("benchmark = \"fillrandom\"\nnum = 0")
+                .unwrap_err()
+                .key,
+            "num"
+        );
+        assert_eq!(
+            workload("benchmark = \"readrandom\"\nkey-size = 4")
+                .unwrap_err()
+                .key,
+            "key-size"
+        );
+        assert_eq!(
+            workload("benchmark = \"readrandom\"\nwriter-rate-bytes = 100")
+                .unwrap_err()
+                .key,
             "writer-rate-bytes"
         );
-        assert_eq!(workload("benchmark = \"readrandomx\"").unwrap_err().key, "benchmark");
+        assert_eq!(
+            workload("benchmark = \"readrandomx\"").unwrap_err().key,
+            "benchmark"
+        );
         assert_eq!(workload("num = 5").unwrap_err().key, "benchmark");
     }
 }

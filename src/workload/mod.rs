@@ -129,14 +129,22 @@ impl Workload {
         let ty = match table.remove("type") {
             None => "block".to_string(),
             Some(toml::Value::String(s)) => s,
-            Some(_) => return Err(err("type", format!("type is a string: one of {}", TYPES.join(", ")))),
+            Some(_) => {
+                return Err(err(
+                    "type",
+                    format!("type is a string: one of {}", TYPES.join(", ")),
+                ));
+            }
         };
         match ty.as_str() {
             "block" => BlockWorkload::from_table(table).map(Workload::Block),
             "db-bench" => kv::KvWorkload::from_table(table).map(Workload::DbBench),
             other => Err(err(
                 "type",
-                format!("unknown workload type `{other}`: expected one of {}", TYPES.join(", ")),
+                format!(
+                    "unknown workload type `{other}`: expected one of {}",
+                    TYPES.join(", ")
+                ),
             )),
         }
     }
