@@ -150,17 +150,18 @@ pub fn compare(study: &str, summaries: &[RunSummary]) -> Comparison {
         let mut best_p99: Option<Callout> = None;
         for p in &points {
             let measured: Vec<&TargetPoint> = p.targets.iter().filter(|t| t.ops > 0).collect();
+            let by_rate = |a: &&&TargetPoint, b: &&&TargetPoint| a.rate_ops.total_cmp(&b.rate_ops);
+            let (Some(hi), Some(lo), Some(fast), Some(slow)) = (
+                measured.iter().max_by(by_rate),
+                measured.iter().min_by(by_rate),
+                measured.iter().min_by_key(|t| t.p99_latency_ns),
+                measured.iter().max_by_key(|t| t.p99_latency_ns),
+            ) else {
+                continue;
+            };
             if measured.len() < 2 {
                 continue;
             }
-            let hi = measured
-                .iter()
-                .max_by(|a, b| a.rate_ops.total_cmp(&b.rate_ops))
-                .unwrap();
-            let lo = measured
-                .iter()
-                .min_by(|a, b| a.rate_ops.total_cmp(&b.rate_ops))
-                .unwrap();
             if lo.rate_ops > 0.0 {
                 let ratio = hi.rate_ops / lo.rate_ops;
                 if best_ratio.as_ref().is_none_or(|c| ratio > c.value) {
@@ -183,8 +184,6 @@ pub fn compare(study: &str, summaries: &[RunSummary]) -> Comparison {
                     });
                 }
             }
-            let fast = measured.iter().min_by_key(|t| t.p99_latency_ns).unwrap();
-            let slow = measured.iter().max_by_key(|t| t.p99_latency_ns).unwrap();
             if slow.p99_latency_ns > 0 {
                 let improvement = 1.0 - fast.p99_latency_ns as f64 / slow.p99_latency_ns as f64;
                 if best_p99.as_ref().is_none_or(|c| improvement > c.value) {
