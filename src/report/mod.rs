@@ -4,3 +4,4 @@
 pub mod dbbench;
 pub mod markdown;
 pub mod table;
+pub mod ycsb;

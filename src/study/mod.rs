@@ -8,6 +8,7 @@
 pub mod brief;
 pub mod dbbench;
 pub mod plan;
+pub mod ycsb;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -374,7 +375,8 @@ pub fn parse(file: &str, text: &str) -> Result<Plan, StudyErrors> {
                 }
             }
         }
-        if s.duration.is_none() && s.ops.is_none() {
+        let bounded_by_workload = wtable.get("type").and_then(|t| t.as_str()) == Some("ycsb");
+        if s.duration.is_none() && s.ops.is_none() && !bounded_by_workload {
             errors.push(src.error(Some(step_span.clone()), step_key.clone(), "a step needs a bound: `duration` (e.g. \"30s\"), `ops` (measured operations per target), or both"));
         }
         if let Some(d) = &s.duration {
@@ -559,6 +561,30 @@ pub fn parse(file: &str, text: &str) -> Result<Plan, StudyErrors> {
 /// Why a target cannot run a workload, with the workload key to blame.
 fn capability_problem(t: &TargetConfig, w: &Workload) -> Option<(&'static str, String)> {
     let caps = t.capabilities();
+    if let Workload::Ycsb(_) = w {
+        if matches!(t, TargetConfig::File(_)) {
+            return Some((
+                "type",
+                "a file target takes block workloads; ycsb workloads need a database target (rocksdb, redis, postgres, mongodb, null)".to_string(),
+            ));
+        }
+        for k in w.all_kinds() {
+            if !caps.ops.contains(&k) {
+                return Some(("type", format!("a {} target cannot {}", t.type_name(), k.name())));
+            }
+        }
+        if w.queue_depth() > caps.max_queue_depth {
+            return Some((
+                "queue-depth",
+                format!(
+                    "a {} target takes at most {} operations in flight per thread",
+                    t.type_name(),
+                    caps.max_queue_depth
+                ),
+            ));
+        }
+        return None;
+    }
     if let Workload::DbBench(_) = w {
         if matches!(t, TargetConfig::File(_)) {
             return Some((
@@ -658,13 +684,23 @@ impl Plan {
                 .unwrap_or(std::time::Duration::from_secs(1))
                 .min(std::time::Duration::from_secs(1))));
             r.ops = r.ops.map(|o| o.min(20_000));
+            let mut ycsb = false;
             for t in &mut r.targets {
+                if let Workload::Ycsb(w) = &mut t.workload {
+                    // Counts are capped in the workload: a load must insert every record.
+                    w.make_quick();
+                    ycsb = true;
+                }
                 if let TargetConfig::File(f) = &mut t.config {
                     let cap = 64u64 << 20;
                     if f.size.is_none_or(|s| s.0 > cap) && !f.path.starts_with("/dev/") {
                         f.size = Some(crate::units::Bytes(cap));
                     }
                 }
+            }
+            if ycsb {
+                r.ops = None;
+                r.duration = None;
             }
         }
     }
