@@ -1,9 +1,20 @@
 #!/usr/bin/env bash
 # Sets up (scripts/setup.sh) and runs every test: unit tests, and integration tests that run
-# the real binary on real targets (files, a loop device with ext4, the null target).
+# the real binary on real targets (files, loop devices with ext4, xfs and btrfs, embedded
+# RocksDB, the null target, the HTML report in headless Chromium) and on real servers:
+# PostgreSQL 15, Redis 7 and FerretDB (MongoDB protocol), installed by scripts/servers.sh
+# (FerretDB is built once from its Go module, a few minutes) and started on 127.0.0.1 for
+# the tests only, then stopped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 export PATH="$HOME/.cargo/bin:$PATH"
+./scripts/servers.sh install
+servers="$(mktemp -d /tmp/storlab-servers.XXXXXX)"
+trap './scripts/servers.sh stop "$servers" >/dev/null 2>&1 || true; rm -rf "$servers"' EXIT
+./scripts/servers.sh start "$servers"
+# shellcheck disable=SC1091
+. "$servers/env.sh"
+export STORLAB_REQUIRE_SERVERS=1
 export STORLAB_REQUIRE_CHROMIUM=1
 cargo test --release --locked -- --test-threads=2

@@ -93,6 +93,32 @@ enum Command {
     /// Set stored results side by side: ratios and percent differences against the first.
     #[command(long_about = COMPARE_ABOUT)]
     Compare(CompareArgs),
+    /// Run a YCSB phase with YCSB's own command line against a database, print YCSB-style
+    /// result lines, and store storlab's full results.
+    ///
+    /// Example: storlab ycsb load redis -P workloads/workloada -p redis.host=127.0.0.1
+    /// -p redis.port=6379 -p recordcount=100000 -threads 8; then the same with `run`.
+    ///
+    /// Bindings: basic (the null target), rocksdb (-p rocksdb.dir=DIR), redis (redis.host,
+    /// redis.port, redis.password, redis.timeout), jdbc / postgres (db.url, db.user,
+    /// db.passwd), mongodb (mongodb.url, batchsize). Options: -P FILE, -p NAME=VALUE,
+    /// -threads N, -target OPS (open loop, with latency from the intended start), -s
+    /// (progress), -db NAME. Properties keep YCSB's names; any property nobody understands is
+    /// refused by name with where it was set. storlab's own options (--results, --json)
+    /// go before `load` or `run`.
+    Ycsb(YcsbArgs),
+}
+
+#[derive(Args)]
+struct YcsbArgs {
+    #[command(flatten)]
+    common: CommonRunArgs,
+    /// `load` (insert the records) or `run` (the operation mix).
+    #[arg(value_parser = ["load", "run"])]
+    phase: String,
+    /// The binding name and YCSB's options, e.g. redis -P workloads/workloada -p redis.port=6379.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0.., value_name = "YCSB_ARGS")]
+    args: Vec<String>,
 }
 
 #[derive(Args)]
@@ -240,6 +266,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
         }
         Command::Brief(args) => brief(args),
         Command::Dbbench(args) => dbbench(args),
+        Command::Ycsb(args) => ycsb(args),
         Command::Results { command, store } => results(command, &store.results),
         Command::Report(args) => report_command(args),
         Command::Compare(args) => compare_command(args),
@@ -262,7 +289,7 @@ fn print_plan(plan: &Plan) {
             (Some(d), Some(o)) => format!("{d} or {o} ops"),
             (Some(d), None) => d.to_string(),
             (None, Some(o)) => format!("{o} ops"),
-            (None, None) => "?".into(),
+            (None, None) => "until the workload ends".into(),
         };
         let w = &r.targets[0].workload;
         println!(
@@ -453,6 +480,49 @@ fn dbbench(args: DbbenchArgs) -> Result<i32> {
             }
             for w in &s.warnings {
                 println!("WARNING: {w}");
+            }
+        }
+    }
+    eprintln!("results: {}", outcome.folder.display());
+    Ok(code)
+}
+
+fn ycsb(args: YcsbArgs) -> Result<i32> {
+    use crate::workload::ycsb::workload::Phase;
+    let phase = if args.phase == "load" {
+        Phase::Load
+    } else {
+        Phase::Run
+    };
+    let command = match study::ycsb::parse_args(phase, &args.args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("storlab ycsb: {e}");
+            return Ok(EXIT_INVALID);
+        }
+    };
+    let text = command.study_text();
+    let mut plan = study::parse("ycsb-command-line.toml", &text)?;
+    plan.source_text = command.study_text_redacted();
+    let mut common = args.common;
+    common.quiet =
+        common.quiet || !command.status || !std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let (outcome, code) = execute_with(&plan, &common, false)?;
+    if common.json {
+        println!("{}", serde_json::to_string_pretty(&outcome.summaries)?);
+    } else {
+        for s in &outcome.summaries {
+            for (name, version) in &s.software {
+                println!(
+                    "[SOFTWARE], {}, {version}",
+                    name.strip_prefix("db.").unwrap_or(name)
+                );
+            }
+            for l in report::ycsb::lines(s, command.workload.core.data_integrity) {
+                println!("{l}");
+            }
+            for w in &s.warnings {
+                println!("[WARNING], {w}");
             }
         }
     }

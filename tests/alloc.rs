@@ -119,6 +119,7 @@ fn loop_allocations(
         pattern: 0,
         seed: 1,
         kv: workload.kv_shape(),
+        ycsb: workload.ycsb(),
     };
     let (n, outcome) = target
         .open(

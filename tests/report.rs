@@ -100,8 +100,9 @@ fn summaries(study: &Path) -> Vec<Value> {
     out
 }
 
-/// The stored figures of a table row: ops, ops/s, MB/s, mean, p50, p99, p99.9, max, errors.
-fn stored_row(s: &Value, target: &str, op: &str) -> [f64; 9] {
+/// The stored figures of a table row: ops, ops/s, MB/s, mean, p50, p95, p99, p99.9, max,
+/// errors.
+fn stored_row(s: &Value, target: &str, op: &str) -> [f64; 10] {
     let t = s["targets"]
         .as_array()
         .unwrap()
@@ -117,6 +118,7 @@ fn stored_row(s: &Value, target: &str, op: &str) -> [f64; 9] {
         f(&k["rate-bytes"]) / 1e6,
         f(&l["mean-ns"]),
         f(&l["p50-ns"]),
+        f(&l["p95-ns"]),
         f(&l["p99-ns"]),
         f(&l["p99.9-ns"]),
         f(&l["max-ns"]),
@@ -155,7 +157,7 @@ fn expected_rows(sums: &[Value]) -> Vec<(u64, String, String)> {
 fn parse_shown(col: usize, shown: &str) -> (f64, f64) {
     let shown = shown.trim().replace(',', "");
     match col {
-        0 | 8 => (shown.parse().unwrap(), 0.0),
+        0 | 9 => (shown.parse().unwrap(), 0.0),
         1 => (shown.parse().unwrap(), 0.5),
         2 => (shown.parse().unwrap(), 0.05 + 1e-9),
         _ => {
@@ -223,7 +225,7 @@ fn html_tables_equal_the_stored_results() {
         let s = sums.iter().find(|s| s["run-index"] == run).unwrap();
         let stored = stored_row(s, &target, &op);
         let cells: Vec<&str> = row.split("data-value=\"").skip(1).collect();
-        assert_eq!(cells.len(), 9, "{row}");
+        assert_eq!(cells.len(), 10, "{row}");
         for (col, cell) in cells.iter().enumerate() {
             let value: f64 = cell.split('"').next().unwrap().parse().unwrap();
             assert_eq!(value, stored[col], "run {run} {target} {op} column {col}");
@@ -269,16 +271,16 @@ fn markdown_and_csv_tables_equal_the_stored_results() {
         .filter(|l| l.starts_with("| ") && !l.starts_with("| run "))
     {
         let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
-        if cells.len() != 14 {
+        if cells.len() != 15 {
             continue;
         }
         let run: u64 = cells[0].parse().unwrap();
         let s = sums.iter().find(|s| s["run-index"] == run).unwrap();
         let stored = stored_row(s, cells[2], cells[3]);
-        for col in 0..9 {
+        for col in 0..10 {
             check_shown(&format!("md {line}"), col, cells[4 + col], stored[col]);
         }
-        assert_eq!(cells[13], s["status"].as_str().unwrap());
+        assert_eq!(cells[14], s["status"].as_str().unwrap());
         seen.push((run, cells[2].to_string(), cells[3].to_string()));
     }
     seen.sort();
@@ -311,6 +313,7 @@ fn markdown_and_csv_tables_equal_the_stored_results() {
             "rate_bytes",
             "mean_ns",
             "p50_ns",
+            "p95_ns",
             "p99_ns",
             "p99_9_ns",
             "max_ns",

@@ -75,10 +75,13 @@ pub enum ErrorKind {
     Connection = 5,
     NotFound = 6,
     Other = 7,
+    /// A value read back was not the one written (YCSB's `dataintegrity` check failed, or
+    /// a record lacked fields).
+    Integrity = 8,
 }
 
 impl ErrorKind {
-    pub const COUNT: usize = 8;
+    pub const COUNT: usize = 9;
     pub const ALL: [ErrorKind; ErrorKind::COUNT] = [
         ErrorKind::Io,
         ErrorKind::NoSpace,
@@ -88,6 +91,7 @@ impl ErrorKind {
         ErrorKind::Connection,
         ErrorKind::NotFound,
         ErrorKind::Other,
+        ErrorKind::Integrity,
     ];
 
     pub fn name(self) -> &'static str {
@@ -100,6 +104,7 @@ impl ErrorKind {
             ErrorKind::Connection => "connection",
             ErrorKind::NotFound => "not-found",
             ErrorKind::Other => "other",
+            ErrorKind::Integrity => "integrity",
         }
     }
 

@@ -89,6 +89,7 @@ fn latency_cells(l: &crate::record::summary::LatencySummary) -> String {
     [
         ("mean", l.mean_ns),
         ("p50", l.p50_ns as f64),
+        ("p95", l.p95_ns as f64),
         ("p99", l.p99_ns as f64),
         ("p99.9", l.p99_9_ns as f64),
         ("max", l.max_ns as f64),
@@ -301,7 +302,7 @@ fn workload_section(h: &mut String, gi: usize, g: &Group, runs: &[StoredRun]) {
         h.push_str(&warn);
     }
     // Table.
-    h.push_str("<table class=\"results\"><thead><tr><th>run</th><th>parameters</th><th>target</th><th>op</th><th>ops</th><th>ops/s</th><th>MB/s</th><th>mean</th><th>p50</th><th>p99</th><th>p99.9</th><th>max</th><th>errors</th><th>status</th></tr></thead><tbody>\n");
+    h.push_str("<table class=\"results\"><thead><tr><th>run</th><th>parameters</th><th>target</th><th>op</th><th>ops</th><th>ops/s</th><th>MB/s</th><th>mean</th><th>p50</th><th>p95</th><th>p99</th><th>p99.9</th><th>max</th><th>errors</th><th>status</th></tr></thead><tbody>\n");
     for r in &in_group {
         let s = &r.summary;
         let params = params_text(&s.parameters);
@@ -358,7 +359,17 @@ fn workload_section(h: &mut String, gi: usize, g: &Group, runs: &[StoredRun]) {
             }
         }
     }
-    h.push_str("</tbody></table><p class=\"meta\">ops/s: successful operations per second of measured time; MB/s: 10<sup>6</sup> bytes per second; latency: service time (submission to completion), HDR histograms, 3 significant digits.</p>\n");
+    h.push_str("</tbody></table>");
+    for r in &in_group {
+        for l in crate::report::table::ycsb_lines(&r.summary) {
+            h.push_str(&format!(
+                "<p class=\"ycsb\">run {}: {}</p>",
+                r.summary.run_index,
+                esc(&l)
+            ));
+        }
+    }
+    h.push_str("<p class=\"meta\">ops/s: successful operations per second of measured time; MB/s: 10<sup>6</sup> bytes per second; latency: service time (submission to completion), HDR histograms, 3 significant digits.</p>\n");
 
     let x_label = g
         .x_param

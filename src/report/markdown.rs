@@ -16,8 +16,8 @@ pub fn study_markdown(
     if let Some(d) = description {
         out.push_str(&format!("{d}\n\n"));
     }
-    out.push_str("| run | step | parameters | target | op | ops/s | MB/s | mean | p50 | p99 | p99.9 | max | errors | status |\n");
-    out.push_str("|---:|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+    out.push_str("| run | step | parameters | target | op | ops/s | MB/s | mean | p50 | p95 | p99 | p99.9 | max | errors | status |\n");
+    out.push_str("|---:|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
     for s in runs {
         let params = s
             .parameters
@@ -29,7 +29,7 @@ pub fn study_markdown(
             for (op, k) in &t.kinds {
                 let l = &k.service_latency;
                 out.push_str(&format!(
-                    "| {} | {} | {} | {} | {} | {:.0} | {:.1} | {} | {} | {} | {} | {} | {} | {} |\n",
+                    "| {} | {} | {} | {} | {} | {:.0} | {:.1} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
                     s.run_index,
                     s.step,
                     params,
@@ -39,6 +39,7 @@ pub fn study_markdown(
                     k.rate_bytes / 1e6,
                     format_ns(l.mean_ns),
                     format_ns(l.p50_ns as f64),
+                    format_ns(l.p95_ns as f64),
                     format_ns(l.p99_ns as f64),
                     format_ns(l.p99_9_ns as f64),
                     format_ns(l.max_ns as f64),
@@ -129,8 +130,8 @@ pub fn report_markdown(runs: &[crate::report::load::StoredRun]) -> String {
     }
     for g in &groups {
         out.push_str(&format!("\n## Workload: {}\n\n", g.step));
-        out.push_str("| run | parameters | target | op | ops | ops/s | MB/s | mean | p50 | p99 | p99.9 | max | errors | status |\n");
-        out.push_str("|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+        out.push_str("| run | parameters | target | op | ops | ops/s | MB/s | mean | p50 | p95 | p99 | p99.9 | max | errors | status |\n");
+        out.push_str("|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
         for &ri in &g.runs {
             let s = &runs[ri].summary;
             let params = if s.parameters.is_empty() {
@@ -176,7 +177,7 @@ pub fn report_markdown(runs: &[crate::report::load::StoredRun]) -> String {
                 }
                 for (op, ops, rate, bytes, l, errors) in rows {
                     out.push_str(&format!(
-                        "| {} | {} | {} | {} | {} | {} | {:.1} | {} | {} | {} | {} | {} | {} | {} |\n",
+                        "| {} | {} | {} | {} | {} | {} | {:.1} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
                         s.run_index,
                         params,
                         t.name,
@@ -186,6 +187,7 @@ pub fn report_markdown(runs: &[crate::report::load::StoredRun]) -> String {
                         bytes / 1e6,
                         format_ns(l.mean_ns),
                         format_ns(l.p50_ns as f64),
+                        format_ns(l.p95_ns as f64),
                         format_ns(l.p99_ns as f64),
                         format_ns(l.p99_9_ns as f64),
                         format_ns(l.max_ns as f64),
@@ -195,6 +197,12 @@ pub fn report_markdown(runs: &[crate::report::load::StoredRun]) -> String {
                 }
             }
         }
+        for &ri in &g.runs {
+            for l in crate::report::table::ycsb_lines(&runs[ri].summary) {
+                out.push_str(&format!("\n- run {}: {l}", runs[ri].summary.run_index));
+            }
+        }
+        out.push('\n');
     }
     out.push_str(
         "\n## Method\n\n\

@@ -13,3 +13,4 @@ pub mod model;
 pub mod png;
 pub mod svg;
 pub mod table;
+pub mod ycsb;

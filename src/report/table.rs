@@ -3,8 +3,8 @@
 use crate::results::summary::{KindResult, RunSummary};
 use crate::units::format_ns;
 
-const HEADER: [&str; 11] = [
-    "target", "op", "ops", "ops/s", "MB/s", "mean", "p50", "p99", "p99.9", "max", "errors",
+const HEADER: [&str; 12] = [
+    "target", "op", "ops", "ops/s", "MB/s", "mean", "p50", "p95", "p99", "p99.9", "max", "errors",
 ];
 
 fn row(target: &str, op: &str, k: &KindResult) -> Vec<String> {
@@ -17,6 +17,7 @@ fn row(target: &str, op: &str, k: &KindResult) -> Vec<String> {
         format!("{:.1}", k.rate_bytes / 1e6),
         format_ns(l.mean_ns),
         format_ns(l.p50_ns as f64),
+        format_ns(l.p95_ns as f64),
         format_ns(l.p99_ns as f64),
         format_ns(l.p99_9_ns as f64),
         format_ns(l.max_ns as f64),
@@ -35,9 +36,10 @@ pub fn rows(s: &RunSummary) -> Vec<Vec<String>> {
                 let mut r = row(&t.name, &format!("{op} (from intended start)"), k);
                 r[5] = format_ns(il.mean_ns);
                 r[6] = format_ns(il.p50_ns as f64);
-                r[7] = format_ns(il.p99_ns as f64);
-                r[8] = format_ns(il.p99_9_ns as f64);
-                r[9] = format_ns(il.max_ns as f64);
+                r[7] = format_ns(il.p95_ns as f64);
+                r[8] = format_ns(il.p99_ns as f64);
+                r[9] = format_ns(il.p99_9_ns as f64);
+                r[10] = format_ns(il.max_ns as f64);
                 rows.push(r);
             }
         }
@@ -72,6 +74,35 @@ pub fn found_lines(s: &RunSummary) -> Vec<String> {
                 ));
             }
         }
+    }
+    out
+}
+
+/// The YCSB brief's figures for a run phase, per target: run time (the measured time),
+/// throughput (every finished operation over it, as YCSB counts), and the average read and
+/// update latency (service time).
+pub fn ycsb_lines(s: &RunSummary) -> Vec<String> {
+    let mut out = Vec::new();
+    for t in &s.targets {
+        if t.workload_type != "ycsb-run" {
+            continue;
+        }
+        let all = t.ops + t.errors;
+        let mut line = format!(
+            "{} ycsb: run time {:.3} s, throughput {:.2} ops/s",
+            t.name,
+            s.measured_seconds,
+            all as f64 / s.measured_seconds.max(1e-9)
+        );
+        for op in ["read", "update", "insert", "scan", "read-modify-write"] {
+            if let Some(k) = t.kinds.get(op) {
+                line.push_str(&format!(
+                    ", average {op} latency {}",
+                    format_ns(k.service_latency.mean_ns)
+                ));
+            }
+        }
+        out.push(line);
     }
     out
 }
@@ -146,6 +177,10 @@ pub fn run_table(s: &RunSummary) -> String {
     );
     out.push_str(&render(&HEADER, &rows(s)));
     for l in found_lines(s) {
+        out.push_str(&l);
+        out.push('\n');
+    }
+    for l in ycsb_lines(s) {
         out.push_str(&l);
         out.push('\n');
     }

@@ -69,6 +69,9 @@ pub struct TargetResult {
     pub name: String,
     pub target_type: String,
     pub workload: String,
+    /// The workload's type: `block`, `db-bench`, `ycsb-load` or `ycsb-run`.
+    #[serde(default)]
+    pub workload_type: String,
     pub threads: u32,
     pub queue_depth: u32,
     pub block_bytes: u64,

@@ -138,6 +138,7 @@ fn run_one(
             min_size_bytes: t.workload.block_bytes(),
             fresh: t.workload.fresh(),
             verbose: true,
+            ycsb: t.workload.ycsb(),
         };
         let p = t
             .config
@@ -262,8 +263,10 @@ fn run_one(
             seed: match w {
                 crate::workload::Workload::Block(b) => b.seed,
                 crate::workload::Workload::DbBench(k) => k.seed,
+                crate::workload::Workload::Ycsb(y) => y.seed,
             },
             kv: w.kv_shape(),
+            ycsb: w.ycsb(),
         }
     };
     for (ti, t) in run.targets.iter().enumerate() {
@@ -277,22 +280,29 @@ fn run_one(
             background: false,
         });
         let threads = w.threads();
+        let ops = run.ops.or(w.default_ops());
+        let duration = run.duration.map(|d| d.0.as_nanos() as u64).or(match w {
+            crate::workload::Workload::Ycsb(y) => {
+                y.max_execution_seconds.map(|s| s * 1_000_000_000)
+            }
+            _ => None,
+        });
+        let mut sources = w.sources(regions[ti]).into_iter();
         for thread in 0..threads {
             let recorder = new_worker(ti, &kinds, open, worker_index);
-            let max_ops = run
-                .ops
-                .map(|n| n / threads as u64 + u64::from((thread as u64) < n % threads as u64));
+            let max_ops =
+                ops.map(|n| n / threads as u64 + u64::from((thread as u64) < n % threads as u64));
             let config = WorkerConfig {
                 worker: worker_index,
                 queue_depth: w.queue_depth(),
                 interval_ns,
                 warmup_ns: run.warmup.0.as_nanos() as u64,
-                duration_ns: run.duration.map(|d| d.0.as_nanos() as u64),
+                duration_ns: duration,
                 max_ops,
                 rate_ops: w.rate_per_thread(),
                 stop_on_error: run.stop_on_error,
             };
-            let source = w.source(regions[ti], thread);
+            let source = sources.next().expect("one source per thread");
             worker_inputs.push((
                 ti,
                 config,
@@ -630,6 +640,7 @@ fn summarize(
         let mut r = target_result(&t.name, &kinds, &present, secs);
         r.target_type = t.config.type_name().to_string();
         r.workload = t.workload_name.clone();
+        r.workload_type = t.workload.result_type().to_string();
         r.threads = t.workload.threads();
         r.queue_depth = t.workload.queue_depth();
         r.block_bytes = t.workload.block_bytes();

@@ -174,6 +174,8 @@ pub struct Worker<'a> {
 struct SlotInfo {
     start_ns: u64,
     intended_ns: u64,
+    /// A YCSB insert's key number, acknowledged when it completes (u64::MAX: none).
+    insert_key: u64,
     kind_index: u8,
     measured: bool,
 }
@@ -258,6 +260,10 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
         b.max(0) as u64
     };
 
+    // Workers are released a little before the start: wait for it, so that the clock never
+    // reads earlier than the start (operations would otherwise count as warm-up, or their
+    // times go negative).
+    wait_until(&clock, start_ns);
     let mut now = clock.now_ns().max(start_ns);
     let mut index = index_at(now);
     let mut next_boundary = boundary_after(index);
@@ -325,7 +331,12 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
                     }
                     None => now,
                 };
-                let op = source.next_op();
+                let Some(op) = source.next_op() else {
+                    // The source is done (a YCSB load thread's share of the records).
+                    issuing = false;
+                    end_reason = EndReason::Ops;
+                    break;
+                };
                 if measured {
                     measured_ops += 1;
                 }
@@ -335,12 +346,16 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
                         slots[slot as usize] = SlotInfo {
                             start_ns: now,
                             intended_ns: intended,
+                            insert_key: op.inserted_key().unwrap_or(u64::MAX),
                             kind_index: op.kind() as u8,
                             measured,
                         };
                         outstanding += 1;
                     }
                     Err(e) => {
+                        if let Some(k) = op.inserted_key() {
+                            source.acknowledge_insert(k);
+                        }
                         if measured {
                             recorder.record_error(op.kind(), e);
                         }
@@ -393,6 +408,9 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
             let info = slots[c.slot as usize];
             free.push(c.slot);
             outstanding -= 1;
+            if info.insert_key != u64::MAX {
+                source.acknowledge_insert(info.insert_key);
+            }
             if !info.measured {
                 continue;
             }

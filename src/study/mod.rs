@@ -8,6 +8,7 @@
 pub mod brief;
 pub mod dbbench;
 pub mod plan;
+pub mod ycsb;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -395,7 +396,8 @@ pub fn parse(file: &str, text: &str) -> Result<Plan, StudyErrors> {
                 }
             }
         }
-        if s.duration.is_none() && s.ops.is_none() {
+        let bounded_by_workload = wtable.get("type").and_then(|t| t.as_str()) == Some("ycsb");
+        if s.duration.is_none() && s.ops.is_none() && !bounded_by_workload {
             errors.push(src.error(Some(step_span.clone()), step_key.clone(), "a step needs a bound: `duration` (e.g. \"30s\"), `ops` (measured operations per target), or both"));
         }
         if let Some(d) = &s.duration {
@@ -580,6 +582,33 @@ pub fn parse(file: &str, text: &str) -> Result<Plan, StudyErrors> {
 /// Why a target cannot run a workload, with the workload key to blame.
 fn capability_problem(t: &TargetConfig, w: &Workload) -> Option<(&'static str, String)> {
     let caps = t.capabilities();
+    if let Workload::Ycsb(_) = w {
+        if matches!(t, TargetConfig::File(_)) {
+            return Some((
+                "type",
+                "a file target takes block workloads; ycsb workloads need a database target (rocksdb, redis, postgres, mongodb, null)".to_string(),
+            ));
+        }
+        for k in w.all_kinds() {
+            if !caps.ops.contains(&k) {
+                return Some((
+                    "type",
+                    format!("a {} target cannot {}", t.type_name(), k.name()),
+                ));
+            }
+        }
+        if w.queue_depth() > caps.max_queue_depth {
+            return Some((
+                "queue-depth",
+                format!(
+                    "a {} target takes at most {} operations in flight per thread",
+                    t.type_name(),
+                    caps.max_queue_depth
+                ),
+            ));
+        }
+        return None;
+    }
     if let Workload::DbBench(_) = w {
         if matches!(t, TargetConfig::File(_)) {
             return Some((
@@ -681,9 +710,15 @@ impl Plan {
                 .unwrap_or(std::time::Duration::from_secs(1))
                 .min(std::time::Duration::from_secs(1))));
             r.ops = r.ops.map(|o| o.min(20_000));
+            let mut ycsb = false;
             for t in &mut r.targets {
-                if let crate::workload::Workload::DbBench(w) = &mut t.workload {
+                if let Workload::DbBench(w) = &mut t.workload {
                     w.num = w.num.min(QUICK_KEYS);
+                }
+                if let Workload::Ycsb(w) = &mut t.workload {
+                    // Counts are capped in the workload: a load must insert every record.
+                    w.make_quick();
+                    ycsb = true;
                 }
             }
             // A fill bounded by its operation count loads the (capped) key space once.
@@ -704,6 +739,10 @@ impl Plan {
                         f.size = Some(crate::units::Bytes(cap));
                     }
                 }
+            }
+            if ycsb {
+                r.ops = None;
+                r.duration = None;
             }
         }
     }

@@ -53,6 +53,8 @@ pub const TYPE: TargetType = TargetType {
         ),
     ],
     parse,
+    ycsb_names: &[],
+    ycsb_options: None,
 };
 
 /// How a session issues I/O.

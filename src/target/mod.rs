@@ -9,7 +9,10 @@
 
 pub mod file;
 pub mod guard;
+pub mod mongodb;
 pub mod null;
+pub mod postgres;
+pub mod redis;
 pub mod rocksdb;
 
 use std::path::PathBuf;
@@ -17,6 +20,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::record::{OpError, OpKind};
+use crate::workload::ycsb::{CoreWorkload, Properties, Property, YcsbOp};
 
 /// One operation, built by a workload into a slot the worker owns. Never allocates: key-value
 /// operations carry a key number, which the session turns into key bytes in its own buffer
@@ -49,6 +53,9 @@ pub enum Op {
     Delete {
         key: u64,
     },
+    /// A YCSB operation on a record of fields (key numbers and field indexes; the session
+    /// builds the bytes with its [`crate::workload::ycsb::RecordBuf`]).
+    Ycsb(YcsbOp),
 }
 
 impl Op {
@@ -60,6 +67,22 @@ impl Op {
             Op::Fsync => OpKind::Fsync,
             Op::ReadModifyWrite { .. } => OpKind::ReadModifyWrite,
             Op::Delete { .. } => OpKind::Delete,
+            Op::Ycsb(y) => match y {
+                YcsbOp::Read { .. } => OpKind::Read,
+                YcsbOp::Update { .. } => OpKind::Update,
+                YcsbOp::Insert { .. } => OpKind::Insert,
+                YcsbOp::Scan { .. } => OpKind::Scan,
+                YcsbOp::ReadModifyWrite { .. } => OpKind::ReadModifyWrite,
+            },
+        }
+    }
+
+    /// The key number a YCSB insert creates (the run phase acknowledges it on completion).
+    #[inline]
+    pub fn inserted_key(&self) -> Option<u64> {
+        match self {
+            Op::Ycsb(YcsbOp::Insert { keynum }) => Some(*keynum),
+            _ => None,
         }
     }
 }
@@ -175,6 +198,9 @@ pub enum TargetConfig {
     Null(null::NullConfig),
     File(file::FileConfig),
     Rocksdb(rocksdb::RocksConfig),
+    Redis(redis::RedisConfig),
+    Postgres(postgres::PostgresConfig),
+    Mongodb(mongodb::MongoConfig),
 }
 
 /// One registry row: a target type's name, help, options and parser.
@@ -184,18 +210,87 @@ pub struct TargetType {
     /// (option, meaning) pairs for `storlab targets` and `--help`.
     pub options: &'static [(&'static str, &'static str)],
     pub parse: fn(toml::Table) -> Result<TargetConfig, OptionError>,
+    /// Names YCSB gives this kind of database on its command line (`-db`, binding name).
+    pub ycsb_names: &'static [&'static str],
+    /// Turns the binding's YCSB properties (`redis.host`, `mongodb.url`, ...) into this
+    /// target's option table, claiming them; None: the target takes no YCSB workloads.
+    pub ycsb_options: Option<fn(&mut Properties) -> Result<toml::Table, YcsbBindingError>>,
+}
+
+/// A YCSB binding property with a value the target cannot take.
+#[derive(Debug, thiserror::Error)]
+#[error("{property}: {reason}")]
+pub struct YcsbBindingError {
+    pub property: Property,
+    pub reason: String,
 }
 
 /// Every target type storlab knows.
-pub static REGISTRY: &[TargetType] = &[null::TYPE, file::TYPE, rocksdb::TYPE];
+pub static REGISTRY: &[TargetType] = &[
+    null::TYPE,
+    file::TYPE,
+    rocksdb::TYPE,
+    redis::TYPE,
+    postgres::TYPE,
+    mongodb::TYPE,
+];
 
 /// Finds a registry row by name.
 pub fn find_type(name: &str) -> Option<&'static TargetType> {
     REGISTRY.iter().find(|t| t.name == name)
 }
 
+/// Finds the target type of a YCSB binding name (`redis`, `mongodb`, `jdbc`, `basic`, ...).
+pub fn find_ycsb_binding(name: &str) -> Option<&'static TargetType> {
+    REGISTRY
+        .iter()
+        .find(|t| t.ycsb_options.is_some() && (t.name == name || t.ycsb_names.contains(&name)))
+}
+
+/// A connection URL without its password (`scheme://user:secret@host` becomes
+/// `scheme://user:<redacted>@host`), for results and plans.
+pub fn redact_url(url: &str) -> String {
+    let Some(scheme_end) = url.find("://") else {
+        return url.to_string();
+    };
+    let rest = &url[scheme_end + 3..];
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => {
+            let userinfo = &rest[..at];
+            let user = userinfo.split(':').next().unwrap_or("");
+            let hidden = if userinfo.contains(':') {
+                ":<redacted>"
+            } else {
+                ""
+            };
+            format!("{}{user}{hidden}{}", &url[..scheme_end + 3], &rest[at..])
+        }
+        None => url.to_string(),
+    }
+}
+
+/// Serializes a URL without its password.
+pub fn serialize_redacted_url<S: serde::Serializer>(url: &str, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&redact_url(url))
+}
+
+/// Claims `name` and returns its value, if set.
+pub fn claim_value(props: &mut Properties, name: &str) -> Option<(String, Property)> {
+    props.claim(name).map(|p| (p.value.clone(), p.clone()))
+}
+
+/// What database servers' targets do: YCSB's operations.
+pub const YCSB_OPS: [OpKind; 5] = [
+    OpKind::Read,
+    OpKind::Update,
+    OpKind::Insert,
+    OpKind::Scan,
+    OpKind::ReadModifyWrite,
+];
+
 /// The region of a target that operations address, and where it lives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub struct Region {
     pub offset_bytes: u64,
@@ -203,7 +298,7 @@ pub struct Region {
 }
 
 /// What a worker needs to know to open its session.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct SessionParams {
     pub worker: u32,
     /// The session will write (open for writing).
@@ -218,6 +313,8 @@ pub struct SessionParams {
     pub seed: u64,
     /// Key and value shapes of a key-value workload.
     pub kv: Option<crate::workload::kv::KvShape>,
+    /// The YCSB workload whose records the session reads and writes.
+    pub ycsb: Option<std::sync::Arc<CoreWorkload>>,
 }
 
 /// A target readied for a run: the region operations address, and what its sessions share
@@ -231,6 +328,8 @@ pub struct Prepared {
 pub enum Handle {
     None,
     Rocksdb(rocksdb::Shared),
+    /// A database server's version, asked once in `prepare`.
+    Server(Vec<(String, String)>),
 }
 
 /// Options of a run that concern targets' safety.
@@ -247,6 +346,8 @@ pub struct PrepareOptions {
     pub fresh: bool,
     /// Print layout progress.
     pub verbose: bool,
+    /// The YCSB workload the run uses (servers create its table in `prepare`).
+    pub ycsb: Option<std::sync::Arc<CoreWorkload>>,
 }
 
 impl TargetConfig {
@@ -255,6 +356,9 @@ impl TargetConfig {
             TargetConfig::Null(_) => "null",
             TargetConfig::File(_) => "file",
             TargetConfig::Rocksdb(_) => "rocksdb",
+            TargetConfig::Redis(_) => "redis",
+            TargetConfig::Postgres(_) => "postgres",
+            TargetConfig::Mongodb(_) => "mongodb",
         }
     }
 
@@ -273,6 +377,15 @@ impl TargetConfig {
             TargetConfig::Null(c) => c.capabilities(),
             TargetConfig::File(c) => c.capabilities(),
             TargetConfig::Rocksdb(c) => c.capabilities(),
+            TargetConfig::Redis(_) | TargetConfig::Postgres(_) => Capabilities {
+                ops: &YCSB_OPS,
+                max_queue_depth: 1,
+            },
+            // Queued inserts go to the server as one insertMany (YCSB's batchsize).
+            TargetConfig::Mongodb(_) => Capabilities {
+                ops: &YCSB_OPS,
+                max_queue_depth: 1024,
+            },
         }
     }
 
@@ -282,6 +395,9 @@ impl TargetConfig {
             TargetConfig::Null(_) => Vec::new(),
             TargetConfig::File(c) => vec![c.path.clone()],
             TargetConfig::Rocksdb(c) => vec![c.path.clone()],
+            TargetConfig::Redis(_) | TargetConfig::Postgres(_) | TargetConfig::Mongodb(_) => {
+                Vec::new()
+            }
         }
     }
 
@@ -301,6 +417,9 @@ impl TargetConfig {
                     Handle::Rocksdb(shared),
                 )
             }
+            TargetConfig::Redis(c) => (Region::default(), Handle::Server(c.prepare(opts)?)),
+            TargetConfig::Postgres(c) => (Region::default(), Handle::Server(c.prepare(opts)?)),
+            TargetConfig::Mongodb(c) => (Region::default(), Handle::Server(c.prepare(opts)?)),
         };
         Ok(Prepared { region, handle })
     }
@@ -316,9 +435,12 @@ impl TargetConfig {
             (TargetConfig::Null(c), _) => Ok(user.run(c.open(params))),
             (TargetConfig::File(c), _) => c.open(params, user),
             (TargetConfig::Rocksdb(c), Handle::Rocksdb(shared)) => c.open(shared, params, user),
-            (TargetConfig::Rocksdb(_), Handle::None) => Err(TargetError::Invalid(
+            (TargetConfig::Rocksdb(_), _) => Err(TargetError::Invalid(
                 "the database was not opened before its sessions".into(),
             )),
+            (TargetConfig::Redis(c), _) => c.open(params, user),
+            (TargetConfig::Postgres(c), _) => c.open(params, user),
+            (TargetConfig::Mongodb(c), _) => c.open(params, user),
         }
     }
 
@@ -326,6 +448,7 @@ impl TargetConfig {
     pub fn software(&self, prepared: &Prepared) -> Vec<(String, String)> {
         match (self, &prepared.handle) {
             (TargetConfig::Rocksdb(_), Handle::Rocksdb(s)) => s.software(),
+            (_, Handle::Server(v)) => v.clone(),
             _ => Vec::new(),
         }
     }
@@ -335,7 +458,10 @@ impl TargetConfig {
         match self {
             TargetConfig::File(c) => c.finish(),
             TargetConfig::Rocksdb(c) => c.finish(),
-            TargetConfig::Null(_) => {}
+            TargetConfig::Null(_)
+            | TargetConfig::Redis(_)
+            | TargetConfig::Postgres(_)
+            | TargetConfig::Mongodb(_) => {}
         }
     }
 }

@@ -25,6 +25,8 @@ pub const TYPE: TargetType = TargetType {
         ("stall", "how long that stall lasts, e.g. \"500ms\""),
     ],
     parse,
+    ycsb_names: &["basic"],
+    ycsb_options: Some(ycsb_options),
 };
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -38,6 +40,14 @@ pub struct NullConfig {
 
 fn default_size() -> Bytes {
     Bytes(1 << 40)
+}
+
+/// YCSB's `basic` binding (BasicDB) maps to the null target; it takes no properties here
+/// (BasicDB's `basicdb.verbose` and `basicdb.simulatedelay` are left unclaimed, so refused).
+fn ycsb_options(
+    _: &mut crate::workload::ycsb::Properties,
+) -> Result<toml::Table, crate::target::YcsbBindingError> {
+    Ok(toml::Table::new())
 }
 
 fn parse(table: toml::Table) -> Result<TargetConfig, OptionError> {
@@ -84,6 +94,9 @@ impl NullConfig {
             stall_after_ops: self.stall_after_ops.unwrap_or(u64::MAX),
             stall: self.stall.map(|d| d.0).unwrap_or_default(),
             value_bytes: params.kv.map_or(0, |kv| kv.value_bytes),
+            record_bytes: params.ycsb.as_ref().map_or(0, |w| {
+                (w.field_count as u64 * w.field_length_bytes).min(u32::MAX as u64) as u32
+            }),
         }
     }
 }
@@ -95,6 +108,8 @@ pub struct NullSession {
     stall_after_ops: u64,
     /// Bytes a key-value operation counts as moved (the workload's value size).
     value_bytes: u32,
+    /// Bytes a YCSB operation on a whole record counts as moved (fields x field length).
+    record_bytes: u32,
     stall: std::time::Duration,
 }
 
@@ -111,6 +126,7 @@ impl Session for NullSession {
             Op::Get { .. } | Op::Put { .. } | Op::Next | Op::ReadModifyWrite { .. } => {
                 self.value_bytes
             }
+            Op::Ycsb(_) => self.record_bytes,
         };
         self.done.push(Completion {
             slot,

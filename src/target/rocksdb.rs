@@ -29,6 +29,29 @@ use crate::target::{
 };
 use crate::units::Bytes;
 use crate::workload::kv::{KvShape, ValueGen, write_key};
+use crate::workload::ycsb::record::{decode_record, encode_record};
+use crate::workload::ycsb::{Properties, RecordBuf, YcsbOp};
+
+/// YCSB's rocksdb binding: `rocksdb.dir` is the database directory.
+fn ycsb_options(props: &mut Properties) -> Result<toml::Table, crate::target::YcsbBindingError> {
+    let mut t = toml::Table::new();
+    match crate::target::claim_value(props, "rocksdb.dir") {
+        Some((dir, _)) => {
+            t.insert("path".into(), toml::Value::String(dir));
+        }
+        None => {
+            return Err(crate::target::YcsbBindingError {
+                property: crate::workload::ycsb::Property {
+                    name: "rocksdb.dir".into(),
+                    value: String::new(),
+                    origin: crate::workload::ycsb::Origin::Override { index: 0 },
+                },
+                reason: "the rocksdb binding needs -p rocksdb.dir=DIR".into(),
+            });
+        }
+    }
+    Ok(t)
+}
 
 pub const TYPE: TargetType = TargetType {
     name: "rocksdb",
@@ -72,6 +95,8 @@ pub const TYPE: TargetType = TargetType {
         ),
     ],
     parse,
+    ycsb_names: &[],
+    ycsb_options: Some(ycsb_options),
 };
 
 /// Compression of SST blocks.
@@ -236,6 +261,7 @@ impl RocksConfig {
                 OpKind::Insert,
                 OpKind::ReadModifyWrite,
                 OpKind::Delete,
+                OpKind::Scan,
             ],
             max_queue_depth: 1,
         }
@@ -333,6 +359,11 @@ impl RocksConfig {
             values: ValueGen::new(&shape, params.seed.wrapping_add(params.worker as u64)),
             iter: None,
             done: None,
+            record: params
+                .ycsb
+                .as_deref()
+                .map(|w| RecordBuf::new(w, params.seed ^ (params.worker as u64 + 1) << 32)),
+            encoded: Vec::new(),
         };
         Ok(user.run(session))
     }
@@ -370,6 +401,35 @@ pub struct RocksSession<'a> {
     values: ValueGen,
     iter: Option<DBRawIterator<'a>>,
     done: Option<Completion>,
+    /// YCSB records: key, fields and values.
+    record: Option<RecordBuf>,
+    /// A YCSB record encoded as one value.
+    encoded: Vec<u8>,
+}
+
+const INTEGRITY: OpError = OpError {
+    kind: ErrorKind::Integrity,
+    code: 0,
+};
+
+/// Checks a stored record: the fields asked for (one, or all) are there and, with
+/// `dataintegrity`, hold what was written for `rec`'s current key.
+fn check_record(rec: &RecordBuf, value: &[u8], field: Option<u32>) -> bool {
+    let mut seen = 0usize;
+    let mut good = true;
+    let ok = decode_record(value, |i, v| {
+        if field.is_none_or(|f| f as usize == i) {
+            seen += 1;
+            good &= i < rec.field_count() && rec.verify(i, v);
+        }
+    });
+    ok && good
+        && seen
+            == if field.is_some() {
+                1
+            } else {
+                rec.field_count()
+            }
 }
 
 fn op_error(e: &rocksdb::Error) -> OpError {
@@ -429,10 +489,159 @@ impl RocksSession<'_> {
     }
 }
 
+impl RocksSession<'_> {
+    /// Runs one YCSB operation: (bytes moved, record found).
+    fn ycsb(&mut self, op: YcsbOp) -> Result<(u32, bool), OpError> {
+        let Some(rec) = self.record.as_mut() else {
+            return Err(OpError {
+                kind: ErrorKind::Invalid,
+                code: libc::EINVAL,
+            });
+        };
+        match op {
+            YcsbOp::Read { keynum, field } => {
+                rec.set_key(keynum);
+                read_record(self.db, &self.read, rec, field)
+            }
+            YcsbOp::Insert { keynum } => {
+                rec.set_key(keynum);
+                rec.fill_all();
+                encode_record(&rec.values, &mut self.encoded);
+                let n = (rec.key.len() + self.encoded.len()) as u32;
+                self.db
+                    .put_opt(&rec.key, &self.encoded, &self.write)
+                    .map_err(|e| op_error(&e))?;
+                Ok((n, true))
+            }
+            YcsbOp::Update { keynum, field } => {
+                rec.set_key(keynum);
+                update_record(
+                    self.db,
+                    &self.read,
+                    &self.write,
+                    rec,
+                    &mut self.encoded,
+                    field,
+                )
+            }
+            YcsbOp::ReadModifyWrite {
+                keynum,
+                read_field,
+                write_field,
+            } => {
+                rec.set_key(keynum);
+                let (r, found) = read_record(self.db, &self.read, rec, read_field)?;
+                if !found {
+                    return Ok((0, false));
+                }
+                let (w, found) = update_record(
+                    self.db,
+                    &self.read,
+                    &self.write,
+                    rec,
+                    &mut self.encoded,
+                    write_field,
+                )?;
+                Ok((r + w, found))
+            }
+            YcsbOp::Scan {
+                keynum,
+                count,
+                field,
+            } => {
+                rec.set_key(keynum);
+                let mut it = self.db.raw_iterator_opt(ReadOptions::default());
+                it.seek(&rec.key);
+                let mut bytes = 0u32;
+                let mut n = 0;
+                let mut good = true;
+                while n < count && it.valid() {
+                    if let (Some(k), Some(v)) = (it.key(), it.value()) {
+                        bytes = bytes.saturating_add((k.len() + v.len()) as u32);
+                        if rec.verifying() {
+                            rec.key.clear();
+                            rec.key.extend_from_slice(k);
+                            good &= check_record(rec, v, field);
+                        }
+                    }
+                    n += 1;
+                    it.next();
+                }
+                it.status().map_err(|e| op_error(&e))?;
+                if !good {
+                    return Err(INTEGRITY);
+                }
+                Ok((bytes, n > 0))
+            }
+        }
+    }
+}
+
+fn read_record(
+    db: &DB,
+    read: &ReadOptions,
+    rec: &RecordBuf,
+    field: Option<u32>,
+) -> Result<(u32, bool), OpError> {
+    match db.get_pinned_opt(&rec.key, read) {
+        Ok(Some(v)) => {
+            if !check_record(rec, &v, field) {
+                return Err(INTEGRITY);
+            }
+            Ok(((rec.key.len() + v.len()) as u32, true))
+        }
+        Ok(None) => Ok((0, false)),
+        Err(e) => Err(op_error(&e)),
+    }
+}
+
+/// Rewrites one field (reading the record first, as YCSB's rocksdb binding does) or all.
+fn update_record(
+    db: &DB,
+    read: &ReadOptions,
+    write: &WriteOptions,
+    rec: &mut RecordBuf,
+    encoded: &mut Vec<u8>,
+    field: Option<u32>,
+) -> Result<(u32, bool), OpError> {
+    match field {
+        Some(f) => {
+            let current = db
+                .get_pinned_opt(&rec.key, read)
+                .map_err(|e| op_error(&e))?;
+            let Some(current) = current else {
+                return Ok((0, false));
+            };
+            let values = &mut rec.values;
+            let whole = decode_record(&current, |i, v| {
+                if let Some(slot) = values.get_mut(i) {
+                    slot.clear();
+                    slot.extend_from_slice(v);
+                }
+            });
+            if !whole {
+                return Err(INTEGRITY);
+            }
+            drop(current);
+            rec.fill(f as usize);
+        }
+        None => rec.fill_all(),
+    }
+    encode_record(&rec.values, encoded);
+    let n = (rec.key.len() + encoded.len()) as u32;
+    db.put_opt(&rec.key, &*encoded, write)
+        .map_err(|e| op_error(&e))?;
+    Ok((n, true))
+}
+
 impl Session for RocksSession<'_> {
     #[inline]
     fn submit(&mut self, slot: u32, op: Op) -> Result<(), OpError> {
         let (result, found) = match op {
+            Op::Ycsb(y) => match self.ycsb(y) {
+                Ok((n, found)) => (Ok(n), found),
+                Err(e) => (Err(e), false),
+            },
             Op::Get { key } => match self.get(key) {
                 Ok((n, found)) => (Ok(n), found),
                 Err(e) => (Err(e), false),

@@ -93,23 +93,35 @@ fn default_seed() -> u64 {
 pub enum Workload {
     Block(BlockWorkload),
     DbBench(kv::KvWorkload),
+    Ycsb(ycsb::workload::YcsbWorkload),
 }
 
 /// The workload types, for messages.
-pub const TYPES: &[&str] = &["block", "db-bench"];
+pub const TYPES: &[&str] = &["block", "db-bench", "ycsb"];
 
 /// A worker's operation source, picked once per worker.
 pub enum Source {
     Block(BlockSource),
     Kv(kv::KvSource),
+    Ycsb(ycsb::workload::YcsbSource),
 }
 
 impl Source {
+    /// The next operation, or None when the source has no more (a YCSB load thread's share).
     #[inline]
-    pub fn next_op(&mut self) -> Op {
+    pub fn next_op(&mut self) -> Option<Op> {
         match self {
-            Source::Block(s) => s.next_op(),
-            Source::Kv(s) => s.next_op(),
+            Source::Block(s) => Some(s.next_op()),
+            Source::Kv(s) => Some(s.next_op()),
+            Source::Ycsb(s) => s.next_op(),
+        }
+    }
+
+    /// An insert of key number `keynum` is over (YCSB's acknowledged inserts).
+    #[inline]
+    pub fn acknowledge_insert(&mut self, keynum: u64) {
+        if let Source::Ycsb(s) = self {
+            s.acknowledge_insert(keynum);
         }
     }
 }
@@ -139,6 +151,7 @@ impl Workload {
         match ty.as_str() {
             "block" => BlockWorkload::from_table(table).map(Workload::Block),
             "db-bench" => kv::KvWorkload::from_table(table).map(Workload::DbBench),
+            "ycsb" => ycsb::workload::YcsbWorkload::from_table(table).map(Workload::Ycsb),
             other => Err(err(
                 "type",
                 format!(
@@ -153,6 +166,7 @@ impl Workload {
     pub fn sweepable(table: &toml::Table) -> &'static [&'static str] {
         match table.get("type").and_then(|t| t.as_str()) {
             Some("db-bench") => kv::SWEEPABLE,
+            Some("ycsb") => ycsb::workload::SWEEPABLE,
             _ => SWEEPABLE,
         }
     }
@@ -161,6 +175,20 @@ impl Workload {
         match self {
             Workload::Block(_) => "block",
             Workload::DbBench(_) => "db-bench",
+            Workload::Ycsb(_) => "ycsb",
+        }
+    }
+
+    /// The workload's type as stored with its results: `block`, `db-bench`, `ycsb-load` or
+    /// `ycsb-run`.
+    pub fn result_type(&self) -> &'static str {
+        match self {
+            Workload::Block(_) => "block",
+            Workload::DbBench(_) => "db-bench",
+            Workload::Ycsb(w) => match w.phase {
+                ycsb::workload::Phase::Load => "ycsb-load",
+                ycsb::workload::Phase::Run => "ycsb-run",
+            },
         }
     }
 
@@ -168,6 +196,7 @@ impl Workload {
         match self {
             Workload::Block(w) => w.threads,
             Workload::DbBench(w) => w.threads,
+            Workload::Ycsb(w) => w.threads,
         }
     }
 
@@ -175,6 +204,7 @@ impl Workload {
         match self {
             Workload::Block(w) => w.queue_depth,
             Workload::DbBench(_) => 1,
+            Workload::Ycsb(w) => w.queue_depth,
         }
     }
 
@@ -182,7 +212,7 @@ impl Workload {
     pub fn block_bytes(&self) -> u64 {
         match self {
             Workload::Block(w) => w.block_size.0,
-            Workload::DbBench(_) => 0,
+            Workload::DbBench(_) | Workload::Ycsb(_) => 0,
         }
     }
 
@@ -190,6 +220,7 @@ impl Workload {
         match self {
             Workload::Block(w) => w.rate_per_thread(),
             Workload::DbBench(w) => w.rate_per_thread(),
+            Workload::Ycsb(w) => w.rate_per_thread(),
         }
     }
 
@@ -198,13 +229,14 @@ impl Workload {
         match self {
             Workload::Block(w) => w.writes(),
             Workload::DbBench(w) => w.benchmark.writes() || w.writer().is_some(),
+            Workload::Ycsb(w) => w.writes(),
         }
     }
 
     /// The workload starts from an empty database.
     pub fn fresh(&self) -> bool {
         match self {
-            Workload::Block(_) => false,
+            Workload::Block(_) | Workload::Ycsb(_) => false,
             Workload::DbBench(w) => w.benchmark.fresh(),
         }
     }
@@ -214,6 +246,7 @@ impl Workload {
         match self {
             Workload::Block(w) => w.kinds(),
             Workload::DbBench(w) => vec![w.benchmark.kind()],
+            Workload::Ycsb(w) => w.kinds(),
         }
     }
 
@@ -230,23 +263,57 @@ impl Workload {
 
     pub fn kv_shape(&self) -> Option<kv::KvShape> {
         match self {
-            Workload::Block(_) => None,
+            Workload::Block(_) | Workload::Ycsb(_) => None,
             Workload::DbBench(w) => Some(w.shape()),
         }
     }
 
-    /// The operation source of foreground thread `thread`.
+    /// The operation source of foreground thread `thread` (a YCSB workload's threads share
+    /// state: use [`Workload::sources`]).
     pub fn source(&self, region: Region, thread: u32) -> Source {
         match self {
             Workload::Block(w) => Source::Block(w.source(region, thread)),
             Workload::DbBench(w) => Source::Kv(w.source(thread)),
+            Workload::Ycsb(w) => w
+                .sources()
+                .into_iter()
+                .nth(thread as usize)
+                .map(Source::Ycsb)
+                .expect("thread below threads"),
+        }
+    }
+
+    /// The operation sources of all foreground threads, in order.
+    pub fn sources(&self, region: Region) -> Vec<Source> {
+        match self {
+            Workload::Ycsb(w) => w.sources().into_iter().map(Source::Ycsb).collect(),
+            _ => (0..self.threads())
+                .map(|t| self.source(region, t))
+                .collect(),
+        }
+    }
+
+    /// Measured operations the workload itself bounds a run to, over all threads (a YCSB
+    /// phase's counts).
+    pub fn default_ops(&self) -> Option<u64> {
+        match self {
+            Workload::Ycsb(w) => w.total_ops(),
+            _ => None,
+        }
+    }
+
+    /// The YCSB workload whose records sessions read and write.
+    pub fn ycsb(&self) -> Option<std::sync::Arc<ycsb::CoreWorkload>> {
+        match self {
+            Workload::Ycsb(w) => Some(std::sync::Arc::clone(&w.core)),
+            _ => None,
         }
     }
 
     /// The background worker, if the workload has one.
     pub fn background(&self) -> Option<Background> {
         match self {
-            Workload::Block(_) => None,
+            Workload::Block(_) | Workload::Ycsb(_) => None,
             Workload::DbBench(w) => w.writer().map(|(source, rate_ops)| Background {
                 source: Source::Kv(source),
                 kinds: vec![OpKind::Write],
@@ -279,13 +346,14 @@ impl Workload {
                     String::new()
                 }
             ),
+            Workload::Ycsb(w) => w.describe(),
         }
     }
 
     pub fn as_block(&self) -> Option<&BlockWorkload> {
         match self {
             Workload::Block(w) => Some(w),
-            Workload::DbBench(_) => None,
+            Workload::DbBench(_) | Workload::Ycsb(_) => None,
         }
     }
 }

@@ -497,6 +497,11 @@ impl CoreWorkload {
         (self.operation_count as f64 * self.proportions.insert * 2.0) as u64
     }
 
+    /// The generator of field value lengths (`fieldlengthdistribution`).
+    pub fn field_length_generator(&self) -> Result<LengthGenerator, GeneratorError> {
+        self.field_length()
+    }
+
     fn field_length(&self) -> Result<LengthGenerator, GeneratorError> {
         let (min, max) = (self.min_field_length_bytes, self.field_length_bytes);
         Ok(match self.field_length_distribution {

@@ -10,6 +10,8 @@ pub mod core;
 pub mod generators;
 pub mod keys;
 pub mod properties;
+pub mod record;
+pub mod workload;
 
 pub use self::core::{
     CLIENT_PROPERTIES, CORE_WORKLOAD_CLASS, CoreRun, CoreSource, CoreWorkload,
@@ -18,3 +20,4 @@ pub use self::core::{
 };
 pub use self::keys::InsertOrder;
 pub use self::properties::{Origin, Properties, Property, PropertyError};
+pub use self::record::RecordBuf;

@@ -23,6 +23,8 @@ pub enum Origin {
     File { path: PathBuf, line: u32 },
     /// The `index`-th `-p` override (0-based) on the command line.
     Override { index: u32 },
+    /// A key of a study's `type = "ycsb"` workload table.
+    Study { key: String },
 }
 
 impl fmt::Display for Origin {
@@ -30,6 +32,7 @@ impl fmt::Display for Origin {
         match self {
             Origin::File { path, line } => write!(f, "{}:{line}", path.display()),
             Origin::Override { index } => write!(f, "-p override #{}", index + 1),
+            Origin::Study { key } => write!(f, "study key `{key}`"),
         }
     }
 }

@@ -1,0 +1,311 @@
+//! YCSB's command line, brought over: `storlab ycsb load|run DB -P workloads/workloada -p
+//! name=value -threads N -target OPS -s` turns YCSB's arguments and properties into a study
+//! (one target from the binding's properties, one ycsb workload, one step), so a YCSB command
+//! runs through the same plan, engine and results store as any study.
+//!
+//! Properties keep YCSB's names: the core workload's, the client's (`threadcount`, `target`,
+//! `maxexecutiontime`, `db`, `status.interval`) and the bindings' (`redis.host`,
+//! `mongodb.url`, `db.url`, ...; see each target's module). A property nobody claims is an
+//! error naming it and where it was set (file and line, or which `-p`), never ignored.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use crate::target::{REGISTRY, TargetType, find_ycsb_binding};
+use crate::workload::ycsb::workload::{Phase, YcsbWorkload};
+use crate::workload::ycsb::{Origin, Properties, PropertyError};
+
+/// What is wrong with a YCSB command line.
+#[derive(Debug, thiserror::Error)]
+pub enum YcsbArgError {
+    #[error("{0}")]
+    Property(#[from] PropertyError),
+    #[error("`{0}` needs a value")]
+    MissingValue(String),
+    #[error("{flag} {value}: {message}")]
+    BadValue {
+        flag: String,
+        value: String,
+        message: String,
+    },
+    #[error("unsupported option {0}: storlab ycsb takes -P, -p, -threads, -target, -s, -db, -l")]
+    Unsupported(String),
+    #[error("name the database binding: storlab ycsb {phase} DB ... (one of {names})")]
+    NoBinding { phase: &'static str, names: String },
+    #[error("unknown database binding `{name}` (storlab has {names})")]
+    UnknownBinding { name: String, names: String },
+    #[error("{0}")]
+    Workload(String),
+    #[error("{}", .0.join("\n"))]
+    Unknown(Vec<String>),
+}
+
+/// A parsed YCSB command.
+pub struct YcsbCommand {
+    pub phase: Phase,
+    pub binding: &'static TargetType,
+    pub workload: YcsbWorkload,
+    /// The target's option table.
+    pub target: toml::Table,
+    /// YCSB properties for the study's workload table (the core workload's and the client's).
+    pub properties: Vec<(String, String)>,
+    /// `-s`: show progress.
+    pub status: bool,
+}
+
+fn binding_names() -> String {
+    let mut names = Vec::new();
+    for t in REGISTRY.iter().filter(|t| t.ycsb_options.is_some()) {
+        names.push(t.name);
+        names.extend(t.ycsb_names.iter().copied());
+    }
+    names.join(", ")
+}
+
+/// Client properties storlab accepts and has nothing to do with (`db` names the binding,
+/// status reporting is storlab's progress line).
+const CLIENT_IGNORED: &[&str] = &["db", "status", "status.interval", "dotransactions"];
+
+/// Parses `args` (everything after `load` or `run`).
+pub fn parse_args(phase: Phase, args: &[String]) -> Result<YcsbCommand, YcsbArgError> {
+    let mut props = Properties::new();
+    let mut db: Option<String> = None;
+    let mut status = false;
+    let mut overrides: Vec<String> = Vec::new();
+    let mut files: Vec<PathBuf> = Vec::new();
+    let mut client: Vec<(String, String)> = Vec::new();
+    let mut i = 0;
+    let value = |i: &mut usize, flag: &str| -> Result<String, YcsbArgError> {
+        *i += 1;
+        args.get(*i)
+            .cloned()
+            .ok_or_else(|| YcsbArgError::MissingValue(flag.to_string()))
+    };
+    while i < args.len() {
+        let a = args[i].as_str();
+        match a {
+            "-P" => files.push(PathBuf::from(value(&mut i, a)?)),
+            "-p" => overrides.push(value(&mut i, a)?),
+            "-threads" => client.push(("threadcount".into(), value(&mut i, a)?)),
+            "-target" => client.push(("target".into(), value(&mut i, a)?)),
+            "-db" => db = Some(value(&mut i, a)?),
+            "-l" => {
+                value(&mut i, a)?;
+            }
+            "-s" => status = true,
+            _ if !a.starts_with('-') && db.is_none() && i == 0 => db = Some(a.to_string()),
+            _ => return Err(YcsbArgError::Unsupported(a.to_string())),
+        }
+        i += 1;
+    }
+    for f in &files {
+        props.load_file(f)?;
+    }
+    // -threads and -target are properties in YCSB too; -p wins over them.
+    for (name, v) in client {
+        if props
+            .get(&name)
+            .is_none_or(|p| !matches!(p.origin, Origin::Override { .. }))
+        {
+            props.set(
+                &name,
+                &v,
+                Origin::Override {
+                    index: u32::MAX - 1,
+                },
+            );
+        }
+    }
+    for o in &overrides {
+        props.set_override(o)?;
+    }
+    let db = db
+        .or_else(|| props.get("db").map(|p| p.value.clone()))
+        .ok_or_else(|| YcsbArgError::NoBinding {
+            phase: phase.name(),
+            names: binding_names(),
+        })?;
+    // YCSB class names for the bindings storlab has.
+    let name = match db.as_str() {
+        "site.ycsb.BasicDB" => "basic",
+        "site.ycsb.db.RedisClient" => "redis",
+        "site.ycsb.db.MongoDbClient" => "mongodb",
+        "site.ycsb.db.JdbcDBClient" => "jdbc",
+        "site.ycsb.db.rocksdb.RocksDBClient" => "rocksdb",
+        other => other,
+    };
+    let binding = find_ycsb_binding(name).ok_or_else(|| YcsbArgError::UnknownBinding {
+        name: db.clone(),
+        names: binding_names(),
+    })?;
+    let to_options = binding
+        .ycsb_options
+        .expect("bindings have a property mapping");
+    let target = to_options(&mut props).map_err(|e| YcsbArgError::Workload(e.to_string()))?;
+    for n in CLIENT_IGNORED {
+        props.claim(n);
+    }
+    let mut queue_depth = None;
+    if binding.name == "mongodb" {
+        if let Some(p) = props.claim("batchsize").cloned() {
+            let n: u32 = p.value.parse().ok().filter(|n| *n >= 1).ok_or_else(|| {
+                YcsbArgError::Workload(format!("{p}: expected a whole number from 1"))
+            })?;
+            queue_depth = Some(n);
+        }
+    }
+    let core_names: Vec<String> = props.unclaimed().map(|p| p.name.clone()).collect();
+    let mut workload = YcsbWorkload::from_properties(&mut props, phase)
+        .map_err(|e| YcsbArgError::Workload(e.message))?;
+    if let Some(q) = queue_depth {
+        workload.queue_depth = q;
+    }
+    let unknown: Vec<String> = props
+        .unclaimed()
+        .map(|p| {
+            format!(
+                "unknown property `{}` ({}): not a property of YCSB's core workload, its client, or the {} binding; storlab will not ignore it",
+                p.name, p.origin, binding.name
+            )
+        })
+        .collect();
+    if !unknown.is_empty() {
+        return Err(YcsbArgError::Unknown(unknown));
+    }
+    let properties = core_names
+        .iter()
+        .filter_map(|n| props.get(n).map(|p| (p.name.clone(), p.value.clone())))
+        .collect();
+    Ok(YcsbCommand {
+        phase,
+        binding,
+        workload,
+        target,
+        properties,
+        status,
+    })
+}
+
+impl std::fmt::Debug for YcsbCommand {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("YcsbCommand")
+            .field("phase", &self.phase)
+            .field("binding", &self.binding.name)
+            .field("properties", &self.properties)
+            .finish()
+    }
+}
+
+impl YcsbCommand {
+    /// The study this command describes.
+    pub fn study_text(&self) -> String {
+        self.text(false)
+    }
+
+    /// The study without passwords, as stored with the results.
+    pub fn study_text_redacted(&self) -> String {
+        self.text(true)
+    }
+
+    fn text(&self, redact: bool) -> String {
+        let mut target = self.target.clone();
+        if redact {
+            for (k, v) in target.iter_mut() {
+                if k == "password" {
+                    *v = "<redacted>".into();
+                } else if let toml::Value::String(s) = v {
+                    *v = crate::target::redact_url(s).into();
+                }
+            }
+        }
+        target.insert("type".into(), self.binding.name.into());
+        let mut w = toml::Table::new();
+        w.insert("type".into(), "ycsb".into());
+        w.insert("phase".into(), self.phase.name().into());
+        w.insert(
+            "queue-depth".into(),
+            (self.workload.queue_depth as i64).into(),
+        );
+        let mut p = toml::Table::new();
+        for (k, v) in &self.properties {
+            p.insert(k.clone(), v.clone().into());
+        }
+        w.insert("properties".into(), p.into());
+        let mut doc = toml::Table::new();
+        doc.insert("name".into(), format!("ycsb-{}", self.phase.name()).into());
+        let mut targets = toml::Table::new();
+        targets.insert("db".into(), target.into());
+        doc.insert("targets".into(), targets.into());
+        let mut workloads = toml::Table::new();
+        workloads.insert(self.phase.name().into(), w.into());
+        doc.insert("workloads".into(), workloads.into());
+        let mut s = String::from("# Generated by `storlab ycsb` from YCSB's command line.\n");
+        s.push_str(&toml::to_string(&doc).unwrap_or_default());
+        let _ = writeln!(
+            s,
+            "\n[[steps]]\nname = \"{0}\"\nworkload = \"{0}\"\ntargets = [\"db\"]",
+            self.phase.name()
+        );
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    fn workloads() -> String {
+        format!("{}/workloads", env!("CARGO_MANIFEST_DIR"))
+    }
+
+    #[test]
+    fn a_redis_command_line_becomes_a_study() {
+        let c = parse_args(
+            Phase::Run,
+            &args(&format!(
+                "redis -P {}/workloada -p redis.host=127.0.0.1 -p redis.port=6380 -threads 4 -p recordcount=500 -p operationcount=1000",
+                workloads()
+            )),
+        )
+        .unwrap();
+        assert_eq!(c.binding.name, "redis");
+        assert_eq!(c.workload.threads, 4);
+        assert_eq!(c.workload.core.record_count, 500);
+        assert_eq!(c.target["port"].as_integer(), Some(6380));
+        let text = c.study_text();
+        let plan = crate::study::parse("ycsb.toml", &text).unwrap();
+        assert_eq!(plan.runs.len(), 1);
+        assert_eq!(plan.runs[0].targets[0].workload.threads(), 4);
+        assert!(!text.contains("redis.host"), "{text}");
+        let c = parse_args(
+            Phase::Load,
+            &args("jdbc -p recordcount=5 -p db.url=jdbc:postgresql://h:1/d -p db.passwd=sekrit"),
+        )
+        .unwrap();
+        assert!(c.study_text().contains("sekrit"));
+        assert!(!c.study_text_redacted().contains("sekrit"));
+    }
+
+    #[test]
+    fn unknown_properties_are_named_with_where_they_were_set() {
+        let e = parse_args(
+            Phase::Load,
+            &args(&format!(
+                "basic -P {}/workloada -p recordcont=10 -p redis.host=x",
+                workloads()
+            )),
+        )
+        .unwrap_err();
+        let text = e.to_string();
+        assert!(text.contains("`recordcont` (-p override #1)"), "{text}");
+        assert!(text.contains("`redis.host`"), "{text}");
+        let e = parse_args(Phase::Load, &args("cassandra-cql -p recordcount=1")).unwrap_err();
+        assert!(e.to_string().contains("unknown database binding"), "{e}");
+        let e = parse_args(Phase::Load, &args("basic -p recordcount=1 -x")).unwrap_err();
+        assert!(matches!(e, YcsbArgError::Unsupported(_)));
+    }
+}

@@ -1,0 +1,595 @@
+//! The `postgres` target: a PostgreSQL server through the `postgres` crate (the synchronous
+//! wrapper of tokio-postgres), one connection per worker, as YCSB's JDBC binding: a table
+//! (YCSB's `table`, default `usertable`) with YCSB's schema, `YCSB_KEY VARCHAR(255) PRIMARY
+//! KEY, FIELD0 TEXT, ..., FIELDn TEXT`, created in `prepare` if missing, and prepared
+//! statements for every operation (a statement per field for one-field reads and updates).
+//!
+//! Keys and values are handed to the driver as `&str` borrowed from the session's buffers;
+//! the driver allocates its messages and rows. A read that finds no row, or an update that
+//! changes none, is a miss (YCSB's NOT_FOUND). A connection that fails mid-run counts the
+//! operation as a `connection` error; the next operation reconnects and prepares again.
+//!
+//! YCSB properties (its JDBC binding's): `db.url` (`jdbc:postgresql://host:port/db`, the
+//! `jdbc:` prefix optional), `db.user`, `db.passwd`, `db.driver` (must be PostgreSQL's).
+
+use postgres::fallible_iterator::FallibleIterator;
+use postgres::{Client, NoTls, Statement};
+use serde::{Deserialize, Serialize};
+
+use crate::record::{ErrorKind, OpError};
+use crate::target::{
+    Completion, Completions, Op, OptionError, PrepareOptions, Session, SessionParams, SessionUser,
+    TargetConfig, TargetError, TargetType, YcsbBindingError, claim_value, option_error,
+};
+use crate::workload::ycsb::{CoreWorkload, Properties, RecordBuf, YcsbOp};
+
+pub const TYPE: TargetType = TargetType {
+    name: "postgres",
+    summary: "a PostgreSQL server: YCSB's JDBC schema (usertable: YCSB_KEY, FIELD0..n)",
+    options: &[
+        (
+            "url",
+            "postgresql://host:port/database (credentials may be in it or below)",
+        ),
+        ("user", "user name (default: the URL's)"),
+        ("password", "password (default: the URL's)"),
+    ],
+    parse,
+    ycsb_names: &["jdbc", "postgresql"],
+    ycsb_options: Some(ycsb_options),
+};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct PostgresConfig {
+    #[serde(serialize_with = "crate::target::serialize_redacted_url")]
+    pub url: String,
+    pub user: Option<String>,
+    #[serde(default, skip_serializing)]
+    pub password: Option<String>,
+}
+
+fn parse(table: toml::Table) -> Result<TargetConfig, OptionError> {
+    let c: PostgresConfig = table.try_into().map_err(option_error)?;
+    c.config().map_err(|e| OptionError {
+        key: "url".into(),
+        message: format!("not a PostgreSQL connection URL: {e}"),
+    })?;
+    Ok(TargetConfig::Postgres(c))
+}
+
+fn ycsb_options(props: &mut Properties) -> Result<toml::Table, YcsbBindingError> {
+    let mut t = toml::Table::new();
+    if let Some((v, p)) = claim_value(props, "db.driver") {
+        if v != "org.postgresql.Driver" {
+            return Err(YcsbBindingError {
+                property: p,
+                reason: "storlab's JDBC binding speaks to PostgreSQL only (org.postgresql.Driver)"
+                    .into(),
+            });
+        }
+    }
+    match claim_value(props, "db.url") {
+        Some((v, p)) => {
+            let url = v.strip_prefix("jdbc:").unwrap_or(&v).to_string();
+            if !url.starts_with("postgresql://") && !url.starts_with("postgres://") {
+                return Err(YcsbBindingError {
+                    property: p,
+                    reason: "expected jdbc:postgresql://host:port/database".into(),
+                });
+            }
+            t.insert("url".into(), url.into());
+        }
+        None => {
+            t.insert("url".into(), "postgresql://127.0.0.1:5432/ycsb".into());
+        }
+    }
+    if let Some((v, _)) = claim_value(props, "db.user") {
+        t.insert("user".into(), v.into());
+    }
+    if let Some((v, _)) = claim_value(props, "db.passwd") {
+        t.insert("password".into(), v.into());
+    }
+    Ok(t)
+}
+
+/// A SQL identifier storlab writes into statements: letters, digits and `_` only.
+fn identifier(s: &str) -> bool {
+    !s.is_empty()
+        && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        && !s.as_bytes()[0].is_ascii_digit()
+}
+
+impl PostgresConfig {
+    fn config(&self) -> Result<postgres::Config, postgres::Error> {
+        let mut c: postgres::Config = self.url.parse()?;
+        if let Some(u) = &self.user {
+            c.user(u);
+        }
+        if let Some(p) = &self.password {
+            c.password(p);
+        }
+        c.connect_timeout(std::time::Duration::from_secs(10));
+        if c.get_application_name().is_none() {
+            // How a DBA tells storlab's sessions apart in pg_stat_activity.
+            c.application_name("storlab");
+        }
+        Ok(c)
+    }
+
+    fn connect(&self) -> Result<Client, postgres::Error> {
+        self.config()?.connect(NoTls)
+    }
+
+    fn describe(&self) -> String {
+        // Without credentials.
+        match self.config() {
+            Ok(c) => format!(
+                "postgres {:?}:{:?}/{}",
+                c.get_hosts(),
+                c.get_ports(),
+                c.get_dbname().unwrap_or("")
+            ),
+            Err(_) => "postgres".into(),
+        }
+    }
+
+    /// Checks the server answers, creates the table if missing, asks the version.
+    pub fn prepare(&self, opts: &PrepareOptions) -> Result<Vec<(String, String)>, TargetError> {
+        let fail = |what: &str, e: postgres::Error| {
+            TargetError::Invalid(format!("{}: {what}: {e}", self.describe()))
+        };
+        let mut client = self.connect().map_err(|e| fail("connecting", e))?;
+        if let Some(w) = &opts.ycsb {
+            check_names(w)?;
+            let mut sql = format!(
+                "CREATE TABLE IF NOT EXISTS {} (YCSB_KEY VARCHAR(255) PRIMARY KEY",
+                w.table
+            );
+            for i in 0..w.field_count {
+                sql.push_str(&format!(", {}{i} TEXT", w.field_name_prefix));
+            }
+            sql.push(')');
+            client
+                .batch_execute(&sql)
+                .map_err(|e| fail("creating the table", e))?;
+        }
+        let row = client
+            .query_one("SHOW server_version", &[])
+            .map_err(|e| fail("asking the version", e))?;
+        let version: String = row.get(0);
+        Ok(vec![("postgresql".into(), version)])
+    }
+
+    pub fn open<U: SessionUser>(
+        &self,
+        params: &SessionParams,
+        user: U,
+    ) -> Result<U::Output, TargetError> {
+        let Some(w) = params.ycsb.as_deref() else {
+            return Err(TargetError::Invalid(
+                "a postgres target runs ycsb workloads only".into(),
+            ));
+        };
+        check_names(w)?;
+        let mut session = PgSession {
+            config: self.clone(),
+            conn: None,
+            sql: Sql::new(w),
+            record: RecordBuf::new(w, params.seed ^ ((params.worker as u64 + 1) << 32)),
+            done: None,
+        };
+        session
+            .connect()
+            .map_err(|_| TargetError::Invalid(format!("{}: cannot connect", self.describe())))?;
+        Ok(user.run(session))
+    }
+}
+
+fn check_names(w: &CoreWorkload) -> Result<(), TargetError> {
+    if !identifier(&w.table) || !identifier(&w.field_name_prefix) {
+        return Err(TargetError::Invalid(format!(
+            "table `{}` and fieldnameprefix `{}` must be SQL identifiers (letters, digits, _)",
+            w.table, w.field_name_prefix
+        )));
+    }
+    Ok(())
+}
+
+/// The statements' text, built once per session.
+struct Sql {
+    read_all: String,
+    read_field: Vec<String>,
+    update_all: String,
+    update_field: Vec<String>,
+    insert: String,
+    scan_all: String,
+    scan_field: Vec<String>,
+}
+
+impl Sql {
+    fn new(w: &CoreWorkload) -> Sql {
+        let t = &w.table;
+        let f = |i: u32| format!("{}{i}", w.field_name_prefix);
+        let n = w.field_count;
+        Sql {
+            read_all: format!("SELECT * FROM {t} WHERE YCSB_KEY = $1"),
+            read_field: (0..n)
+                .map(|i| format!("SELECT {} FROM {t} WHERE YCSB_KEY = $1", f(i)))
+                .collect(),
+            update_all: format!(
+                "UPDATE {t} SET {} WHERE YCSB_KEY = ${}",
+                (0..n)
+                    .map(|i| format!("{} = ${}", f(i), i + 1))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                n + 1
+            ),
+            update_field: (0..n)
+                .map(|i| format!("UPDATE {t} SET {} = $1 WHERE YCSB_KEY = $2", f(i)))
+                .collect(),
+            insert: format!(
+                "INSERT INTO {t} (YCSB_KEY, {}) VALUES ({})",
+                (0..n).map(f).collect::<Vec<_>>().join(", "),
+                (1..=n + 1)
+                    .map(|i| format!("${i}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            scan_all: format!(
+                "SELECT * FROM {t} WHERE YCSB_KEY >= $1 ORDER BY YCSB_KEY LIMIT $2"
+            ),
+            scan_field: (0..n)
+                .map(|i| {
+                    format!(
+                        "SELECT YCSB_KEY, {} FROM {t} WHERE YCSB_KEY >= $1 ORDER BY YCSB_KEY LIMIT $2",
+                        f(i)
+                    )
+                })
+                .collect(),
+        }
+    }
+}
+
+/// A live connection and its prepared statements.
+struct Conn {
+    client: Client,
+    read_all: Statement,
+    read_field: Vec<Statement>,
+    update_all: Statement,
+    update_field: Vec<Statement>,
+    insert: Statement,
+    scan_all: Statement,
+    scan_field: Vec<Statement>,
+}
+
+/// One worker's connection.
+pub struct PgSession {
+    config: PostgresConfig,
+    /// None after the connection failed: the next operation reconnects.
+    conn: Option<Conn>,
+    sql: Sql,
+    record: RecordBuf,
+    done: Option<Completion>,
+}
+
+const INTEGRITY: OpError = OpError {
+    kind: ErrorKind::Integrity,
+    code: 0,
+};
+
+fn error_of(e: &postgres::Error) -> OpError {
+    let kind = if e.is_closed() {
+        ErrorKind::Connection
+    } else if e.as_db_error().is_some() {
+        ErrorKind::Other
+    } else {
+        // Errors without a server message: I/O on the socket.
+        ErrorKind::Connection
+    };
+    OpError { kind, code: 0 }
+}
+
+/// Checks a row's fields against the record buffer's current key: (bytes, all good).
+fn check_row(rec: &RecordBuf, row: &postgres::Row, field: Option<u32>) -> (u32, bool) {
+    let mut bytes = 0u32;
+    let mut seen = 0usize;
+    let mut good = true;
+    for (c, col) in row.columns().iter().enumerate() {
+        let name = col.name();
+        if name.eq_ignore_ascii_case("ycsb_key") {
+            continue;
+        }
+        let value: Option<&str> = row.try_get(c).unwrap_or(None);
+        let Some(value) = value else {
+            good = false;
+            continue;
+        };
+        bytes += value.len() as u32;
+        // Columns come back lower-case; field names are the workload's.
+        let index = rec
+            .names()
+            .iter()
+            .position(|n| n.eq_ignore_ascii_case(name.as_bytes()));
+        match index {
+            Some(i) if field.is_none_or(|f| f as usize == i) => {
+                seen += 1;
+                good &= rec.verify(i, value.as_bytes());
+            }
+            _ => good = false,
+        }
+    }
+    let want = field.map_or(rec.field_count(), |_| 1);
+    (
+        bytes,
+        good && (seen == want || !rec.verifying() && seen > 0),
+    )
+}
+
+impl PgSession {
+    fn connect(&mut self) -> Result<&mut Conn, OpError> {
+        if self.conn.is_none() {
+            let mut client = self.config.connect().map_err(|e| error_of(&e))?;
+            let mut p = |sql: &str| client.prepare(sql).map_err(|e| error_of(&e));
+            let s = &self.sql;
+            let conn = Conn {
+                read_all: p(&s.read_all)?,
+                read_field: s
+                    .read_field
+                    .iter()
+                    .map(|q| p(q))
+                    .collect::<Result<_, _>>()?,
+                update_all: p(&s.update_all)?,
+                update_field: s
+                    .update_field
+                    .iter()
+                    .map(|q| p(q))
+                    .collect::<Result<_, _>>()?,
+                insert: p(&s.insert)?,
+                scan_all: p(&s.scan_all)?,
+                scan_field: s
+                    .scan_field
+                    .iter()
+                    .map(|q| p(q))
+                    .collect::<Result<_, _>>()?,
+                client,
+            };
+            self.conn = Some(conn);
+        }
+        Ok(self.conn.as_mut().expect("just connected"))
+    }
+
+    fn read(&mut self, field: Option<u32>) -> Result<(u32, bool), OpError> {
+        let rec = &self.record;
+        let conn = match self.conn.as_mut() {
+            Some(c) => c,
+            None => {
+                return Err(OpError {
+                    kind: ErrorKind::Connection,
+                    code: 0,
+                });
+            }
+        };
+        let stmt = match field {
+            Some(f) => &conn.read_field[f as usize],
+            None => &conn.read_all,
+        };
+        let row = conn
+            .client
+            .query_opt(stmt, &[&rec.key_str()])
+            .map_err(|e| error_of(&e))?;
+        let Some(row) = row else {
+            return Ok((0, false));
+        };
+        let (bytes, good) = check_row(rec, &row, field);
+        if !good {
+            return Err(INTEGRITY);
+        }
+        Ok((bytes + rec.key.len() as u32, true))
+    }
+
+    fn update(&mut self, field: Option<u32>) -> Result<(u32, bool), OpError> {
+        match field {
+            Some(f) => self.record.fill(f as usize),
+            None => self.record.fill_all(),
+        }
+        let rec = &self.record;
+        let Some(conn) = self.conn.as_mut() else {
+            return Err(OpError {
+                kind: ErrorKind::Connection,
+                code: 0,
+            });
+        };
+        let n = match field {
+            Some(f) => conn
+                .client
+                .execute(
+                    &conn.update_field[f as usize],
+                    &[&rec.value_str(f as usize), &rec.key_str()],
+                )
+                .map_err(|e| error_of(&e))?,
+            None => {
+                let fields = rec.field_count();
+                let params = (0..fields + 1).map(|i| {
+                    if i < fields {
+                        rec.value_str(i)
+                    } else {
+                        rec.key_str()
+                    }
+                });
+                let mut rows = conn
+                    .client
+                    .query_raw(&conn.update_all, params)
+                    .map_err(|e| error_of(&e))?;
+                while rows.next().map_err(|e| error_of(&e))?.is_some() {}
+                rows.rows_affected().unwrap_or(0)
+            }
+        };
+        let bytes = rec.key.len() as u32
+            + field.map_or(rec.value_bytes(), |f| rec.values[f as usize].len() as u32);
+        Ok((bytes, n > 0))
+    }
+
+    fn insert(&mut self) -> Result<u32, OpError> {
+        self.record.fill_all();
+        let rec = &self.record;
+        let Some(conn) = self.conn.as_mut() else {
+            return Err(OpError {
+                kind: ErrorKind::Connection,
+                code: 0,
+            });
+        };
+        let params = (0..rec.field_count() + 1).map(|i| {
+            if i == 0 {
+                rec.key_str()
+            } else {
+                rec.value_str(i - 1)
+            }
+        });
+        let mut rows = conn
+            .client
+            .query_raw(&conn.insert, params)
+            .map_err(|e| error_of(&e))?;
+        while rows.next().map_err(|e| error_of(&e))?.is_some() {}
+        Ok(rec.key.len() as u32 + rec.value_bytes())
+    }
+
+    fn scan(&mut self, count: u64, field: Option<u32>) -> Result<(u32, bool), OpError> {
+        let Some(conn) = self.conn.as_mut() else {
+            return Err(OpError {
+                kind: ErrorKind::Connection,
+                code: 0,
+            });
+        };
+        let stmt = match field {
+            Some(f) => &conn.scan_field[f as usize],
+            None => &conn.scan_all,
+        };
+        let limit = count.min(i64::MAX as u64) as i64;
+        let rows = conn
+            .client
+            .query(stmt, &[&self.record.key_str(), &limit])
+            .map_err(|e| error_of(&e))?;
+        let mut bytes = 0u32;
+        let mut good = true;
+        for row in &rows {
+            let key: &str = row.try_get(0).unwrap_or("");
+            self.record.key.clear();
+            self.record.key.extend_from_slice(key.as_bytes());
+            let (b, g) = check_row(&self.record, row, field);
+            bytes = bytes.saturating_add(b + key.len() as u32);
+            good &= g;
+        }
+        if !good {
+            return Err(INTEGRITY);
+        }
+        Ok((bytes, !rows.is_empty()))
+    }
+
+    fn ycsb(&mut self, op: YcsbOp) -> Result<(u32, bool), OpError> {
+        self.connect()?;
+        match op {
+            YcsbOp::Read { keynum, field } => {
+                self.record.set_key(keynum);
+                self.read(field)
+            }
+            YcsbOp::Update { keynum, field } => {
+                self.record.set_key(keynum);
+                self.update(field)
+            }
+            YcsbOp::Insert { keynum } => {
+                self.record.set_key(keynum);
+                self.insert().map(|n| (n, true))
+            }
+            YcsbOp::Scan {
+                keynum,
+                count,
+                field,
+            } => {
+                self.record.set_key(keynum);
+                self.scan(count, field)
+            }
+            YcsbOp::ReadModifyWrite {
+                keynum,
+                read_field,
+                write_field,
+            } => {
+                self.record.set_key(keynum);
+                let (r, found) = self.read(read_field)?;
+                if !found {
+                    return Ok((0, false));
+                }
+                let (w, found) = self.update(write_field)?;
+                Ok((r + w, found))
+            }
+        }
+    }
+}
+
+impl Session for PgSession {
+    #[inline]
+    fn submit(&mut self, slot: u32, op: Op) -> Result<(), OpError> {
+        let Op::Ycsb(y) = op else {
+            return Err(OpError {
+                kind: ErrorKind::Invalid,
+                code: libc::EINVAL,
+            });
+        };
+        let (result, found) = match self.ycsb(y) {
+            Ok((n, found)) => (Ok(n), found),
+            Err(e) => {
+                if e.kind == ErrorKind::Connection
+                    || self.conn.as_ref().is_some_and(|c| c.client.is_closed())
+                {
+                    self.conn = None;
+                }
+                (Err(e), false)
+            }
+        };
+        self.done = Some(Completion {
+            slot,
+            result,
+            found,
+        });
+        Ok(())
+    }
+
+    #[inline]
+    fn complete(&mut self, _min: u32, out: &mut Completions) -> Result<(), OpError> {
+        if let Some(c) = self.done.take() {
+            out.push(c);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statements_follow_ycsb_schema() {
+        let mut p = Properties::new();
+        p.set_override("recordcount=10").unwrap();
+        p.set_override("fieldcount=2").unwrap();
+        let w = CoreWorkload::from_properties(&mut p).unwrap();
+        let s = Sql::new(&w);
+        assert_eq!(
+            s.insert,
+            "INSERT INTO usertable (YCSB_KEY, field0, field1) VALUES ($1, $2, $3)"
+        );
+        assert_eq!(
+            s.update_all,
+            "UPDATE usertable SET field0 = $1, field1 = $2 WHERE YCSB_KEY = $3"
+        );
+        assert_eq!(
+            crate::target::redact_url("postgres://u:secret@h:5/db?x=1"),
+            "postgres://u:<redacted>@h:5/db?x=1"
+        );
+        assert_eq!(
+            crate::target::redact_url("mongodb://h:1/db"),
+            "mongodb://h:1/db"
+        );
+        assert!(identifier("usertable") && !identifier("user table") && !identifier("1t"));
+    }
+}

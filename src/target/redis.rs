@@ -1,0 +1,598 @@
+//! The `redis` target: a Redis server, through the `redis` crate's synchronous connection, one
+//! connection per worker. Records are stored as YCSB's redis binding stores them: a hash per
+//! record (`HMSET key field value ...`), and every key in the sorted set `_indices` scored by
+//! the Java `hashCode` of the key, which scans walk (`ZRANGEBYSCORE _indices score +inf LIMIT 0
+//! count`, then the records).
+//!
+//! storlab packs each command's RESP bytes into a buffer the session owns and hands them to
+//! the crate (`req_packed_command`), so storlab itself formats and allocates nothing per
+//! operation; the crate allocates the parsed reply. A read of a missing record is a miss
+//! (YCSB's NOT_FOUND). A connection that fails mid-run counts the operation as a
+//! `connection` (or `timeout`) error and the next operation reconnects.
+//!
+//! YCSB properties: `redis.host`, `redis.port`, `redis.password`, `redis.timeout` (ms).
+
+use std::time::Duration;
+
+use redis::{ConnectionLike, Value};
+use serde::{Deserialize, Serialize};
+
+use crate::record::{ErrorKind, OpError};
+use crate::target::{
+    Completion, Completions, Op, OptionError, PrepareOptions, Session, SessionParams, SessionUser,
+    TargetConfig, TargetError, TargetType, YcsbBindingError, claim_value, option_error,
+};
+use crate::units::Dur;
+use crate::workload::ycsb::{Properties, RecordBuf, YcsbOp};
+
+pub const TYPE: TargetType = TargetType {
+    name: "redis",
+    summary: "a Redis server: a hash per YCSB record, keys indexed in the sorted set _indices",
+    options: &[
+        ("host", "server address (default 127.0.0.1)"),
+        ("port", "server port (default 6379)"),
+        ("password", "AUTH password (default none)"),
+        ("database", "database number (default 0)"),
+        (
+            "timeout",
+            "connect, read and write timeout, e.g. \"2s\" (default 10s)",
+        ),
+    ],
+    parse,
+    ycsb_names: &[],
+    ycsb_options: Some(ycsb_options),
+};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RedisConfig {
+    #[serde(default = "default_host")]
+    pub host: String,
+    #[serde(default = "default_port")]
+    pub port: u16,
+    #[serde(default, skip_serializing)]
+    pub password: Option<String>,
+    #[serde(default)]
+    pub database: u32,
+    #[serde(default = "default_timeout")]
+    pub timeout: Dur,
+}
+
+fn default_host() -> String {
+    "127.0.0.1".into()
+}
+fn default_port() -> u16 {
+    6379
+}
+fn default_timeout() -> Dur {
+    Dur(Duration::from_secs(10))
+}
+
+fn parse(table: toml::Table) -> Result<TargetConfig, OptionError> {
+    let c: RedisConfig = table.try_into().map_err(option_error)?;
+    if c.timeout.0.is_zero() {
+        return Err(OptionError {
+            key: "timeout".into(),
+            message: "timeout must be above 0".into(),
+        });
+    }
+    Ok(TargetConfig::Redis(c))
+}
+
+/// YCSB's redis binding properties to this target's options.
+fn ycsb_options(props: &mut Properties) -> Result<toml::Table, YcsbBindingError> {
+    let mut t = toml::Table::new();
+    if let Some((v, _)) = claim_value(props, "redis.host") {
+        t.insert("host".into(), v.into());
+    }
+    if let Some((v, p)) = claim_value(props, "redis.port") {
+        let port: u16 = v.parse().map_err(|_| YcsbBindingError {
+            property: p,
+            reason: "expected a port number".into(),
+        })?;
+        t.insert("port".into(), (port as i64).into());
+    }
+    if let Some((v, _)) = claim_value(props, "redis.password") {
+        t.insert("password".into(), v.into());
+    }
+    if let Some((v, p)) = claim_value(props, "redis.timeout") {
+        let ms: u64 = v.parse().map_err(|_| YcsbBindingError {
+            property: p,
+            reason: "expected milliseconds".into(),
+        })?;
+        t.insert("timeout".into(), format!("{}ms", ms.max(1)).into());
+    }
+    Ok(t)
+}
+
+/// The sorted set YCSB's redis binding keeps every key in, for scans.
+const INDEX: &[u8] = b"_indices";
+
+impl RedisConfig {
+    fn connect(&self) -> redis::RedisResult<redis::Connection> {
+        let mut settings = redis::RedisConnectionInfo::default().set_db(self.database as i64);
+        if let Some(p) = &self.password {
+            settings = settings.set_password(p);
+        }
+        let info = redis::IntoConnectionInfo::into_connection_info(redis::ConnectionAddr::Tcp(
+            self.host.clone(),
+            self.port,
+        ))?
+        .set_redis_settings(settings);
+        let client = redis::Client::open(info)?;
+        let conn = client.get_connection_with_timeout(self.timeout.0)?;
+        conn.set_read_timeout(Some(self.timeout.0))?;
+        conn.set_write_timeout(Some(self.timeout.0))?;
+        Ok(conn)
+    }
+
+    fn describe(&self) -> String {
+        format!("redis {}:{}/{}", self.host, self.port, self.database)
+    }
+
+    /// Checks that the server answers and asks its version.
+    pub fn prepare(&self, _opts: &PrepareOptions) -> Result<Vec<(String, String)>, TargetError> {
+        let mut conn = self
+            .connect()
+            .map_err(|e| TargetError::Invalid(format!("{}: {e}", self.describe())))?;
+        let info: String = redis::cmd("INFO")
+            .arg("server")
+            .query(&mut conn)
+            .map_err(|e| TargetError::Invalid(format!("{}: INFO: {e}", self.describe())))?;
+        let version = info
+            .lines()
+            .find_map(|l| l.strip_prefix("redis_version:"))
+            .map(|v| v.trim().to_string());
+        Ok(version
+            .map(|v| ("redis".to_string(), v))
+            .into_iter()
+            .collect())
+    }
+
+    pub fn open<U: SessionUser>(
+        &self,
+        params: &SessionParams,
+        user: U,
+    ) -> Result<U::Output, TargetError> {
+        let Some(w) = params.ycsb.as_deref() else {
+            return Err(TargetError::Invalid(
+                "a redis target runs ycsb workloads only".into(),
+            ));
+        };
+        let conn = self
+            .connect()
+            .map_err(|e| TargetError::Invalid(format!("{}: {e}", self.describe())))?;
+        let session = RedisSession {
+            config: self.clone(),
+            conn: Some(conn),
+            record: RecordBuf::new(w, params.seed ^ ((params.worker as u64 + 1) << 32)),
+            cmd: Vec::with_capacity(4096),
+            done: None,
+        };
+        Ok(user.run(session))
+    }
+}
+
+/// One worker's connection.
+pub struct RedisSession {
+    config: RedisConfig,
+    /// None after the connection failed: the next operation reconnects.
+    conn: Option<redis::Connection>,
+    record: RecordBuf,
+    /// The packed command.
+    cmd: Vec<u8>,
+    done: Option<Completion>,
+}
+
+fn error_of(e: &redis::RedisError) -> OpError {
+    let kind = if e.is_timeout() {
+        ErrorKind::Timeout
+    } else if e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() {
+        ErrorKind::Connection
+    } else {
+        ErrorKind::Other
+    };
+    OpError { kind, code: 0 }
+}
+
+const INTEGRITY: OpError = OpError {
+    kind: ErrorKind::Integrity,
+    code: 0,
+};
+const PROTOCOL: OpError = OpError {
+    kind: ErrorKind::Other,
+    code: 0,
+};
+
+/// Appends a RESP array header.
+#[inline]
+fn header(buf: &mut Vec<u8>, args: usize) {
+    buf.push(b'*');
+    decimal(buf, args as u64);
+    buf.extend_from_slice(b"\r\n");
+}
+
+/// Appends one RESP bulk string argument.
+#[inline]
+fn arg(buf: &mut Vec<u8>, bytes: &[u8]) {
+    buf.push(b'$');
+    decimal(buf, bytes.len() as u64);
+    buf.extend_from_slice(b"\r\n");
+    buf.extend_from_slice(bytes);
+    buf.extend_from_slice(b"\r\n");
+}
+
+#[inline]
+fn decimal(buf: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    buf.extend_from_slice(&digits[i..]);
+}
+
+/// Writes `n` in decimal into `out` and returns the text.
+#[inline]
+fn number(n: i64, out: &mut [u8; 21]) -> &[u8] {
+    let mut m = n.unsigned_abs();
+    let mut i = out.len();
+    loop {
+        i -= 1;
+        out[i] = b'0' + (m % 10) as u8;
+        m /= 10;
+        if m == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        i -= 1;
+        out[i] = b'-';
+    }
+    &out[i..]
+}
+
+/// Java's `String.hashCode()` of an ASCII key: YCSB's score in `_indices`.
+#[inline]
+fn java_hash(key: &[u8]) -> i32 {
+    key.iter()
+        .fold(0i32, |h, &b| h.wrapping_mul(31).wrapping_add(b as i32))
+}
+
+fn bulk(v: &Value) -> Option<&[u8]> {
+    match v {
+        Value::BulkString(b) => Some(b),
+        Value::SimpleString(s) => Some(s.as_bytes()),
+        _ => None,
+    }
+}
+
+impl RedisSession {
+    fn conn(&mut self) -> Result<&mut redis::Connection, OpError> {
+        if self.conn.is_none() {
+            self.conn = Some(self.config.connect().map_err(|e| error_of(&e))?);
+        }
+        Ok(self.conn.as_mut().expect("just connected"))
+    }
+
+    /// Sends the packed command(s) and returns the replies; a failed connection is dropped.
+    fn send(&mut self, count: usize) -> Result<Vec<Value>, OpError> {
+        let cmd = std::mem::take(&mut self.cmd);
+        let result = match self.conn() {
+            Ok(c) => {
+                if count == 1 {
+                    c.req_packed_command(&cmd).map(|v| vec![v])
+                } else {
+                    c.req_packed_commands(&cmd, 0, count)
+                }
+            }
+            Err(e) => {
+                self.cmd = cmd;
+                return Err(e);
+            }
+        };
+        self.cmd = cmd;
+        result.map_err(|e| {
+            let err = error_of(&e);
+            if err.kind != ErrorKind::Other || !self.conn.as_ref().is_some_and(|c| c.is_open()) {
+                self.conn = None;
+            }
+            err
+        })
+    }
+
+    /// Packs `HMSET key field value ...` for one field or all.
+    fn pack_hmset(&mut self, field: Option<u32>) {
+        let r = &self.record;
+        let n = field.map_or(r.field_count(), |_| 1);
+        header(&mut self.cmd, 2 + 2 * n);
+        arg(&mut self.cmd, b"HMSET");
+        arg(&mut self.cmd, &r.key);
+        match field {
+            Some(f) => {
+                arg(&mut self.cmd, r.name(f as usize));
+                arg(&mut self.cmd, &r.values[f as usize]);
+            }
+            None => {
+                for i in 0..r.field_count() {
+                    arg(&mut self.cmd, r.name(i));
+                    arg(&mut self.cmd, &r.values[i]);
+                }
+            }
+        }
+    }
+
+    /// Packs the read of the current key: HGETALL, or HMGET of one field.
+    fn pack_read(&mut self, field: Option<u32>) {
+        match field {
+            None => {
+                header(&mut self.cmd, 2);
+                arg(&mut self.cmd, b"HGETALL");
+                arg(&mut self.cmd, &self.record.key);
+            }
+            Some(f) => {
+                header(&mut self.cmd, 3);
+                arg(&mut self.cmd, b"HMGET");
+                arg(&mut self.cmd, &self.record.key);
+                arg(&mut self.cmd, self.record.name(f as usize));
+            }
+        }
+    }
+
+    /// Checks a read's reply for the current key: (bytes, found).
+    fn check_read(&self, reply: &Value, field: Option<u32>) -> Result<(u32, bool), OpError> {
+        let r = &self.record;
+        match (field, reply) {
+            (None, Value::Array(items)) => {
+                if items.is_empty() {
+                    return Ok((0, false));
+                }
+                let mut bytes = 0u32;
+                let mut seen = 0;
+                for pair in items.chunks(2) {
+                    let (Some(name), Some(value)) =
+                        (pair.first().and_then(bulk), pair.get(1).and_then(bulk))
+                    else {
+                        return Err(PROTOCOL);
+                    };
+                    bytes += (name.len() + value.len()) as u32;
+                    match r.field_index(name) {
+                        Some(i) if r.verify(i, value) => seen += 1,
+                        _ => return Err(INTEGRITY),
+                    }
+                }
+                if r.verifying() && seen != r.field_count() {
+                    return Err(INTEGRITY);
+                }
+                Ok((bytes, true))
+            }
+            (None, Value::Map(items)) => {
+                if items.is_empty() {
+                    return Ok((0, false));
+                }
+                let mut bytes = 0u32;
+                for (n, v) in items {
+                    let (Some(name), Some(value)) = (bulk(n), bulk(v)) else {
+                        return Err(PROTOCOL);
+                    };
+                    bytes += (name.len() + value.len()) as u32;
+                    match r.field_index(name) {
+                        Some(i) if r.verify(i, value) => {}
+                        _ => return Err(INTEGRITY),
+                    }
+                }
+                if r.verifying() && items.len() != r.field_count() {
+                    return Err(INTEGRITY);
+                }
+                Ok((bytes, true))
+            }
+            (Some(f), Value::Array(items)) => match items.first() {
+                Some(Value::Nil) | None => Ok((0, false)),
+                Some(v) => {
+                    let value = bulk(v).ok_or(PROTOCOL)?;
+                    if !r.verify(f as usize, value) {
+                        return Err(INTEGRITY);
+                    }
+                    Ok((value.len() as u32, true))
+                }
+            },
+            (_, Value::ServerError(_)) => Err(PROTOCOL),
+            _ => Err(PROTOCOL),
+        }
+    }
+
+    fn read(&mut self, field: Option<u32>) -> Result<(u32, bool), OpError> {
+        self.cmd.clear();
+        self.pack_read(field);
+        let replies = self.send(1)?;
+        self.check_read(&replies[0], field)
+    }
+
+    fn update(&mut self, field: Option<u32>) -> Result<u32, OpError> {
+        match field {
+            Some(f) => self.record.fill(f as usize),
+            None => self.record.fill_all(),
+        }
+        self.cmd.clear();
+        self.pack_hmset(field);
+        let replies = self.send(1)?;
+        ok_reply(&replies[0])?;
+        Ok(self.record.key.len() as u32
+            + field.map_or(self.record.value_bytes(), |f| {
+                self.record.values[f as usize].len() as u32
+            }))
+    }
+
+    fn insert(&mut self) -> Result<u32, OpError> {
+        self.record.fill_all();
+        self.cmd.clear();
+        self.pack_hmset(None);
+        header(&mut self.cmd, 4);
+        arg(&mut self.cmd, b"ZADD");
+        arg(&mut self.cmd, INDEX);
+        let mut text = [0u8; 21];
+        arg(
+            &mut self.cmd,
+            number(java_hash(&self.record.key) as i64, &mut text),
+        );
+        arg(&mut self.cmd, &self.record.key);
+        let replies = self.send(2)?;
+        ok_reply(&replies[0])?;
+        if matches!(replies.get(1), Some(Value::ServerError(_)) | None) {
+            return Err(PROTOCOL);
+        }
+        Ok(self.record.key.len() as u32 + self.record.value_bytes())
+    }
+
+    fn scan(&mut self, count: u64, field: Option<u32>) -> Result<(u32, bool), OpError> {
+        let mut score = [0u8; 21];
+        let mut limit = [0u8; 21];
+        self.cmd.clear();
+        header(&mut self.cmd, 7);
+        arg(&mut self.cmd, b"ZRANGEBYSCORE");
+        arg(&mut self.cmd, INDEX);
+        arg(
+            &mut self.cmd,
+            number(java_hash(&self.record.key) as i64, &mut score),
+        );
+        arg(&mut self.cmd, b"+inf");
+        arg(&mut self.cmd, b"LIMIT");
+        arg(&mut self.cmd, b"0");
+        arg(
+            &mut self.cmd,
+            number(count.min(i64::MAX as u64) as i64, &mut limit),
+        );
+        let replies = self.send(1)?;
+        let Value::Array(keys) = &replies[0] else {
+            return Err(PROTOCOL);
+        };
+        if keys.is_empty() {
+            return Ok((0, false));
+        }
+        // One round trip for all the records, as a pipeline.
+        self.cmd.clear();
+        let mut n = 0;
+        for k in keys {
+            let key = bulk(k).ok_or(PROTOCOL)?;
+            self.record.key.clear();
+            self.record.key.extend_from_slice(key);
+            self.pack_read(field);
+            n += 1;
+        }
+        let records = self.send(n)?;
+        let mut bytes = 0u32;
+        let mut failed = None;
+        for (k, reply) in keys.iter().zip(&records) {
+            self.record.key.clear();
+            self.record
+                .key
+                .extend_from_slice(bulk(k).unwrap_or_default());
+            match self.check_read(reply, field) {
+                Ok((b, _)) => bytes = bytes.saturating_add(b),
+                Err(e) => failed = Some(e),
+            }
+        }
+        match failed {
+            Some(e) => Err(e),
+            None => Ok((bytes, true)),
+        }
+    }
+
+    fn ycsb(&mut self, op: YcsbOp) -> Result<(u32, bool), OpError> {
+        match op {
+            YcsbOp::Read { keynum, field } => {
+                self.record.set_key(keynum);
+                self.read(field)
+            }
+            YcsbOp::Update { keynum, field } => {
+                self.record.set_key(keynum);
+                self.update(field).map(|n| (n, true))
+            }
+            YcsbOp::Insert { keynum } => {
+                self.record.set_key(keynum);
+                self.insert().map(|n| (n, true))
+            }
+            YcsbOp::Scan {
+                keynum,
+                count,
+                field,
+            } => {
+                self.record.set_key(keynum);
+                self.scan(count, field)
+            }
+            YcsbOp::ReadModifyWrite {
+                keynum,
+                read_field,
+                write_field,
+            } => {
+                self.record.set_key(keynum);
+                let (r, found) = self.read(read_field)?;
+                if !found {
+                    return Ok((0, false));
+                }
+                Ok((r + self.update(write_field)?, true))
+            }
+        }
+    }
+}
+
+fn ok_reply(v: &Value) -> Result<(), OpError> {
+    match v {
+        Value::Okay | Value::SimpleString(_) | Value::Int(_) => Ok(()),
+        _ => Err(PROTOCOL),
+    }
+}
+
+impl Session for RedisSession {
+    #[inline]
+    fn submit(&mut self, slot: u32, op: Op) -> Result<(), OpError> {
+        let Op::Ycsb(y) = op else {
+            return Err(OpError {
+                kind: ErrorKind::Invalid,
+                code: libc::EINVAL,
+            });
+        };
+        let (result, found) = match self.ycsb(y) {
+            Ok((n, found)) => (Ok(n), found),
+            Err(e) => (Err(e), false),
+        };
+        self.done = Some(Completion {
+            slot,
+            result,
+            found,
+        });
+        Ok(())
+    }
+
+    #[inline]
+    fn complete(&mut self, _min: u32, out: &mut Completions) -> Result<(), OpError> {
+        if let Some(c) = self.done.take() {
+            out.push(c);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resp_packing_and_java_hash() {
+        let mut b = Vec::new();
+        header(&mut b, 2);
+        arg(&mut b, b"GET");
+        arg(&mut b, b"k1");
+        assert_eq!(b, b"*2\r\n$3\r\nGET\r\n$2\r\nk1\r\n");
+        // Java: "user1".hashCode() == 111578633, "hello".hashCode() == 99162322.
+        assert_eq!(java_hash(b"hello"), 99162322);
+        let mut t = [0u8; 21];
+        assert_eq!(number(-42, &mut t), b"-42");
+        assert_eq!(number(i64::MIN, &mut t), b"-9223372036854775808");
+    }
+}
