@@ -100,7 +100,8 @@ enum Command {
     /// -p redis.port=6379 -p recordcount=100000 -threads 8; then the same with `run`.
     ///
     /// Bindings: basic (the null target), rocksdb (-p rocksdb.dir=DIR), redis (redis.host,
-    /// redis.port, redis.password, redis.timeout), jdbc / postgres (db.url, db.user,
+    /// redis.port, redis.password, redis.timeout; storlab's redis.pipeline=N sends a load's
+    /// inserts N at a time), jdbc / postgres (db.url, db.user,
     /// db.passwd), mongodb (mongodb.url, batchsize). Options: -P FILE, -p NAME=VALUE,
     /// -threads N, -target OPS (open loop, with latency from the intended start), -s
     /// (progress), -db NAME. Properties keep YCSB's names; any property nobody understands is

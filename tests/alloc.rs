@@ -1,7 +1,7 @@
 //! The worker loop allocates nothing per operation: a counting global allocator shows that a
 //! run of ten times more operations (and ten times more interval rotations) makes exactly as
 //! many allocations on the worker's thread as a short one, for the null, file and rocksdb
-//! targets.
+//! targets, with block, db-bench and YCSB (A to F) workloads.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -221,6 +221,65 @@ fn rocksdb_target_loop_allocates_nothing_per_operation() {
         assert_eq!(
             short, long,
             "{bench}: allocations grew with operations: {short} for 5k ops, {long} for 50k ops"
+        );
+    }
+}
+
+/// YCSB's workloads A to F (run phase) as study tables, with the repository's workload files.
+fn ycsb_workload(letter: char, extra: &str) -> Workload {
+    workload(&format!(
+        "type = \"ycsb\"\nphase = \"run\"\nworkload-file = \"{}/workloads/workload{letter}\"\nrecord-count = 10000\noperation-count = 100000000\nmax-scan-length = 10\n{extra}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+}
+
+#[test]
+fn ycsb_on_the_null_target_allocates_nothing_per_operation() {
+    // The null target builds keys and values as a binding does: the whole client side.
+    let t = TargetConfig::Null(NullConfig {
+        size: Bytes(1 << 30),
+        stall_after_ops: None,
+        stall: None,
+    });
+    for letter in ['a', 'b', 'c', 'd', 'e', 'f'] {
+        for extra in ["", "data-integrity = true\nread-all-fields = false"] {
+            let w = ycsb_workload(letter, extra);
+            let prepared = t.prepare(&Default::default()).unwrap();
+            let short = loop_allocations(&t, &w, &prepared, 20_000);
+            let long = loop_allocations(&t, &w, &prepared, 200_000);
+            assert_eq!(
+                short, long,
+                "workload {letter} {extra}: allocations grew with operations: {short} for 20k ops, {long} for 200k ops"
+            );
+        }
+    }
+}
+
+#[test]
+fn ycsb_on_rocksdb_allocates_nothing_per_operation_in_storlab() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut table = toml::Table::new();
+    table.insert(
+        "path".into(),
+        dir.path().join("db").display().to_string().into(),
+    );
+    let t = (storlab::target::find_type("rocksdb").unwrap().parse)(table).unwrap();
+    // Workload A to F on the same database (D and E insert records as they go).
+    for letter in ['a', 'b', 'c', 'd', 'e', 'f'] {
+        let w = ycsb_workload(letter, "");
+        let prepared = t
+            .prepare(&PrepareOptions {
+                writes: w.writes(),
+                fresh: w.fresh(),
+                ycsb: w.ycsb(),
+                ..Default::default()
+            })
+            .unwrap();
+        let short = loop_allocations(&t, &w, &prepared, 5_000);
+        let long = loop_allocations(&t, &w, &prepared, 50_000);
+        assert_eq!(
+            short, long,
+            "workload {letter}: allocations grew with operations: {short} for 5k ops, {long} for 50k ops"
         );
     }
 }

@@ -146,8 +146,14 @@ pub fn parse_args(phase: Phase, args: &[String]) -> Result<YcsbCommand, YcsbArgE
         props.claim(n);
     }
     let mut queue_depth = None;
-    if binding.name == "mongodb" {
-        if let Some(p) = props.claim("batchsize").cloned() {
+    // The load's batch: YCSB's mongodb `batchsize`, storlab's `redis.pipeline`.
+    let batch = match binding.name {
+        "mongodb" => Some("batchsize"),
+        "redis" => Some("redis.pipeline"),
+        _ => None,
+    };
+    if let Some(name) = batch {
+        if let Some(p) = props.claim(name).cloned() {
             let n: u32 = p.value.parse().ok().filter(|n| *n >= 1).ok_or_else(|| {
                 YcsbArgError::Workload(format!("{p}: expected a whole number from 1"))
             })?;

@@ -377,12 +377,13 @@ impl TargetConfig {
             TargetConfig::Null(c) => c.capabilities(),
             TargetConfig::File(c) => c.capabilities(),
             TargetConfig::Rocksdb(c) => c.capabilities(),
-            TargetConfig::Redis(_) | TargetConfig::Postgres(_) => Capabilities {
+            TargetConfig::Postgres(_) => Capabilities {
                 ops: &YCSB_OPS,
                 max_queue_depth: 1,
             },
-            // Queued inserts go to the server as one insertMany (YCSB's batchsize).
-            TargetConfig::Mongodb(_) => Capabilities {
+            // Queued inserts go to the server as one insertMany (YCSB's batchsize), or as one
+            // Redis pipeline.
+            TargetConfig::Redis(_) | TargetConfig::Mongodb(_) => Capabilities {
                 ops: &YCSB_OPS,
                 max_queue_depth: 1024,
             },

@@ -1,5 +1,9 @@
 //! The `null` target: completes every operation at once, moving no data. It measures storlab
 //! itself. For tests of the engine it can stall once, like a device that hangs.
+//!
+//! As YCSB's BasicDB (`-db basic`) it does the client-side work a database binding does: it
+//! builds each operation's key and, for writes, the field values into its record buffer, as
+//! YCSB's client builds them before calling the binding; only the database is missing.
 
 use serde::{Deserialize, Serialize};
 
@@ -9,6 +13,7 @@ use crate::target::{
     TargetConfig, TargetType, option_error,
 };
 use crate::units::{Bytes, Dur};
+use crate::workload::ycsb::{RecordBuf, YcsbOp};
 
 pub const TYPE: TargetType = TargetType {
     name: "null",
@@ -97,6 +102,10 @@ impl NullConfig {
             record_bytes: params.ycsb.as_ref().map_or(0, |w| {
                 (w.field_count as u64 * w.field_length_bytes).min(u32::MAX as u64) as u32
             }),
+            record: params
+                .ycsb
+                .as_ref()
+                .map(|w| RecordBuf::new(w, params.seed ^ ((params.worker as u64 + 1) << 32))),
         }
     }
 }
@@ -111,6 +120,36 @@ pub struct NullSession {
     /// Bytes a YCSB operation on a whole record counts as moved (fields x field length).
     record_bytes: u32,
     stall: std::time::Duration,
+    /// A YCSB workload's record: keys and values are built as a binding builds them.
+    record: Option<RecordBuf>,
+}
+
+impl NullSession {
+    /// What YCSB's client does for an operation before the binding: the key, and the values
+    /// of the fields written.
+    #[inline]
+    fn build(&mut self, op: YcsbOp) {
+        let Some(r) = &mut self.record else {
+            return;
+        };
+        let (keynum, write) = match op {
+            YcsbOp::Read { keynum, .. } | YcsbOp::Scan { keynum, .. } => (keynum, None),
+            YcsbOp::Update { keynum, field } => (keynum, Some(field)),
+            YcsbOp::Insert { keynum } => (keynum, Some(None)),
+            YcsbOp::ReadModifyWrite {
+                keynum,
+                write_field,
+                ..
+            } => (keynum, Some(write_field)),
+        };
+        r.set_key(keynum);
+        match write {
+            Some(Some(i)) => r.fill(i as usize),
+            Some(None) => r.fill_all(),
+            None => {}
+        }
+        std::hint::black_box(r.key_str());
+    }
 }
 
 impl Session for NullSession {
@@ -126,7 +165,10 @@ impl Session for NullSession {
             Op::Get { .. } | Op::Put { .. } | Op::Next | Op::ReadModifyWrite { .. } => {
                 self.value_bytes
             }
-            Op::Ycsb(_) => self.record_bytes,
+            Op::Ycsb(y) => {
+                self.build(y);
+                self.record_bytes
+            }
         };
         self.done.push(Completion {
             slot,

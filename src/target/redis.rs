@@ -10,7 +10,14 @@
 //! (YCSB's NOT_FOUND). A connection that fails mid-run counts the operation as a
 //! `connection` (or `timeout`) error and the next operation reconnects.
 //!
-//! YCSB properties: `redis.host`, `redis.port`, `redis.password`, `redis.timeout` (ms).
+//! Pipelining: with a queue depth above one (a study's `queue-depth`, or storlab's own
+//! `-p redis.pipeline=N` on the YCSB command line), consecutive inserts (a load) go to the
+//! server as one pipeline of their `HMSET` and `ZADD` commands, one round trip; each insert of
+//! the pipeline is timed from its submission to the pipeline's last reply. Other operations
+//! stay one at a time, as YCSB's binding sends them.
+//!
+//! YCSB properties: `redis.host`, `redis.port`, `redis.password`, `redis.timeout` (ms), and
+//! storlab's `redis.pipeline`.
 
 use std::time::Duration;
 
@@ -167,7 +174,8 @@ impl RedisConfig {
             conn: Some(conn),
             record: RecordBuf::new(w, params.seed ^ ((params.worker as u64 + 1) << 32)),
             cmd: Vec::with_capacity(4096),
-            done: None,
+            queue: Vec::with_capacity(params.queue_depth as usize),
+            sizes: Vec::with_capacity(params.queue_depth as usize),
         };
         Ok(user.run(session))
     }
@@ -181,7 +189,10 @@ pub struct RedisSession {
     record: RecordBuf,
     /// The packed command.
     cmd: Vec<u8>,
-    done: Option<Completion>,
+    /// Operations submitted and not yet sent (more than one with pipelining).
+    queue: Vec<(u32, YcsbOp)>,
+    /// Bytes of each insert of a pipeline.
+    sizes: Vec<u32>,
 }
 
 fn error_of(e: &redis::RedisError) -> OpError {
@@ -428,9 +439,10 @@ impl RedisSession {
             }))
     }
 
-    fn insert(&mut self) -> Result<u32, OpError> {
+    /// Packs the insert of the current key (HMSET of every field, ZADD to the index) after
+    /// what `cmd` holds: two commands.
+    fn pack_insert(&mut self) {
         self.record.fill_all();
-        self.cmd.clear();
         self.pack_hmset(None);
         header(&mut self.cmd, 4);
         arg(&mut self.cmd, b"ZADD");
@@ -441,12 +453,55 @@ impl RedisSession {
             number(java_hash(&self.record.key) as i64, &mut text),
         );
         arg(&mut self.cmd, &self.record.key);
-        let replies = self.send(2)?;
-        ok_reply(&replies[0])?;
+    }
+
+    /// Checks the two replies of one insert of `bytes` (key and values).
+    fn insert_replies(replies: &[Value], bytes: u32) -> Result<u32, OpError> {
+        ok_reply(replies.first().ok_or(PROTOCOL)?)?;
         if matches!(replies.get(1), Some(Value::ServerError(_)) | None) {
             return Err(PROTOCOL);
         }
-        Ok(self.record.key.len() as u32 + self.record.value_bytes())
+        Ok(bytes)
+    }
+
+    fn record_bytes(&self) -> u32 {
+        self.record.key.len() as u32 + self.record.value_bytes()
+    }
+
+    fn insert(&mut self) -> Result<u32, OpError> {
+        self.cmd.clear();
+        self.pack_insert();
+        let replies = self.send(2)?;
+        Self::insert_replies(&replies, self.record_bytes())
+    }
+
+    /// Sends the inserts `queue[from..to]` as one pipeline and reports each.
+    fn insert_pipeline(&mut self, from: usize, to: usize, out: &mut Completions) {
+        self.cmd.clear();
+        self.sizes.clear();
+        for i in from..to {
+            if let (_, YcsbOp::Insert { keynum }) = self.queue[i] {
+                self.record.set_key(keynum);
+                self.pack_insert();
+                self.sizes.push(self.record_bytes());
+            }
+        }
+        let replies = self.send(2 * (to - from));
+        for i in from..to {
+            let slot = self.queue[i].0;
+            let result = match &replies {
+                Ok(r) => {
+                    let j = 2 * (i - from);
+                    Self::insert_replies(r.get(j..j + 2).unwrap_or_default(), self.sizes[i - from])
+                }
+                Err(e) => Err(*e),
+            };
+            out.push(Completion {
+                slot,
+                result,
+                found: result.is_ok(),
+            });
+        }
     }
 
     fn scan(&mut self, count: u64, field: Option<u32>) -> Result<(u32, bool), OpError> {
@@ -557,23 +612,39 @@ impl Session for RedisSession {
                 code: libc::EINVAL,
             });
         };
-        let (result, found) = match self.ycsb(y) {
-            Ok((n, found)) => (Ok(n), found),
-            Err(e) => (Err(e), false),
-        };
-        self.done = Some(Completion {
-            slot,
-            result,
-            found,
-        });
+        self.queue.push((slot, y));
         Ok(())
     }
 
     #[inline]
     fn complete(&mut self, _min: u32, out: &mut Completions) -> Result<(), OpError> {
-        if let Some(c) = self.done.take() {
-            out.push(c);
+        let mut i = 0;
+        while i < self.queue.len() {
+            let (slot, op) = self.queue[i];
+            if matches!(op, YcsbOp::Insert { .. }) {
+                // Consecutive inserts: one pipeline (one insert: one round trip as usual).
+                let end = self.queue[i..]
+                    .iter()
+                    .position(|(_, o)| !matches!(o, YcsbOp::Insert { .. }))
+                    .map_or(self.queue.len(), |n| i + n);
+                if end - i > 1 {
+                    self.insert_pipeline(i, end, out);
+                    i = end;
+                    continue;
+                }
+            }
+            let (result, found) = match self.ycsb(op) {
+                Ok((n, found)) => (Ok(n), found),
+                Err(e) => (Err(e), false),
+            };
+            out.push(Completion {
+                slot,
+                result,
+                found,
+            });
+            i += 1;
         }
+        self.queue.clear();
         Ok(())
     }
 }
