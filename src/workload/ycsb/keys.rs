@@ -55,16 +55,13 @@ pub fn write_field_name(prefix: &str, index: u32, buf: &mut Vec<u8>) {
 #[inline]
 pub fn fill_random_value<R: Rng + ?Sized>(rng: &mut R, len_bytes: usize, buf: &mut Vec<u8>) {
     buf.clear();
-    buf.reserve(len_bytes);
-    let mut left = len_bytes;
-    while left > 0 {
-        let mut bits = rng.next_u64();
-        for _ in 0..left.min(8) {
-            // Multiply-shift the low byte onto 95 printable characters.
-            buf.push(b' ' + (((bits & 0xff) * 95) >> 8) as u8);
-            bits >>= 8;
+    buf.resize(len_bytes, 0);
+    for chunk in buf.chunks_mut(8) {
+        let bits = rng.next_u64().to_le_bytes();
+        for (b, r) in chunk.iter_mut().zip(bits) {
+            // Multiply-shift the byte onto 95 printable characters.
+            *b = b' ' + ((r as u16 * 95) >> 8) as u8;
         }
-        left -= left.min(8);
     }
 }
 
@@ -143,15 +140,34 @@ impl<F: FnMut(&[u8])> Stream<F> {
 #[inline]
 fn format_u64(mut n: u64, digits: &mut [u8; 20]) -> &[u8] {
     let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            return &digits[at..];
-        }
+    while n >= 100 {
+        let pair = (n % 100) as usize * 2;
+        n /= 100;
+        at -= 2;
+        digits[at..at + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
     }
+    if n >= 10 {
+        let pair = n as usize * 2;
+        at -= 2;
+        digits[at..at + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
+    } else {
+        at -= 1;
+        digits[at] = b'0' + n as u8;
+    }
+    &digits[at..]
 }
+
+/// "00" to "99", two digits at a time.
+const DIGIT_PAIRS: [u8; 200] = {
+    let mut t = [0u8; 200];
+    let mut i = 0;
+    while i < 100 {
+        t[2 * i] = b'0' + (i / 10) as u8;
+        t[2 * i + 1] = b'0' + (i % 10) as u8;
+        i += 1;
+    }
+    t
+};
 
 /// Decimal text of a signed 32-bit number, as Java's `Integer.toString`.
 fn format_i32(n: i32, digits: &mut [u8; 11]) -> &[u8] {
@@ -182,6 +198,33 @@ mod tests {
         let mut buf = Vec::new();
         write_key(keynum, padding, order, &mut buf);
         String::from_utf8(buf).unwrap()
+    }
+
+    #[test]
+    fn decimal_text_equals_to_string() {
+        let mut d = [0u8; 20];
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let cases = [
+            0,
+            9,
+            10,
+            99,
+            100,
+            101,
+            999,
+            1000,
+            1 << 32,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
+        for n in cases.into_iter().chain((0..10_000).map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x >> (x % 64)
+        })) {
+            assert_eq!(format_u64(n, &mut d), n.to_string().as_bytes());
+        }
     }
 
     #[test]
