@@ -400,6 +400,7 @@ fn run_one(
                 &control
             };
             let prepared = &handles_prepared[ti];
+            let clock = clock.clone();
             let h = std::thread::Builder::new()
                 .name(format!("storlab-w{}", config.worker))
                 .spawn_scoped(scope, move || {

@@ -11,32 +11,33 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
-use std::time::Instant;
 
 use crate::record::{OpError, OpKind, Recorder, thread_cpu_ns};
 use crate::target::{Completions, Session, SessionUser};
 use crate::workload::Source;
 
 /// The run's monotonic clock: nanoseconds since a base instant shared by all workers.
-#[derive(Debug, Clone, Copy)]
+///
+/// Read through `quanta` (the CPU's invariant time-stamp counter, calibrated against the
+/// OS's monotonic clock, with that clock as the fallback where the counter is not reliable):
+/// about 11 ns a reading here against 32 ns for `Instant::now().duration_since`, and the
+/// worker reads the clock twice per operation.
+#[derive(Debug, Clone)]
 pub struct Clock {
-    base: Instant,
+    clock: quanta::Clock,
+    base_raw: u64,
 }
 
 impl Clock {
     pub fn new() -> Clock {
-        Clock {
-            base: Instant::now(),
-        }
+        let clock = quanta::Clock::new();
+        let base_raw = clock.raw();
+        Clock { clock, base_raw }
     }
 
     #[inline]
     pub fn now_ns(&self) -> u64 {
-        self.base.elapsed().as_nanos() as u64
-    }
-
-    pub fn base(&self) -> Instant {
-        self.base
+        self.clock.delta_as_nanos(self.base_raw, self.clock.raw())
     }
 }
 

@@ -194,6 +194,8 @@ pub struct Zipfian {
     zeta2: f64,
     zetan: f64,
     eta: f64,
+    /// 1 + 0.5^theta (YCSB computes it on every call).
+    second_bound: f64,
     /// The item count `zetan` and `eta` were computed for.
     count_for_zeta: u64,
 }
@@ -229,6 +231,7 @@ impl Zipfian {
             zeta2,
             zetan,
             eta: 0.0,
+            second_bound: 1.0 + 0.5f64.powf(theta),
             count_for_zeta: items,
         };
         z.eta = z.eta_for(items);
@@ -272,7 +275,7 @@ impl Zipfian {
         if uz < 1.0 {
             return self.base;
         }
-        if uz < 1.0 + 0.5f64.powf(self.theta) {
+        if uz < self.second_bound {
             return self.base + 1;
         }
         let rank = (item_count as f64 * (self.eta * u - self.eta + 1.0).powf(self.alpha)) as u64;

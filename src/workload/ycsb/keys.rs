@@ -27,18 +27,25 @@ pub const MAX_UNPADDED_KEY_BYTES: usize = 4 + 20;
 /// As `CoreWorkload.buildKeyName`.
 #[inline]
 pub fn write_key(keynum: u64, zero_padding: u32, order: InsertOrder, buf: &mut Vec<u8>) {
-    buf.clear();
     let number = match order {
         InsertOrder::Hashed => fnvhash64(keynum),
         InsertOrder::Ordered => keynum,
     };
     let mut digits = [0u8; 20];
     let text = format_u64(number, &mut digits);
-    buf.extend_from_slice(b"user");
-    for _ in text.len()..zero_padding as usize {
-        buf.push(b'0');
+    buf.clear();
+    let pad = (zero_padding as usize).saturating_sub(text.len());
+    // Built on the stack and copied once (short keys: one copy instead of three).
+    let mut key = [b'0'; 64];
+    if 4 + pad + text.len() <= key.len() {
+        key[..4].copy_from_slice(b"user");
+        key[4 + pad..4 + pad + text.len()].copy_from_slice(text);
+        buf.extend_from_slice(&key[..4 + pad + text.len()]);
+    } else {
+        buf.extend_from_slice(b"user");
+        buf.resize(4 + pad, b'0');
+        buf.extend_from_slice(text);
     }
-    buf.extend_from_slice(text);
 }
 
 /// Writes `prefix` + `index` ("field0", "field1", ...) into `buf` (cleared first).
