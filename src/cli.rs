@@ -101,8 +101,9 @@ enum Command {
     ///
     /// Bindings: basic (the null target), rocksdb (-p rocksdb.dir=DIR), redis (redis.host,
     /// redis.port, redis.password, redis.timeout; storlab's redis.pipeline=N sends a load's
-    /// inserts N at a time), jdbc / postgres (db.url, db.user,
-    /// db.passwd), mongodb (mongodb.url, batchsize). Options: -P FILE, -p NAME=VALUE,
+    /// inserts N at a time), jdbc / postgres (db.url, db.user, db.passwd; storlab's
+    /// db.poolsize=N shares N connections among the threads), mongodb (mongodb.url, batchsize).
+    /// Options: -P FILE, -p NAME=VALUE,
     /// -threads N, -target OPS (open loop, with latency from the intended start), -s
     /// (progress), -db NAME. Properties keep YCSB's names; any property nobody understands is
     /// refused by name with where it was set. storlab's own options (--results, --json)

@@ -350,3 +350,80 @@ fn postgres_sessions_terminated_mid_run_reconnect() {
     let ok = get(&f, "[READ], Return=OK") + get(&f, "[UPDATE], Return=OK");
     assert!(ok >= 2000, "ok {ok}\n{stdout}");
 }
+
+#[test]
+fn postgres_pool_shares_fewer_connections_than_threads() {
+    let Some(url) = server("STORLAB_TEST_POSTGRES_URL") else {
+        return;
+    };
+    let lab = Lab::new();
+    let app = format!("storlab_pool_{}", std::process::id());
+    let table = format!("pool_{}", std::process::id());
+    let rest = url.split_once("://").map(|(_, r)| r).unwrap();
+    let sep = if rest.contains('?') { '&' } else { '?' };
+    let jdbc = format!("jdbc:postgresql://{rest}{sep}application_name={app}");
+    let workload = repo().join("workloads/workloada");
+    let common: Vec<String> = vec![
+        "-P".into(),
+        workload.display().to_string(),
+        "-p".into(),
+        format!("db.url={jdbc}"),
+        "-p".into(),
+        format!("table={table}"),
+        "-p".into(),
+        "recordcount=500".into(),
+        "-p".into(),
+        "db.poolsize=2".into(),
+        "-threads".into(),
+        "8".into(),
+    ];
+    let out = lab
+        .cmd()
+        .args(["ycsb", "load", "jdbc"])
+        .args(&common)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert_eq!(
+        get(&figures(&stdout), "[INSERT], Return=OK"),
+        500,
+        "{stdout}"
+    );
+    let run = lab
+        .cmd()
+        .args(["ycsb", "run", "jdbc"])
+        .args(&common)
+        .args([
+            "-p",
+            "operationcount=1000000000",
+            "-p",
+            "maxexecutiontime=3",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let sessions: i64 = admin
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
+            &[&app],
+        )
+        .unwrap()
+        .get(0);
+    let out = run.wait_with_output().unwrap();
+    let (stdout, stderr) = text(&out);
+    admin
+        .batch_execute(&format!("DROP TABLE IF EXISTS {table}"))
+        .unwrap();
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    // Eight threads, two connections.
+    assert_eq!(sessions, 2, "{stdout}");
+    let f = figures(&stdout);
+    let errors = get(&f, "[READ], Return=ERROR") + get(&f, "[UPDATE], Return=ERROR");
+    assert_eq!(errors, 0, "{stdout}");
+    assert_eq!(get(&f, "[READ], Return=NOT_FOUND"), 0, "{stdout}");
+    assert!(get(&f, "[READ], Return=OK") > 100, "{stdout}");
+}

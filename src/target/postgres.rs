@@ -9,8 +9,15 @@
 //! changes none, is a miss (YCSB's NOT_FOUND). A connection that fails mid-run counts the
 //! operation as a `connection` error; the next operation reconnects and prepares again.
 //!
+//! With `pool-size = N` (`-p db.poolsize=N`) the workers share N connections instead: each
+//! operation takes an idle connection (opening one while fewer than N exist, else waiting for
+//! one, the wait counting in its latency) and gives it back.
+//!
 //! YCSB properties (its JDBC binding's): `db.url` (`jdbc:postgresql://host:port/db`, the
-//! `jdbc:` prefix optional), `db.user`, `db.passwd`, `db.driver` (must be PostgreSQL's).
+//! `jdbc:` prefix optional), `db.user`, `db.passwd`, `db.driver` (must be PostgreSQL's); and
+//! storlab's `db.poolsize`.
+
+use std::sync::{Arc, Condvar, Mutex};
 
 use postgres::fallible_iterator::FallibleIterator;
 use postgres::{Client, NoTls, Statement};
@@ -33,6 +40,10 @@ pub const TYPE: TargetType = TargetType {
         ),
         ("user", "user name (default: the URL's)"),
         ("password", "password (default: the URL's)"),
+        (
+            "pool-size",
+            "share N connections among the workers (default: one connection per worker)",
+        ),
     ],
     parse,
     ycsb_names: &["jdbc", "postgresql"],
@@ -47,10 +58,72 @@ pub struct PostgresConfig {
     pub user: Option<String>,
     #[serde(default, skip_serializing)]
     pub password: Option<String>,
+    /// Connections shared by all workers; None: one connection per worker.
+    #[serde(default)]
+    pub pool_size: Option<u32>,
+    /// The shared connections (one pool per target, kept across its runs).
+    #[serde(skip)]
+    pool: Arc<Pool>,
+}
+
+/// Connections shared among workers: a worker takes one for an operation and gives it back.
+/// A worker finding none idle opens a new one while fewer than the pool size exist, else waits;
+/// the wait is part of the operation's latency, as in any pooled client.
+#[derive(Debug, Default)]
+struct Pool {
+    state: Mutex<PoolState>,
+    returned: Condvar,
+}
+
+#[derive(Default)]
+struct PoolState {
+    idle: Vec<Conn>,
+    /// Connections in existence (idle or taken), including ones being opened.
+    live: u32,
+}
+
+impl std::fmt::Debug for PoolState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} idle of {} live", self.idle.len(), self.live)
+    }
+}
+
+impl Pool {
+    /// An idle connection, or None: the caller may open one (it counts as live already).
+    fn take(&self, size: u32) -> Option<Conn> {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if let Some(c) = st.idle.pop() {
+                return Some(c);
+            }
+            if st.live < size {
+                st.live += 1;
+                return None;
+            }
+            st = self.returned.wait(st).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    /// Gives a connection back, or None for one that failed (or never opened).
+    fn give(&self, conn: Option<Conn>) {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        match conn {
+            Some(c) => st.idle.push(c),
+            None => st.live = st.live.saturating_sub(1),
+        }
+        drop(st);
+        self.returned.notify_one();
+    }
 }
 
 fn parse(table: toml::Table) -> Result<TargetConfig, OptionError> {
     let c: PostgresConfig = table.try_into().map_err(option_error)?;
+    if c.pool_size == Some(0) {
+        return Err(OptionError {
+            key: "pool-size".into(),
+            message: "pool-size is at least 1 (leave it out for a connection per worker)".into(),
+        });
+    }
     c.config().map_err(|e| OptionError {
         key: "url".into(),
         message: format!("not a PostgreSQL connection URL: {e}"),
@@ -89,6 +162,14 @@ fn ycsb_options(props: &mut Properties) -> Result<toml::Table, YcsbBindingError>
     }
     if let Some((v, _)) = claim_value(props, "db.passwd") {
         t.insert("password".into(), v.into());
+    }
+    // storlab's own: connections shared by the threads (YCSB's JDBC binding has one per thread).
+    if let Some((v, p)) = claim_value(props, "db.poolsize") {
+        let n: u32 = v.parse().ok().filter(|n| *n >= 1).ok_or(YcsbBindingError {
+            property: p,
+            reason: "expected a whole number from 1".into(),
+        })?;
+        t.insert("pool-size".into(), (n as i64).into());
     }
     Ok(t)
 }
@@ -179,9 +260,15 @@ impl PostgresConfig {
             record: RecordBuf::new(w, params.seed ^ ((params.worker as u64 + 1) << 32)),
             done: None,
         };
-        session
-            .connect()
-            .map_err(|_| TargetError::Invalid(format!("{}: cannot connect", self.describe())))?;
+        session.take_pooled();
+        let connected = session.connect().is_ok();
+        session.give_pooled();
+        if !connected {
+            return Err(TargetError::Invalid(format!(
+                "{}: cannot connect",
+                self.describe()
+            )));
+        }
         Ok(user.run(session))
     }
 }
@@ -327,6 +414,22 @@ fn check_row(rec: &RecordBuf, row: &postgres::Row, field: Option<u32>) -> (u32, 
 }
 
 impl PgSession {
+    /// With a pool: takes a connection from it (or leave to open one) for the next operation.
+    #[inline]
+    fn take_pooled(&mut self) {
+        if let Some(size) = self.config.pool_size {
+            self.conn = self.config.pool.take(size);
+        }
+    }
+
+    /// With a pool: gives the operation's connection back (or its place, if it failed).
+    #[inline]
+    fn give_pooled(&mut self) {
+        if self.config.pool_size.is_some() {
+            self.config.pool.give(self.conn.take());
+        }
+    }
+
     fn connect(&mut self) -> Result<&mut Conn, OpError> {
         if self.conn.is_none() {
             let mut client = self.config.connect().map_err(|e| error_of(&e))?;
@@ -535,6 +638,7 @@ impl Session for PgSession {
                 code: libc::EINVAL,
             });
         };
+        self.take_pooled();
         let (result, found) = match self.ycsb(y) {
             Ok((n, found)) => (Ok(n), found),
             Err(e) => {
@@ -546,6 +650,7 @@ impl Session for PgSession {
                 (Err(e), false)
             }
         };
+        self.give_pooled();
         self.done = Some(Completion {
             slot,
             result,
