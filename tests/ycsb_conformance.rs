@@ -14,7 +14,7 @@ mod common;
 
 use std::collections::HashMap;
 
-use common::{Lab, text};
+use common::{Lab, figures, get, server, text};
 
 /// How to reach one database through YCSB's command line.
 struct Db {
@@ -25,33 +25,6 @@ struct Db {
     /// Records loaded and operations per run phase.
     records: u64,
     operations: u64,
-}
-
-/// The server URL from `var`, or None (skipping) when it is not set and not required.
-fn server(var: &str) -> Option<String> {
-    match std::env::var(var) {
-        Ok(v) if !v.is_empty() => Some(v),
-        _ => {
-            if std::env::var_os("STORLAB_REQUIRE_SERVERS").is_some() {
-                panic!(
-                    "{var} is not set and STORLAB_REQUIRE_SERVERS is: start the servers with scripts/servers.sh start DIR and source DIR/env.sh"
-                );
-            }
-            eprintln!("skipped: {var} is not set (scripts/servers.sh start DIR; . DIR/env.sh)");
-            None
-        }
-    }
-}
-
-/// `[READ], Return=OK, 10` lines as ("[READ], Return=OK", 10.0).
-fn figures(stdout: &str) -> HashMap<String, f64> {
-    stdout
-        .lines()
-        .filter_map(|l| {
-            let (k, v) = l.rsplit_once(", ")?;
-            Some((k.to_string(), v.trim().parse().ok()?))
-        })
-        .collect()
 }
 
 fn ycsb(lab: &Lab, db: &Db, phase: &str, workload: &str, extra: &[&str]) -> HashMap<String, f64> {
@@ -95,10 +68,6 @@ fn ycsb(lab: &Lab, db: &Db, phase: &str, workload: &str, extra: &[&str]) -> Hash
         );
     }
     f
-}
-
-fn get(f: &HashMap<String, f64>, k: &str) -> u64 {
-    f.get(k).copied().unwrap_or(0.0) as u64
 }
 
 /// Reads every loaded key once, in key-number order, verifying every field.

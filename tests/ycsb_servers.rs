@@ -9,46 +9,15 @@
 
 mod common;
 
-use std::collections::HashMap;
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Lab, text};
+use common::{Lab, figures, get, server, text};
 
 fn required() -> bool {
     std::env::var_os("STORLAB_REQUIRE_SERVERS").is_some()
-}
-
-/// The server URL from `var`, or None (skipping) when it is not set and not required.
-fn server(var: &str) -> Option<String> {
-    match std::env::var(var) {
-        Ok(v) if !v.is_empty() => Some(v),
-        _ => {
-            assert!(
-                !required(),
-                "{var} is not set and STORLAB_REQUIRE_SERVERS is: start the servers with scripts/servers.sh start DIR and source DIR/env.sh"
-            );
-            eprintln!("skipped: {var} is not set (scripts/servers.sh start DIR; . DIR/env.sh)");
-            None
-        }
-    }
-}
-
-/// `[READ], Return=OK, 10` lines as ("[READ], Return=OK", 10.0).
-fn figures(stdout: &str) -> HashMap<String, f64> {
-    stdout
-        .lines()
-        .filter_map(|l| {
-            let (k, v) = l.rsplit_once(", ")?;
-            Some((k.to_string(), v.trim().parse().ok()?))
-        })
-        .collect()
-}
-
-fn get(f: &HashMap<String, f64>, k: &str) -> u64 {
-    f.get(k).copied().unwrap_or(0.0) as u64
 }
 
 fn repo() -> &'static Path {

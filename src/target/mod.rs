@@ -133,6 +133,81 @@ impl Completions {
     }
 }
 
+/// The YCSB operations of a database binding, on the record whose key its [`RecordBuf`]
+/// holds: [`YcsbStore::run`] turns a [`YcsbOp`] into them the same way for every binding (the
+/// key set first; a read-modify-write reads, then updates only a record it found). Each
+/// returns (bytes moved, record found).
+///
+/// [`RecordBuf`]: crate::workload::ycsb::RecordBuf
+pub trait YcsbStore {
+    fn record(&mut self) -> &mut crate::workload::ycsb::RecordBuf;
+    fn read(&mut self, field: Option<u32>) -> Result<(u32, bool), OpError>;
+    fn update(&mut self, field: Option<u32>) -> Result<(u32, bool), OpError>;
+    fn insert(&mut self) -> Result<(u32, bool), OpError>;
+    fn scan(&mut self, count: u64, field: Option<u32>) -> Result<(u32, bool), OpError>;
+
+    #[inline]
+    fn run(&mut self, op: YcsbOp) -> Result<(u32, bool), OpError> {
+        let keynum = match op {
+            YcsbOp::Read { keynum, .. }
+            | YcsbOp::Update { keynum, .. }
+            | YcsbOp::Insert { keynum }
+            | YcsbOp::Scan { keynum, .. }
+            | YcsbOp::ReadModifyWrite { keynum, .. } => keynum,
+        };
+        self.record().set_key(keynum);
+        match op {
+            YcsbOp::Read { field, .. } => self.read(field),
+            YcsbOp::Update { field, .. } => self.update(field),
+            YcsbOp::Insert { .. } => self.insert(),
+            YcsbOp::Scan { count, field, .. } => self.scan(count, field),
+            YcsbOp::ReadModifyWrite {
+                read_field,
+                write_field,
+                ..
+            } => {
+                let (r, found) = self.read(read_field)?;
+                if !found {
+                    return Ok((0, false));
+                }
+                let (w, found) = self.update(write_field)?;
+                Ok((r + w, found))
+            }
+        }
+    }
+}
+
+/// The YCSB operation of `op`, or the error a YCSB-only target gives any other operation.
+#[inline]
+pub fn ycsb_op(op: Op) -> Result<YcsbOp, OpError> {
+    match op {
+        Op::Ycsb(y) => Ok(y),
+        _ => Err(OpError {
+            kind: crate::record::ErrorKind::Invalid,
+            code: libc::EINVAL,
+        }),
+    }
+}
+
+impl Completion {
+    /// The completion of `slot` from a binding's (bytes, found) result.
+    #[inline]
+    pub fn of(slot: u32, outcome: Result<(u32, bool), OpError>) -> Completion {
+        match outcome {
+            Ok((bytes, found)) => Completion {
+                slot,
+                result: Ok(bytes),
+                found,
+            },
+            Err(e) => Completion {
+                slot,
+                result: Err(e),
+                found: false,
+            },
+        }
+    }
+}
+
 /// A worker's connection to a target.
 pub trait Session {
     /// Queues `op` in `slot` (0..queue depth). Synchronous sessions execute it now.

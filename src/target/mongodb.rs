@@ -23,7 +23,8 @@ use serde::{Deserialize, Serialize};
 use crate::record::{ErrorKind, OpError};
 use crate::target::{
     Completion, Completions, Op, OptionError, PrepareOptions, Session, SessionParams, SessionUser,
-    TargetConfig, TargetError, TargetType, YcsbBindingError, claim_value, option_error,
+    TargetConfig, TargetError, TargetType, YcsbBindingError, YcsbStore, claim_value, option_error,
+    ycsb_op,
 };
 use crate::workload::ycsb::{Properties, RecordBuf, YcsbOp};
 
@@ -294,45 +295,11 @@ impl MongoSession {
         Ok((bytes, n > 0))
     }
 
-    fn one(&mut self, op: YcsbOp) -> Result<(u32, bool), OpError> {
-        match op {
-            YcsbOp::Read { keynum, field } => {
-                self.record.set_key(keynum);
-                self.read(field)
-            }
-            YcsbOp::Update { keynum, field } => {
-                self.record.set_key(keynum);
-                self.update(field)
-            }
-            YcsbOp::Insert { keynum } => {
-                self.record.set_key(keynum);
-                let d = self.document();
-                let n = self.record.key.len() as u32 + self.record.value_bytes();
-                self.coll.insert_one(d).run().map_err(|e| error_of(&e))?;
-                Ok((n, true))
-            }
-            YcsbOp::Scan {
-                keynum,
-                count,
-                field,
-            } => {
-                self.record.set_key(keynum);
-                self.scan(count, field)
-            }
-            YcsbOp::ReadModifyWrite {
-                keynum,
-                read_field,
-                write_field,
-            } => {
-                self.record.set_key(keynum);
-                let (r, found) = self.read(read_field)?;
-                if !found {
-                    return Ok((0, false));
-                }
-                let (w, found) = self.update(write_field)?;
-                Ok((r + w, found))
-            }
-        }
+    fn insert_document(&mut self) -> Result<(u32, bool), OpError> {
+        let d = self.document();
+        let n = self.record.key.len() as u32 + self.record.value_bytes();
+        self.coll.insert_one(d).run().map_err(|e| error_of(&e))?;
+        Ok((n, true))
     }
 
     /// Sends the gathered inserts as one insertMany.
@@ -342,11 +309,11 @@ impl MongoSession {
         }
         let per = (self.record.key.len() as u32 + self.record.value_bytes()).max(1);
         let docs = std::mem::take(&mut self.batch);
-        let result = if docs.len() == 1 {
-            self.coll
-                .insert_one(docs.into_iter().next().expect("one"))
-                .run()
-                .map(|_| ())
+        let mut docs = docs;
+        let result = if docs.len() == 1
+            && let Some(d) = docs.pop()
+        {
+            self.coll.insert_one(d).run().map(|_| ())
         } else {
             self.coll.insert_many(docs).ordered(false).run().map(|_| ())
         };
@@ -361,16 +328,28 @@ impl MongoSession {
     }
 }
 
+impl YcsbStore for MongoSession {
+    fn record(&mut self) -> &mut RecordBuf {
+        &mut self.record
+    }
+    fn read(&mut self, field: Option<u32>) -> Result<(u32, bool), OpError> {
+        MongoSession::read(self, field)
+    }
+    fn update(&mut self, field: Option<u32>) -> Result<(u32, bool), OpError> {
+        MongoSession::update(self, field)
+    }
+    fn insert(&mut self) -> Result<(u32, bool), OpError> {
+        self.insert_document()
+    }
+    fn scan(&mut self, count: u64, field: Option<u32>) -> Result<(u32, bool), OpError> {
+        MongoSession::scan(self, count, field)
+    }
+}
+
 impl Session for MongoSession {
     #[inline]
     fn submit(&mut self, slot: u32, op: Op) -> Result<(), OpError> {
-        let Op::Ycsb(y) = op else {
-            return Err(OpError {
-                kind: ErrorKind::Invalid,
-                code: libc::EINVAL,
-            });
-        };
-        self.queue.push((slot, y));
+        self.queue.push((slot, ycsb_op(op)?));
         Ok(())
     }
 
@@ -385,15 +364,7 @@ impl Session for MongoSession {
                 continue;
             }
             self.flush(out);
-            let (result, found) = match self.one(op) {
-                Ok((n, found)) => (Ok(n), found),
-                Err(e) => (Err(e), false),
-            };
-            out.push(Completion {
-                slot,
-                result,
-                found,
-            });
+            out.push(Completion::of(slot, self.run(op)));
         }
         self.flush(out);
         self.queue = queue;

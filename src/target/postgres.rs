@@ -26,7 +26,8 @@ use serde::{Deserialize, Serialize};
 use crate::record::{ErrorKind, OpError};
 use crate::target::{
     Completion, Completions, Op, OptionError, PrepareOptions, Session, SessionParams, SessionUser,
-    TargetConfig, TargetError, TargetType, YcsbBindingError, claim_value, option_error,
+    TargetConfig, TargetError, TargetType, YcsbBindingError, YcsbStore, claim_value, option_error,
+    ycsb_op,
 };
 use crate::workload::ycsb::{CoreWorkload, Properties, RecordBuf, YcsbOp};
 
@@ -459,7 +460,10 @@ impl PgSession {
             };
             self.conn = Some(conn);
         }
-        Ok(self.conn.as_mut().expect("just connected"))
+        self.conn.as_mut().ok_or(OpError {
+            kind: ErrorKind::Connection,
+            code: 0,
+        })
     }
 
     fn read(&mut self, field: Option<u32>) -> Result<(u32, bool), OpError> {
@@ -591,71 +595,43 @@ impl PgSession {
 
     fn ycsb(&mut self, op: YcsbOp) -> Result<(u32, bool), OpError> {
         self.connect()?;
-        match op {
-            YcsbOp::Read { keynum, field } => {
-                self.record.set_key(keynum);
-                self.read(field)
-            }
-            YcsbOp::Update { keynum, field } => {
-                self.record.set_key(keynum);
-                self.update(field)
-            }
-            YcsbOp::Insert { keynum } => {
-                self.record.set_key(keynum);
-                self.insert().map(|n| (n, true))
-            }
-            YcsbOp::Scan {
-                keynum,
-                count,
-                field,
-            } => {
-                self.record.set_key(keynum);
-                self.scan(count, field)
-            }
-            YcsbOp::ReadModifyWrite {
-                keynum,
-                read_field,
-                write_field,
-            } => {
-                self.record.set_key(keynum);
-                let (r, found) = self.read(read_field)?;
-                if !found {
-                    return Ok((0, false));
-                }
-                let (w, found) = self.update(write_field)?;
-                Ok((r + w, found))
-            }
-        }
+        self.run(op)
+    }
+}
+
+impl YcsbStore for PgSession {
+    fn record(&mut self) -> &mut RecordBuf {
+        &mut self.record
+    }
+    fn read(&mut self, field: Option<u32>) -> Result<(u32, bool), OpError> {
+        PgSession::read(self, field)
+    }
+    fn update(&mut self, field: Option<u32>) -> Result<(u32, bool), OpError> {
+        PgSession::update(self, field)
+    }
+    fn insert(&mut self) -> Result<(u32, bool), OpError> {
+        PgSession::insert(self).map(|n| (n, true))
+    }
+    fn scan(&mut self, count: u64, field: Option<u32>) -> Result<(u32, bool), OpError> {
+        PgSession::scan(self, count, field)
     }
 }
 
 impl Session for PgSession {
     #[inline]
     fn submit(&mut self, slot: u32, op: Op) -> Result<(), OpError> {
-        let Op::Ycsb(y) = op else {
-            return Err(OpError {
-                kind: ErrorKind::Invalid,
-                code: libc::EINVAL,
-            });
-        };
+        let y = ycsb_op(op)?;
         self.take_pooled();
-        let (result, found) = match self.ycsb(y) {
-            Ok((n, found)) => (Ok(n), found),
-            Err(e) => {
-                if e.kind == ErrorKind::Connection
-                    || self.conn.as_ref().is_some_and(|c| c.client.is_closed())
-                {
-                    self.conn = None;
-                }
-                (Err(e), false)
+        let outcome = self.ycsb(y);
+        if let Err(e) = outcome {
+            if e.kind == ErrorKind::Connection
+                || self.conn.as_ref().is_some_and(|c| c.client.is_closed())
+            {
+                self.conn = None;
             }
-        };
+        }
         self.give_pooled();
-        self.done = Some(Completion {
-            slot,
-            result,
-            found,
-        });
+        self.done = Some(Completion::of(slot, outcome));
         Ok(())
     }
 

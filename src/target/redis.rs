@@ -27,7 +27,8 @@ use serde::{Deserialize, Serialize};
 use crate::record::{ErrorKind, OpError};
 use crate::target::{
     Completion, Completions, Op, OptionError, PrepareOptions, Session, SessionParams, SessionUser,
-    TargetConfig, TargetError, TargetType, YcsbBindingError, claim_value, option_error,
+    TargetConfig, TargetError, TargetType, YcsbBindingError, YcsbStore, claim_value, option_error,
+    ycsb_op,
 };
 use crate::units::Dur;
 use crate::workload::ycsb::{Properties, RecordBuf, YcsbOp};
@@ -288,7 +289,10 @@ impl RedisSession {
         if self.conn.is_none() {
             self.conn = Some(self.config.connect().map_err(|e| error_of(&e))?);
         }
-        Ok(self.conn.as_mut().expect("just connected"))
+        self.conn.as_mut().ok_or(OpError {
+            kind: ErrorKind::Connection,
+            code: 0,
+        })
     }
 
     /// Sends the packed command(s) and returns the replies; a failed connection is dropped.
@@ -557,43 +561,6 @@ impl RedisSession {
             None => Ok((bytes, true)),
         }
     }
-
-    fn ycsb(&mut self, op: YcsbOp) -> Result<(u32, bool), OpError> {
-        match op {
-            YcsbOp::Read { keynum, field } => {
-                self.record.set_key(keynum);
-                self.read(field)
-            }
-            YcsbOp::Update { keynum, field } => {
-                self.record.set_key(keynum);
-                self.update(field).map(|n| (n, true))
-            }
-            YcsbOp::Insert { keynum } => {
-                self.record.set_key(keynum);
-                self.insert().map(|n| (n, true))
-            }
-            YcsbOp::Scan {
-                keynum,
-                count,
-                field,
-            } => {
-                self.record.set_key(keynum);
-                self.scan(count, field)
-            }
-            YcsbOp::ReadModifyWrite {
-                keynum,
-                read_field,
-                write_field,
-            } => {
-                self.record.set_key(keynum);
-                let (r, found) = self.read(read_field)?;
-                if !found {
-                    return Ok((0, false));
-                }
-                Ok((r + self.update(write_field)?, true))
-            }
-        }
-    }
 }
 
 fn ok_reply(v: &Value) -> Result<(), OpError> {
@@ -603,16 +570,28 @@ fn ok_reply(v: &Value) -> Result<(), OpError> {
     }
 }
 
+impl YcsbStore for RedisSession {
+    fn record(&mut self) -> &mut RecordBuf {
+        &mut self.record
+    }
+    fn read(&mut self, field: Option<u32>) -> Result<(u32, bool), OpError> {
+        RedisSession::read(self, field)
+    }
+    fn update(&mut self, field: Option<u32>) -> Result<(u32, bool), OpError> {
+        RedisSession::update(self, field).map(|n| (n, true))
+    }
+    fn insert(&mut self) -> Result<(u32, bool), OpError> {
+        RedisSession::insert(self).map(|n| (n, true))
+    }
+    fn scan(&mut self, count: u64, field: Option<u32>) -> Result<(u32, bool), OpError> {
+        RedisSession::scan(self, count, field)
+    }
+}
+
 impl Session for RedisSession {
     #[inline]
     fn submit(&mut self, slot: u32, op: Op) -> Result<(), OpError> {
-        let Op::Ycsb(y) = op else {
-            return Err(OpError {
-                kind: ErrorKind::Invalid,
-                code: libc::EINVAL,
-            });
-        };
-        self.queue.push((slot, y));
+        self.queue.push((slot, ycsb_op(op)?));
         Ok(())
     }
 
@@ -633,15 +612,7 @@ impl Session for RedisSession {
                     continue;
                 }
             }
-            let (result, found) = match self.ycsb(op) {
-                Ok((n, found)) => (Ok(n), found),
-                Err(e) => (Err(e), false),
-            };
-            out.push(Completion {
-                slot,
-                result,
-                found,
-            });
+            out.push(Completion::of(slot, self.run(op)));
             i += 1;
         }
         self.queue.clear();

@@ -57,3 +57,35 @@ pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
 }
+
+/// The server URL from `var`, or None (skipping, with the reason printed) when it is not set
+/// and STORLAB_REQUIRE_SERVERS is not set either; with it set, a missing server fails.
+pub fn server(var: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(v) if !v.is_empty() => Some(v),
+        _ => {
+            assert!(
+                std::env::var_os("STORLAB_REQUIRE_SERVERS").is_none(),
+                "{var} is not set and STORLAB_REQUIRE_SERVERS is: start the servers with scripts/servers.sh start DIR and source DIR/env.sh"
+            );
+            eprintln!("skipped: {var} is not set (scripts/servers.sh start DIR; . DIR/env.sh)");
+            None
+        }
+    }
+}
+
+/// YCSB-style `[READ], Return=OK, 10` lines as ("[READ], Return=OK", 10.0).
+pub fn figures(stdout: &str) -> std::collections::HashMap<String, f64> {
+    stdout
+        .lines()
+        .filter_map(|l| {
+            let (k, v) = l.rsplit_once(", ")?;
+            Some((k.to_string(), v.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+/// A figure as a count (0 when absent).
+pub fn get(f: &std::collections::HashMap<String, f64>, k: &str) -> u64 {
+    f.get(k).copied().unwrap_or(0.0) as u64
+}
