@@ -273,7 +273,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
         Command::Report(args) => report_command(args),
         Command::Compare(args) => compare_command(args),
         Command::Targets => {
-            for t in crate::target::REGISTRY {
+            for t in crate::targets::REGISTRY {
                 println!("{}: {}", t.name, t.summary);
                 for (opt, help) in t.options {
                     println!("    {opt:<16} {help}");

@@ -11,6 +11,6 @@ pub mod report;
 pub mod results;
 pub mod run;
 pub mod study;
-pub mod target;
+pub mod targets;
 pub mod units;
 pub mod workload;

@@ -13,7 +13,7 @@ use storlab::record::{Interval, Recorder};
 use storlab::run::worker::{
     Clock, Control, StartGate, Worker, WorkerConfig, WorkerOutcome, run_loop,
 };
-use storlab::target::{
+use storlab::targets::{
     PrepareOptions, Prepared, Session, SessionParams, SessionUser, TargetConfig, null::NullConfig,
 };
 use storlab::units::Bytes;
@@ -170,7 +170,7 @@ fn file_target_loop_allocates_nothing_per_operation() {
             dir.path().join("f.dat").display().to_string()
         ))
         .unwrap();
-        let t = (storlab::target::find_type("file").unwrap().parse)(table).unwrap();
+        let t = (storlab::targets::find_type("file").unwrap().parse)(table).unwrap();
         let w = workload(&format!("read-share = 0.5\nqueue-depth = {qd}"));
         let prepared = t
             .prepare(&PrepareOptions {
@@ -198,7 +198,7 @@ fn rocksdb_target_loop_allocates_nothing_per_operation() {
         dir.path().join("db").display().to_string()
     ))
     .unwrap();
-    let t = (storlab::target::find_type("rocksdb").unwrap().parse)(table).unwrap();
+    let t = (storlab::targets::find_type("rocksdb").unwrap().parse)(table).unwrap();
     for bench in [
         "fillrandom",
         "readrandom",
@@ -263,7 +263,7 @@ fn ycsb_on_rocksdb_allocates_nothing_per_operation_in_storlab() {
         "path".into(),
         dir.path().join("db").display().to_string().into(),
     );
-    let t = (storlab::target::find_type("rocksdb").unwrap().parse)(table).unwrap();
+    let t = (storlab::targets::find_type("rocksdb").unwrap().parse)(table).unwrap();
     // Workload A to F on the same database (D and E insert records as they go).
     for letter in ['a', 'b', 'c', 'd', 'e', 'f'] {
         let w = ycsb_workload(letter, "");

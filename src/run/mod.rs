@@ -26,7 +26,7 @@ use crate::results::summary::{
 };
 use crate::results::{RunFolder, system};
 use crate::study::plan::{Plan, RunPlan};
-use crate::target::{PrepareOptions, Region, SessionParams, TargetError};
+use crate::targets::{PrepareOptions, Region, SessionParams, TargetError};
 use collector::{KindTotals, Sinks, TargetShape, collect};
 use console::Console;
 use worker::{Clock, Control, EndReason, StartGate, Worker, WorkerConfig, WorkerOutcome};

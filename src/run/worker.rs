@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 
 use crate::record::{OpError, OpKind, Recorder, thread_cpu_ns};
-use crate::target::{Completions, Session, SessionUser};
+use crate::targets::{Completions, Session, SessionUser};
 use crate::workload::Source;
 
 /// The run's monotonic clock: nanoseconds since a base instant shared by all workers.

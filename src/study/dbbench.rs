@@ -257,7 +257,7 @@ pub fn parse_flags(args: &[String]) -> Result<DbBenchFlags, FlagError> {
                 f.cache_size = c.max(0) as u64;
             }
             "compression_type" => {
-                if !crate::target::rocksdb::Compression::NAMES.contains(&v) {
+                if !crate::targets::rocksdb::Compression::NAMES.contains(&v) {
                     return Err(bad(
                         n,
                         v,

@@ -17,7 +17,7 @@ use std::path::Path;
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::target::{OptionError, REGISTRY, TargetConfig, find_type};
+use crate::targets::{OptionError, REGISTRY, TargetConfig, find_type};
 use crate::units::Dur;
 use crate::workload::Workload;
 use plan::{Plan, RunPlan, RunTarget};

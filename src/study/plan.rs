@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::target::TargetConfig;
+use crate::targets::TargetConfig;
 use crate::units::Dur;
 use crate::workload::Workload;
 

@@ -11,7 +11,7 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use crate::target::{REGISTRY, TargetType, find_ycsb_binding};
+use crate::targets::{REGISTRY, TargetType, find_ycsb_binding};
 use crate::workload::ycsb::workload::{Phase, YcsbWorkload};
 use crate::workload::ycsb::{Origin, Properties, PropertyError};
 
@@ -220,7 +220,7 @@ impl YcsbCommand {
                 if k == "password" {
                     *v = "<redacted>".into();
                 } else if let toml::Value::String(s) = v {
-                    *v = crate::target::redact_url(s).into();
+                    *v = crate::targets::redact_url(s).into();
                 }
             }
         }

@@ -15,7 +15,7 @@ use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 use crate::record::OpKind;
-use crate::target::{Op, OptionError};
+use crate::targets::{Op, OptionError};
 use crate::units::Bytes;
 
 /// The db_bench benchmarks storlab runs.
@@ -181,7 +181,7 @@ pub const MAX_VALUE_BYTES: u64 = 64 << 20;
 
 impl KvWorkload {
     pub fn from_table(table: toml::Table) -> Result<KvWorkload, OptionError> {
-        let w: KvWorkload = table.try_into().map_err(crate::target::option_error)?;
+        let w: KvWorkload = table.try_into().map_err(crate::targets::option_error)?;
         w.validate()?;
         Ok(w)
     }

@@ -13,7 +13,7 @@ use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 use crate::record::OpKind;
-use crate::target::{Op, OptionError, Region};
+use crate::targets::{Op, OptionError, Region};
 use crate::units::Bytes;
 
 /// Where in the region operations go.
@@ -384,7 +384,7 @@ fn err(key: &str, message: impl Into<String>) -> OptionError {
 impl BlockWorkload {
     /// Builds a workload from its table, with sweep values already applied.
     pub fn from_table(table: toml::Table) -> Result<BlockWorkload, OptionError> {
-        let w: BlockWorkload = table.try_into().map_err(crate::target::option_error)?;
+        let w: BlockWorkload = table.try_into().map_err(crate::targets::option_error)?;
         w.validate()?;
         Ok(w)
     }

@@ -24,7 +24,7 @@ use serde::Serialize;
 use super::core::{CoreSource, CoreWorkload, LoadSource, WorkloadError};
 use super::properties::{Origin, Properties, Property};
 use crate::record::OpKind;
-use crate::target::{Op, OptionError};
+use crate::targets::{Op, OptionError};
 
 /// The phase a workload runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -3,7 +3,7 @@
 //! (pread/pwrite, one I/O at a time per worker), with O_DIRECT or buffered I/O.
 //!
 //! Regular files are created and laid out with incompressible data before a run, so reads never
-//! hit holes. Block devices pass the [`guard`](crate::target::guard) before any write. Every
+//! hit holes. Block devices pass the [`guard`](crate::targets::guard) before any write. Every
 //! session checks each operation against the region it was given, so storlab never writes
 //! outside it.
 
@@ -20,7 +20,7 @@ use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 use crate::record::{ErrorKind, OpError, OpKind};
-use crate::target::{
+use crate::targets::{
     Capabilities, Completion, Completions, Op, OptionError, PrepareOptions, Region, Session,
     SessionParams, SessionUser, TargetConfig, TargetError, TargetType, guard, option_error,
 };

@@ -24,7 +24,7 @@ use postgres::{Client, NoTls, Statement};
 use serde::{Deserialize, Serialize};
 
 use crate::record::{ErrorKind, OpError};
-use crate::target::{
+use crate::targets::{
     Completion, Completions, Op, OptionError, PrepareOptions, Session, SessionParams, SessionUser,
     TargetConfig, TargetError, TargetType, YcsbBindingError, YcsbStore, claim_value, option_error,
     ycsb_op,
@@ -54,7 +54,7 @@ pub const TYPE: TargetType = TargetType {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct PostgresConfig {
-    #[serde(serialize_with = "crate::target::serialize_redacted_url")]
+    #[serde(serialize_with = "crate::targets::serialize_redacted_url")]
     pub url: String,
     pub user: Option<String>,
     #[serde(default, skip_serializing)]
@@ -664,11 +664,11 @@ mod tests {
             "UPDATE usertable SET field0 = $1, field1 = $2 WHERE YCSB_KEY = $3"
         );
         assert_eq!(
-            crate::target::redact_url("postgres://u:secret@h:5/db?x=1"),
+            crate::targets::redact_url("postgres://u:secret@h:5/db?x=1"),
             "postgres://u:<redacted>@h:5/db?x=1"
         );
         assert_eq!(
-            crate::target::redact_url("mongodb://h:1/db"),
+            crate::targets::redact_url("mongodb://h:1/db"),
             "mongodb://h:1/db"
         );
         assert!(identifier("usertable") && !identifier("user table") && !identifier("1t"));

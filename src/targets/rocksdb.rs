@@ -23,7 +23,7 @@ use rocksdb::{
 use serde::{Deserialize, Serialize};
 
 use crate::record::{ErrorKind, OpError, OpKind};
-use crate::target::{
+use crate::targets::{
     Capabilities, Completion, Completions, Op, OptionError, PrepareOptions, Session, SessionParams,
     SessionUser, TargetConfig, TargetError, TargetType, option_error,
 };
@@ -33,14 +33,14 @@ use crate::workload::ycsb::record::{decode_record, encode_record};
 use crate::workload::ycsb::{Properties, RecordBuf, YcsbOp};
 
 /// YCSB's rocksdb binding: `rocksdb.dir` is the database directory.
-fn ycsb_options(props: &mut Properties) -> Result<toml::Table, crate::target::YcsbBindingError> {
+fn ycsb_options(props: &mut Properties) -> Result<toml::Table, crate::targets::YcsbBindingError> {
     let mut t = toml::Table::new();
-    match crate::target::claim_value(props, "rocksdb.dir") {
+    match crate::targets::claim_value(props, "rocksdb.dir") {
         Some((dir, _)) => {
             t.insert("path".into(), toml::Value::String(dir));
         }
         None => {
-            return Err(crate::target::YcsbBindingError {
+            return Err(crate::targets::YcsbBindingError {
                 property: crate::workload::ycsb::Property {
                     name: "rocksdb.dir".into(),
                     value: String::new(),

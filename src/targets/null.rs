@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::record::{OpError, OpKind};
-use crate::target::{
+use crate::targets::{
     Capabilities, Completion, Completions, Op, OptionError, Region, Session, SessionParams,
     TargetConfig, TargetType, option_error,
 };
@@ -51,7 +51,7 @@ fn default_size() -> Bytes {
 /// (BasicDB's `basicdb.verbose` and `basicdb.simulatedelay` are left unclaimed, so refused).
 fn ycsb_options(
     _: &mut crate::workload::ycsb::Properties,
-) -> Result<toml::Table, crate::target::YcsbBindingError> {
+) -> Result<toml::Table, crate::targets::YcsbBindingError> {
     Ok(toml::Table::new())
 }
 

@@ -25,7 +25,7 @@ use redis::{ConnectionLike, Value};
 use serde::{Deserialize, Serialize};
 
 use crate::record::{ErrorKind, OpError};
-use crate::target::{
+use crate::targets::{
     Completion, Completions, Op, OptionError, PrepareOptions, Session, SessionParams, SessionUser,
     TargetConfig, TargetError, TargetType, YcsbBindingError, YcsbStore, claim_value, option_error,
     ycsb_op,

@@ -21,7 +21,7 @@ use mongodb::sync::{Client, Collection};
 use serde::{Deserialize, Serialize};
 
 use crate::record::{ErrorKind, OpError};
-use crate::target::{
+use crate::targets::{
     Completion, Completions, Op, OptionError, PrepareOptions, Session, SessionParams, SessionUser,
     TargetConfig, TargetError, TargetType, YcsbBindingError, YcsbStore, claim_value, option_error,
     ycsb_op,
@@ -45,7 +45,7 @@ pub const TYPE: TargetType = TargetType {
 pub struct MongoConfig {
     #[serde(
         default = "default_url",
-        serialize_with = "crate::target::serialize_redacted_url"
+        serialize_with = "crate::targets::serialize_redacted_url"
     )]
     pub url: String,
 }
