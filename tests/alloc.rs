@@ -96,6 +96,7 @@ fn loop_allocations(
         config: WorkerConfig {
             worker: 0,
             queue_depth: workload.queue_depth(),
+            overlap: target.capabilities().overlap,
             interval_ns: 2_000_000, // many rotations: 500 per second
             warmup_ns: 0,
             duration_ns: None,

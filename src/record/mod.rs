@@ -7,6 +7,7 @@
 //! so workers, targets, hosts and runs combine exactly.
 
 pub mod summary;
+pub mod totals;
 
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 
@@ -200,6 +201,18 @@ impl KindStats {
     }
 }
 
+/// Why a worker stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EndReason {
+    Duration,
+    Ops,
+    Interrupted,
+    Error,
+    /// The run was called off before it started.
+    NotStarted,
+}
+
 /// How many error samples an interval keeps for the report.
 pub const ERROR_SAMPLES: usize = 4;
 
@@ -211,7 +224,10 @@ pub struct Interval {
     pub target: u32,
     /// Interval number: 0 is the first measured second; warm-up intervals are negative.
     pub index: i64,
-    /// Nanoseconds since the run's clock base at the interval's end (as observed).
+    /// When the interval started for this worker (run clock, ns): its boundary, or the run's
+    /// start for the first one.
+    pub start_ns: u64,
+    /// When it ended (run clock, ns): its boundary, or when the worker stopped for its last.
     pub end_ns: u64,
     /// CPU time the worker thread spent working during the interval (not spinning while
     /// waiting for an open-loop start), ns.
@@ -229,6 +245,7 @@ impl Interval {
             worker,
             target,
             index: 0,
+            start_ns: 0,
             end_ns: 0,
             cpu_ns: 0,
             last: false,
@@ -323,16 +340,15 @@ impl Recorder {
     pub fn rotate(
         &mut self,
         index: i64,
+        start_ns: u64,
         end_ns: u64,
         cpu_ns: u64,
         last: bool,
         next_index: i64,
     ) -> bool {
+        // Spares come back from the collector already cleared.
         let next = match self.spares.try_recv() {
-            Ok(mut iv) => {
-                iv.clear();
-                iv
-            }
+            Ok(iv) => iv,
             Err(_) => {
                 self.spare_misses += 1;
                 self.current.shape_like()
@@ -340,6 +356,7 @@ impl Recorder {
         };
         let mut full = std::mem::replace(&mut self.current, next);
         full.index = index;
+        full.start_ns = start_ns;
         full.end_ns = end_ns;
         full.cpu_ns = cpu_ns;
         full.last = last;
@@ -391,7 +408,7 @@ mod tests {
         r.record_ok(OpKind::Read, 3000, 3000, 4096, false);
         r.record_ok(OpKind::Write, 3000, 3000, 4096, true); // kind not in use: ignored
         r.record_error(OpKind::Read, OpError::errno(libc::EIO));
-        assert!(r.rotate(0, 1_000_000_000, 5, false, 1));
+        assert!(r.rotate(0, 0, 1_000_000_000, 5, false, 1));
         let iv = rx.recv().unwrap();
         let k = iv.kinds[OpKind::Read as usize].as_ref().unwrap();
         assert_eq!(k.ops, 2);
@@ -402,7 +419,7 @@ mod tests {
         assert!(iv.kinds[OpKind::Write as usize].is_none());
         assert_eq!(r.spare_misses, 0);
         // No spare left: the next rotation allocates and says so.
-        assert!(r.rotate(1, 2_000_000_000, 5, true, 2));
+        assert!(r.rotate(1, 1_000_000_000, 2_000_000_000, 5, true, 2));
         assert_eq!(r.spare_misses, 1);
         assert!(rx.recv().unwrap().last);
     }

@@ -5,6 +5,7 @@
 pub mod comparison;
 pub mod redact;
 pub mod store;
+pub mod summarize;
 pub mod summary;
 pub mod system;
 

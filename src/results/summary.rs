@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::record::EndReason;
 use crate::record::summary::LatencySummary;
-use crate::run::worker::EndReason;
 
 /// Whether a run measured what it was asked to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -85,6 +85,10 @@ pub struct TargetResult {
     pub intended_latency: Option<LatencySummary>,
     /// Per operation kind (`read`, `write`, `fsync`, ...).
     pub kinds: BTreeMap<String, KindResult>,
+    /// What the target's sessions actually used, where it can differ from what was asked
+    /// (`execution`: how operations overlapped; `io-uring.registered-buffers`, ...).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub session_used: BTreeMap<String, String>,
 }
 
 /// How much of the client machine storlab used.

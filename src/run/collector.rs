@@ -8,76 +8,12 @@ use std::io::Write;
 use std::sync::mpsc::{Receiver, SyncSender};
 use std::time::{Duration, SystemTime};
 
+use hdrhistogram::Histogram;
 use hdrhistogram::serialization::V2DeflateSerializer;
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
-use hdrhistogram::{Counter, Histogram};
 
-use crate::record::{ErrorKind, Interval, OpError, OpKind, new_histogram};
-
-/// Totals of one operation kind on one target.
-pub struct KindTotals {
-    pub service: Histogram<u64>,
-    pub intended: Option<Histogram<u64>>,
-    pub ops: u64,
-    pub bytes: u64,
-    pub misses: u64,
-    pub errors: [u64; ErrorKind::COUNT],
-}
-
-impl KindTotals {
-    pub fn new(open_loop: bool) -> KindTotals {
-        KindTotals {
-            service: new_histogram(),
-            intended: open_loop.then(new_histogram),
-            ops: 0,
-            bytes: 0,
-            misses: 0,
-            errors: [0; ErrorKind::COUNT],
-        }
-    }
-
-    fn add(&mut self, k: &crate::record::KindStats) {
-        merge(&mut self.service, &k.service);
-        if let (Some(dst), Some(src)) = (&mut self.intended, &k.intended) {
-            merge(dst, src);
-        }
-        self.ops += k.ops;
-        self.bytes += k.bytes;
-        self.misses += k.misses;
-        for (d, s) in self.errors.iter_mut().zip(k.errors.iter()) {
-            *d += s;
-        }
-    }
-
-    /// Adds another target's totals of the same kind.
-    pub fn add_totals(&mut self, k: &KindTotals) {
-        merge(&mut self.service, &k.service);
-        if let Some(h) = &k.intended {
-            merge(self.intended.get_or_insert_with(new_histogram), h);
-        }
-        self.ops += k.ops;
-        self.bytes += k.bytes;
-        self.misses += k.misses;
-        for (d, s) in self.errors.iter_mut().zip(k.errors.iter()) {
-            *d += s;
-        }
-    }
-
-    pub fn error_count(&self) -> u64 {
-        self.errors.iter().sum()
-    }
-}
-
-/// Adds the counts of `src` into `dst` (same bounds and precision, any counter type).
-pub fn merge<A: Counter, B: Counter>(dst: &mut Histogram<A>, src: &Histogram<B>) {
-    for v in src.iter_recorded() {
-        dst.saturating_record_n(
-            v.value_iterated_to(),
-            A::from_u64(v.count_at_value().as_u64())
-                .unwrap_or_else(|| A::from_u64(u32::MAX as u64).unwrap_or(A::one())),
-        );
-    }
-}
+pub use crate::record::totals::{KindTotals, merge};
+use crate::record::{Interval, OpError, OpKind, new_histogram};
 
 /// Per-target layout the collector needs.
 pub struct TargetShape {
@@ -110,6 +46,11 @@ pub struct Collected {
 
 struct Pending {
     reported: usize,
+    /// The interval's real span over the workers that reported it (run clock, ns): the
+    /// first is shorter when the warm-up is not a whole number of intervals, the last when
+    /// the run ends between two boundaries.
+    start_ns: u64,
+    end_ns: u64,
     per_target: Vec<Vec<Option<KindTotals>>>,
     cpu_ns: Vec<u64>,
 }
@@ -122,7 +63,11 @@ pub struct Sinks<W1: Write, W2: Write> {
     pub measure_start_wall: SystemTime,
 }
 
-pub const TIMELINE_HEADER: &str = "second,phase,target,op,ops,rate_ops,bytes,rate_bytes,errors,p50_ns,p99_ns,max_ns,intended_p99_ns,intended_max_ns,client_cpu_cores";
+/// The columns of `timeline.csv`. Rates are per second of the interval's real length,
+/// `interval_s` (shorter than an interval for the first warm-up and the last second). Rows of
+/// the warm-up have `phase` = `warmup` and negative seconds: they show what ran then, and
+/// no summary counts them.
+pub const TIMELINE_HEADER: &str = "second,phase,target,op,ops,rate_ops,bytes,rate_bytes,errors,p50_ns,p99_ns,max_ns,intended_p99_ns,intended_max_ns,client_cpu_cores,interval_s";
 
 /// Runs until every worker has sent its last interval.
 #[allow(clippy::too_many_arguments)]
@@ -187,10 +132,14 @@ pub fn collect<W1: Write, W2: Write>(
         let t = iv.target as usize;
         let entry = pending.entry(iv.index).or_insert_with(|| Pending {
             reported: 0,
+            start_ns: u64::MAX,
+            end_ns: 0,
             per_target: new_kind_table(&targets),
             cpu_ns: vec![0; targets.len()],
         });
         entry.reported += 1;
+        entry.start_ns = entry.start_ns.min(iv.start_ns);
+        entry.end_ns = entry.end_ns.max(iv.end_ns);
         entry.cpu_ns[t] += iv.cpu_ns;
         for (k, stats) in iv.kinds.iter().enumerate() {
             let Some(stats) = stats else { continue };
@@ -277,13 +226,25 @@ fn write_second<W: Write, L: Write>(
     >,
     progress: &mut impl FnMut(Progress),
 ) -> std::io::Result<()> {
-    let secs = interval_ns as f64 / 1e9;
+    let span_ns = p.end_ns.saturating_sub(p.start_ns).min(interval_ns);
+    let reported = p
+        .per_target
+        .iter()
+        .flatten()
+        .flatten()
+        .any(|k| k.ops > 0 || k.error_count() > 0);
+    // A run that stops right at a boundary leaves an empty sliver of an interval: nothing
+    // to show.
+    if !reported && span_ns < interval_ns / 100 {
+        return Ok(());
+    }
+    let secs = span_ns.max(1) as f64 / 1e9;
     let phase = if index < 0 { "warmup" } else { "measure" };
     let mut all = new_histogram::<u64>();
     let (mut ops, mut bytes, mut errors) = (0u64, 0u64, 0u64);
     let mut log = log;
     for (t, shape) in targets.iter().enumerate() {
-        let cpu_cores = p.cpu_ns[t] as f64 / interval_ns as f64;
+        let cpu_cores = p.cpu_ns[t] as f64 / span_ns.max(1) as f64;
         for k in &shape.kinds {
             let Some(kt) = &p.per_target[t][*k as usize] else {
                 continue;
@@ -301,7 +262,7 @@ fn write_second<W: Write, L: Write>(
             };
             writeln!(
                 csv,
-                "{},{},{},{},{},{:.1},{},{:.1},{},{},{},{},{},{},{:.3}",
+                "{},{},{},{},{},{:.1},{},{:.1},{},{},{},{},{},{},{:.3},{:.6}",
                 index,
                 phase,
                 shape.name,
@@ -316,12 +277,14 @@ fn write_second<W: Write, L: Write>(
                 kt.service.max(),
                 ip99,
                 imax,
-                cpu_cores
+                cpu_cores,
+                secs
             )?;
-            if let Some(log) = log.as_deref_mut() {
-                let start =
-                    Duration::from_nanos((index as f64 * interval_ns as f64).max(0.0) as u64);
-                let len = Duration::from_nanos(interval_ns);
+            // The interval log holds measured intervals only (the warm-up's are in the
+            // timeline), so that a reader merging it gets the measurement alone.
+            if let Some(log) = log.as_deref_mut().filter(|_| index >= 0) {
+                let start = Duration::from_nanos((index as u64).saturating_mul(interval_ns));
+                let len = Duration::from_nanos(span_ns);
                 let tag = format!("{}.{}", shape.name.replace([' ', ',', '='], "_"), k.name());
                 log.write_histogram(&kt.service, start, len, Tag::new(&tag))
                     .map_err(|e| std::io::Error::other(format!("{e:?}")))?;

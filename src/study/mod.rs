@@ -579,102 +579,10 @@ pub fn parse(file: &str, text: &str) -> Result<Plan, StudyErrors> {
     })
 }
 
-/// Why a target cannot run a workload, with the workload key to blame.
+/// Why a target cannot run a workload, with the workload key to blame: the rules are the
+/// target's own declaration (see [`crate::targets::check_workload`]).
 fn capability_problem(t: &TargetConfig, w: &Workload) -> Option<(&'static str, String)> {
-    let caps = t.capabilities();
-    if let Workload::Ycsb(_) = w {
-        if matches!(t, TargetConfig::File(_)) {
-            return Some((
-                "type",
-                "a file target takes block workloads; ycsb workloads need a database target (rocksdb, redis, postgres, mongodb, null)".to_string(),
-            ));
-        }
-        for k in w.all_kinds() {
-            if !caps.ops.contains(&k) {
-                return Some((
-                    "type",
-                    format!("a {} target cannot {}", t.type_name(), k.name()),
-                ));
-            }
-        }
-        if w.queue_depth() > caps.max_queue_depth {
-            return Some((
-                "queue-depth",
-                format!(
-                    "a {} target takes at most {} operations in flight per thread",
-                    t.type_name(),
-                    caps.max_queue_depth
-                ),
-            ));
-        }
-        return None;
-    }
-    if let Workload::DbBench(_) = w {
-        if matches!(t, TargetConfig::File(_)) {
-            return Some((
-                "type",
-                "a file target takes block workloads; db-bench workloads need a key-value target (rocksdb, null)".to_string(),
-            ));
-        }
-        for k in w.all_kinds() {
-            if !caps.ops.contains(&k) {
-                return Some((
-                    "benchmark",
-                    format!("a {} target cannot {}", t.type_name(), k.name()),
-                ));
-            }
-        }
-        return None;
-    }
-    if let Workload::Block(_) = w {
-        if matches!(t, TargetConfig::Rocksdb(_)) {
-            return Some((
-                "type",
-                "a rocksdb target takes key-value workloads (type = \"db-bench\"), not block workloads".to_string(),
-            ));
-        }
-    }
-    let Some(w) = w.as_block() else {
-        return None;
-    };
-    if w.queue_depth > caps.max_queue_depth {
-        return Some((
-            "queue-depth",
-            if caps.max_queue_depth == 1 {
-                format!(
-                    "this {} target executes one operation at a time per thread, so queue-depth must be 1 (got {}): raise `threads` for parallelism, or use engine = \"io-uring\"",
-                    t.type_name(),
-                    w.queue_depth
-                )
-            } else {
-                format!(
-                    "queue-depth {} is above this target's limit of {}",
-                    w.queue_depth, caps.max_queue_depth
-                )
-            },
-        ));
-    }
-    for k in w.kinds() {
-        if !caps.ops.contains(&k) {
-            return Some((
-                "read-share",
-                format!("a {} target cannot {} ", t.type_name(), k.name()),
-            ));
-        }
-    }
-    if let TargetConfig::File(f) = t {
-        if f.direct && (w.block_size.0 % 512 != 0 || w.alignment_bytes() % 512 != 0) {
-            return Some((
-                "block-size",
-                format!(
-                    "with direct = true, block-size and alignment must be multiples of 512 bytes (got {} and {})",
-                    w.block_size.0,
-                    w.alignment_bytes()
-                ),
-            ));
-        }
-    }
-    None
+    crate::targets::check_workload(t, w)
 }
 
 fn value_text(v: &toml::Value) -> String {
@@ -733,12 +641,7 @@ impl Plan {
                 r.ops = r.ops.map(|o| o.min(QUICK_KEYS * threads as u64));
             }
             for t in &mut r.targets {
-                if let TargetConfig::File(f) = &mut t.config {
-                    let cap = 64u64 << 20;
-                    if f.size.is_none_or(|s| s.0 > cap) && !f.path.starts_with("/dev/") {
-                        f.size = Some(crate::units::Bytes(cap));
-                    }
-                }
+                t.config.make_quick();
             }
             if ycsb {
                 r.ops = None;

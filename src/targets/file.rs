@@ -21,9 +21,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::record::{ErrorKind, OpError, OpKind};
 use crate::targets::{
-    Capabilities, Completion, Completions, Op, OptionError, PrepareOptions, Region, Session,
-    SessionParams, SessionUser, TargetConfig, TargetError, TargetType, guard, option_error,
+    Capabilities, Completion, Completions, Op, OptionError, Overlap, PrepareOptions, Region,
+    Session, SessionParams, SessionUser, Submitted, Target, TargetConfig, TargetError, TargetType,
+    guard, option_error,
 };
+use crate::workload::Workload;
 use crate::units::Bytes;
 
 pub const TYPE: TargetType = TargetType {
@@ -110,18 +112,75 @@ static CREATED: Mutex<Option<HashSet<PathBuf>>> = Mutex::new(None);
 /// Alignment of I/O buffers (enough for O_DIRECT on any common device).
 const BUF_ALIGN: usize = 4096;
 
-impl FileConfig {
-    pub fn capabilities(&self) -> Capabilities {
+impl Target for FileConfig {
+    const TYPE: TargetType = TYPE;
+    type Shared = ();
+
+    fn capabilities(&self) -> Capabilities {
         Capabilities {
+            workloads: &["block"],
             ops: &[OpKind::Read, OpKind::Write, OpKind::Fsync],
-            max_queue_depth: match self.engine {
-                Engine::IoUring => 4096,
-                Engine::Psync => 1,
+            overlap: match self.engine {
+                Engine::IoUring => Overlap::Concurrent {
+                    max_queue_depth: 4096,
+                },
+                Engine::Psync => Overlap::None,
             },
+            in_process: false,
         }
     }
 
-    pub fn prepare(&self, opts: &PrepareOptions) -> Result<Region, TargetError> {
+    fn check_workload(&self, w: &Workload) -> Option<(&'static str, String)> {
+        let b = w.as_block()?;
+        if self.direct && (b.block_size.0 % 512 != 0 || b.alignment_bytes() % 512 != 0) {
+            return Some((
+                "block-size",
+                format!(
+                    "with direct = true, block-size and alignment must be multiples of 512 bytes (got {} and {})",
+                    b.block_size.0,
+                    b.alignment_bytes()
+                ),
+            ));
+        }
+        None
+    }
+
+    fn queue_depth_hint(&self) -> &'static str {
+        "use engine = \"io-uring\""
+    }
+
+    fn paths(&self) -> Vec<PathBuf> {
+        vec![self.path.clone()]
+    }
+
+    fn prepare(&self, opts: &PrepareOptions) -> Result<(Region, ()), TargetError> {
+        Ok((self.prepare_region(opts)?, ()))
+    }
+
+    fn open<U: SessionUser>(
+        &self,
+        _: &(),
+        params: &SessionParams,
+        user: U,
+    ) -> Result<U::Output, TargetError> {
+        self.open_session(params, user)
+    }
+
+    /// `--quick`: a regular file addresses at most 64 MiB.
+    fn make_quick(&mut self) {
+        let cap = 64u64 << 20;
+        if self.size.is_none_or(|s| s.0 > cap) && !self.path.starts_with("/dev/") {
+            self.size = Some(Bytes(cap));
+        }
+    }
+
+    fn finish(&self) {
+        self.remove_if_created();
+    }
+}
+
+impl FileConfig {
+    fn prepare_region(&self, opts: &PrepareOptions) -> Result<Region, TargetError> {
         let path = &self.path;
         let meta = std::fs::metadata(path);
         let region = match meta {
@@ -223,7 +282,7 @@ impl FileConfig {
             .map_err(|e| TargetError::io(&self.path, "opening", e))
     }
 
-    pub fn open<U: SessionUser>(
+    fn open_session<U: SessionUser>(
         &self,
         p: &SessionParams,
         user: U,
@@ -243,7 +302,6 @@ impl FileConfig {
                 file,
                 buf,
                 bounds,
-                done: None,
                 generation: 0,
                 stamp: p.random_data,
             })),
@@ -255,7 +313,7 @@ impl FileConfig {
         }
     }
 
-    pub fn finish(&self) {
+    fn remove_if_created(&self) {
         if !self.remove_after {
             return;
         }
@@ -403,14 +461,13 @@ pub struct PsyncSession {
     file: File,
     buf: AlignedBuf,
     bounds: (u64, u64),
-    done: Option<Completion>,
     generation: u64,
     stamp: bool,
 }
 
 impl Session for PsyncSession {
     #[inline]
-    fn submit(&mut self, slot: u32, op: Op) -> Result<(), OpError> {
+    fn submit(&mut self, _slot: u32, op: Op) -> Result<Submitted, OpError> {
         let fd = self.file.as_raw_fd();
         let (r, want) = match op {
             Op::Read { offset, len } => {
@@ -464,19 +521,14 @@ impl Session for PsyncSession {
         } else {
             Ok(want)
         };
-        self.done = Some(Completion {
-            slot,
+        Ok(Submitted::Done {
             result,
             found: true,
-        });
-        Ok(())
+        })
     }
 
     #[inline]
-    fn complete(&mut self, _min: u32, out: &mut Completions) -> Result<(), OpError> {
-        if let Some(c) = self.done.take() {
-            out.push(c);
-        }
+    fn complete(&mut self, _min: u32, _out: &mut Completions) -> Result<(), OpError> {
         Ok(())
     }
 }
@@ -534,7 +586,7 @@ impl UringSession {
 
 impl Session for UringSession {
     #[inline]
-    fn submit(&mut self, slot: u32, op: Op) -> Result<(), OpError> {
+    fn submit(&mut self, slot: u32, op: Op) -> Result<Submitted, OpError> {
         let fd = types::Fixed(0);
         let ptr = self.buf.slot_ptr(slot);
         let entry = match op {
@@ -575,10 +627,12 @@ impl Session for UringSession {
             _ => return Err(NOT_BLOCK_OP),
         };
         // SAFETY: the buffer behind `ptr` stays valid until the completion is reaped.
-        unsafe { self.ring.submission().push(&entry.user_data(slot as u64)) }.map_err(|_| OpError {
-            kind: ErrorKind::Other,
-            code: libc::EBUSY,
-        })
+        unsafe { self.ring.submission().push(&entry.user_data(slot as u64)) }
+            .map(|()| Submitted::Queued)
+            .map_err(|_| OpError {
+                kind: ErrorKind::Other,
+                code: libc::EBUSY,
+            })
     }
 
     #[inline]

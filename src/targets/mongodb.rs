@@ -20,11 +20,11 @@ use mongodb::options::ClientOptions;
 use mongodb::sync::{Client, Collection};
 use serde::{Deserialize, Serialize};
 
-use crate::record::{ErrorKind, OpError};
+use crate::record::{ErrorKind, OpError, OpKind};
 use crate::targets::{
-    Completion, Completions, Op, OptionError, PrepareOptions, Session, SessionParams, SessionUser,
-    TargetConfig, TargetError, TargetType, YcsbBindingError, YcsbStore, claim_value, option_error,
-    ycsb_op,
+    Capabilities, Completion, Completions, Op, OptionError, Overlap, PrepareOptions, Region,
+    Session, SessionParams, SessionUser, Submitted, Target, TargetConfig, TargetError, TargetType,
+    YCSB_OPS, YcsbBindingError, YcsbStore, claim_value, option_error, ycsb_op,
 };
 use crate::workload::ycsb::{Properties, RecordBuf, YcsbOp};
 
@@ -73,6 +73,41 @@ fn ycsb_options(props: &mut Properties) -> Result<toml::Table, YcsbBindingError>
     Ok(t)
 }
 
+impl Target for MongoConfig {
+    const TYPE: TargetType = TYPE;
+    /// The server's version, asked once in `prepare`.
+    type Shared = Vec<(String, String)>;
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            workloads: &["ycsb"],
+            ops: &YCSB_OPS,
+            overlap: Overlap::Batched {
+                kinds: &[OpKind::Insert],
+                max_queue_depth: 1024,
+            },
+            in_process: false,
+        }
+    }
+
+    fn prepare(&self, opts: &PrepareOptions) -> Result<(Region, Self::Shared), TargetError> {
+        Ok((Region::default(), self.server_version(opts)?))
+    }
+
+    fn open<U: SessionUser>(
+        &self,
+        _: &Self::Shared,
+        params: &SessionParams,
+        user: U,
+    ) -> Result<U::Output, TargetError> {
+        self.open_session(params, user)
+    }
+
+    fn software(&self, shared: &Self::Shared) -> Vec<(String, String)> {
+        shared.clone()
+    }
+}
+
 impl MongoConfig {
     fn client(&self) -> Result<(Client, String), TargetError> {
         let fail = |e: mongodb::error::Error| TargetError::Invalid(format!("mongodb: {e}"));
@@ -91,7 +126,7 @@ impl MongoConfig {
     }
 
     /// Checks the server answers and asks its version (and FerretDB's, if it is FerretDB).
-    pub fn prepare(&self, _opts: &PrepareOptions) -> Result<Vec<(String, String)>, TargetError> {
+    fn server_version(&self, _opts: &PrepareOptions) -> Result<Vec<(String, String)>, TargetError> {
         let (client, db) = self.client()?;
         let info = client
             .database(&db)
@@ -112,7 +147,7 @@ impl MongoConfig {
         Ok(out)
     }
 
-    pub fn open<U: SessionUser>(
+    fn open_session<U: SessionUser>(
         &self,
         params: &SessionParams,
         user: U,
@@ -128,7 +163,7 @@ impl MongoConfig {
         let session = MongoSession {
             coll,
             record: RecordBuf::new(w, params.seed ^ ((params.worker as u64 + 1) << 32)),
-            queue: Vec::with_capacity(qd),
+            batching: qd > 1,
             batch: Vec::with_capacity(qd),
             batch_slots: Vec::with_capacity(qd),
             _client: client,
@@ -141,8 +176,8 @@ impl MongoConfig {
 pub struct MongoSession {
     coll: Collection<Document>,
     record: RecordBuf,
-    /// Submitted operations, executed in `complete`.
-    queue: Vec<(u32, YcsbOp)>,
+    /// Inserts are gathered into insertMany batches (queue depth above 1).
+    batching: bool,
     /// Inserts gathered for one insertMany.
     batch: Vec<Document>,
     batch_slots: Vec<u32>,
@@ -348,27 +383,22 @@ impl YcsbStore for MongoSession {
 
 impl Session for MongoSession {
     #[inline]
-    fn submit(&mut self, slot: u32, op: Op) -> Result<(), OpError> {
-        self.queue.push((slot, ycsb_op(op)?));
-        Ok(())
+    fn submit(&mut self, slot: u32, op: Op) -> Result<Submitted, OpError> {
+        let op = ycsb_op(op)?;
+        if self.batching
+            && let YcsbOp::Insert { keynum } = op
+        {
+            self.record.set_key(keynum);
+            let d = self.document();
+            self.batch.push(d);
+            self.batch_slots.push(slot);
+            return Ok(Submitted::Queued);
+        }
+        Ok(Submitted::done(self.run(op)))
     }
 
     fn complete(&mut self, _min: u32, out: &mut Completions) -> Result<(), OpError> {
-        let queue = std::mem::take(&mut self.queue);
-        for &(slot, op) in &queue {
-            if let YcsbOp::Insert { keynum } = op {
-                self.record.set_key(keynum);
-                let d = self.document();
-                self.batch.push(d);
-                self.batch_slots.push(slot);
-                continue;
-            }
-            self.flush(out);
-            out.push(Completion::of(slot, self.run(op)));
-        }
         self.flush(out);
-        self.queue = queue;
-        self.queue.clear();
         Ok(())
     }
 }

@@ -9,8 +9,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::record::{OpError, OpKind};
 use crate::targets::{
-    Capabilities, Completion, Completions, Op, OptionError, Region, Session, SessionParams,
-    TargetConfig, TargetType, option_error,
+    Capabilities, Completion, Completions, Op, OptionError, Overlap, PrepareOptions, Region,
+    Session, SessionParams, SessionUser, Submitted, Target, TargetConfig, TargetError, TargetType,
+    option_error,
 };
 use crate::units::{Bytes, Dur};
 use crate::workload::ycsb::{RecordBuf, YcsbOp};
@@ -77,14 +78,37 @@ fn parse(table: toml::Table) -> Result<TargetConfig, OptionError> {
     Ok(TargetConfig::Null(c))
 }
 
-impl NullConfig {
-    pub fn capabilities(&self) -> Capabilities {
+impl Target for NullConfig {
+    const TYPE: TargetType = TYPE;
+    type Shared = ();
+
+    fn capabilities(&self) -> Capabilities {
         Capabilities {
+            workloads: &["block", "db-bench", "ycsb"],
             ops: &OpKind::ALL,
-            max_queue_depth: 65536,
+            // As fio's null engine: queued operations all complete at the next reap.
+            overlap: Overlap::Concurrent {
+                max_queue_depth: 65536,
+            },
+            in_process: false,
         }
     }
 
+    fn prepare(&self, _: &PrepareOptions) -> Result<(Region, ()), TargetError> {
+        Ok((self.region(), ()))
+    }
+
+    fn open<U: SessionUser>(
+        &self,
+        _: &(),
+        params: &SessionParams,
+        user: U,
+    ) -> Result<U::Output, TargetError> {
+        Ok(user.run(self.session(params)))
+    }
+}
+
+impl NullConfig {
     pub fn region(&self) -> Region {
         Region {
             offset_bytes: 0,
@@ -92,8 +116,11 @@ impl NullConfig {
         }
     }
 
-    pub fn open(&self, params: &SessionParams) -> NullSession {
+    /// A session: at queue depth 1 it completes each operation in `submit`, as fio's null
+    /// engine does at iodepth 1; above, it queues them until the next reap.
+    pub fn session(&self, params: &SessionParams) -> NullSession {
         NullSession {
+            at_submit: params.queue_depth <= 1,
             done: Vec::with_capacity(params.queue_depth as usize),
             ops: 0,
             stall_after_ops: self.stall_after_ops.unwrap_or(u64::MAX),
@@ -112,6 +139,8 @@ impl NullConfig {
 
 /// A null session: completions wait in a preallocated list until reaped.
 pub struct NullSession {
+    /// Complete in `submit` (queue depth 1).
+    at_submit: bool,
     done: Vec<Completion>,
     ops: u64,
     stall_after_ops: u64,
@@ -147,7 +176,7 @@ impl NullSession {
 
 impl Session for NullSession {
     #[inline]
-    fn submit(&mut self, slot: u32, op: Op) -> Result<(), OpError> {
+    fn submit(&mut self, slot: u32, op: Op) -> Result<Submitted, OpError> {
         self.ops += 1;
         if self.ops == self.stall_after_ops {
             std::thread::sleep(self.stall);
@@ -163,12 +192,18 @@ impl Session for NullSession {
                 self.record_bytes
             }
         };
+        if self.at_submit {
+            return Ok(Submitted::Done {
+                result: Ok(bytes),
+                found: true,
+            });
+        }
         self.done.push(Completion {
             slot,
             result: Ok(bytes),
             found: true,
         });
-        Ok(())
+        Ok(Submitted::Queued)
     }
 
     #[inline]

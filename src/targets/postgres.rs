@@ -25,9 +25,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::record::{ErrorKind, OpError};
 use crate::targets::{
-    Completion, Completions, Op, OptionError, PrepareOptions, Session, SessionParams, SessionUser,
-    TargetConfig, TargetError, TargetType, YcsbBindingError, YcsbStore, claim_value, option_error,
-    ycsb_op,
+    Capabilities, Completions, Op, OptionError, Overlap, PrepareOptions, Region,
+    Session, SessionParams, SessionUser, Submitted, Target, TargetConfig, TargetError, TargetType,
+    YCSB_OPS, YcsbBindingError, YcsbStore, claim_value, option_error, ycsb_op,
 };
 use crate::workload::ycsb::{CoreWorkload, Properties, RecordBuf, YcsbOp};
 
@@ -182,6 +182,38 @@ fn identifier(s: &str) -> bool {
         && !s.as_bytes()[0].is_ascii_digit()
 }
 
+impl Target for PostgresConfig {
+    const TYPE: TargetType = TYPE;
+    /// The server's version, asked once in `prepare`.
+    type Shared = Vec<(String, String)>;
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            workloads: &["ycsb"],
+            ops: &YCSB_OPS,
+            overlap: Overlap::None,
+            in_process: false,
+        }
+    }
+
+    fn prepare(&self, opts: &PrepareOptions) -> Result<(Region, Self::Shared), TargetError> {
+        Ok((Region::default(), self.server_version(opts)?))
+    }
+
+    fn open<U: SessionUser>(
+        &self,
+        _: &Self::Shared,
+        params: &SessionParams,
+        user: U,
+    ) -> Result<U::Output, TargetError> {
+        self.open_session(params, user)
+    }
+
+    fn software(&self, shared: &Self::Shared) -> Vec<(String, String)> {
+        shared.clone()
+    }
+}
+
 impl PostgresConfig {
     fn config(&self) -> Result<postgres::Config, postgres::Error> {
         let mut c: postgres::Config = self.url.parse()?;
@@ -217,7 +249,7 @@ impl PostgresConfig {
     }
 
     /// Checks the server answers, creates the table if missing, asks the version.
-    pub fn prepare(&self, opts: &PrepareOptions) -> Result<Vec<(String, String)>, TargetError> {
+    fn server_version(&self, opts: &PrepareOptions) -> Result<Vec<(String, String)>, TargetError> {
         let fail = |what: &str, e: postgres::Error| {
             TargetError::Invalid(format!("{}: {what}: {e}", self.describe()))
         };
@@ -243,7 +275,7 @@ impl PostgresConfig {
         Ok(vec![("postgresql".into(), version)])
     }
 
-    pub fn open<U: SessionUser>(
+    fn open_session<U: SessionUser>(
         &self,
         params: &SessionParams,
         user: U,
@@ -259,7 +291,6 @@ impl PostgresConfig {
             conn: None,
             sql: Sql::new(w),
             record: RecordBuf::new(w, params.seed ^ ((params.worker as u64 + 1) << 32)),
-            done: None,
         };
         session.take_pooled();
         let connected = session.connect().is_ok();
@@ -358,7 +389,6 @@ pub struct PgSession {
     conn: Option<Conn>,
     sql: Sql,
     record: RecordBuf,
-    done: Option<Completion>,
 }
 
 const INTEGRITY: OpError = OpError {
@@ -619,7 +649,7 @@ impl YcsbStore for PgSession {
 
 impl Session for PgSession {
     #[inline]
-    fn submit(&mut self, slot: u32, op: Op) -> Result<(), OpError> {
+    fn submit(&mut self, _slot: u32, op: Op) -> Result<Submitted, OpError> {
         let y = ycsb_op(op)?;
         self.take_pooled();
         let outcome = self.ycsb(y);
@@ -631,15 +661,11 @@ impl Session for PgSession {
             }
         }
         self.give_pooled();
-        self.done = Some(Completion::of(slot, outcome));
-        Ok(())
+        Ok(Submitted::done(outcome))
     }
 
     #[inline]
-    fn complete(&mut self, _min: u32, out: &mut Completions) -> Result<(), OpError> {
-        if let Some(c) = self.done.take() {
-            out.push(c);
-        }
+    fn complete(&mut self, _min: u32, _out: &mut Completions) -> Result<(), OpError> {
         Ok(())
     }
 }

@@ -24,11 +24,11 @@ use std::time::Duration;
 use redis::{ConnectionLike, Value};
 use serde::{Deserialize, Serialize};
 
-use crate::record::{ErrorKind, OpError};
+use crate::record::{OpKind, ErrorKind, OpError};
 use crate::targets::{
-    Completion, Completions, Op, OptionError, PrepareOptions, Session, SessionParams, SessionUser,
-    TargetConfig, TargetError, TargetType, YcsbBindingError, YcsbStore, claim_value, option_error,
-    ycsb_op,
+    Capabilities, Completion, Completions, Op, OptionError, Overlap, PrepareOptions, Region,
+    Session, SessionParams, SessionUser, Submitted, Target, TargetConfig, TargetError, TargetType,
+    YCSB_OPS, YcsbBindingError, YcsbStore, claim_value, option_error, ycsb_op,
 };
 use crate::units::Dur;
 use crate::workload::ycsb::{Properties, RecordBuf, YcsbOp};
@@ -116,6 +116,41 @@ fn ycsb_options(props: &mut Properties) -> Result<toml::Table, YcsbBindingError>
 /// The sorted set YCSB's redis binding keeps every key in, for scans.
 const INDEX: &[u8] = b"_indices";
 
+impl Target for RedisConfig {
+    const TYPE: TargetType = TYPE;
+    /// The server's version, asked once in `prepare`.
+    type Shared = Vec<(String, String)>;
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            workloads: &["ycsb"],
+            ops: &YCSB_OPS,
+            overlap: Overlap::Batched {
+                kinds: &[OpKind::Insert],
+                max_queue_depth: 1024,
+            },
+            in_process: false,
+        }
+    }
+
+    fn prepare(&self, opts: &PrepareOptions) -> Result<(Region, Self::Shared), TargetError> {
+        Ok((Region::default(), self.server_version(opts)?))
+    }
+
+    fn open<U: SessionUser>(
+        &self,
+        _: &Self::Shared,
+        params: &SessionParams,
+        user: U,
+    ) -> Result<U::Output, TargetError> {
+        self.open_session(params, user)
+    }
+
+    fn software(&self, shared: &Self::Shared) -> Vec<(String, String)> {
+        shared.clone()
+    }
+}
+
 impl RedisConfig {
     fn connect(&self) -> redis::RedisResult<redis::Connection> {
         let mut settings = redis::RedisConnectionInfo::default().set_db(self.database as i64);
@@ -139,7 +174,7 @@ impl RedisConfig {
     }
 
     /// Checks that the server answers and asks its version.
-    pub fn prepare(&self, _opts: &PrepareOptions) -> Result<Vec<(String, String)>, TargetError> {
+    fn server_version(&self, _opts: &PrepareOptions) -> Result<Vec<(String, String)>, TargetError> {
         let mut conn = self
             .connect()
             .map_err(|e| TargetError::Invalid(format!("{}: {e}", self.describe())))?;
@@ -157,7 +192,7 @@ impl RedisConfig {
             .collect())
     }
 
-    pub fn open<U: SessionUser>(
+    fn open_session<U: SessionUser>(
         &self,
         params: &SessionParams,
         user: U,
@@ -175,6 +210,7 @@ impl RedisConfig {
             conn: Some(conn),
             record: RecordBuf::new(w, params.seed ^ ((params.worker as u64 + 1) << 32)),
             cmd: Vec::with_capacity(4096),
+            pipeline: params.queue_depth > 1,
             queue: Vec::with_capacity(params.queue_depth as usize),
             sizes: Vec::with_capacity(params.queue_depth as usize),
         };
@@ -190,7 +226,9 @@ pub struct RedisSession {
     record: RecordBuf,
     /// The packed command.
     cmd: Vec<u8>,
-    /// Operations submitted and not yet sent (more than one with pipelining).
+    /// Inserts are pipelined (queue depth above 1).
+    pipeline: bool,
+    /// Inserts submitted and not yet sent (pipelining only).
     queue: Vec<(u32, YcsbOp)>,
     /// Bytes of each insert of a pipeline.
     sizes: Vec<u32>,
@@ -590,30 +628,24 @@ impl YcsbStore for RedisSession {
 
 impl Session for RedisSession {
     #[inline]
-    fn submit(&mut self, slot: u32, op: Op) -> Result<(), OpError> {
-        self.queue.push((slot, ycsb_op(op)?));
-        Ok(())
+    fn submit(&mut self, slot: u32, op: Op) -> Result<Submitted, OpError> {
+        let op = ycsb_op(op)?;
+        if self.pipeline && matches!(op, YcsbOp::Insert { .. }) {
+            self.queue.push((slot, op));
+            return Ok(Submitted::Queued);
+        }
+        Ok(Submitted::done(self.run(op)))
     }
 
     #[inline]
     fn complete(&mut self, _min: u32, out: &mut Completions) -> Result<(), OpError> {
-        let mut i = 0;
-        while i < self.queue.len() {
-            let (slot, op) = self.queue[i];
-            if matches!(op, YcsbOp::Insert { .. }) {
-                // Consecutive inserts: one pipeline (one insert: one round trip as usual).
-                let end = self.queue[i..]
-                    .iter()
-                    .position(|(_, o)| !matches!(o, YcsbOp::Insert { .. }))
-                    .map_or(self.queue.len(), |n| i + n);
-                if end - i > 1 {
-                    self.insert_pipeline(i, end, out);
-                    i = end;
-                    continue;
-                }
+        match self.queue.len() {
+            0 => {}
+            1 => {
+                let (slot, op) = self.queue[0];
+                out.push(Completion::of(slot, self.run(op)));
             }
-            out.push(Completion::of(slot, self.run(op)));
-            i += 1;
+            n => self.insert_pipeline(0, n, out),
         }
         self.queue.clear();
         Ok(())

@@ -24,8 +24,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::record::{ErrorKind, OpError, OpKind};
 use crate::targets::{
-    Capabilities, Completion, Completions, Op, OptionError, PrepareOptions, Session, SessionParams,
-    SessionUser, TargetConfig, TargetError, TargetType, option_error,
+    Capabilities, Completions, Op, OptionError, Overlap, PrepareOptions, Region, Session,
+    SessionParams, SessionUser, Submitted, Target, TargetConfig, TargetError, TargetType,
+    option_error,
 };
 use crate::units::Bytes;
 use crate::workload::kv::{KvShape, ValueGen, write_key};
@@ -251,9 +252,13 @@ fn rocks_error(path: &Path, what: &'static str, e: rocksdb::Error) -> TargetErro
     TargetError::io(path, what, std::io::Error::other(e.into_string()))
 }
 
-impl RocksConfig {
-    pub fn capabilities(&self) -> Capabilities {
+impl Target for RocksConfig {
+    const TYPE: TargetType = TYPE;
+    type Shared = Shared;
+
+    fn capabilities(&self) -> Capabilities {
         Capabilities {
+            workloads: &["db-bench", "ycsb"],
             ops: &[
                 OpKind::Read,
                 OpKind::Write,
@@ -263,10 +268,38 @@ impl RocksConfig {
                 OpKind::Delete,
                 OpKind::Scan,
             ],
-            max_queue_depth: 1,
+            overlap: Overlap::None,
+            in_process: true,
         }
     }
 
+    fn paths(&self) -> Vec<PathBuf> {
+        vec![self.path.clone()]
+    }
+
+    fn prepare(&self, opts: &PrepareOptions) -> Result<(Region, Shared), TargetError> {
+        Ok((Region::default(), self.open_db(opts)?))
+    }
+
+    fn open<U: SessionUser>(
+        &self,
+        shared: &Shared,
+        params: &SessionParams,
+        user: U,
+    ) -> Result<U::Output, TargetError> {
+        self.open_session(shared, params, user)
+    }
+
+    fn software(&self, shared: &Shared) -> Vec<(String, String)> {
+        shared.software()
+    }
+
+    fn finish(&self) {
+        self.remove_if_created();
+    }
+}
+
+impl RocksConfig {
     /// The RocksDB options this target sets.
     pub fn options(&self) -> Options {
         let mut o = Options::default();
@@ -292,7 +325,7 @@ impl RocksConfig {
     }
 
     /// Opens the database for a run (recreating it first for a fill benchmark).
-    pub fn prepare(&self, opts: &PrepareOptions) -> Result<Shared, TargetError> {
+    pub fn open_db(&self, opts: &PrepareOptions) -> Result<Shared, TargetError> {
         let path = &self.path;
         let exists = path.join("CURRENT").exists();
         if opts.fresh {
@@ -337,7 +370,7 @@ impl RocksConfig {
         })
     }
 
-    pub fn open<U: SessionUser>(
+    fn open_session<U: SessionUser>(
         &self,
         shared: &Shared,
         params: &SessionParams,
@@ -358,7 +391,6 @@ impl RocksConfig {
             key: vec![0u8; shape.key_bytes as usize],
             values: ValueGen::new(&shape, params.seed.wrapping_add(params.worker as u64)),
             iter: None,
-            done: None,
             record: params
                 .ycsb
                 .as_deref()
@@ -369,7 +401,7 @@ impl RocksConfig {
     }
 
     /// Removes the database after the study if asked to and storlab created it.
-    pub fn finish(&self) {
+    fn remove_if_created(&self) {
         if self.remove_after && self.path.join(MARKER).exists() {
             let _ = DB::destroy(&Options::default(), &self.path);
             // What RocksDB leaves behind (its info logs and lock file) and the marker; the
@@ -400,7 +432,6 @@ pub struct RocksSession<'a> {
     key: Vec<u8>,
     values: ValueGen,
     iter: Option<DBRawIterator<'a>>,
-    done: Option<Completion>,
     /// YCSB records: key, fields and values.
     record: Option<RecordBuf>,
     /// A YCSB record encoded as one value.
@@ -636,7 +667,7 @@ fn update_record(
 
 impl Session for RocksSession<'_> {
     #[inline]
-    fn submit(&mut self, slot: u32, op: Op) -> Result<(), OpError> {
+    fn submit(&mut self, _slot: u32, op: Op) -> Result<Submitted, OpError> {
         let (result, found) = match op {
             Op::Ycsb(y) => match self.ycsb(y) {
                 Ok((n, found)) => (Ok(n), found),
@@ -672,19 +703,11 @@ impl Session for RocksSession<'_> {
                 });
             }
         };
-        self.done = Some(Completion {
-            slot,
-            result,
-            found,
-        });
-        Ok(())
+        Ok(Submitted::Done { result, found })
     }
 
     #[inline]
-    fn complete(&mut self, _min: u32, out: &mut Completions) -> Result<(), OpError> {
-        if let Some(c) = self.done.take() {
-            out.push(c);
-        }
+    fn complete(&mut self, _min: u32, _out: &mut Completions) -> Result<(), OpError> {
         Ok(())
     }
 }

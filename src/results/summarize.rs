@@ -1,0 +1,360 @@
+//! A run's summary, from what its workers and the collector measured: per target and in
+//! total, operations, bytes, rates over the measured time, latency percentiles from merged
+//! histograms, errors by kind, the client's CPU use and the warnings a reader needs (storlab
+//! saturated, a partial run, a rate not kept).
+
+use std::collections::BTreeMap;
+use std::time::SystemTime;
+
+use crate::record::summary::LatencySummary;
+use crate::record::totals::{KindTotals, merge};
+use crate::record::{EndReason, ErrorKind, OpError, OpKind, new_histogram};
+use crate::results::summary::{
+    ClientUsage, ErrorSample, Event, KindResult, RunStatus, RunSummary, TargetResult,
+};
+use crate::study::plan::{Plan, RunPlan};
+
+/// A worker thread busier than this over the measured time means storlab was the bottleneck.
+const SATURATED_BUSY: f64 = 0.9;
+
+/// How one worker ended, as the summary needs it.
+#[derive(Debug, Clone, Copy)]
+pub struct WorkerEnd {
+    /// When measurement started (run clock, ns).
+    pub measure_start_ns: u64,
+    /// Completion time of the last measured operation (run clock, ns).
+    pub last_completion_ns: u64,
+    pub end_reason: EndReason,
+    /// Intervals the recorder had to allocate (0 in a healthy run).
+    pub spare_misses: u64,
+}
+
+/// What a run measured, as its summary reads it.
+pub struct Measured<'a> {
+    pub run_id: &'a str,
+    pub started: SystemTime,
+    /// The targets' workers (not background workers).
+    pub workers: Vec<WorkerEnd>,
+    /// Per target (then background worker), per operation kind: measured totals.
+    pub totals: &'a [Vec<Option<KindTotals>>],
+    /// Per worker: CPU time spent in measured intervals, ns.
+    pub worker_cpu_ns: &'a [u64],
+    pub error_samples: &'a [(u32, OpKind, OpError)],
+    /// CPU time of the whole process over the run, ns.
+    pub cpu_used_ns: u64,
+    /// When the run (warm-up first) started on the run clock, ns.
+    pub start_ns: u64,
+    pub background_names: &'a [String],
+    /// Per target: what its sessions actually used (see `Session::used`).
+    pub session_used: Vec<BTreeMap<String, String>>,
+}
+
+pub fn failed_summary(
+    run_id: &str,
+    plan: &Plan,
+    run: &RunPlan,
+    started: SystemTime,
+    why: &str,
+) -> RunSummary {
+    RunSummary {
+        run_id: run_id.to_string(),
+        study: plan.study.clone(),
+        step: run.step.clone(),
+        run_index: run.index,
+        run_count: plan.runs.len(),
+        repetition: run.repetition,
+        parameters: run.parameters.clone(),
+        status: RunStatus::Failed,
+        end_reason: EndReason::NotStarted,
+        started_at: crate::results::rfc3339(started),
+        ended_at: crate::results::rfc3339(SystemTime::now()),
+        warmup_seconds: run.warmup.0.as_secs_f64(),
+        measured_seconds: 0.0,
+        targets: Vec::new(),
+        total: TargetResult::default(),
+        background: Vec::new(),
+        software: BTreeMap::new(),
+        client: ClientUsage::default(),
+        warnings: vec![format!("the run could not start: {why}")],
+        events: Vec::new(),
+        error_samples: Vec::new(),
+    }
+}
+
+fn kind_result(k: &KindTotals, secs: f64) -> KindResult {
+    let mut errors_by_kind = BTreeMap::new();
+    for e in ErrorKind::ALL {
+        let n = k.errors[e as usize];
+        if n > 0 {
+            errors_by_kind.insert(e.name().to_string(), n);
+        }
+    }
+    KindResult {
+        ops: k.ops,
+        bytes: k.bytes,
+        misses: k.misses,
+        rate_ops: k.ops as f64 / secs,
+        rate_bytes: k.bytes as f64 / secs,
+        errors: k.error_count(),
+        errors_by_kind,
+        service_latency: LatencySummary::from_histogram(&k.service),
+        intended_latency: k.intended.as_ref().map(LatencySummary::from_histogram),
+    }
+}
+
+/// Builds one target's (or the total's) result from its kinds' totals.
+fn target_result(name: &str, kinds: &[&KindTotals], names: &[OpKind], secs: f64) -> TargetResult {
+    let mut all = new_histogram::<u64>();
+    let mut all_intended: Option<hdrhistogram::Histogram<u64>> = None;
+    let mut r = TargetResult {
+        name: name.to_string(),
+        ..Default::default()
+    };
+    for (k, kind) in kinds.iter().zip(names) {
+        merge(&mut all, &k.service);
+        if let Some(h) = &k.intended {
+            merge(all_intended.get_or_insert_with(new_histogram), h);
+        }
+        r.ops += k.ops;
+        r.bytes += k.bytes;
+        r.errors += k.error_count();
+        r.kinds
+            .insert(kind.name().to_string(), kind_result(k, secs));
+    }
+    r.rate_ops = r.ops as f64 / secs;
+    r.rate_bytes = r.bytes as f64 / secs;
+    r.service_latency = LatencySummary::from_histogram(&all);
+    r.intended_latency = all_intended.as_ref().map(LatencySummary::from_histogram);
+    r
+}
+
+pub fn summarize(plan: &Plan, run: &RunPlan, m: &Measured<'_>) -> RunSummary {
+    let Measured {
+        run_id,
+        started,
+        workers: outcomes,
+        totals,
+        worker_cpu_ns,
+        error_samples,
+        cpu_used_ns,
+        start_ns,
+        background_names,
+        session_used,
+    } = m;
+    let (run_id, started, cpu_used_ns, start_ns) = (*run_id, *started, *cpu_used_ns, *start_ns);
+    let measure_start = outcomes
+        .iter()
+        .map(|o| o.measure_start_ns)
+        .min()
+        .unwrap_or(start_ns);
+    let measure_end = outcomes
+        .iter()
+        .map(|o| o.last_completion_ns)
+        .max()
+        .unwrap_or(measure_start);
+    let measured_ns = measure_end.saturating_sub(measure_start);
+    let secs = (measured_ns as f64 / 1e9).max(1e-9);
+    let end_reason = if outcomes.iter().any(|o| o.end_reason == EndReason::Error) {
+        EndReason::Error
+    } else if outcomes
+        .iter()
+        .any(|o| o.end_reason == EndReason::Interrupted)
+    {
+        EndReason::Interrupted
+    } else if outcomes.iter().any(|o| o.end_reason == EndReason::Ops) {
+        EndReason::Ops
+    } else {
+        EndReason::Duration
+    };
+    let status = match end_reason {
+        EndReason::Duration | EndReason::Ops => RunStatus::Complete,
+        _ => RunStatus::Partial,
+    };
+
+    let mut targets = Vec::new();
+    let mut total_kinds: BTreeMap<OpKind, KindTotals> = BTreeMap::new();
+    for (ti, t) in run.targets.iter().enumerate() {
+        let present: Vec<OpKind> = OpKind::ALL
+            .into_iter()
+            .filter(|k| totals[ti][*k as usize].is_some())
+            .collect();
+        let kinds: Vec<&KindTotals> = present
+            .iter()
+            .filter_map(|k| totals[ti][*k as usize].as_ref())
+            .collect();
+        let mut r = target_result(&t.name, &kinds, &present, secs);
+        r.target_type = t.config.type_name().to_string();
+        r.workload = t.workload_name.clone();
+        r.workload_type = t.workload.result_type().to_string();
+        r.threads = t.workload.threads();
+        r.queue_depth = t.workload.queue_depth();
+        r.block_bytes = t.workload.block_bytes();
+        r.session_used = session_used.get(ti).cloned().unwrap_or_default();
+        targets.push(r);
+        for (k, kt) in present.iter().zip(kinds) {
+            total_kinds
+                .entry(*k)
+                .or_insert_with(|| KindTotals::new(false))
+                .add_totals(kt);
+        }
+    }
+    let names: Vec<OpKind> = total_kinds.keys().copied().collect();
+    let refs: Vec<&KindTotals> = total_kinds.values().collect();
+    let mut total = target_result("total", &refs, &names, secs);
+    total.threads = run.targets.iter().map(|t| t.workload.threads()).sum();
+    let background: Vec<TargetResult> = background_names
+        .iter()
+        .enumerate()
+        .map(|(bi, name)| {
+            let ti = run.targets.len() + bi;
+            let present: Vec<OpKind> = OpKind::ALL
+                .into_iter()
+                .filter(|k| totals[ti][*k as usize].is_some())
+                .collect();
+            let kinds: Vec<&KindTotals> = present
+                .iter()
+                .filter_map(|k| totals[ti][*k as usize].as_ref())
+                .collect();
+            let mut r = target_result(name, &kinds, &present, secs);
+            r.threads = 1;
+            r.queue_depth = 1;
+            r
+        })
+        .collect();
+
+    let logical_cpus = std::thread::available_parallelism()
+        .map(|n| n.get() as u32)
+        .unwrap_or(1);
+    let busy: Vec<f64> = worker_cpu_ns
+        .iter()
+        .map(|&ns| ns as f64 / measured_ns.max(1) as f64)
+        .collect();
+    let busy_max = busy.iter().copied().fold(0.0, f64::max);
+    let busy_mean = if busy.is_empty() {
+        0.0
+    } else {
+        busy.iter().sum::<f64>() / busy.len() as f64
+    };
+    let run_secs = (measured_ns + run.warmup.0.as_nanos() as u64) as f64 / 1e9;
+    let cores_used = cpu_used_ns as f64 / 1e9 / run_secs.max(1e-9);
+    let cpu_bound = busy_max >= SATURATED_BUSY || cores_used >= 0.9 * logical_cpus as f64;
+    // An embedded engine (RocksDB) does its work on the worker threads: busy workers then
+    // mean the machine's CPU is the limit, which is part of what is measured, not a client
+    // overhead.
+    let in_process = run.targets.iter().any(|t| t.config.in_process());
+    let saturated = cpu_bound && !in_process;
+    let mut warnings = Vec::new();
+    if cpu_bound && in_process {
+        warnings.push(format!(
+            "CPU-bound: the busiest worker thread was on the CPU {:.0}% of the measured time and the process used {:.2} of {} CPUs. With an embedded engine that is mostly the engine's own work on those threads: the figures show this machine's CPU as the limit, not only its storage.",
+            busy_max * 100.0,
+            cores_used,
+            logical_cpus
+        ));
+    }
+    if saturated {
+        warnings.push(format!(
+            "storlab itself was saturated: its busiest worker thread was on the CPU {:.0}% of the measured time and the process used {:.2} of {} CPUs. These figures measure the client (storlab and the kernel work on its threads), not only the target; add threads or use a faster client machine.",
+            busy_max * 100.0,
+            cores_used,
+            logical_cpus
+        ));
+    }
+    if status == RunStatus::Partial {
+        warnings.push(format!(
+            "partial run: measurement stopped early ({}); the figures cover {:.2} s",
+            match end_reason {
+                EndReason::Interrupted => "interrupted",
+                _ => "stopped on error",
+            },
+            secs
+        ));
+    }
+    for (t, r) in run.targets.iter().zip(&targets) {
+        if let Some(rate) = t.workload.rate_per_thread() {
+            let wanted = rate * t.workload.threads() as f64;
+            if status == RunStatus::Complete && r.rate_ops + r.errors as f64 / secs < 0.95 * wanted
+            {
+                warnings.push(format!(
+                    "target `{}` did not keep the requested rate: {:.0} of {:.0} ops/s. The latency from intended start shows the waiting this caused.",
+                    t.name, r.rate_ops, wanted
+                ));
+            }
+        }
+    }
+    let misses: u64 = outcomes.iter().map(|o| o.spare_misses).sum();
+    if misses > 0 {
+        warnings.push(format!(
+            "the collector fell behind: {misses} intervals were allocated on the worker threads"
+        ));
+    }
+    if total.ops == 0 && status == RunStatus::Complete {
+        warnings.push("no operation completed successfully during measurement".into());
+    }
+
+    let warmup_s = run.warmup.0.as_secs_f64();
+    let mut events = vec![Event {
+        time_seconds: -warmup_s,
+        kind: "warmup-start".into(),
+        detail: String::new(),
+    }];
+    events.push(Event {
+        time_seconds: 0.0,
+        kind: "measure-start".into(),
+        detail: String::new(),
+    });
+    events.push(Event {
+        time_seconds: secs,
+        kind: "measure-end".into(),
+        detail: format!("{end_reason:?}").to_lowercase(),
+    });
+    let error_samples = error_samples
+        .iter()
+        .map(|(t, k, e)| ErrorSample {
+            target: run
+                .targets
+                .get(*t as usize)
+                .map(|t| t.name.clone())
+                .or_else(|| {
+                    background_names
+                        .get(*t as usize - run.targets.len())
+                        .cloned()
+                })
+                .unwrap_or_default(),
+            op: k.name().into(),
+            kind: e.kind.name().into(),
+            message: e.message(),
+        })
+        .collect();
+
+    RunSummary {
+        run_id: run_id.to_string(),
+        study: plan.study.clone(),
+        step: run.step.clone(),
+        run_index: run.index,
+        run_count: plan.runs.len(),
+        repetition: run.repetition,
+        parameters: run.parameters.clone(),
+        status,
+        end_reason,
+        started_at: crate::results::rfc3339(started),
+        ended_at: crate::results::rfc3339(SystemTime::now()),
+        warmup_seconds: warmup_s,
+        measured_seconds: secs,
+        targets,
+        total,
+        background,
+        software: BTreeMap::new(),
+        client: ClientUsage {
+            cpu_seconds: cpu_used_ns as f64 / 1e9,
+            cpu_cores_used: cores_used,
+            logical_cpus,
+            worker_busy_max: busy_max,
+            worker_busy_mean: busy_mean,
+            saturated,
+        },
+        warnings,
+        events,
+        error_samples,
+    }
+}

@@ -1,0 +1,281 @@
+//! Setting a run up: preparing its targets, capturing the system under them, and building
+//! each worker's configuration, session parameters, recorder and operation source.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+
+use super::collector::TargetShape;
+use super::worker::{StartGate, WorkerConfig};
+use super::{RunError, RunOptions, SPARES_PER_WORKER};
+use crate::record::{Interval, OpKind, Recorder};
+use crate::results::{RunFolder, system};
+use crate::study::plan::RunPlan;
+use crate::targets::{PrepareOptions, Prepared, Region, SessionParams};
+use crate::workload::Source;
+
+/// The run's targets, prepared.
+pub struct Ready {
+    /// Per target: the region its operations address.
+    pub regions: Vec<Region>,
+    /// Per target: what its sessions share.
+    pub handles: Vec<Prepared>,
+    /// `target.software` = version, as the targets report them.
+    pub software: BTreeMap<String, String>,
+}
+
+/// Prepares every target of the run (safety checks, layout, open databases), before any
+/// worker starts.
+pub fn prepare_targets(
+    run: &RunPlan,
+    opts: &RunOptions,
+    prepared: &mut BTreeMap<String, Region>,
+) -> Result<Ready, RunError> {
+    let mut regions = Vec::new();
+    let mut handles_prepared = Vec::new();
+    let mut software = BTreeMap::new();
+    for t in &run.targets {
+        let popts = PrepareOptions {
+            allow_destroy: opts.allow_destroy.clone(),
+            writes: t.workload.writes(),
+            min_size_bytes: t.workload.block_bytes(),
+            fresh: t.workload.fresh(),
+            verbose: true,
+            ycsb: t.workload.ycsb(),
+        };
+        let p = t
+            .config
+            .prepare(&popts)
+            .map_err(|source| RunError::Target {
+                target: t.name.clone(),
+                source,
+            })?;
+        prepared.insert(t.name.clone(), p.region);
+        regions.push(p.region);
+        for (name, version) in t.config.software(&p) {
+            software.insert(format!("{}.{name}", t.name), version);
+        }
+        handles_prepared.push(p);
+    }
+
+    Ok(Ready {
+        regions,
+        handles: handles_prepared,
+        software,
+    })
+}
+
+/// Captures the system under the run's targets and the targets' software into
+/// `system.json`.
+pub fn write_system(
+    run: &RunPlan,
+    handles_prepared: &[Prepared],
+    folder: &RunFolder,
+    command_line: &str,
+) -> Result<(), RunError> {
+    let paths: Vec<PathBuf> = run.targets.iter().flat_map(|t| t.config.paths()).collect();
+    let mut sys = system::capture(&paths);
+    sys.command_line = Some(crate::results::redact(command_line));
+    sys.target_software = run
+        .targets
+        .iter()
+        .zip(handles_prepared)
+        .flat_map(|(t, p)| {
+            let reported = t.config.software(p);
+            let list: Vec<(String, String)> = if reported.is_empty() {
+                vec![("storlab built-in".into(), sys.storlab_version.clone())]
+            } else {
+                reported
+            };
+            list.into_iter()
+                .map(|(software, version)| system::TargetSoftware {
+                    target: t.name.clone(),
+                    target_type: t.config.type_name().to_string(),
+                    software,
+                    version,
+                })
+        })
+        .collect();
+    folder
+        .write_json("system.json", &sys)
+        .map_err(|source| RunError::Results {
+            path: folder.path.clone(),
+            source,
+        })?;
+    Ok(())
+}
+
+/// One worker, ready to start.
+pub struct WorkerInput {
+    /// Index of its target in the run.
+    pub target: usize,
+    pub config: WorkerConfig,
+    pub params: SessionParams,
+    pub recorder: Recorder,
+    pub source: Source,
+    /// A background worker (readwhilewriting's writer).
+    pub background: bool,
+}
+
+/// A run's workers and what connects them to the collector.
+pub struct Workers {
+    pub inputs: Vec<WorkerInput>,
+    pub gate: StartGate,
+    pub rx: Receiver<Box<Interval>>,
+    pub spare_senders: Vec<SyncSender<Box<Interval>>>,
+    /// Per worker: the shape (target or background worker) its figures go to.
+    pub worker_target: Vec<u32>,
+    pub shapes: Vec<TargetShape>,
+    pub background_names: Vec<String>,
+}
+
+/// Builds every worker of the run. One channel to the collector, one spare channel back to
+/// each worker. Targets' threads come first, then background workers (readwhilewriting's
+/// writer), whose figures go to shapes after the targets' and who stop when the targets'
+/// threads have stopped.
+pub fn plan_workers(run: &RunPlan, regions: &[Region], interval_ns: u64) -> Workers {
+    let backgrounds: Vec<(usize, crate::workload::Background)> = run
+        .targets
+        .iter()
+        .enumerate()
+        .filter_map(|(ti, t)| t.workload.background().map(|b| (ti, b)))
+        .collect();
+    let total_workers: usize = run
+        .targets
+        .iter()
+        .map(|t| t.workload.threads() as usize)
+        .sum::<usize>()
+        + backgrounds.len();
+    let gate = StartGate::new(total_workers);
+    let (tx, rx) = sync_channel::<Box<Interval>>(total_workers * (SPARES_PER_WORKER + 2));
+    let mut spare_senders = Vec::new();
+    let mut worker_target = Vec::new();
+    let mut shapes = Vec::new();
+    let mut worker_inputs = Vec::new();
+    let mut worker_index = 0u32;
+    let mut new_worker =
+        |shape: usize, kinds: &[OpKind], open: bool, worker_index: u32| -> Recorder {
+            let (stx, srx) = sync_channel(SPARES_PER_WORKER + 2);
+            for _ in 0..SPARES_PER_WORKER {
+                let _ = stx.try_send(Interval::new(worker_index, shape as u32, kinds, open));
+            }
+            spare_senders.push(stx);
+            worker_target.push(shape as u32);
+            Recorder::new(
+                Interval::new(worker_index, shape as u32, kinds, open),
+                tx.clone(),
+                srx,
+            )
+        };
+    let params_for = |ti: usize, worker: u32| {
+        let w = &run.targets[ti].workload;
+        let block = w.as_block();
+        SessionParams {
+            worker,
+            writes: w.writes(),
+            region: regions[ti],
+            queue_depth: w.queue_depth(),
+            block_bytes: w.block_bytes() as u32,
+            random_data: block.is_none_or(|b| b.write_data == crate::workload::WriteData::Random),
+            pattern: block.map_or(0, |b| b.write_pattern),
+            seed: match w {
+                crate::workload::Workload::Block(b) => b.seed,
+                crate::workload::Workload::DbBench(k) => k.seed,
+                crate::workload::Workload::Ycsb(y) => y.seed,
+            },
+            kv: w.kv_shape(),
+            ycsb: w.ycsb(),
+        }
+    };
+    for (ti, t) in run.targets.iter().enumerate() {
+        let w = &t.workload;
+        let kinds = w.kinds();
+        let open = w.rate_per_thread().is_some();
+        shapes.push(TargetShape {
+            name: t.name.clone(),
+            kinds: kinds.clone(),
+            open_loop: open,
+            background: false,
+        });
+        let threads = w.threads();
+        let ops = run.ops.or(w.default_ops());
+        let duration = run.duration.map(|d| d.0.as_nanos() as u64).or(match w {
+            crate::workload::Workload::Ycsb(y) => y
+                .max_execution_seconds
+                .map(|s| s.saturating_mul(1_000_000_000)),
+            _ => None,
+        });
+        let mut sources = w.sources(regions[ti]).into_iter();
+        for thread in 0..threads {
+            let recorder = new_worker(ti, &kinds, open, worker_index);
+            let max_ops =
+                ops.map(|n| n / threads as u64 + u64::from((thread as u64) < n % threads as u64));
+            let config = WorkerConfig {
+                worker: worker_index,
+                queue_depth: w.queue_depth(),
+                overlap: t.config.capabilities().overlap,
+                interval_ns,
+                warmup_ns: run.warmup.0.as_nanos() as u64,
+                duration_ns: duration,
+                max_ops,
+                rate_ops: w.rate_per_thread(),
+                stop_on_error: run.stop_on_error,
+            };
+            let source = sources.next().expect("one source per thread");
+            worker_inputs.push(WorkerInput {
+                target: ti,
+                config,
+                params: params_for(ti, worker_index),
+                recorder,
+                source,
+                background: false,
+            });
+            worker_index += 1;
+        }
+    }
+    let mut background_names = Vec::new();
+    for (bi, (ti, b)) in backgrounds.into_iter().enumerate() {
+        let shape = run.targets.len() + bi;
+        let name = format!("{}:writer", run.targets[ti].name);
+        let open = b.rate_ops.is_some();
+        shapes.push(TargetShape {
+            name: name.clone(),
+            kinds: b.kinds.clone(),
+            open_loop: open,
+            background: true,
+        });
+        background_names.push(name);
+        let recorder = new_worker(shape, &b.kinds, open, worker_index);
+        let config = WorkerConfig {
+            worker: worker_index,
+            queue_depth: 1,
+            overlap: run.targets[ti].config.capabilities().overlap,
+            interval_ns,
+            warmup_ns: run.warmup.0.as_nanos() as u64,
+            duration_ns: None,
+            max_ops: None,
+            rate_ops: b.rate_ops,
+            stop_on_error: false,
+        };
+        worker_inputs.push(WorkerInput {
+            target: ti,
+            config,
+            params: params_for(ti, worker_index),
+            recorder,
+            source: b.source,
+            background: true,
+        });
+        worker_index += 1;
+    }
+    drop(new_worker);
+    drop(tx);
+    Workers {
+        inputs: worker_inputs,
+        gate,
+        rx,
+        spare_senders,
+        worker_target,
+        shapes,
+        background_names,
+    }
+}

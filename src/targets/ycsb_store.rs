@@ -1,0 +1,104 @@
+//! What the database servers' targets share: YCSB's five verbs on a record
+//! ([`YcsbStore`]), one dispatch from a [`YcsbOp`] for every binding, and the claiming of a
+//! binding's YCSB properties.
+
+use super::{Completion, Op};
+use crate::record::{OpError, OpKind};
+use crate::workload::ycsb::{Properties, Property, YcsbOp};
+
+/// The YCSB operations of a database binding, on the record whose key its [`RecordBuf`]
+/// holds: [`YcsbStore::run`] turns a [`YcsbOp`] into them the same way for every binding (the
+/// key set first; a read-modify-write reads, then updates only a record it found). Each
+/// returns (bytes moved, record found).
+///
+/// [`RecordBuf`]: crate::workload::ycsb::RecordBuf
+pub trait YcsbStore {
+    fn record(&mut self) -> &mut crate::workload::ycsb::RecordBuf;
+    fn read(&mut self, field: Option<u32>) -> Result<(u32, bool), OpError>;
+    fn update(&mut self, field: Option<u32>) -> Result<(u32, bool), OpError>;
+    fn insert(&mut self) -> Result<(u32, bool), OpError>;
+    fn scan(&mut self, count: u64, field: Option<u32>) -> Result<(u32, bool), OpError>;
+
+    #[inline]
+    fn run(&mut self, op: YcsbOp) -> Result<(u32, bool), OpError> {
+        let keynum = match op {
+            YcsbOp::Read { keynum, .. }
+            | YcsbOp::Update { keynum, .. }
+            | YcsbOp::Insert { keynum }
+            | YcsbOp::Scan { keynum, .. }
+            | YcsbOp::ReadModifyWrite { keynum, .. } => keynum,
+        };
+        self.record().set_key(keynum);
+        match op {
+            YcsbOp::Read { field, .. } => self.read(field),
+            YcsbOp::Update { field, .. } => self.update(field),
+            YcsbOp::Insert { .. } => self.insert(),
+            YcsbOp::Scan { count, field, .. } => self.scan(count, field),
+            YcsbOp::ReadModifyWrite {
+                read_field,
+                write_field,
+                ..
+            } => {
+                let (r, found) = self.read(read_field)?;
+                if !found {
+                    return Ok((0, false));
+                }
+                let (w, found) = self.update(write_field)?;
+                Ok((r + w, found))
+            }
+        }
+    }
+}
+
+/// The YCSB operation of `op`, or the error a YCSB-only target gives any other operation.
+#[inline]
+pub fn ycsb_op(op: Op) -> Result<YcsbOp, OpError> {
+    match op {
+        Op::Ycsb(y) => Ok(y),
+        _ => Err(OpError {
+            kind: crate::record::ErrorKind::Invalid,
+            code: libc::EINVAL,
+        }),
+    }
+}
+
+impl Completion {
+    /// The completion of `slot` from a binding's (bytes, found) result.
+    #[inline]
+    pub fn of(slot: u32, outcome: Result<(u32, bool), OpError>) -> Completion {
+        match outcome {
+            Ok((bytes, found)) => Completion {
+                slot,
+                result: Ok(bytes),
+                found,
+            },
+            Err(e) => Completion {
+                slot,
+                result: Err(e),
+                found: false,
+            },
+        }
+    }
+}
+
+/// A YCSB binding property with a value the target cannot take.
+#[derive(Debug, thiserror::Error)]
+#[error("{property}: {reason}")]
+pub struct YcsbBindingError {
+    pub property: Property,
+    pub reason: String,
+}
+
+/// Claims `name` and returns its value, if set.
+pub fn claim_value(props: &mut Properties, name: &str) -> Option<(String, Property)> {
+    props.claim(name).map(|p| (p.value.clone(), p.clone()))
+}
+
+/// What database servers' targets do: YCSB's operations.
+pub const YCSB_OPS: [OpKind; 5] = [
+    OpKind::Read,
+    OpKind::Update,
+    OpKind::Insert,
+    OpKind::Scan,
+    OpKind::ReadModifyWrite,
+];
