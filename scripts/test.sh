@@ -17,4 +17,6 @@ trap './scripts/servers.sh stop "$servers" >/dev/null 2>&1 || true; rm -rf "$ser
 . "$servers/env.sh"
 export STORLAB_REQUIRE_SERVERS=1
 export STORLAB_REQUIRE_CHROMIUM=1
+# Tests that need root (loop devices, filesystems) fail instead of skipping when not root.
+export STORLAB_REQUIRE_ROOT=1
 cargo test --release --locked -- --test-threads=2

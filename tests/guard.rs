@@ -5,7 +5,7 @@ mod common;
 
 use std::process::Command;
 
-use common::{Lab, is_root, text};
+use common::{Lab, root_or_skip, text};
 
 struct Loop(String);
 
@@ -37,10 +37,13 @@ ops = 2000
 
 #[test]
 fn loop_device_with_a_filesystem_is_refused_unless_named() {
-    if !is_root() || Command::new("losetup").arg("--version").output().is_err() {
-        eprintln!("SKIPPED: needs root and losetup (CI runs as root)");
+    if !root_or_skip("loop devices") {
         return;
     }
+    assert!(
+        Command::new("losetup").arg("--version").output().is_ok(),
+        "losetup is missing: scripts/setup.sh installs util-linux"
+    );
     let lab = Lab::new();
     let img = lab.path().join("disk.img");
     std::fs::write(&img, vec![0u8; 32 << 20]).unwrap();

@@ -8,7 +8,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{Lab, is_root, text};
+use common::{Lab, root_or_skip, text};
 use serde_json::Value;
 
 fn dbbench(lab: &Lab, flags: &str) -> Vec<Value> {
@@ -228,8 +228,7 @@ impl Drop for LoopFs {
 
 #[test]
 fn rocksdb_scaling_study_runs_quick_on_loop_device_filesystems() {
-    if !is_root() {
-        eprintln!("SKIPPED: needs root for loop devices (CI runs as root)");
+    if !root_or_skip("loop devices") {
         return;
     }
     let lab = Lab::new();

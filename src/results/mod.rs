@@ -3,6 +3,7 @@
 //! store that indexes every run. Reports read from here only.
 
 pub mod comparison;
+pub mod mountinfo;
 pub mod redact;
 pub mod store;
 pub mod summarize;

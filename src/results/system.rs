@@ -3,11 +3,12 @@
 //! Everything is best effort: what cannot be read is left as `None` or empty,
 //! so `capture` never fails.
 
+use super::mountinfo::{MountEntry, parse_mountinfo_line};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
-use std::ffi::{CStr, CString, OsString};
+use std::ffi::{CStr, CString};
 use std::fs;
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -237,52 +238,6 @@ fn cpu_info() -> CpuInfo {
         frequency_governor: read_trim(format!("{CPU}/cpu0/cpufreq/scaling_governor")),
         max_frequency_mhz: max_khz.map(|khz| khz / 1000),
     }
-}
-
-/// One line of /proc/self/mountinfo.
-#[derive(Debug, Clone, PartialEq)]
-struct MountEntry {
-    device_number: String,
-    mount_point: PathBuf,
-    mount_options: String,
-    fs_type: String,
-    source: String,
-    super_options: String,
-}
-
-/// Decodes the octal escapes (`\040` space, `\011` tab, `\012` newline,
-/// `\134` backslash) the kernel uses in mountinfo fields.
-fn unescape_octal(field: &str) -> Vec<u8> {
-    let b = field.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b.get(i + 1..i + 4) {
-            Some(d) if b[i] == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)) => {
-                out.push(d.iter().fold(0u32, |a, c| a * 8 + u32::from(c - b'0')) as u8);
-                i += 4;
-            }
-            _ => {
-                out.push(b[i]);
-                i += 1;
-            }
-        }
-    }
-    out
-}
-
-fn parse_mountinfo_line(line: &str) -> Option<MountEntry> {
-    let f: Vec<&str> = line.split(' ').collect();
-    let sep = f.iter().position(|x| *x == "-").filter(|s| *s >= 6)?;
-    let text = |i: usize| Some(String::from_utf8_lossy(&unescape_octal(f.get(i)?)).into_owned());
-    Some(MountEntry {
-        device_number: f[2].to_string(),
-        mount_point: PathBuf::from(OsString::from_vec(unescape_octal(f[4]))),
-        mount_options: f[5].to_string(),
-        fs_type: text(sep + 1)?,
-        source: text(sep + 2)?,
-        super_options: text(sep + 3).unwrap_or_default(),
-    })
 }
 
 /// The mount whose mount point is the longest prefix of `path`; on a tie the
@@ -646,28 +601,6 @@ pub fn to_markdown(info: &SystemInfo) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn mountinfo_parsing_and_escapes() {
-        assert_eq!(
-            unescape_octal(r"/mnt/a\040b\011x\134y\012"),
-            b"/mnt/a b\tx\\y\n"
-        );
-        assert_eq!(unescape_octal(r"/plain\09\04"), b"/plain\\09\\04");
-        let line = r"36 35 98:0 /r /mnt/a\040b rw,noatime master:1 - ext3 /dev/r\040t rw,data=x";
-        let m = parse_mountinfo_line(line).expect("valid line");
-        assert_eq!(m.mount_point, PathBuf::from("/mnt/a b"));
-        assert_eq!(
-            (m.fs_type.as_str(), m.source.as_str()),
-            ("ext3", "/dev/r t")
-        );
-        assert_eq!(
-            (m.mount_options.as_str(), m.super_options.as_str()),
-            ("rw,noatime", "rw,data=x")
-        );
-        assert_eq!(m.device_number, "98:0");
-        assert!(parse_mountinfo_line("36 35 98:0 / /x rw").is_none());
-    }
 
     #[test]
     fn longest_prefix_mount_wins() {

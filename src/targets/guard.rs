@@ -3,6 +3,7 @@
 //! held by md/LVM/dm) are always refused, and devices carrying a filesystem,
 //! volume or partition table are refused unless named in `--allow-destroy`.
 
+use crate::results::mountinfo::{MountEntry, parse_mountinfo_line, unescape_octal};
 use std::fs::{self, File};
 use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
@@ -163,43 +164,9 @@ pub fn detect_signatures(first_bytes: &[u8]) -> Vec<&'static str> {
     found
 }
 
-/// One parsed line of /proc/self/mountinfo.
-struct Mount {
-    devno: String,
-    mount_point: String,
-    fs_type: String,
-    source: String,
-}
-
 /// Decodes the `\ooo` octal escapes of mountinfo and /proc/swaps.
 fn unescape(field: &str) -> String {
-    let b = field.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b.get(i + 1..i + 4) {
-            Some(d) if b[i] == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)) => {
-                out.push(d.iter().fold(0u32, |a, c| a * 8 + u32::from(c - b'0')) as u8);
-                i += 4;
-            }
-            _ => {
-                out.push(b[i]);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-fn parse_mount(line: &str) -> Option<Mount> {
-    let f: Vec<&str> = line.split(' ').collect();
-    let sep = f.iter().position(|x| *x == "-").filter(|s| *s >= 6)?;
-    Some(Mount {
-        devno: f[2].to_string(),
-        mount_point: unescape(f[4]),
-        fs_type: f.get(sep + 1)?.to_string(),
-        source: unescape(f.get(sep + 2)?),
-    })
+    String::from_utf8_lossy(&unescape_octal(field)).into_owned()
 }
 
 fn read_trim(path: impl AsRef<Path>) -> Option<String> {
@@ -310,10 +277,10 @@ impl Stack {
                 source,
             }
         })?;
-        let mounts: Vec<Mount> = mountinfo.lines().filter_map(parse_mount).collect();
+        let mounts: Vec<MountEntry> = mountinfo.lines().filter_map(parse_mountinfo_line).collect();
         for m in &mounts {
-            if let Some(mounted_device) = self.used_by(&m.source, &m.devno) {
-                let mount_point = m.mount_point.clone();
+            if let Some(mounted_device) = self.used_by(&m.source, &m.device_number) {
+                let mount_point = m.mount_point.display().to_string();
                 return Err(GuardError::Mounted {
                     device,
                     mounted_device,
@@ -327,12 +294,15 @@ impl Stack {
             let Some((name, _)) = self.related.iter().find(|r| members.contains(&r.0)) else {
                 continue;
             };
-            let is_member = |m: &&Mount| members.iter().any(|n| m.source == format!("/dev/{n}"));
+            let is_member =
+                |m: &&MountEntry| members.iter().any(|n| m.source == format!("/dev/{n}"));
             let mount = mounts
                 .iter()
                 .filter(|m| m.fs_type == "btrfs")
                 .find(is_member);
-            let mount_point = mount.map_or(format!("(btrfs {fs_uuid})"), |m| m.mount_point.clone());
+            let mount_point = mount.map_or(format!("(btrfs {fs_uuid})"), |m| {
+                m.mount_point.display().to_string()
+            });
             let mounted_device = format!("/dev/{name}");
             return Err(GuardError::Mounted {
                 device,
@@ -503,10 +473,10 @@ mod tests {
                 .contains("/dev/sdb1 is mounted on /mnt. Unmount it first")
         );
         assert_eq!(unescape(r"/mnt/a\040b\134"), r"/mnt/a b\");
-        let m = parse_mount(r"36 35 7:3 / /mnt/a\040b rw shared:1 - ext4 /dev/loop3 rw");
+        let m = parse_mountinfo_line(r"36 35 7:3 / /mnt/a\040b rw shared:1 - ext4 /dev/loop3 rw");
         let m = m.expect("parses");
         assert_eq!(
-            (m.devno, m.mount_point, m.source),
+            (m.device_number, m.mount_point, m.source),
             ("7:3".into(), "/mnt/a b".into(), "/dev/loop3".into())
         );
     }

@@ -22,9 +22,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::record::{ErrorKind, OpError, OpKind};
 use crate::targets::{
-    Capabilities, Completion, Completions, Op, OptionError, Overlap, PrepareOptions, Region,
-    Session, SessionParams, SessionUser, Submitted, Target, TargetConfig, TargetError, TargetType,
-    YCSB_OPS, YcsbBindingError, YcsbStore, claim_value, option_error, ycsb_op,
+    Completion, Completions, Op, OptionError, Overlap, PrepareOptions, Session, SessionParams,
+    SessionUser, Submitted, TargetConfig, TargetError, TargetType, YcsbBindingError, YcsbStore,
+    claim_value, option_error, ycsb_op,
 };
 use crate::workload::ycsb::{Properties, RecordBuf, YcsbOp};
 
@@ -73,40 +73,15 @@ fn ycsb_options(props: &mut Properties) -> Result<toml::Table, YcsbBindingError>
     Ok(t)
 }
 
-impl Target for MongoConfig {
-    const TYPE: TargetType = TYPE;
-    /// The server's version, asked once in `prepare`.
-    type Shared = Vec<(String, String)>;
-
-    fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            workloads: &["ycsb"],
-            ops: &YCSB_OPS,
-            overlap: Overlap::Batched {
-                kinds: &[OpKind::Insert],
-                max_queue_depth: 1024,
-            },
-            in_process: false,
-        }
+// Queued inserts go to the server together (a pipeline, an insertMany); other operations
+// run one at a time.
+crate::targets::ycsb_store::server_target!(
+    MongoConfig,
+    Overlap::Batched {
+        kinds: &[OpKind::Insert],
+        max_queue_depth: 1024,
     }
-
-    fn prepare(&self, opts: &PrepareOptions) -> Result<(Region, Self::Shared), TargetError> {
-        Ok((Region::default(), self.server_version(opts)?))
-    }
-
-    fn open<U: SessionUser>(
-        &self,
-        _: &Self::Shared,
-        params: &SessionParams,
-        user: U,
-    ) -> Result<U::Output, TargetError> {
-        self.open_session(params, user)
-    }
-
-    fn software(&self, shared: &Self::Shared) -> Vec<(String, String)> {
-        shared.clone()
-    }
-}
+);
 
 impl MongoConfig {
     fn client(&self) -> Result<(Client, String), TargetError> {

@@ -25,9 +25,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::record::{ErrorKind, OpError};
 use crate::targets::{
-    Capabilities, Completions, Op, OptionError, Overlap, PrepareOptions, Region,
-    Session, SessionParams, SessionUser, Submitted, Target, TargetConfig, TargetError, TargetType,
-    YCSB_OPS, YcsbBindingError, YcsbStore, claim_value, option_error, ycsb_op,
+    Completions, Op, OptionError, Overlap, PrepareOptions, Session, SessionParams, SessionUser,
+    Submitted, TargetConfig, TargetError, TargetType, YcsbBindingError, YcsbStore, claim_value,
+    option_error, ycsb_op,
 };
 use crate::workload::ycsb::{CoreWorkload, Properties, RecordBuf, YcsbOp};
 
@@ -182,37 +182,11 @@ fn identifier(s: &str) -> bool {
         && !s.as_bytes()[0].is_ascii_digit()
 }
 
-impl Target for PostgresConfig {
-    const TYPE: TargetType = TYPE;
-    /// The server's version, asked once in `prepare`.
-    type Shared = Vec<(String, String)>;
-
-    fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            workloads: &["ycsb"],
-            ops: &YCSB_OPS,
-            overlap: Overlap::None,
-            in_process: false,
-        }
-    }
-
-    fn prepare(&self, opts: &PrepareOptions) -> Result<(Region, Self::Shared), TargetError> {
-        Ok((Region::default(), self.server_version(opts)?))
-    }
-
-    fn open<U: SessionUser>(
-        &self,
-        _: &Self::Shared,
-        params: &SessionParams,
-        user: U,
-    ) -> Result<U::Output, TargetError> {
-        self.open_session(params, user)
-    }
-
-    fn software(&self, shared: &Self::Shared) -> Vec<(String, String)> {
-        shared.clone()
-    }
-}
+// One statement at a time per session.
+crate::targets::ycsb_store::server_target!(
+    PostgresConfig,
+    Overlap::None
+);
 
 impl PostgresConfig {
     fn config(&self) -> Result<postgres::Config, postgres::Error> {

@@ -102,3 +102,49 @@ pub const YCSB_OPS: [OpKind; 5] = [
     OpKind::Scan,
     OpKind::ReadModifyWrite,
 ];
+
+/// The [`Target`](super::Target) declaration of a database server's target: YCSB workloads,
+/// YCSB's operations, the server's version asked once in `prepare` and shared, and the
+/// type's own `server_version` and `open_session`.
+macro_rules! server_target {
+    ($config:ty, $overlap:expr) => {
+        impl $crate::targets::Target for $config {
+            const TYPE: $crate::targets::TargetType = TYPE;
+            /// The server's version, asked once in `prepare`.
+            type Shared = Vec<(String, String)>;
+
+            fn capabilities(&self) -> $crate::targets::Capabilities {
+                $crate::targets::Capabilities {
+                    workloads: &["ycsb"],
+                    ops: &$crate::targets::YCSB_OPS,
+                    overlap: $overlap,
+                    in_process: false,
+                }
+            }
+
+            fn prepare(
+                &self,
+                opts: &$crate::targets::PrepareOptions,
+            ) -> Result<($crate::targets::Region, Self::Shared), $crate::targets::TargetError> {
+                Ok((
+                    $crate::targets::Region::default(),
+                    self.server_version(opts)?,
+                ))
+            }
+
+            fn open<U: $crate::targets::SessionUser>(
+                &self,
+                _: &Self::Shared,
+                params: &$crate::targets::SessionParams,
+                user: U,
+            ) -> Result<U::Output, $crate::targets::TargetError> {
+                self.open_session(params, user)
+            }
+
+            fn software(&self, shared: &Self::Shared) -> Vec<(String, String)> {
+                shared.clone()
+            }
+        }
+    };
+}
+pub(crate) use server_target;

@@ -58,6 +58,21 @@ pub fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+/// Whether a test that needs root (loop devices, filesystems) can run: true as root. Not
+/// root: with STORLAB_REQUIRE_ROOT set (the test command sets it) the test fails; without,
+/// it is skipped with `why` printed.
+pub fn root_or_skip(why: &str) -> bool {
+    if is_root() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("STORLAB_REQUIRE_ROOT").is_none(),
+        "this test needs root ({why}) and STORLAB_REQUIRE_ROOT is set"
+    );
+    eprintln!("SKIPPED: needs root ({why})");
+    false
+}
+
 /// The server URL from `var`, or None (skipping, with the reason printed) when it is not set
 /// and STORLAB_REQUIRE_SERVERS is not set either; with it set, a missing server fails.
 pub fn server(var: &str) -> Option<String> {
