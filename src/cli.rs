@@ -357,11 +357,12 @@ fn print_outcome(outcome: &StudyOutcome, json: bool) -> Result<()> {
     if json {
         println!("{}", serde_json::to_string_pretty(&outcome.summaries)?);
     } else {
-        let c = crate::results::comparison::compare("", &outcome.summaries);
+        let c =
+            crate::results::comparison::compare_in_folder("", &outcome.folder, &outcome.summaries);
         if !c.steps.is_empty() {
             println!(
                 "targets side by side (also in comparison.json)\n{}",
-                c.to_text()
+                report::compare::comparison_text(&c)
             );
         }
     }
@@ -400,19 +401,12 @@ fn brief(args: BriefArgs) -> Result<i32> {
         let _ = std::fs::remove_dir_all(&dir);
     }
     let (outcome, code) = result?;
-    let system = outcome
-        .summaries
-        .first()
-        .and_then(|s| {
-            std::fs::read_to_string(
-                outcome
-                    .folder
-                    .join(format!("run-{:03}", s.run_index))
-                    .join("system.json"),
-            )
-            .ok()
-        })
-        .and_then(|t| serde_json::from_str(&t).ok());
+    let system = match outcome.summaries.first() {
+        Some(s) => crate::results::stored::read_system(
+            &outcome.folder.join(format!("run-{:03}", s.run_index)),
+        )?,
+        None => None,
+    };
     let md = report::markdown::study_markdown(
         &format!("storlab brief of {}", dir_abs.display()),
         plan.description.as_deref(),
@@ -697,7 +691,7 @@ struct CompareArgs {
 const EXIT_NOT_COMPARABLE: i32 = 3;
 
 fn report_command(args: ReportArgs) -> Result<i32> {
-    let runs = report::load::load_results(&args.results_to_report, &args.store.results)?;
+    let runs = crate::results::stored::load_results(&args.results_to_report, &args.store.results)?;
     let (text, ext) = match args.format {
         ReportFormat::Html => (report::html::report_html(&runs), "html"),
         ReportFormat::Md => (report::markdown::report_markdown(&runs), "md"),
@@ -737,13 +731,13 @@ fn report_command(args: ReportArgs) -> Result<i32> {
 fn compare_command(args: CompareArgs) -> Result<i32> {
     let mut sides = Vec::new();
     for a in &args.results_to_compare {
-        let runs = report::load::load_result(a, &args.store.results)?;
-        sides.push(report::compare::Side {
+        let runs = crate::results::stored::load_result(a, &args.store.results)?;
+        sides.push(crate::results::comparison::sides::Side {
             label: a.clone(),
             runs,
         });
     }
-    let c = report::compare::compare(&sides);
+    let c = crate::results::comparison::sides::compare_sides(&sides);
     print!("{}", report::compare::render_text(&c));
     if let Some(path) = &args.html {
         std::fs::write(path, report::compare::render_html(&c))
@@ -759,7 +753,7 @@ fn compare_command(args: CompareArgs) -> Result<i32> {
 
 /// Writes `brief.html` into a study folder from its stored runs; returns its path.
 fn write_brief_html(folder: &Path) -> Result<PathBuf> {
-    let runs = report::load::read_study_folder(folder)?;
+    let runs = crate::results::stored::read_study_folder(folder)?;
     let path = folder.join("brief.html");
     std::fs::write(&path, report::html::report_html(&runs))
         .with_context(|| format!("writing {}", path.display()))?;

@@ -77,7 +77,9 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         .map_err(|_| format!("invalid duration `{text}`: expected {DUR_HELP}"))
 }
 
-/// Formats bytes for people: `4KiB`, `1MiB`, `1.5GiB`, or plain bytes.
+/// Formats bytes for people, the one way storlab does everywhere (study values, tables, the
+/// system disclosure): `4KiB`, `1MiB`, `1.5GiB` (binary units, one decimal when not whole),
+/// or plain bytes (`7B`). The text parses back with [`parse_bytes`] when whole.
 pub fn format_bytes(b: u64) -> String {
     const UNITS: [(&str, u64); 4] = [
         ("TiB", 1 << 40),
@@ -223,6 +225,9 @@ mod tests {
         assert_eq!(format_bytes(4096), "4KiB");
         assert_eq!(format_bytes(1 << 20), "1MiB");
         assert_eq!(format_bytes(1536), "1.5KiB");
+        assert_eq!(format_bytes(7), "7B");
+        assert_eq!(format_bytes(3 << 30), "3GiB");
+        assert_eq!(parse_bytes(&format_bytes(3 << 30)).unwrap(), 3 << 30);
         assert_eq!(format_ns(950.0), "950 ns");
         assert_eq!(format_ns(12_345.0), "12.3 µs");
     }

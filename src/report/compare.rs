@@ -1,61 +1,19 @@
-//! `storlab compare A B [C...]`: the same workloads across stored results side by side, with
-//! ratios and percent differences against the first (A), in the terminal and as HTML. Runs are
-//! matched by step, sweep point and target (or by position when they differ); a pair is comparable only when its resolved workloads (from the
-//! stored plans) are equal, and the report says plainly what differs when they are not.
+//! Comparisons rendered: the study's targets side by side (the terminal table at the end of
+//! `storlab run`, from the same comparison as `comparison.json`), and `storlab compare A B
+//! [C...]` in the terminal and as HTML, with ratios and percent differences against the first
+//! (A). The figures and the matching are [`crate::results::comparison`]'s; only the showing is
+//! here.
 
 use std::fmt::Write;
 
-use crate::report::html::thousands;
-use crate::report::load::StoredRun;
 use crate::report::svg::{self, esc};
+use crate::report::table::{render, thousands};
+use crate::results::comparison::sides::{
+    METRICS, SidesComparison as Comparison, or_dash, ratio_and_diff,
+};
+use crate::results::comparison::{Comparison as StudyComparison, parameters_text};
 use crate::results::redact;
 use crate::units::format_ns;
-
-/// One side of a comparison: what the user named and the runs it holds.
-pub struct Side {
-    pub label: String,
-    pub runs: Vec<StoredRun>,
-}
-
-/// The figures compared.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Metrics {
-    pub rate_ops: f64,
-    pub rate_bytes: f64,
-    pub mean_ns: f64,
-    pub p50_ns: f64,
-    pub p99_ns: f64,
-    pub p99_9_ns: f64,
-    pub max_ns: f64,
-    pub errors: f64,
-}
-
-/// Metric names, whether higher is better, and how they are shown.
-pub const METRICS: [(&str, bool); 8] = [
-    ("ops/s", true),
-    ("MB/s", true),
-    ("mean", false),
-    ("p50", false),
-    ("p99", false),
-    ("p99.9", false),
-    ("max", false),
-    ("errors", false),
-];
-
-impl Metrics {
-    pub fn values(&self) -> [f64; 8] {
-        [
-            self.rate_ops,
-            self.rate_bytes / 1e6,
-            self.mean_ns,
-            self.p50_ns,
-            self.p99_ns,
-            self.p99_9_ns,
-            self.max_ns,
-            self.errors,
-        ]
-    }
-}
 
 fn show(metric: usize, v: f64) -> String {
     match metric {
@@ -66,221 +24,101 @@ fn show(metric: usize, v: f64) -> String {
     }
 }
 
-/// One target of one run.
-#[derive(Debug, Clone)]
-struct Entry {
-    step: String,
-    params: String,
-    target_pos: usize,
-    target: String,
-    workload: Option<serde_json::Value>,
-    config: Option<serde_json::Value>,
-    metrics: Metrics,
-}
-
-fn entries(side: &Side) -> Vec<Entry> {
-    let mut out = Vec::new();
-    for r in &side.runs {
-        let s = &r.summary;
-        let params: Vec<String> = s
-            .parameters
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
-        for (i, t) in s.targets.iter().enumerate() {
-            let l = &t.service_latency;
-            out.push(Entry {
-                step: s.step.clone(),
-                params: params.join(" "),
-                target_pos: i,
-                target: t.name.clone(),
-                workload: r.workload_json(i).cloned().or_else(|| {
-                    Some(serde_json::json!({
-                        "workload": t.workload, "threads": t.threads,
-                        "queue-depth": t.queue_depth, "block-bytes": t.block_bytes
-                    }))
-                }),
-                config: r.target_config_json(i).cloned(),
-                metrics: Metrics {
-                    rate_ops: t.rate_ops,
-                    rate_bytes: t.rate_bytes,
-                    mean_ns: l.mean_ns,
-                    p50_ns: l.p50_ns as f64,
-                    p99_ns: l.p99_ns as f64,
-                    p99_9_ns: l.p99_9_ns as f64,
-                    max_ns: l.max_ns as f64,
-                    errors: t.errors as f64,
-                },
-            });
-        }
-    }
-    out
-}
-
-/// Field-by-field differences of two JSON objects: `block-size: 4096 vs 65536`.
-pub fn json_differences(a: &serde_json::Value, b: &serde_json::Value) -> Vec<String> {
-    let (Some(ao), Some(bo)) = (a.as_object(), b.as_object()) else {
-        return if a == b {
-            vec![]
-        } else {
-            vec![format!("{a} vs {b}")]
-        };
-    };
-    let mut keys: Vec<&String> = ao.keys().chain(bo.keys()).collect();
-    keys.sort();
-    keys.dedup();
-    let text = |v: Option<&serde_json::Value>| match v {
-        None | Some(serde_json::Value::Null) => "unset".to_string(),
-        Some(serde_json::Value::String(s)) => s.clone(),
-        Some(v) => v.to_string(),
-    };
-    keys.into_iter()
-        .filter(|k| ao.get(*k) != bo.get(*k))
-        .map(|k| format!("{k}: {} vs {}", text(ao.get(k)), text(bo.get(k))))
-        .collect()
-}
-
-/// One compared target and sweep point across the sides.
-#[derive(Debug, Clone)]
-pub struct Row {
-    pub step: String,
-    pub params: String,
-    /// Target name per side (`None`: missing on that side).
-    pub targets: Vec<Option<String>>,
-    pub metrics: Vec<Option<Metrics>>,
-    /// Per side after the first: workload differences from A (empty: comparable).
-    pub workload_differences: Vec<Vec<String>>,
-    /// Per side after the first: other differences worth knowing (target configuration, step).
-    pub notes: Vec<Vec<String>>,
-}
-
-impl Row {
-    /// Comparable with A on side `i` (>= 1).
-    pub fn comparable(&self, i: usize) -> bool {
-        self.metrics[0].is_some()
-            && self.metrics[i].is_some()
-            && self.workload_differences[i - 1].is_empty()
-    }
-}
-
-/// The comparison of several sides against the first.
-pub struct Comparison {
-    pub labels: Vec<String>,
-    pub rows: Vec<Row>,
-}
-
-impl Comparison {
-    /// Whether anything at all can be compared.
-    pub fn any_comparable(&self) -> bool {
-        self.rows
-            .iter()
-            .any(|r| (1..self.labels.len()).any(|i| r.comparable(i)))
-    }
-}
-
-/// Matches the sides' runs against the first side's.
-pub fn compare(sides: &[Side]) -> Comparison {
-    let all: Vec<Vec<Entry>> = sides.iter().map(entries).collect();
-    let base = &all[0];
-    let mut rows = Vec::new();
-    let mut used: Vec<Vec<bool>> = all.iter().map(|e| vec![false; e.len()]).collect();
-    for (bi, b) in base.iter().enumerate() {
-        used[0][bi] = true;
-        let mut row = Row {
-            step: b.step.clone(),
-            params: b.params.clone(),
-            targets: vec![Some(b.target.clone())],
-            metrics: vec![Some(b.metrics)],
-            workload_differences: Vec::new(),
-            notes: Vec::new(),
-        };
-        for (si, other) in all.iter().enumerate().skip(1) {
-            // By step, sweep point and target name; else by step, sweep point and the
-            // target's position in its run (a target renamed); else by position on the side.
-            let free = |i: usize| !used[si][i];
-            let found = (0..other.len())
-                .find(|&i| {
-                    let o = &other[i];
-                    free(i) && o.step == b.step && o.params == b.params && o.target == b.target
-                })
-                .or_else(|| {
-                    (0..other.len()).find(|&i| {
-                        let o = &other[i];
-                        free(i)
-                            && o.step == b.step
-                            && o.params == b.params
-                            && o.target_pos == b.target_pos
-                    })
-                })
-                .or_else(|| (bi < other.len() && free(bi)).then_some(bi));
-            match found {
-                Some(oi) => {
-                    used[si][oi] = true;
-                    let o = &other[oi];
-                    let wd = match (&b.workload, &o.workload) {
-                        (Some(x), Some(y)) => json_differences(x, y),
-                        _ => vec![],
-                    };
-                    let mut wd = wd;
-                    if o.params != b.params {
-                        wd.insert(
-                            0,
-                            format!(
-                                "sweep point: {} vs {}",
-                                or_dash(&b.params),
-                                or_dash(&o.params)
-                            ),
-                        );
-                    }
-                    let mut notes = Vec::new();
-                    if o.step != b.step {
-                        notes.push(format!("step: {} vs {}", b.step, o.step));
-                    }
-                    if let (Some(x), Some(y)) = (&b.config, &o.config) {
-                        notes.extend(
-                            json_differences(x, y)
-                                .into_iter()
-                                .map(|d| format!("target {d}")),
-                        );
-                    }
-                    row.targets.push(Some(o.target.clone()));
-                    row.metrics.push(Some(o.metrics));
-                    row.workload_differences.push(wd);
-                    row.notes.push(notes);
-                }
-                None => {
-                    row.targets.push(None);
-                    row.metrics.push(None);
-                    row.workload_differences.push(vec![format!(
-                        "no run of step {} [{}] target {} in {}",
-                        b.step,
-                        or_dash(&b.params),
-                        b.target,
-                        sides[si].label
-                    )]);
-                    row.notes.push(vec![]);
+/// Terminal text of a study's comparison: per step, a table of targets by point (with the
+/// spread between repetitions when a point has several), then the call-outs.
+pub fn comparison_text(c: &StudyComparison) -> String {
+    let mut out = String::new();
+    for s in &c.steps {
+        let mut names: Vec<&str> = Vec::new();
+        for p in &s.points {
+            for t in &p.targets {
+                if !names.contains(&t.target.as_str()) {
+                    names.push(&t.target);
                 }
             }
         }
-        rows.push(row);
+        let reps = s
+            .points
+            .iter()
+            .flat_map(|p| &p.targets)
+            .any(|t| t.repetitions > 1);
+        let mut header = vec!["point".to_string()];
+        for n in &names {
+            header.push(format!("{n} ops/s"));
+            if reps {
+                header.push(format!("{n} ops/s min..max"));
+            }
+            header.push(format!("{n} mean"));
+            header.push(format!("{n} p99"));
+            if reps {
+                header.push(format!("{n} p99 min..max"));
+            }
+        }
+        let rows: Vec<Vec<String>> = s
+            .points
+            .iter()
+            .map(|p| {
+                let label = parameters_text(&p.parameters);
+                let mut row = vec![or_dash(&label).to_string()];
+                for n in &names {
+                    match p.targets.iter().find(|t| t.target == *n) {
+                        Some(t) => {
+                            row.push(format!("{:.0}", t.rate_ops));
+                            let spread = t.spread.as_ref();
+                            if reps {
+                                row.push(spread.map_or("-".into(), |x| {
+                                    format!("{:.0}..{:.0}", x.rate_ops_min, x.rate_ops_max)
+                                }));
+                            }
+                            row.push(format_ns(t.mean_latency_ns));
+                            row.push(format_ns(t.p99_latency_ns as f64));
+                            if reps {
+                                row.push(spread.map_or("-".into(), |x| {
+                                    format!(
+                                        "{}..{}",
+                                        format_ns(x.p99_latency_ns_min as f64),
+                                        format_ns(x.p99_latency_ns_max as f64)
+                                    )
+                                }));
+                            }
+                        }
+                        None => row.extend((0..if reps { 5 } else { 3 }).map(|_| "-".into())),
+                    }
+                }
+                row
+            })
+            .collect();
+        let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();
+        let _ = writeln!(out, "step {}", s.step);
+        out.push_str(&render(&header_refs, &rows));
+        if let Some(c) = &s.largest_ops_ratio {
+            let _ = writeln!(
+                out,
+                "  call-out: {}: {} ({:.0} vs {:.0} ops/s)",
+                s.step, c.text, c.best_value, c.worst_value
+            );
+        }
+        if let Some(c) = &s.largest_p99_improvement {
+            let _ = writeln!(
+                out,
+                "  call-out: {}: {} ({} vs {})",
+                s.step,
+                c.text,
+                format_ns(c.best_value),
+                format_ns(c.worst_value)
+            );
+        }
+        for t in s.points.iter().flat_map(|p| &p.targets) {
+            if let Some(note) = &t.latency_note {
+                let _ = writeln!(
+                    out,
+                    "  note: {} latency from {:?}, not merged histograms: {note}",
+                    t.target, t.latency_from
+                );
+            }
+        }
     }
-    Comparison {
-        labels: sides.iter().map(|s| s.label.clone()).collect(),
-        rows,
-    }
-}
-
-fn or_dash(s: &str) -> &str {
-    if s.is_empty() { "-" } else { s }
-}
-
-/// Ratio and percent difference of `v` against base `a`: (`1.05x`, `+5.3%`).
-pub fn ratio_and_diff(a: f64, v: f64) -> (String, String) {
-    if a == 0.0 {
-        return ("-".into(), if v == 0.0 { "0%".into() } else { "-".into() });
-    }
-    let r = v / a;
-    (format!("{r:.2}x"), format!("{:+.1}%", (r - 1.0) * 100.0))
+    out
 }
 
 const LETTERS: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
@@ -375,7 +213,7 @@ pub fn render_text(c: &Comparison) -> String {
     }
     let hdr: Vec<&str> = header.iter().map(String::as_str).collect();
     if !table.is_empty() {
-        out.push_str(&crate::report::table::render(&hdr, &table));
+        out.push_str(&render(&hdr, &table));
     }
     if !c.any_comparable() {
         out.push_str("NOT COMPARABLE: these results ran different workloads, so their figures cannot be set side by side.\n");
@@ -516,25 +354,31 @@ pub fn render_html(c: &Comparison) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::results::comparison::compare;
+    use crate::results::comparison::tests::{figures, summary};
 
     #[test]
-    fn json_differences_name_fields() {
-        let a = serde_json::json!({"block-size": "4KiB", "threads": 1, "rate-ops": null});
-        let b = serde_json::json!({"block-size": "64KiB", "threads": 1, "rate-ops": 5.0});
-        assert_eq!(
-            json_differences(&a, &b),
-            ["block-size: 4KiB vs 64KiB", "rate-ops: unset vs 5.0"]
+    fn study_comparison_text_shows_points_and_callouts() {
+        let runs = [
+            summary(
+                1,
+                "rr",
+                &[("threads", "64")],
+                &[("micron", 616_344.0, 240_000)],
+            ),
+            summary(2, "rr", &[("threads", "64")], &[("a", 388_751.0, 520_000)]),
+        ];
+        let text = comparison_text(&compare("s", &figures(&runs)));
+        assert!(text.contains("616344"), "{text}");
+        assert!(
+            text.contains(
+                "call-out: rr: micron: 59% more ops/s than a at threads=64 (616344 vs 388751 ops/s)"
+            ),
+            "{text}"
         );
-        assert!(json_differences(&a, &a).is_empty());
-    }
-
-    #[test]
-    fn ratios() {
-        assert_eq!(
-            ratio_and_diff(100.0, 159.0),
-            ("1.59x".into(), "+59.0%".into())
+        assert!(
+            text.contains("note: micron latency from RunSummary"),
+            "{text}"
         );
-        assert_eq!(ratio_and_diff(0.52, 0.24).1, "-53.8%");
-        assert_eq!(ratio_and_diff(0.0, 1.0).0, "-");
     }
 }

@@ -1,9 +1,23 @@
-//! Markdown summary of a study's runs: what was tested, one table row per run and target, the
-//! warnings, and the methodology in two lines. `storlab brief` writes it as `brief.md`.
+//! Markdown: the summary of a study's runs that `storlab brief` writes as `brief.md`, and the
+//! Markdown report of stored runs (summary, call-outs, warnings, one table per workload and
+//! the disclosure). Tables come from the one table model ([`crate::report::table`]), figures
+//! and call-outs from the one comparison; credentials are redacted.
 
+use crate::report::model;
+use crate::report::table::{points_table, results_table, thousands};
+use crate::results::comparison::RunFigures;
+use crate::results::stored::StoredRun;
 use crate::results::summary::RunSummary;
 use crate::results::system::SystemInfo;
 use crate::units::format_ns;
+
+const METHOD: &str = "\n## Method\n\n\
+- ops/s and MB/s: successful operations (bytes) completed during measurement, divided by the \
+time from the start of measurement to the last measured completion. MB = 10^6 bytes. \
+Repetitions of a point: all their operations over all their measured time.\n\
+- Latency is service time: from submission to observed completion, recorded in HDR \
+histograms with 3 significant digits (1 ns to 1 h); repetitions are combined by adding their \
+histograms, never by averaging percentiles. Warm-up operations are kept out of every figure.\n";
 
 /// A Markdown report of the given runs.
 pub fn study_markdown(
@@ -16,39 +30,7 @@ pub fn study_markdown(
     if let Some(d) = description {
         out.push_str(&format!("{d}\n\n"));
     }
-    out.push_str("| run | step | parameters | target | op | ops/s | MB/s | mean | p50 | p95 | p99 | p99.9 | max | errors | status |\n");
-    out.push_str("|---:|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
-    for s in runs {
-        let params = s
-            .parameters
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(" ");
-        for t in &s.targets {
-            for (op, k) in &t.kinds {
-                let l = &k.service_latency;
-                out.push_str(&format!(
-                    "| {} | {} | {} | {} | {} | {:.0} | {:.1} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
-                    s.run_index,
-                    s.step,
-                    params,
-                    t.name,
-                    op,
-                    k.rate_ops,
-                    k.rate_bytes / 1e6,
-                    format_ns(l.mean_ns),
-                    format_ns(l.p50_ns as f64),
-                    format_ns(l.p95_ns as f64),
-                    format_ns(l.p99_ns as f64),
-                    format_ns(l.p99_9_ns as f64),
-                    format_ns(l.max_ns as f64),
-                    k.errors,
-                    s.status.name()
-                ));
-            }
-        }
-    }
+    out.push_str(&results_table(runs, true).markdown());
     let warnings: Vec<String> = runs
         .iter()
         .flat_map(|s| {
@@ -62,13 +44,7 @@ pub fn study_markdown(
         out.push_str(&warnings.join("\n"));
         out.push('\n');
     }
-    out.push_str(
-        "\n## Method\n\n\
-         - ops/s and MB/s: successful operations (bytes) completed during measurement, divided by the \
-         time from the start of measurement to the last measured completion. MB = 10^6 bytes.\n\
-         - Latency is service time: from submission to observed completion, recorded in HDR \
-         histograms with 3 significant digits (1 ns to 1 h). Warm-up operations are not recorded.\n",
-    );
+    out.push_str(METHOD);
     if let Some(sys) = system {
         out.push_str("\n## System\n\n");
         out.push_str(&crate::results::system::to_markdown(sys));
@@ -78,11 +54,10 @@ pub fn study_markdown(
 
 /// The report of stored runs as Markdown: summary, call-outs, warnings, one table per workload
 /// (the same figures as the HTML report) and the disclosure. Credentials are redacted.
-pub fn report_markdown(runs: &[crate::report::load::StoredRun]) -> String {
-    use crate::report::html::thousands;
-    use crate::report::model;
+pub fn report_markdown(runs: &[StoredRun]) -> String {
     let summaries: Vec<RunSummary> = runs.iter().map(|r| r.summary.clone()).collect();
-    let groups = model::group_runs(&summaries);
+    let figures: Vec<RunFigures> = runs.iter().map(RunFigures::of_stored).collect();
+    let groups = model::group_runs(&figures);
     let mut studies: Vec<&str> = Vec::new();
     for s in &summaries {
         if !studies.contains(&s.study.as_str()) {
@@ -101,10 +76,10 @@ pub fn report_markdown(runs: &[crate::report::load::StoredRun]) -> String {
                 "- {}, **{}**: peak **{} ops/s** ({:.1} MB/s){}, p99 {}\n",
                 g.step,
                 series,
-                thousands(p.rate_ops),
-                p.rate_bytes / 1e6,
+                thousands(p.figures.rate_ops),
+                p.figures.rate_bytes / 1e6,
                 g.at(&p.x),
-                format_ns(p.p99_latency_ns)
+                format_ns(p.figures.p99_latency_ns as f64)
             ));
         }
     }
@@ -112,7 +87,7 @@ pub fn report_markdown(runs: &[crate::report::load::StoredRun]) -> String {
         .iter()
         .flat_map(|g| {
             model::callouts(g)
-                .into_iter()
+                .iter()
                 .map(move |c| format!("- {}: {}", g.step, c.text))
         })
         .collect();
@@ -121,7 +96,10 @@ pub fn report_markdown(runs: &[crate::report::load::StoredRun]) -> String {
         out.push_str(&callouts.join("\n"));
         out.push('\n');
     }
-    let warnings = model::warnings(&summaries);
+    let warnings: Vec<String> = model::warnings(&summaries)
+        .into_iter()
+        .chain(model::latency_fallbacks(&groups))
+        .collect();
     if !warnings.is_empty() {
         out.push_str("\n### Warnings\n\n");
         for w in warnings {
@@ -130,87 +108,19 @@ pub fn report_markdown(runs: &[crate::report::load::StoredRun]) -> String {
     }
     for g in &groups {
         out.push_str(&format!("\n## Workload: {}\n\n", g.step));
-        out.push_str("| run | parameters | target | op | ops | ops/s | MB/s | mean | p50 | p95 | p99 | p99.9 | max | errors | status |\n");
-        out.push_str("|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+        out.push_str(&results_table(g.runs.iter().map(|&i| &summaries[i]), false).markdown());
         for &ri in &g.runs {
-            let s = &runs[ri].summary;
-            let params = if s.parameters.is_empty() {
-                "-".to_string()
-            } else {
-                s.parameters
-                    .iter()
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            };
-            for t in &s.targets {
-                let mut rows: Vec<(
-                    String,
-                    u64,
-                    f64,
-                    f64,
-                    &crate::record::summary::LatencySummary,
-                    u64,
-                )> = t
-                    .kinds
-                    .iter()
-                    .map(|(op, k)| {
-                        (
-                            op.clone(),
-                            k.ops,
-                            k.rate_ops,
-                            k.rate_bytes,
-                            &k.service_latency,
-                            k.errors,
-                        )
-                    })
-                    .collect();
-                if t.kinds.len() > 1 {
-                    rows.push((
-                        "all".into(),
-                        t.ops,
-                        t.rate_ops,
-                        t.rate_bytes,
-                        &t.service_latency,
-                        t.errors,
-                    ));
-                }
-                for (op, ops, rate, bytes, l, errors) in rows {
-                    out.push_str(&format!(
-                        "| {} | {} | {} | {} | {} | {} | {:.1} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
-                        s.run_index,
-                        params,
-                        t.name,
-                        op,
-                        ops,
-                        thousands(rate),
-                        bytes / 1e6,
-                        format_ns(l.mean_ns),
-                        format_ns(l.p50_ns as f64),
-                        format_ns(l.p95_ns as f64),
-                        format_ns(l.p99_ns as f64),
-                        format_ns(l.p99_9_ns as f64),
-                        format_ns(l.max_ns as f64),
-                        errors,
-                        s.status.name()
-                    ));
-                }
+            for l in crate::report::table::ycsb_lines(&summaries[ri]) {
+                out.push_str(&format!("\n- run {}: {l}", summaries[ri].run_index));
             }
         }
-        for &ri in &g.runs {
-            for l in crate::report::table::ycsb_lines(&runs[ri].summary) {
-                out.push_str(&format!("\n- run {}: {l}", runs[ri].summary.run_index));
-            }
+        if let Some(t) = points_table(g) {
+            out.push_str("\n### Repetitions combined\n\nEach point: its repetitions' histograms added (ops/s: all operations over all measured time); min and max: the repetitions' own figures.\n\n");
+            out.push_str(&t.markdown());
         }
         out.push('\n');
     }
-    out.push_str(
-        "\n## Method\n\n\
-         - ops/s and MB/s: successful operations (bytes) completed during measurement, divided by the \
-         time from the start of measurement to the last measured completion. MB = 10^6 bytes.\n\
-         - Latency is service time: from submission to observed completion, recorded in HDR \
-         histograms with 3 significant digits (1 ns to 1 h). Warm-up operations are not recorded.\n",
-    );
+    out.push_str(METHOD);
     out.push_str("\n## Appendix: full disclosure\n");
     let mut shown = Vec::new();
     for r in runs {
@@ -232,6 +142,9 @@ pub fn report_markdown(runs: &[crate::report::load::StoredRun]) -> String {
             ));
             out.push_str(&crate::results::system::to_markdown(sys));
         }
+    }
+    if shown.is_empty() {
+        out.push_str("\nNo system capture was stored with these runs.\n");
     }
     let mut texts: Vec<&str> = Vec::new();
     for r in runs {

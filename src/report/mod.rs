@@ -1,13 +1,12 @@
 //! Reports: tables for the terminal and Markdown, the self-contained HTML brief with inline SVG
-//! charts, CSV, PNG charts for slides, and comparisons of stored results. Everything here is
-//! made from stored run folders and the results store only (never from live state), so any
-//! stored run can be shown again without re-running it.
+//! charts, CSV, PNG charts for slides, and comparisons of stored results shown. Everything here
+//! is made from stored run folders and the results store only (never from live state), read and
+//! compared by [`crate::results`], so any stored run can be shown again without re-running it.
 
 pub mod compare;
 pub mod csv;
 pub mod dbbench;
 pub mod html;
-pub mod load;
 pub mod markdown;
 pub mod model;
 pub mod png;

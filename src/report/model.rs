@@ -1,13 +1,18 @@
-//! What a report says, computed from stored run summaries only: runs grouped by step
-//! (workload), each group's swept parameter (the x axis of its charts), its series (a target,
-//! plus any other swept parameter), one point per series and parameter value, the call-outs
-//! ("B: 59% more ops/s than A at threads=64", "p99 54% lower") and the warnings.
+//! What a report says, laid over the one comparison of runs ([`crate::results::comparison`]):
+//! runs grouped by step (workload), each group's swept parameter (the x axis of its charts), its
+//! series (a target, plus any other swept parameter), one point per series and parameter value
+//! (its repetitions combined by merging histograms, with their spread), the call-outs ("B: 59%
+//! more ops/s than A at threads=64", "p99 54% lower") and the warnings. Nothing here computes a
+//! figure of its own: the points and call-outs are the comparison's.
 //!
 //! The grouping is generic over the sweep: several targets in one run (`together`) and targets
 //! in separate runs with the same parameters both give one series per target.
 
 use std::collections::BTreeMap;
 
+use crate::results::comparison::{
+    Callout, CalloutKind, LatencyFrom, RunFigures, StepComparison, TargetPoint, compare_all,
+};
 use crate::results::summary::{RunStatus, RunSummary};
 
 /// Parameters preferred on the x axis, in order, when several are swept.
@@ -19,20 +24,15 @@ const X_PREFERENCE: [&str; 5] = [
     "read-share",
 ];
 
-/// One series at one parameter value: the mean over its repetitions.
+/// One series at one parameter value: the comparison's point of its target there.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Point {
     pub x: String,
     pub series: String,
-    pub target: String,
     /// The series' swept parameters other than the x axis (`block-size=4KiB`), or empty.
     pub others: String,
-    /// Run indexes this point was measured in (several: repetitions).
-    pub run_indexes: Vec<usize>,
-    pub rate_ops: f64,
-    pub rate_bytes: f64,
-    pub mean_latency_ns: f64,
-    pub p99_latency_ns: f64,
+    /// The target's figures at this point, repetitions combined.
+    pub figures: TargetPoint,
 }
 
 /// The runs of one step.
@@ -49,6 +49,9 @@ pub struct Group {
     pub points: Vec<Point>,
     /// Indexes (into the slice given to [`group_runs`]) of this group's runs.
     pub runs: Vec<usize>,
+    /// The step's call-outs (largest ops/s ratio, largest p99 improvement), when it has two
+    /// targets or more.
+    pub callouts: Vec<Callout>,
 }
 
 impl Group {
@@ -63,32 +66,37 @@ impl Group {
             None => String::new(),
         }
     }
+
+    /// The x value a call-out occurs at.
+    pub fn x_of(&self, c: &Callout) -> String {
+        match &self.x_param {
+            Some(p) => c.parameters.get(p).cloned().unwrap_or_else(|| "-".into()),
+            None => "all".into(),
+        }
+    }
+
+    /// Whether any point combines several repetitions.
+    pub fn has_repetitions(&self) -> bool {
+        self.points.iter().any(|p| p.figures.repetitions > 1)
+    }
 }
 
 /// Groups runs by (study, step); the x axis is the swept parameter.
-pub fn group_runs(runs: &[RunSummary]) -> Vec<Group> {
-    let mut keys: Vec<(String, String)> = Vec::new();
-    for r in runs {
-        let k = (r.study.clone(), r.step.clone());
-        if !keys.contains(&k) {
-            keys.push(k);
-        }
-    }
-    keys.into_iter()
-        .map(|(study, step)| {
-            let idx: Vec<usize> = (0..runs.len())
-                .filter(|i| runs[*i].study == study && runs[*i].step == step)
-                .collect();
-            build_group(study, step, idx, runs)
-        })
+pub fn group_runs(runs: &[RunFigures]) -> Vec<Group> {
+    compare_all(runs)
+        .into_iter()
+        .map(|s| build_group(s, runs))
         .collect()
 }
 
-fn build_group(study: String, step: String, idx: Vec<usize>, runs: &[RunSummary]) -> Group {
+fn build_group(s: StepComparison, runs: &[RunFigures]) -> Group {
+    let idx: Vec<usize> = (0..runs.len())
+        .filter(|i| runs[*i].summary.study == s.study && runs[*i].summary.step == s.step)
+        .collect();
     // Parameters whose value differs between the group's runs.
     let mut values: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for i in &idx {
-        for (k, v) in &runs[*i].parameters {
+        for (k, v) in &runs[*i].summary.parameters {
             let vs = values.entry(k).or_default();
             if !vs.contains(&v.as_str()) {
                 vs.push(v);
@@ -108,14 +116,10 @@ fn build_group(study: String, step: String, idx: Vec<usize>, runs: &[RunSummary]
         .map(str::to_string);
     let mut x_values: Vec<String> = Vec::new();
     let mut series: Vec<String> = Vec::new();
-    // (x, series) -> (target, runs, sums)
-    // (x, series, target, other parameters, runs, sums of ops/s, B/s, mean and p99 latency)
-    type Acc = (String, String, String, String, Vec<usize>, [f64; 4]);
-    let mut acc: Vec<Acc> = Vec::new();
-    for i in &idx {
-        let r = &runs[*i];
+    let mut points = Vec::new();
+    for p in &s.points {
         let x = match &x_param {
-            Some(p) => r.parameters.get(p).cloned().unwrap_or_else(|| "-".into()),
+            Some(xp) => p.parameters.get(xp).cloned().unwrap_or_else(|| "-".into()),
             None => "all".into(),
         };
         if !x_values.contains(&x) {
@@ -124,162 +128,51 @@ fn build_group(study: String, step: String, idx: Vec<usize>, runs: &[RunSummary]
         let others: Vec<String> = swept
             .iter()
             .filter(|k| Some(**k) != x_param.as_deref())
-            .filter_map(|k| r.parameters.get(*k).map(|v| format!("{k}={v}")))
+            .filter_map(|k| p.parameters.get(*k).map(|v| format!("{k}={v}")))
             .collect();
-        for t in &r.targets {
+        for t in &p.targets {
             let name = if others.is_empty() {
-                t.name.clone()
+                t.target.clone()
             } else {
-                format!("{} {}", t.name, others.join(" "))
+                format!("{} {}", t.target, others.join(" "))
             };
             if !series.contains(&name) {
                 series.push(name.clone());
             }
-            let v = [
-                t.rate_ops,
-                t.rate_bytes,
-                t.service_latency.mean_ns,
-                t.service_latency.p99_ns as f64,
-            ];
-            match acc.iter_mut().find(|a| a.0 == x && a.1 == name) {
-                Some(a) => {
-                    a.4.push(r.run_index);
-                    for (s, v) in a.5.iter_mut().zip(v) {
-                        *s += v;
-                    }
-                }
-                None => acc.push((
-                    x.clone(),
-                    name,
-                    t.name.clone(),
-                    others.join(" "),
-                    vec![r.run_index],
-                    v,
-                )),
-            }
+            points.push(Point {
+                x: x.clone(),
+                series: name,
+                others: others.join(" "),
+                figures: t.clone(),
+            });
         }
     }
-    let points = acc
+    let callouts = s
+        .largest_ops_ratio
         .into_iter()
-        .map(|(x, series, target, others, run_indexes, sums)| {
-            let n = run_indexes.len() as f64;
-            Point {
-                x,
-                series,
-                target,
-                others,
-                run_indexes,
-                rate_ops: sums[0] / n,
-                rate_bytes: sums[1] / n,
-                mean_latency_ns: sums[2] / n,
-                p99_latency_ns: sums[3] / n,
-            }
-        })
+        .chain(s.largest_p99_improvement)
         .collect();
     Group {
-        study,
-        step,
+        study: s.study,
+        step: s.step,
         x_param,
         x_values,
         series,
         points,
         runs: idx,
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CalloutKind {
-    /// The largest ops/s ratio between two series at the same parameter value.
-    Throughput,
-    /// The largest p99 latency reduction between two series at the same parameter value.
-    P99,
-}
-
-/// A finding computed from the data, with where it occurs.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Callout {
-    pub kind: CalloutKind,
-    pub better: String,
-    pub worse: String,
-    /// The x value where it occurs.
-    pub x: String,
-    /// Throughput: better ops/s over worse ops/s. P99: better p99 over worse p99 (< 1).
-    pub ratio: f64,
-    pub better_value: f64,
-    pub worse_value: f64,
-    pub text: String,
-}
-
-/// Percent as the reference brief rounds it: `59%`; with a decimal near 100% (`99.9%`), so
-/// that a large improvement never reads as "100% lower".
-fn percent(f: f64) -> String {
-    let p = f * 100.0;
-    if (99.5..100.0).contains(&p) {
-        format!("{:.1}%", p.min(99.9))
-    } else {
-        format!("{p:.0}%")
+        callouts,
     }
 }
 
 /// The call-outs of a group: the largest ops/s ratio between two targets and where, and the
-/// largest p99 improvement and where. Only series that differ in their target alone are set
-/// against each other (a 4 KiB and a 64 KiB series of one target are not a finding). Ties keep
-/// the first x value (the study's order). Needs two targets or more; returns nothing otherwise.
-pub fn callouts(group: &Group) -> Vec<Callout> {
-    let mut best_rate: Option<Callout> = None;
-    let mut best_p99: Option<Callout> = None;
-    for x in &group.x_values {
-        let pts: Vec<&Point> = group.points.iter().filter(|p| &p.x == x).collect();
-        for a in &pts {
-            for b in &pts {
-                if a.target == b.target || a.others != b.others {
-                    continue;
-                }
-                if b.rate_ops > 0.0 && a.rate_ops > b.rate_ops {
-                    let ratio = a.rate_ops / b.rate_ops;
-                    if best_rate.as_ref().is_none_or(|c| ratio > c.ratio) {
-                        let how = if ratio >= 2.0 {
-                            format!("{ratio:.1}x the ops/s of")
-                        } else {
-                            format!("{} more ops/s than", percent(ratio - 1.0))
-                        };
-                        best_rate = Some(Callout {
-                            kind: CalloutKind::Throughput,
-                            better: a.series.clone(),
-                            worse: b.series.clone(),
-                            x: x.clone(),
-                            ratio,
-                            better_value: a.rate_ops,
-                            worse_value: b.rate_ops,
-                            text: format!("{}: {how} {}{}", a.series, b.series, group.at(x)),
-                        });
-                    }
-                }
-                if a.p99_latency_ns > 0.0 && a.p99_latency_ns < b.p99_latency_ns {
-                    let ratio = a.p99_latency_ns / b.p99_latency_ns;
-                    if best_p99.as_ref().is_none_or(|c| ratio < c.ratio) {
-                        best_p99 = Some(Callout {
-                            kind: CalloutKind::P99,
-                            better: a.series.clone(),
-                            worse: b.series.clone(),
-                            x: x.clone(),
-                            ratio,
-                            better_value: a.p99_latency_ns,
-                            worse_value: b.p99_latency_ns,
-                            text: format!(
-                                "{}: p99 {} lower than {}{}",
-                                a.series,
-                                percent(1.0 - ratio),
-                                b.series,
-                                group.at(x)
-                            ),
-                        });
-                    }
-                }
-            }
-        }
-    }
-    best_rate.into_iter().chain(best_p99).collect()
+/// largest p99 improvement and where (the comparison's). None with fewer than two targets.
+pub fn callouts(group: &Group) -> &[Callout] {
+    &group.callouts
+}
+
+/// The group's call-out of a kind.
+pub fn callout(group: &Group, kind: CalloutKind) -> Option<&Callout> {
+    group.callouts.iter().find(|c| c.kind == kind)
 }
 
 /// The best ops/s of each series, for the headline figures: (series, point).
@@ -292,10 +185,36 @@ pub fn peaks(group: &Group) -> Vec<(&str, &Point)> {
                 .points
                 .iter()
                 .filter(|p| &p.series == s)
-                .max_by(|a, b| a.rate_ops.total_cmp(&b.rate_ops))?;
+                .max_by(|a, b| a.figures.rate_ops.total_cmp(&b.figures.rate_ops))?;
             Some((s.as_str(), best))
         })
         .collect()
+}
+
+/// Points whose latency could not come from merged histograms: one line each saying what was
+/// shown instead and why.
+pub fn latency_fallbacks(groups: &[Group]) -> Vec<String> {
+    let mut out = Vec::new();
+    for g in groups {
+        for p in &g.points {
+            let f = &p.figures;
+            let what = match f.latency_from {
+                LatencyFrom::MergedHistograms => continue,
+                LatencyFrom::RunSummary => "latency from the run's summary",
+                LatencyFrom::WorstRepetition => {
+                    "latency percentiles are the WORST repetition's (an upper bound), not merged"
+                }
+            };
+            out.push(format!(
+                "{} {}{}: {what}: histograms not read ({})",
+                g.step,
+                p.series,
+                g.at(&p.x),
+                f.latency_note.as_deref().unwrap_or("no reason given")
+            ));
+        }
+    }
+    out
 }
 
 /// The warnings a report must show: partial or failed runs, storlab saturated, and every
@@ -331,44 +250,7 @@ pub fn warnings(runs: &[RunSummary]) -> Vec<String> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::results::summary::TargetResult;
-
-    /// A summary with one target per (name, ops/s, p99 ns).
-    pub(crate) fn summary(
-        index: usize,
-        step: &str,
-        params: &[(&str, &str)],
-        targets: &[(&str, f64, u64)],
-    ) -> RunSummary {
-        let mut s: RunSummary = serde_json::from_value(serde_json::json!({
-            "run-id": format!("s-r{index:03}"), "study": "s", "step": step,
-            "run-index": index, "run-count": 1, "repetition": 1, "parameters": {},
-            "status": "complete", "end-reason": "duration", "started-at": "", "ended-at": "",
-            "warmup-seconds": 0.0, "measured-seconds": 1.0, "targets": [],
-            "total": TargetResult::default(),
-            "client": crate::results::summary::ClientUsage::default(), "warnings": [], "events": [],
-            "error-samples": []
-        }))
-        .expect("summary");
-        s.parameters = params
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        s.targets = targets
-            .iter()
-            .map(|(n, rate, p99)| {
-                let mut t = TargetResult {
-                    name: n.to_string(),
-                    rate_ops: *rate,
-                    rate_bytes: rate * 4096.0,
-                    ..Default::default()
-                };
-                t.service_latency.p99_ns = *p99;
-                t
-            })
-            .collect();
-        s
-    }
+    use crate::results::comparison::tests::{figures, summary};
 
     /// The RocksDB brief's Figure 1 and 2 numbers at 16 and 64 threads.
     fn micron() -> Vec<RunSummary> {
@@ -403,7 +285,8 @@ pub(crate) mod tests {
 
     #[test]
     fn reference_brief_callouts() {
-        let groups = group_runs(&micron());
+        let runs = micron();
+        let groups = group_runs(&figures(&runs));
         assert_eq!(groups.len(), 1);
         let g = &groups[0];
         assert_eq!(g.x_param.as_deref(), Some("threads"));
@@ -413,17 +296,17 @@ pub(crate) mod tests {
         assert_eq!(c.len(), 2);
         assert_eq!(c[0].kind, CalloutKind::Throughput);
         assert_eq!(
-            (c[0].better.as_str(), c[0].worse.as_str(), c[0].x.as_str()),
+            (
+                c[0].best.as_str(),
+                c[0].worst.as_str(),
+                g.x_of(&c[0]).as_str()
+            ),
             ("7500", "A", "64")
         );
         assert_eq!(c[0].text, "7500: 59% more ops/s than A at threads=64");
         assert_eq!(c[1].kind, CalloutKind::P99);
         assert_eq!(c[1].text, "7500: p99 54% lower than A at threads=16");
-        assert!((c[1].ratio - 0.24 / 0.52).abs() < 1e-9);
-        assert_eq!(
-            (percent(0.9998), percent(0.994), percent(1.0)),
-            ("99.9%".into(), "99%".into(), "100%".into())
-        );
+        assert!((c[1].value - (1.0 - 0.24 / 0.52)).abs() < 1e-9);
     }
 
     #[test]
@@ -443,7 +326,7 @@ pub(crate) mod tests {
                 &[("A", 300_580.0, 700_000), ("M", 616_223.0, 500_000)],
             ),
         ];
-        let g = &group_runs(&runs)[0];
+        let g = &group_runs(&figures(&runs))[0];
         assert_eq!(g.series, ["A", "M"]);
         let c = callouts(g);
         assert_eq!(c[0].text, "M: 2.1x the ops/s of A at threads=96");
@@ -453,7 +336,7 @@ pub(crate) mod tests {
             summary(1, "x", &[("queue-depth", "1")], &[("f", 10.0, 5)]),
             summary(2, "x", &[("queue-depth", "4")], &[("f", 30.0, 9)]),
         ];
-        let g = &group_runs(&one)[0];
+        let g = &group_runs(&figures(&one))[0];
         assert!(callouts(g).is_empty());
         assert_eq!(peaks(g)[0].1.x, "4");
     }
@@ -477,20 +360,33 @@ pub(crate) mod tests {
         }
         runs.push(summary(5, "tog", &[], &[("a", 100.0, 10), ("b", 50.0, 20)]));
         runs.push(summary(6, "tog", &[], &[("a", 200.0, 30), ("b", 50.0, 20)]));
-        let groups = group_runs(&runs);
+        let groups = group_runs(&figures(&runs));
         let g = &groups[0];
         assert_eq!(g.x_param.as_deref(), Some("queue-depth"));
         assert_eq!(g.series, ["f block-size=4KiB", "f block-size=64KiB"]);
-        assert_eq!(g.point("4", "f block-size=64KiB").unwrap().rate_ops, 8.0);
+        assert_eq!(
+            g.point("4", "f block-size=64KiB").unwrap().figures.rate_ops,
+            8.0
+        );
         let t = &groups[1];
         assert_eq!(
             (t.x_param.clone(), t.x_values.clone()),
             (None, vec!["all".to_string()])
         );
-        let a = t.point("all", "a").unwrap();
+        // Repetitions: all operations over all measured time; without stored histograms the
+        // p99 is the worst repetition's (said so), never the mean of 10 and 30.
+        let a = &t.point("all", "a").unwrap().figures;
         assert_eq!(
             (a.rate_ops, a.p99_latency_ns, a.run_indexes.clone()),
-            (150.0, 20.0, vec![5, 6])
+            (150.0, 30, vec![5, 6])
+        );
+        assert_eq!(a.latency_from, LatencyFrom::WorstRepetition);
+        let spread = a.spread.as_ref().unwrap();
+        assert_eq!((spread.rate_ops_min, spread.rate_ops_max), (100.0, 200.0));
+        assert!(
+            latency_fallbacks(&groups)
+                .iter()
+                .any(|l| l.starts_with("tog a: latency percentiles are the WORST repetition's"))
         );
         assert_eq!(callouts(t)[0].text, "a: 3.0x the ops/s of b");
     }

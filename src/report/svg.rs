@@ -468,6 +468,9 @@ pub struct Series {
     pub markers: bool,
     /// A dashed companion curve (moving average) in the same colour.
     pub dashed: Vec<(f64, f64)>,
+    /// Warm-up points (x, y), drawn dotted and thin in the same colour, apart from the
+    /// measured curve (they enter no average and no figure).
+    pub warmup: Vec<(f64, f64)>,
     /// Palette index (default: the series' position), to keep a target's colour across charts.
     pub color: Option<usize>,
 }
@@ -503,10 +506,15 @@ pub fn line_chart(
 ) -> String {
     let width = 720.0;
     let names: Vec<String> = series.iter().map(|s| s.name.clone()).collect();
-    let note = series
-        .iter()
-        .any(|s| !s.dashed.is_empty())
-        .then_some("(dashed: moving average)");
+    let mut notes = Vec::new();
+    if series.iter().any(|s| !s.dashed.is_empty()) {
+        notes.push("dashed: moving average");
+    }
+    if series.iter().any(|s| !s.warmup.is_empty()) {
+        notes.push("dotted, on grey: warm-up (in no figure)");
+    }
+    let note_text = (!notes.is_empty()).then(|| format!("({})", notes.join("; ")));
+    let note = note_text.as_deref();
     let legend_h = 16.0 * legend_layout(&names, width - 100.0, note).len() as f64;
     let mut svg = Svg::new(width, 330.0 + legend_h);
     let fr = Frame {
@@ -529,9 +537,12 @@ pub fn line_chart(
         .map(|(i, s)| s.color.unwrap_or(i))
         .collect();
     legend(&mut svg, (fr.x, 38.0, fr.w), &names, &colors, note);
-    let all = series
-        .iter()
-        .flat_map(|s| s.points.iter().map(|p| (p.0, p.1)));
+    let all = series.iter().flat_map(|s| {
+        s.points
+            .iter()
+            .map(|p| (p.0, p.1))
+            .chain(s.warmup.iter().copied())
+    });
     let (mut xmax, mut ymax) = (f64::MIN, 0.0f64);
     let mut xlo = f64::MAX;
     for (x, y) in all {
@@ -641,6 +652,34 @@ pub fn line_chart(
                 series_dash(si)
             ),
         );
+        if !s.warmup.is_empty() {
+            let w: Vec<(f64, f64)> = s
+                .warmup
+                .iter()
+                .map(|p| (xs.map(p.0), ys.map(p.1)))
+                .collect();
+            svg.path(
+                &w,
+                color,
+                &format!(
+                    r#" stroke-width="1.5" stroke-dasharray="2 3" class="warmup" data-series="{}""#,
+                    esc(&s.name)
+                ),
+            );
+            for (p, (x, y)) in s.warmup.iter().zip(&w) {
+                svg.circle(
+                    *x,
+                    *y,
+                    2.5,
+                    "#ffffff",
+                    &format!(
+                        r#" stroke="{color}" class="warmup-pt" data-x="{}" data-y="{}""#,
+                        num_attr(p.0),
+                        num_attr(p.1)
+                    ),
+                );
+            }
+        }
         if !s.dashed.is_empty() {
             let d: Vec<(f64, f64)> = s
                 .dashed
@@ -784,6 +823,7 @@ mod tests {
             ],
             markers: true,
             dashed: vec![],
+            warmup: vec![],
             color: None,
         };
         let svg = line_chart(

@@ -1,14 +1,19 @@
 //! Results: each run's folder (the study as given, the resolved plan, the system capture, the
 //! summary JSON, the per-second timeline CSV and the HDR interval log) and the SQLite results
-//! store that indexes every run. Reports read from here only.
+//! store that indexes every run; reading them back (`stored`, `timeline`, `histograms`) and
+//! the one comparison of runs that every report and `storlab compare` shows. Reports read from
+//! here only; nothing here knows of the reports.
 
 pub mod comparison;
+pub mod histograms;
 pub mod mountinfo;
 pub mod redact;
 pub mod store;
+pub mod stored;
 pub mod summarize;
 pub mod summary;
 pub mod system;
+pub mod timeline;
 
 pub use redact::redact;
 

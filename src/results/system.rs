@@ -4,6 +4,7 @@
 //! so `capture` never fails.
 
 use super::mountinfo::{MountEntry, parse_mountinfo_line};
+use crate::units::format_bytes;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::ffi::{CStr, CString};
@@ -472,18 +473,6 @@ fn rfc3339_utc(t: SystemTime) -> String {
     format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}Z")
 }
 
-fn human_bytes(b: u64) -> String {
-    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-    let i = (1..UNITS.len())
-        .rev()
-        .find(|i| b >> (10 * i) > 0)
-        .unwrap_or(0);
-    match i {
-        0 => format!("{b} B"),
-        _ => format!("{:.1} {}", b as f64 / (1u64 << (10 * i)) as f64, UNITS[i]),
-    }
-}
-
 /// `Some("label value")` for a known value.
 fn lab<T: std::fmt::Display>(label: &str, v: Option<T>) -> Option<String> {
     v.map(|v| format!("{label} {v}"))
@@ -527,9 +516,9 @@ pub fn to_markdown(info: &SystemInfo) -> String {
         c.max_frequency_mhz.map(|m| format!("max {m} MHz")),
     ];
     let memory = vec![
-        lab("total", i.memory_total_bytes.map(human_bytes)),
-        lab("available", i.memory_available_bytes.map(human_bytes)),
-        lab("swap", i.swap_total_bytes.map(human_bytes)),
+        lab("total", i.memory_total_bytes.map(format_bytes)),
+        lab("available", i.memory_available_bytes.map(format_bytes)),
+        lab("swap", i.swap_total_bytes.map(format_bytes)),
     ];
     let mut s = bullet("storlab", storlab) + &bullet("Host", host);
     if let Some(c) = &i.command_line {
@@ -557,8 +546,8 @@ pub fn to_markdown(info: &SystemInfo) -> String {
                 lab("options", Some(format!("`{}`", f.mount_options))),
                 lab("super options", Some(format!("`{}`", f.super_options))),
                 f.available_bytes
-                    .map(|a| format!("{} available", human_bytes(a))),
-                f.total_bytes.map(|a| format!("{} total", human_bytes(a))),
+                    .map(|a| format!("{} available", format_bytes(a))),
+                f.total_bytes.map(|a| format!("{} total", format_bytes(a))),
             ];
             s += &format!("  {}", bullet("Filesystem", fs));
         }
@@ -567,7 +556,7 @@ pub fn to_markdown(info: &SystemInfo) -> String {
                 .rotational
                 .map(|r| if r { "rotational" } else { "non-rotational" });
             let dev = vec![
-                d.size_bytes.map(human_bytes),
+                d.size_bytes.map(format_bytes),
                 lab("partition of", d.whole_disk.as_ref()),
                 lab("dm", d.dm_name.as_ref()),
                 rotational.map(str::to_string),
@@ -631,11 +620,6 @@ mod tests {
         let meminfo = "MemTotal:  2048 kB\nSwapTotal: 0 kB\n";
         assert_eq!(meminfo_bytes(meminfo, "MemTotal"), Some(2_097_152));
         assert_eq!(meminfo_bytes(meminfo, "MemFree"), None);
-        assert_eq!(
-            (human_bytes(1536), human_bytes(7)),
-            ("1.5 KiB".into(), "7 B".into())
-        );
-        assert_eq!(human_bytes(3 << 30), "3.0 GiB");
     }
 
     #[test]

@@ -96,7 +96,8 @@ pub fn run_plan(plan: &Plan, opts: &RunOptions) -> Result<StudyOutcome, RunError
         }
     }
     result?;
-    let comparison = crate::results::comparison::compare(&plan.study, &summaries);
+    let comparison =
+        crate::results::comparison::compare_in_folder(&plan.study, &study_folder, &summaries);
     if !comparison.steps.is_empty() {
         let path = study_folder.join("comparison.json");
         let text = serde_json::to_string_pretty(&comparison).map_err(std::io::Error::other);

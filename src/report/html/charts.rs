@@ -1,0 +1,299 @@
+//! The HTML report's charts: per workload the grouped ops/s bars, p99 against ops/s and the
+//! HDR percentile curves (figures from the one comparison: repetitions merged), and per run the
+//! timeline of ops/s per interval with its moving average, the warm-up marked and the events.
+
+use std::fmt::Write;
+
+use crate::report::html::params_text;
+use crate::report::model::{self, Group};
+use crate::report::svg::{self, Highlight, Mark, Series, XAxis, esc};
+use crate::results::comparison::CalloutKind;
+use crate::results::histograms::hlog_tag;
+use crate::results::stored::StoredRun;
+
+/// Intervals in a timeline's moving average.
+pub const MOVING_AVERAGE_INTERVALS: usize = 5;
+
+/// The bar chart, the latency against throughput chart and the percentile curves of a group.
+pub fn workload_charts(h: &mut String, gi: usize, g: &Group, runs: &[StoredRun]) {
+    let x_label = g
+        .x_param
+        .clone()
+        .unwrap_or_else(|| "(no swept parameter)".into());
+    let rep_note = if g.has_repetitions() {
+        " (repetitions merged)"
+    } else {
+        ""
+    };
+    let hl = model::callout(g, CalloutKind::Throughput).map(|c| Highlight {
+        x: g.x_of(c),
+        text: if c.value >= 2.0 {
+            format!("{:.1}x higher", c.value)
+        } else {
+            format!("{:.0}% higher", (c.value - 1.0) * 100.0)
+        },
+    });
+    h.push_str(&svg::bar_chart(
+        &format!("bars-{gi}"),
+        &format!("{}: ops/s by {}{rep_note}", g.step, x_label),
+        &x_label,
+        "operations per second",
+        &g.x_values,
+        &g.series,
+        |x, s| g.point(x, s).map(|p| p.figures.rate_ops),
+        hl.as_ref(),
+    ));
+    // Latency against throughput.
+    let max_p99 = g
+        .points
+        .iter()
+        .map(|p| p.figures.p99_latency_ns as f64)
+        .fold(0.0, f64::max);
+    let (div, unit) = svg::latency_unit(max_p99);
+    let series: Vec<Series> = g
+        .series
+        .iter()
+        .map(|s| Series {
+            name: s.clone(),
+            points: g
+                .x_values
+                .iter()
+                .filter_map(|x| g.point(x, s))
+                .map(|p| {
+                    (
+                        p.figures.rate_ops,
+                        p.figures.p99_latency_ns as f64,
+                        if g.x_param.is_some() {
+                            p.x.clone()
+                        } else {
+                            String::new()
+                        },
+                    )
+                })
+                .collect(),
+            markers: true,
+            dashed: vec![],
+            warmup: vec![],
+            color: None,
+        })
+        .collect();
+    h.push_str(&svg::line_chart(
+        &format!("latency-{gi}"),
+        &format!("{}: p99 latency against ops/s{rep_note}", g.step),
+        "operations per second",
+        &format!("p99 latency ({unit})"),
+        div,
+        &series,
+        XAxis::Linear,
+        &[],
+        None,
+        None,
+    ));
+    if let Some(c) = model::callout(g, CalloutKind::P99) {
+        let _ = writeln!(
+            h,
+            "<p class=\"meta\">Lower and farther right is better. {}</p>",
+            esc(&c.text)
+        );
+    } else {
+        h.push_str(
+            "<p class=\"meta\">Lower and farther right is better; labels: the swept value.</p>\n",
+        );
+    }
+    percentile_chart(h, gi, g, runs);
+}
+
+fn percentile_chart(h: &mut String, gi: usize, g: &Group, runs: &[StoredRun]) {
+    let mut series = Vec::new();
+    let mut problems = Vec::new();
+    let mut max_ns = 0.0f64;
+    for &ri in &g.runs {
+        let r = &runs[ri];
+        let hists = match r.latency_histograms() {
+            Ok(h) => h,
+            Err(e) => {
+                problems.push(e);
+                continue;
+            }
+        };
+        for t in &r.summary.targets {
+            let mut sum: Option<hdrhistogram::Histogram<u64>> = None;
+            for op in t.kinds.keys() {
+                if let Some(x) = hists.get(&hlog_tag(&t.name, op)) {
+                    match &mut sum {
+                        Some(s) => {
+                            let _ = s.add(x);
+                        }
+                        None => sum = Some(x.clone()),
+                    }
+                }
+            }
+            let Some(hist) = sum.filter(|s| !s.is_empty()) else {
+                continue;
+            };
+            let mut pts = Vec::new();
+            for i in 0..=50 {
+                // 0 to 5 nines in steps of a tenth of a nine, then the maximum.
+                let nines = i as f64 / 10.0;
+                let pct = 100.0 * (1.0 - 10f64.powf(-nines));
+                let v = hist.value_at_percentile(pct) as f64;
+                pts.push((nines, v, String::new()));
+                if 1.0 / (1.0 - pct / 100.0) > hist.len() as f64 {
+                    break;
+                }
+            }
+            max_ns = max_ns.max(pts.iter().map(|p| p.1).fold(0.0, f64::max));
+            let label = match &g.x_param {
+                Some(p) => format!(
+                    "{} {p}={}",
+                    t.name,
+                    r.summary.parameters.get(p).cloned().unwrap_or_default()
+                ),
+                None => format!("{} run {}", t.name, r.summary.run_index),
+            };
+            // Repetitions of a point: one curve each, told apart by their run.
+            let label = if g.has_repetitions() && g.x_param.is_some() {
+                format!("{label} run {}", r.summary.run_index)
+            } else {
+                label
+            };
+            let others: Vec<String> = r
+                .summary
+                .parameters
+                .iter()
+                .filter(|(k, _)| {
+                    Some(*k) != g.x_param.as_ref()
+                        && g.series.iter().any(|s| s.contains(&format!("{k}=")))
+                })
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            let label = if others.is_empty() {
+                label
+            } else {
+                format!("{label} {}", others.join(" "))
+            };
+            series.push(Series {
+                name: label,
+                points: pts,
+                markers: false,
+                dashed: vec![],
+                warmup: vec![],
+                color: None,
+            });
+        }
+    }
+    if series.is_empty() {
+        let _ = writeln!(
+            h,
+            "<p class=\"warning\">No latency percentile curves: {}</p>",
+            esc(&if problems.is_empty() {
+                "no measured intervals in the interval logs".to_string()
+            } else {
+                problems.join("; ")
+            })
+        );
+        return;
+    }
+    let (div, unit) = svg::latency_unit(max_ns);
+    h.push_str(&svg::line_chart(
+        &format!("percentiles-{gi}"),
+        &format!(
+            "{}: latency by percentile (HDR, measured intervals)",
+            g.step
+        ),
+        "percentile",
+        &format!("latency ({unit})"),
+        div,
+        &series,
+        XAxis::Nines,
+        &[],
+        None,
+        Some(0.0),
+    ));
+}
+
+/// Client efficiency per run, and each series' ops/s as a share of the best at each point.
+
+/// `colors`: every target name in report order, so a target keeps its colour.
+///
+/// Each interval is drawn at its end, its rate its operations over its real length (the last,
+/// partial interval too). Warm-up intervals the run recorded are drawn dotted over the shaded
+/// warm-up, apart from the measured curve; the moving average starts where measurement starts.
+pub fn timeline_chart(h: &mut String, r: &StoredRun, colors: &[String]) {
+    let s = &r.summary;
+    let interval_s = r.interval_seconds();
+    let mut series = Vec::new();
+    for t in &s.targets {
+        let pts = r
+            .timeline
+            .target_points(&t.name, interval_s, s.measured_seconds);
+        let measured: Vec<(f64, f64)> = pts
+            .iter()
+            .filter(|p| !p.warmup)
+            .map(|p| (p.end_s, p.rate_ops))
+            .collect();
+        let warmup: Vec<(f64, f64)> = pts
+            .iter()
+            .filter(|p| p.warmup)
+            .map(|p| (p.end_s, p.rate_ops))
+            .collect();
+        if measured.is_empty() && warmup.is_empty() {
+            continue;
+        }
+        let dashed = svg::moving_average(&measured, MOVING_AVERAGE_INTERVALS);
+        // A run shorter than one interval has one point: draw it as a dot, not an empty line.
+        let markers = measured.len() == 1;
+        series.push(Series {
+            name: t.name.clone(),
+            points: measured
+                .into_iter()
+                .map(|(x, y)| (x, y, String::new()))
+                .collect(),
+            markers,
+            dashed,
+            warmup,
+            color: colors.iter().position(|n| *n == t.name),
+        });
+    }
+    let id = format!("timeline-{}", s.run_index);
+    let title = format!(
+        "run {}: {} [{}] ops/s per interval",
+        s.run_index,
+        s.step,
+        params_text(&s.parameters)
+    );
+    if series.is_empty() {
+        let _ = writeln!(
+            h,
+            "<p class=\"warning\">{}: no timeline stored.</p>",
+            esc(&title)
+        );
+        return;
+    }
+    let marks: Vec<Mark> = s
+        .events
+        .iter()
+        .filter(|e| e.kind != "warmup-start" || s.warmup_seconds > 0.0)
+        .map(|e| Mark {
+            x: e.time_seconds,
+            label: if e.detail.is_empty() {
+                e.kind.clone()
+            } else {
+                format!("{} ({})", e.kind, e.detail)
+            },
+        })
+        .collect();
+    let shade = (s.warmup_seconds > 0.0).then_some((-s.warmup_seconds, 0.0));
+    h.push_str(&svg::line_chart(
+        &id,
+        &title,
+        "seconds from the start of measurement",
+        "operations per second",
+        1.0,
+        &series,
+        XAxis::Linear,
+        &marks,
+        shade,
+        None,
+    ));
+}

@@ -1,0 +1,331 @@
+//! The self-contained HTML brief, its page shell: a summary on top (what was tested, headline
+//! figures, call-outs from the one comparison), warnings wherever storlab was saturated, a run
+//! was partial or a latency could not come from merged histograms, then per workload a table
+//! and charts ([`tables`], [`charts`]), the per-interval timelines, and the disclosure appendix
+//! ([`disclosure`]). Styles and charts are inline: no network access is needed to view or print
+//! it. A small inline script checks on load that every chart drew something and marks the page
+//! (`data-charts`) for the browser test.
+
+pub mod charts;
+pub mod disclosure;
+pub mod tables;
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use crate::report::model::{self, Group};
+use crate::report::svg::esc;
+use crate::report::table::{points_table, results_table, thousands};
+use crate::results::comparison::RunFigures;
+use crate::results::redact;
+use crate::results::stored::StoredRun;
+use crate::units::format_ns;
+
+pub const STYLE: &str = r#"
+body{font-family:"DejaVu Sans",Helvetica,Arial,sans-serif;max-width:1100px;margin:24px auto;padding:0 16px;color:#222;line-height:1.4}
+h1{font-size:26px;margin-bottom:4px}h2{border-bottom:2px solid #0072B2;padding-bottom:3px;margin-top:36px}
+h3{margin-top:24px}.meta{color:#666;font-size:13px}
+table{border-collapse:collapse;margin:10px 0;font-size:12.5px}
+th,td{border:1px solid #ccc;padding:3px 7px;vertical-align:top}th{background:#f0f4f8;text-align:left}
+td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+.callouts li{font-weight:bold;color:#8a3a00}
+.warning{background:#fff4e5;border:2px solid #D55E00;padding:8px 14px;margin:12px 0}
+.warning b{color:#b00}
+svg.chart{max-width:100%;height:auto;display:block;margin:12px 0;page-break-inside:avoid}
+pre{background:#f6f6f6;border:1px solid #ddd;padding:8px;font-size:12px;overflow-x:auto;white-space:pre-wrap}
+dl{display:grid;grid-template-columns:max-content auto;gap:2px 14px;font-size:13px}dt{font-weight:bold}dd{margin:0}
+@media print{body{max-width:none;margin:0}h2{page-break-before:auto}section{page-break-inside:auto}.noprint{display:none}}
+"#;
+
+/// Checks every chart drew at least one non-empty mark (a bar or point with an area, a line
+/// with a length); marks the page with `data-charts` and reports empty charts on the console.
+pub const SCRIPT: &str = r#"
+(function(){
+  var charts=document.querySelectorAll('svg.chart');var empty=[];
+  charts.forEach(function(c){
+    var marks=c.querySelectorAll('rect.bar,circle.pt,path.series');var ok=false;
+    marks.forEach(function(m){var b=m.getBBox();
+      var drawn=m.tagName==='path'?(b.width>0||b.height>0):(b.width>0&&b.height>0);
+      if(drawn){ok=true;}});
+    if(!ok){empty.push(c.id);}
+  });
+  document.body.setAttribute('data-charts',empty.length?('EMPTY:'+empty.join(',')):('OK:'+charts.length));
+  if(empty.length){console.error('storlab report: empty charts: '+empty.join(', '));}
+})();
+"#;
+
+pub fn params_text(p: &BTreeMap<String, String>) -> String {
+    if p.is_empty() {
+        return "-".into();
+    }
+    p.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A short description of a workload from the stored plan.
+pub fn workload_text(w: &serde_json::Value) -> String {
+    let Some(o) = w.as_object() else {
+        return String::new();
+    };
+    let mut parts = Vec::new();
+    for (k, v) in o {
+        if v.is_null() || k == "seed" || k == "write-pattern" {
+            continue;
+        }
+        let v = match v {
+            serde_json::Value::String(s) => s.clone(),
+            v => v.to_string(),
+        };
+        parts.push(format!("{k} {v}"));
+    }
+    parts.join(", ")
+}
+
+fn config_text(c: &serde_json::Value) -> String {
+    let Some(o) = c.as_object() else {
+        return String::new();
+    };
+    o.iter()
+        .filter(|(_, v)| !v.is_null())
+        .map(|(k, v)| match v {
+            serde_json::Value::String(s) => format!("{k} {s}"),
+            v => format!("{k} {v}"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The whole report.
+pub fn report_html(runs: &[StoredRun]) -> String {
+    let summaries: Vec<_> = runs.iter().map(|r| r.summary.clone()).collect();
+    let figures: Vec<RunFigures> = runs.iter().map(RunFigures::of_stored).collect();
+    let groups = model::group_runs(&figures);
+    let mut studies: Vec<&str> = Vec::new();
+    for s in &summaries {
+        if !studies.contains(&s.study.as_str()) {
+            studies.push(&s.study);
+        }
+    }
+    let title = format!("storlab brief: {}", studies.join(", "));
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><style>{STYLE}</style></head><body>\n",
+        esc(&title)
+    );
+    let first = runs.first();
+    let _ = writeln!(
+        h,
+        "<h1>{}</h1><p class=\"meta\">{} run{} from {} to {}; report by storlab {} from stored results only.</p>",
+        esc(&title),
+        runs.len(),
+        if runs.len() == 1 { "" } else { "s" },
+        esc(summaries
+            .iter()
+            .map(|s| s.started_at.as_str())
+            .min()
+            .unwrap_or("")),
+        esc(summaries
+            .iter()
+            .map(|s| s.ended_at.as_str())
+            .max()
+            .unwrap_or("")),
+        env!("CARGO_PKG_VERSION"),
+    );
+
+    // Summary.
+    h.push_str("<section id=\"summary\"><h2>Summary</h2>\n");
+    if let Some(d) = first
+        .and_then(|r| r.study_text.as_deref())
+        .and_then(study_description)
+    {
+        let _ = write!(h, "<p>{}</p>", esc(&d));
+    }
+    h.push_str("<h3>What was tested</h3><ul>\n");
+    for g in &groups {
+        let run = &runs[g.runs[0]];
+        let mut targets = Vec::new();
+        for (i, t) in run.summary.targets.iter().enumerate() {
+            let cfg = run
+                .target_config_json(i)
+                .map(config_text)
+                .unwrap_or_default();
+            targets.push(format!("<b>{}</b> ({})", esc(&t.name), esc(&cfg)));
+        }
+        // Targets from other runs of the group (targets in separate runs).
+        for &ri in &g.runs[1..] {
+            for (i, t) in runs[ri].summary.targets.iter().enumerate() {
+                let shown = format!("<b>{}</b> (", esc(&t.name));
+                if !targets.iter().any(|x| x.starts_with(&shown)) {
+                    let cfg = runs[ri]
+                        .target_config_json(i)
+                        .map(config_text)
+                        .unwrap_or_default();
+                    targets.push(format!("{shown}{})", esc(&cfg)));
+                }
+            }
+        }
+        let workload = run.workload_json(0).map(workload_text).unwrap_or_default();
+        let sweep = match &g.x_param {
+            Some(p) => format!("; swept {p}: {}", g.x_values.join(", ")),
+            None => String::new(),
+        };
+        let _ = writeln!(
+            h,
+            "<li><b>{}</b> ({} run{}): workload <i>{}</i> ({}){} on {}</li>",
+            esc(&g.step),
+            g.runs.len(),
+            if g.runs.len() == 1 { "" } else { "s" },
+            esc(&run
+                .summary
+                .targets
+                .first()
+                .map(|t| t.workload.clone())
+                .unwrap_or_default()),
+            esc(&workload),
+            esc(&sweep),
+            targets.join(", ")
+        );
+    }
+    h.push_str("</ul><h3>Headline figures</h3><ul>\n");
+    for g in &groups {
+        for (series, p) in model::peaks(g) {
+            let _ = writeln!(
+                h,
+                "<li>{}, <b>{}</b>: peak <b>{} ops/s</b> ({:.1} MB/s){}, p99 {}</li>",
+                esc(&g.step),
+                esc(series),
+                thousands(p.figures.rate_ops),
+                p.figures.rate_bytes / 1e6,
+                esc(&g.at(&p.x)),
+                esc(&format_ns(p.figures.p99_latency_ns as f64))
+            );
+        }
+    }
+    h.push_str("</ul>\n");
+    let all_callouts: Vec<(&str, &str)> = groups
+        .iter()
+        .flat_map(|g| {
+            model::callouts(g)
+                .iter()
+                .map(|c| (g.step.as_str(), c.text.as_str()))
+        })
+        .collect();
+    if !all_callouts.is_empty() {
+        h.push_str("<h3>Call-outs</h3><ul class=\"callouts\">\n");
+        for (step, text) in &all_callouts {
+            let _ = writeln!(h, "<li>{}: {}</li>", esc(step), esc(text));
+        }
+        h.push_str("</ul>\n");
+    }
+    let warnings: Vec<String> = model::warnings(&summaries)
+        .into_iter()
+        .chain(model::latency_fallbacks(&groups))
+        .collect();
+    if !warnings.is_empty() {
+        h.push_str("<div class=\"warning\" id=\"warnings\"><b>Warnings: read these before the figures.</b><ul>\n");
+        for w in &warnings {
+            let _ = writeln!(h, "<li>{}</li>", esc(w));
+        }
+        h.push_str("</ul></div>\n");
+    }
+    h.push_str("</section>\n");
+
+    // Per workload.
+    for (gi, g) in groups.iter().enumerate() {
+        workload_section(&mut h, gi, g, runs);
+    }
+
+    // Timelines.
+    let _ = writeln!(
+        h,
+        "<section id=\"timelines\"><h2>Timelines</h2><p>Operations per second, interval by interval, per target (all operation kinds), each interval's operations over its real length (the last, partial one too); dashed: moving average over {} intervals, from the start of measurement; shaded: warm-up, its intervals dotted when the run recorded them (they enter no figure); vertical marks: events.</p>",
+        charts::MOVING_AVERAGE_INTERVALS
+    );
+    let mut names: Vec<String> = Vec::new();
+    for t in runs.iter().flat_map(|r| &r.summary.targets) {
+        if !names.contains(&t.name) {
+            names.push(t.name.clone());
+        }
+    }
+    for r in runs {
+        charts::timeline_chart(&mut h, r, &names);
+    }
+    h.push_str("</section>\n");
+
+    // Disclosure.
+    disclosure::disclosure(&mut h, runs);
+
+    let _ = write!(h, "<script>{SCRIPT}</script>\n</body></html>\n");
+    redact(&h)
+}
+
+/// The `description = "..."` line of a study file.
+fn study_description(text: &str) -> Option<String> {
+    let v: toml::Value = toml::from_str(text).ok()?;
+    v.get("description")?.as_str().map(str::to_string)
+}
+
+fn workload_section(h: &mut String, gi: usize, g: &Group, runs: &[StoredRun]) {
+    let _ = writeln!(
+        h,
+        "<section class=\"workload\" id=\"workload-{gi}\"><h2>Workload: {}</h2>",
+        esc(&g.step)
+    );
+    let in_group: Vec<&StoredRun> = g.runs.iter().map(|i| &runs[*i]).collect();
+    if let Some(warn) = group_warnings(&in_group) {
+        h.push_str(&warn);
+    }
+    h.push_str(&tables::table_html(
+        &results_table(in_group.iter().map(|r| &r.summary), false),
+        "results",
+    ));
+    for r in &in_group {
+        for l in crate::report::table::ycsb_lines(&r.summary) {
+            let _ = write!(
+                h,
+                "<p class=\"ycsb\">run {}: {}</p>",
+                r.summary.run_index,
+                esc(&l)
+            );
+        }
+    }
+    h.push_str("<p class=\"meta\">ops/s: successful operations per second of measured time; MB/s: 10<sup>6</sup> bytes per second; latency: service time (submission to completion), HDR histograms, 3 significant digits.</p>\n");
+    if let Some(t) = points_table(g) {
+        h.push_str("<h3>Repetitions combined</h3><p class=\"meta\">Each point: its repetitions' histograms added (ops/s: all operations over all measured time); min and max: the repetitions' own figures, never averaged into the point's.</p>");
+        h.push_str(&tables::table_html(&t, "points"));
+    }
+    charts::workload_charts(h, gi, g, runs);
+    tables::efficiency_table(h, g, runs);
+    h.push_str("</section>\n");
+}
+
+fn group_warnings(runs: &[&StoredRun]) -> Option<String> {
+    let summaries: Vec<_> = runs.iter().map(|r| r.summary.clone()).collect();
+    let w = model::warnings(&summaries);
+    if w.is_empty() {
+        return None;
+    }
+    let mut s = String::from("<div class=\"warning\"><b>Warning for these results:</b><ul>");
+    for x in w {
+        let _ = write!(s, "<li>{}</li>", esc(&x));
+    }
+    s.push_str("</ul></div>\n");
+    Some(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn description_from_study_text() {
+        assert_eq!(
+            study_description("name = \"x\"\ndescription = \"A & B\"\n").as_deref(),
+            Some("A & B")
+        );
+        assert_eq!(study_description("name = 1 = 2"), None);
+    }
+}

@@ -1,0 +1,268 @@
+//! Reading stored results back for reports and comparisons: a RESULT argument is a run folder
+//! (holding `summary.json`), a study folder (holding `run-NNN` folders), or a run id (or a
+//! unique start or end of one) in the results store. Only stored files are read, never live
+//! state; every text that may hold a credential is redacted again on the way in. A file that
+//! is missing is "not stored"; a file that is there but does not parse is an error naming it.
+
+use std::path::{Path, PathBuf};
+
+use crate::results::histograms::{self, Histograms};
+use crate::results::redact;
+use crate::results::store::{STORE_FILE, Store, StoreError};
+use crate::results::summary::RunSummary;
+use crate::results::system::SystemInfo;
+use crate::results::timeline::{Timeline, parse_timeline};
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error(
+        "`{0}` is not a run folder, a study folder or a run id in the results store (see `storlab results list`)"
+    )]
+    NotFound(String),
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: stored but corrupt: {detail}")]
+    Bad { path: PathBuf, detail: String },
+    #[error("{0}: a study folder without any finished run")]
+    EmptyStudy(PathBuf),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Everything stored about one run.
+#[derive(Debug, Clone)]
+pub struct StoredRun {
+    pub folder: PathBuf,
+    pub summary: RunSummary,
+    /// `None`: no system capture was stored (a corrupt one is an error when reading).
+    pub system: Option<SystemInfo>,
+    /// The study file as stored (redacted).
+    pub study_text: Option<String>,
+    /// This run's resolved plan (`plan.json`), redacted.
+    pub plan: Option<serde_json::Value>,
+    pub timeline: Timeline,
+}
+
+impl StoredRun {
+    /// The resolved workload of the target at `index` (from the plan), if stored.
+    pub fn workload_json(&self, index: usize) -> Option<&serde_json::Value> {
+        workload_json(self.plan.as_ref(), index)
+    }
+
+    /// The target's configuration (type, path, engine...), if stored.
+    pub fn target_config_json(&self, index: usize) -> Option<&serde_json::Value> {
+        target_config_json(self.plan.as_ref(), index)
+    }
+
+    /// The run's nominal timeline interval in seconds (the plan's `interval`; 1 s when the
+    /// plan does not say).
+    pub fn interval_seconds(&self) -> f64 {
+        self.plan
+            .as_ref()
+            .and_then(|p| p.get("interval"))
+            .and_then(|v| v.as_str())
+            .and_then(|s| crate::units::parse_duration(s).ok())
+            .map(|d| d.as_secs_f64())
+            .filter(|s| *s > 0.0)
+            .unwrap_or(1.0)
+    }
+
+    /// Measured latency histograms from `histograms.hlog`, by tag (`target.op`,
+    /// `target.op.intended`), each the sum of the run's measured intervals; the error names
+    /// the file.
+    pub fn latency_histograms(&self) -> Result<Histograms, String> {
+        histograms::read_measured(&self.folder, &self.timeline.rows)
+    }
+}
+
+/// The workload of the target at `index` in a stored plan.
+pub fn workload_json(plan: Option<&serde_json::Value>, index: usize) -> Option<&serde_json::Value> {
+    plan?.get("targets")?.get(index)?.get("workload")
+}
+
+/// The configuration of the target at `index` in a stored plan.
+pub fn target_config_json(
+    plan: Option<&serde_json::Value>,
+    index: usize,
+) -> Option<&serde_json::Value> {
+    plan?.get("targets")?.get(index)?.get("config")
+}
+
+fn read_text(path: &Path) -> Result<String, LoadError> {
+    std::fs::read_to_string(path).map_err(|source| LoadError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+fn parse_json<T: serde::de::DeserializeOwned>(path: &Path, text: &str) -> Result<T, LoadError> {
+    serde_json::from_str(text).map_err(|e| LoadError::Bad {
+        path: path.to_path_buf(),
+        detail: e.to_string(),
+    })
+}
+
+/// A text file that may not have been stored: `None` only when it does not exist.
+fn read_optional_text(path: &Path) -> Result<Option<String>, LoadError> {
+    match std::fs::read_to_string(path) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(LoadError::Io {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// A JSON file that may not have been stored: `None` when it does not exist, an error naming
+/// the file when it exists but does not parse.
+fn read_optional_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>, LoadError> {
+    match read_optional_text(path)? {
+        Some(t) => parse_json(path, &redact(&t)).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// A run folder's system capture (`system.json`): `None` when none was stored.
+pub fn read_system(folder: &Path) -> Result<Option<SystemInfo>, LoadError> {
+    read_optional_json(&folder.join("system.json"))
+}
+
+/// A run folder's summary (`summary.json`).
+pub fn read_summary(folder: &Path) -> Result<RunSummary, LoadError> {
+    let path = folder.join("summary.json");
+    parse_json(&path, &redact(&read_text(&path)?))
+}
+
+/// Reads one run folder.
+pub fn read_run_folder(folder: &Path) -> Result<StoredRun, LoadError> {
+    let summary = read_summary(folder)?;
+    let system = read_system(folder)?;
+    let study_text = read_optional_text(&folder.join("study.toml"))?.map(|t| redact(&t));
+    let plan = read_optional_json(&folder.join("plan.json"))?;
+    let timeline = read_optional_text(&folder.join("timeline.csv"))?
+        .map(|t| parse_timeline(&t))
+        .unwrap_or_default();
+    Ok(StoredRun {
+        folder: folder.to_path_buf(),
+        summary,
+        system,
+        study_text,
+        plan,
+        timeline,
+    })
+}
+
+/// The finished runs of a study folder, in run order (runs without a summary are skipped).
+pub fn read_study_folder(folder: &Path) -> Result<Vec<StoredRun>, LoadError> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(folder)
+        .map_err(|source| LoadError::Io {
+            path: folder.to_path_buf(),
+            source,
+        })?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("run-"))
+                && p.join("summary.json").exists()
+        })
+        .collect();
+    dirs.sort();
+    let mut runs = dirs
+        .iter()
+        .map(|d| read_run_folder(d))
+        .collect::<Result<Vec<_>, _>>()?;
+    runs.sort_by_key(|r| r.summary.run_index);
+    if runs.is_empty() {
+        return Err(LoadError::EmptyStudy(folder.to_path_buf()));
+    }
+    Ok(runs)
+}
+
+/// Resolves one RESULT argument to its runs.
+pub fn load_result(arg: &str, results_dir: &Path) -> Result<Vec<StoredRun>, LoadError> {
+    let path = Path::new(arg);
+    if path.is_dir() {
+        if path.join("summary.json").exists() {
+            return Ok(vec![read_run_folder(path)?]);
+        }
+        return read_study_folder(path);
+    }
+    if results_dir.join(STORE_FILE).exists() {
+        let store = Store::open(results_dir)?;
+        return match store.folder(arg) {
+            Ok(folder) => Ok(vec![read_run_folder(&folder)?]),
+            Err(StoreError::NoSuchRun(_)) => Err(LoadError::NotFound(arg.into())),
+            Err(e) => Err(e.into()),
+        };
+    }
+    Err(LoadError::NotFound(arg.into()))
+}
+
+/// Resolves several RESULT arguments; a run named twice is kept once.
+pub fn load_results(args: &[String], results_dir: &Path) -> Result<Vec<StoredRun>, LoadError> {
+    let mut runs: Vec<StoredRun> = Vec::new();
+    for a in args {
+        for r in load_result(a, results_dir)? {
+            if !runs.iter().any(|x| x.summary.run_id == r.summary.run_id) {
+                runs.push(r);
+            }
+        }
+    }
+    Ok(runs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run folder holding a minimal valid summary.
+    fn run_folder() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let s = crate::results::comparison::tests::summary(1, "s", &[], &[("a", 10.0, 5)]);
+        std::fs::write(
+            dir.path().join("summary.json"),
+            serde_json::to_string(&s).expect("json"),
+        )
+        .expect("write");
+        dir
+    }
+
+    #[test]
+    fn a_missing_system_capture_is_not_stored() {
+        let dir = run_folder();
+        let run = read_run_folder(dir.path()).expect("reads");
+        assert!(run.system.is_none());
+        assert!(run.timeline.rows.is_empty());
+    }
+
+    #[test]
+    fn a_corrupt_system_capture_is_an_error_naming_the_file() {
+        let dir = run_folder();
+        std::fs::write(dir.path().join("system.json"), "{\"hostname\": ").expect("write");
+        let e = read_run_folder(dir.path())
+            .expect_err("corrupt")
+            .to_string();
+        assert!(e.contains("system.json"), "{e}");
+        assert!(e.contains("EOF"), "the parse error is given: {e}");
+        assert!(!e.contains("no system capture"), "{e}");
+    }
+
+    #[test]
+    fn a_corrupt_summary_is_an_error_naming_the_file() {
+        let study = tempfile::tempdir().expect("tempdir");
+        let run = study.path().join("run-001");
+        std::fs::create_dir(&run).expect("mkdir");
+        std::fs::write(run.join("summary.json"), "not json").expect("write");
+        let e = read_study_folder(study.path())
+            .expect_err("corrupt")
+            .to_string();
+        assert!(e.contains("run-001/summary.json"), "{e}");
+        assert!(e.contains("expected"), "the parse error is given: {e}");
+    }
+}
