@@ -237,6 +237,17 @@ fn html_tables_equal_the_stored_results() {
     seen.sort();
     assert_eq!(seen, expected_rows(&sums));
     assert!(html.contains("Appendix: full disclosure") && html.contains("Study file as run"));
+    // How each target's operations overlapped, as its sessions declared and used it.
+    assert!(
+        html.contains("What the sessions used") && html.contains("<td>execution</td>"),
+        "the disclosure says how operations overlapped"
+    );
+    for s in &sums {
+        for t in s["targets"].as_array().unwrap() {
+            let exec = t["session-used"]["execution"].as_str().unwrap_or_default();
+            assert!(!exec.is_empty(), "no execution stated: {t}");
+        }
+    }
     assert!(
         html.contains("data-charts") || html.contains("<script>"),
         "the chart check script is in the page"

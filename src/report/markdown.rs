@@ -146,6 +146,16 @@ pub fn report_markdown(runs: &[StoredRun]) -> String {
     if shown.is_empty() {
         out.push_str("\nNo system capture was stored with these runs.\n");
     }
+    let summaries: Vec<_> = runs.iter().map(|r| &r.summary).collect();
+    let used = crate::report::table::session_used_rows(&summaries);
+    if !used.is_empty() {
+        out.push_str(
+            "\n### What the sessions used\n\n| target | what | used | runs |\n|---|---|---|---|\n",
+        );
+        for [t, k, v, r] in &used {
+            out.push_str(&format!("| {t} | {k} | {v} | {r} |\n"));
+        }
+    }
     let mut texts: Vec<&str> = Vec::new();
     for r in runs {
         if let Some(t) = r.study_text.as_deref().filter(|t| !texts.contains(t)) {

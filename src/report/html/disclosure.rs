@@ -206,6 +206,22 @@ pub fn disclosure(h: &mut String, runs: &[StoredRun]) {
     if shown.is_empty() {
         h.push_str("<p class=\"warning\">No system capture was stored with these runs.</p>\n");
     }
+    let summaries: Vec<_> = runs.iter().map(|r| &r.summary).collect();
+    let used = crate::report::table::session_used_rows(&summaries);
+    if !used.is_empty() {
+        h.push_str("<h3>What the sessions used</h3><table><thead><tr><th>target</th><th>what</th><th>used</th><th>runs</th></tr></thead><tbody>\n");
+        for [t, k, v, r] in &used {
+            let _ = writeln!(
+                h,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(t),
+                esc(k),
+                esc(v),
+                esc(r)
+            );
+        }
+        h.push_str("</tbody></table>\n");
+    }
     h.push_str("<h3>Runs</h3><table><thead><tr><th>run</th><th>run id</th><th>step</th><th>parameters</th><th>repetition</th><th>targets and workload</th><th>warm-up</th><th>measured</th><th>ended by</th><th>started</th><th>folder</th></tr></thead><tbody>\n");
     for r in runs {
         let s = &r.summary;
