@@ -52,10 +52,14 @@ enum Command {
     Check {
         /// The study file (TOML).
         study: PathBuf,
+        #[command(flatten)]
+        size: PlanSizeArgs,
     },
     /// Print the runs a study file expands to (steps x sweep points x repetitions).
     Plan {
         study: PathBuf,
+        #[command(flatten)]
+        size: PlanSizeArgs,
         /// Show the plan as --quick would run it.
         #[arg(long)]
         quick: bool,
@@ -161,9 +165,29 @@ struct CommonRunArgs {
 }
 
 #[derive(Args)]
+struct PlanSizeArgs {
+    /// Expand a study of more than 10,000 runs (without it, such a study is refused with its
+    /// run count and estimated duration, before anything is expanded).
+    #[arg(long)]
+    allow_large_plan: bool,
+}
+
+impl PlanSizeArgs {
+    fn limits(&self) -> study::Limits {
+        if self.allow_large_plan {
+            study::Limits { max_runs: None }
+        } else {
+            study::Limits::default()
+        }
+    }
+}
+
+#[derive(Args)]
 struct RunArgs {
     /// The study file (TOML).
     study: PathBuf,
+    #[command(flatten)]
+    size: PlanSizeArgs,
     /// Quick mode: warm-up at most 0.2 s, each run at most 1 s and 20,000 operations, files
     /// at most 64 MiB. For checking a study end to end, not for figures.
     #[arg(long)]
@@ -227,16 +251,33 @@ pub fn main() -> i32 {
                 );
                 return EXIT_INVALID;
             }
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", error_text(&e));
             1
         }
     }
 }
 
+/// An error and its causes on one line, each cause once: many errors already show their
+/// source in their own message (`{path}: {source}`), which `{:#}` would print a second time.
+fn error_text(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let cause = cause.to_string();
+        if text.contains(&cause) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&cause);
+    }
+    text
+}
+
 fn dispatch(cli: Cli) -> Result<i32> {
     match cli.command {
-        Command::Check { study } => {
-            let plan = study::load(&study)?;
+        Command::Check { study, size } => {
+            let plan = study::load(&study, size.limits())?;
             println!(
                 "{}: valid, {} run{}",
                 study.display(),
@@ -245,8 +286,13 @@ fn dispatch(cli: Cli) -> Result<i32> {
             );
             Ok(0)
         }
-        Command::Plan { study, quick, json } => {
-            let mut plan = study::load(&study)?;
+        Command::Plan {
+            study,
+            size,
+            quick,
+            json,
+        } => {
+            let mut plan = study::load(&study, size.limits())?;
             if quick {
                 plan.make_quick();
             }
@@ -258,7 +304,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
             Ok(0)
         }
         Command::Run(args) => {
-            let mut plan = study::load(&args.study)?;
+            let mut plan = study::load(&args.study, args.size.limits())?;
             if args.quick {
                 plan.make_quick();
             }
@@ -428,7 +474,7 @@ fn brief(args: BriefArgs) -> Result<i32> {
     );
     match html_path {
         Ok(p) => eprintln!("html:    {}", p.display()),
-        Err(e) => eprintln!("html:    not written: {e:#}"),
+        Err(e) => eprintln!("html:    not written: {}", error_text(&e)),
     }
     Ok(code)
 }
@@ -758,4 +804,30 @@ fn write_brief_html(folder: &Path) -> Result<PathBuf> {
     std::fs::write(&path, report::html::report_html(&runs))
         .with_context(|| format!("writing {}", path.display()))?;
     Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("{path}: {source}")]
+    struct ShowsItsSource {
+        path: String,
+        source: std::io::Error,
+    }
+
+    #[test]
+    fn each_cause_is_printed_once() {
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
+        let e = anyhow::Error::new(ShowsItsSource {
+            path: "x.dat".into(),
+            source: io,
+        })
+        .context("target `d`");
+        assert_eq!(format!("{e:#}"), "target `d`: x.dat: no such file: no such file");
+        assert_eq!(error_text(&e), "target `d`: x.dat: no such file");
+        let plain = anyhow::anyhow!("cannot read").context("opening the store");
+        assert_eq!(error_text(&plain), "opening the store: cannot read");
+    }
 }

@@ -85,7 +85,7 @@ fn loop_allocations(
         clock: Clock::new(),
         control: &control,
         gate: &gate,
-        source: workload.source(region, 0),
+        source: workload.source(region, 0, 1),
         recorder,
     };
     let params = SessionParams {

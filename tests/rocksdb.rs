@@ -335,3 +335,79 @@ fn rocksdb_scaling_study_runs_quick_on_loop_device_filesystems() {
     }
     assert_eq!(checked, 18);
 }
+
+/// The share of a readrandom run's gets that found their key.
+fn found_share(s: &Value) -> f64 {
+    let r = kind(s, "read");
+    (u(&r["ops"]) - u(&r["misses"])) as f64 / u(&r["ops"]) as f64
+}
+
+#[test]
+fn reads_after_a_random_fill_find_one_minus_one_over_e_of_the_keys() {
+    // num random puts over num keys leave 1 - (1 - 1/num)^num = 1 - 1/e of them in the
+    // database; reads drawn independently of the fill find that share. A read that replays the
+    // fill's key sequence finds every key it looks for.
+    let expected = 1.0 - (-1.0f64).exp();
+    let lab = Lab::new();
+    let db = lab.path().join("db");
+    let n = 200_000u64;
+    // A study whose fill and read workloads leave `seed` at its default, as the brief does.
+    let study = lab.write(
+        "fill-read.toml",
+        &format!(
+            r#"[targets.db]
+type = "rocksdb"
+path = "{db}"
+compression = "none"
+
+[workloads.fill]
+type = "db-bench"
+benchmark = "fillrandom"
+num = {n}
+
+[workloads.read]
+type = "db-bench"
+benchmark = "readrandom"
+num = {n}
+
+[[steps]]
+workload = "fill"
+targets = ["db"]
+ops = {n}
+
+[[steps]]
+workload = "read"
+targets = ["db"]
+ops = {n}
+"#,
+            db = db.display()
+        ),
+    );
+    let out = lab.run(&["run", "--json", "-q", study.to_str().unwrap()]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    let runs: Vec<Value> = serde_json::from_str(&stdout).expect("summaries as JSON");
+    let found = found_share(&runs[1]);
+    assert!(
+        (found - expected).abs() < 0.005,
+        "the study's readrandom after fillrandom found {:.2}% of its keys, not {:.2}%",
+        found * 100.0,
+        expected * 100.0
+    );
+
+    // db_bench's flags, the read in a later invocation on the database the study filled.
+    let runs = dbbench(
+        &lab,
+        &format!(
+            "--benchmarks=readrandom --use_existing_db=1 --num={n} --db={} --compression_type=none",
+            db.display()
+        ),
+    );
+    let found = found_share(&runs[0]);
+    assert!(
+        (found - expected).abs() < 0.005,
+        "dbbench readrandom on the filled database found {:.2}% of its keys, not {:.2}%",
+        found * 100.0,
+        expected * 100.0
+    );
+}

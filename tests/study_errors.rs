@@ -245,3 +245,174 @@ fn the_binary_reports_file_line_and_key_and_exits_2() {
     let out = lab.run(&["check", good.to_str().unwrap()]);
     assert!(out.status.success());
 }
+
+#[test]
+fn nul_byte_in_a_file_target_path() {
+    let text = GOOD.replace(
+        "type = \"null\"",
+        "type = \"file\"\npath = \"data/x\\u0000.dat\"\nsize = \"1MiB\"",
+    );
+    check(&text, 5, "targets.disk.path", "NUL byte");
+}
+
+#[test]
+fn nul_byte_in_a_rocksdb_path() {
+    let text = r#"[targets.db]
+type = "rocksdb"
+path = "db\u0000"
+
+[workloads.fill]
+type = "db-bench"
+benchmark = "fillrandom"
+
+[[steps]]
+workload = "fill"
+targets = ["db"]
+ops = 10
+"#;
+    check(text, 3, "targets.db.path", "NUL byte");
+}
+
+#[test]
+fn file_region_smaller_than_one_block() {
+    let text = GOOD.replace(
+        "type = \"null\"",
+        "type = \"file\"\npath = \"x.dat\"\nsize = \"1KiB\"",
+    );
+    check(&text, 6, "targets.disk.size", "smaller than one block");
+    // Each swept block size that does not fit is named.
+    let text = format!(
+        "{}sweep.block-size = [\"512\", \"4KiB\", \"8KiB\"]\n",
+        GOOD.replace(
+            "type = \"null\"",
+            "type = \"file\"\npath = \"x.dat\"\nsize = \"1KiB\"",
+        )
+    );
+    let errs = study::parse("bad.toml", &text).unwrap_err().0;
+    assert_eq!(errs.len(), 2, "{errs:?}");
+}
+
+#[test]
+fn null_region_smaller_than_one_block() {
+    let text = GOOD.replace("type = \"null\"", "type = \"null\"\nsize = 4000");
+    check(&text, 5, "targets.disk.size", "smaller than one block");
+}
+
+#[test]
+fn existing_file_region_after_its_offset_smaller_than_one_block() {
+    let lab = common::Lab::new();
+    let data = lab.write("small.dat", &"x".repeat(10_000));
+    let text = GOOD.replace(
+        "type = \"null\"",
+        &format!(
+            "type = \"file\"\npath = \"{}\"\noffset = 8192",
+            data.display()
+        ),
+    );
+    check(&text, 5, "targets.disk.path", "less than one block");
+    // Without the offset, the file holds two blocks.
+    let fits = text.replace("offset = 8192", "offset = 0");
+    assert!(study::parse("good.toml", &fits).is_ok());
+}
+
+/// Runs storlab with `args`, killing it after `limit`: returns its exit code and stderr.
+fn run_bounded(lab: &common::Lab, args: &[&str], limit: std::time::Duration) -> (i32, String) {
+    use std::io::Read;
+    let mut child = lab
+        .cmd()
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start storlab");
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for storlab") {
+            break status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("storlab {args:?} still ran after {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut err)
+        .expect("read stderr");
+    (status.code().unwrap_or(-1), err)
+}
+
+fn values(n: usize, f: impl Fn(usize) -> String) -> String {
+    (0..n).map(f).collect::<Vec<_>>().join(", ")
+}
+
+#[test]
+fn a_plan_of_a_million_runs_is_refused_at_once_with_its_size() {
+    // 100 queue depths x 100 thread counts x 101 read shares = 1,010,000 runs of 1 s.
+    let text = format!(
+        "{GOOD}sweep.queue-depth = [{}]\nsweep.threads = [{}]\nsweep.read-share = [{}]\n",
+        values(100, |i| (i + 1).to_string()),
+        values(100, |i| (i + 1).to_string()),
+        values(101, |i| format!("{:.2}", i as f64 / 100.0)),
+    );
+    let lab = common::Lab::new();
+    let study = lab.write("huge.toml", &text);
+    let limit = std::time::Duration::from_secs(20);
+    for command in ["check", "plan", "run"] {
+        let (code, err) = run_bounded(&lab, &[command, study.to_str().unwrap()], limit);
+        assert_eq!(code, 2, "{command}: {err}");
+        assert!(err.contains("huge.toml:10: `steps[1]`"), "{command}: {err}");
+        assert!(err.contains("1,010,000 runs"), "{command}: {err}");
+        assert!(
+            err.contains("100 queue-depth values x 100 threads values x 101 read-share values"),
+            "{command}: {err}"
+        );
+        assert!(err.contains("11 days 16 hours"), "{command}: {err}");
+        assert!(err.contains("--allow-large-plan"), "{command}: {err}");
+    }
+}
+
+#[test]
+fn allow_large_plan_goes_on() {
+    // 120 x 100 = 12,000 runs: above the limit, small enough to expand in a test.
+    let text = format!(
+        "{GOOD}sweep.queue-depth = [{}]\nsweep.threads = [{}]\n",
+        values(120, |i| (i + 1).to_string()),
+        values(100, |i| (i + 1).to_string()),
+    );
+    let e = one_error(&text);
+    assert!(e.message.contains("12,000 runs"), "{e}");
+    let lab = common::Lab::new();
+    let study = lab.write("large.toml", &text);
+    let out = lab.run(&["check", "--allow-large-plan", study.to_str().unwrap()]);
+    let (stdout, stderr) = common::text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("valid, 12000 runs"), "{stdout}");
+}
+
+#[test]
+fn errors_print_their_cause_once() {
+    let lab = common::Lab::new();
+    let out = lab.run(&["check", "missing.toml"]);
+    let (_, err) = common::text(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.matches("No such file or directory").count(), 1, "{err}");
+
+    // A target path under a regular file: the run fails creating its folder.
+    lab.write("not-a-folder", "");
+    let text = GOOD.replace(
+        "type = \"null\"",
+        "type = \"file\"\npath = \"not-a-folder/x.dat\"\nsize = \"1MiB\"",
+    );
+    let study = lab.write("bad-path.toml", &text);
+    let out = lab.run(&["run", "-q", study.to_str().unwrap()]);
+    let (_, err) = common::text(&out);
+    assert!(!out.status.success(), "{err}");
+    assert_eq!(err.matches("Not a directory").count(), 1, "{err}");
+    assert_eq!(err.matches("creating the folder").count(), 1, "{err}");
+}

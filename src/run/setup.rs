@@ -138,7 +138,7 @@ pub fn plan_workers(run: &RunPlan, regions: &[Region], interval_ns: u64) -> Work
         .targets
         .iter()
         .enumerate()
-        .filter_map(|(ti, t)| t.workload.background().map(|b| (ti, b)))
+        .filter_map(|(ti, t)| t.workload.background(t.seed).map(|b| (ti, b)))
         .collect();
     let total_workers: usize = run
         .targets
@@ -178,11 +178,7 @@ pub fn plan_workers(run: &RunPlan, regions: &[Region], interval_ns: u64) -> Work
             block_bytes: w.block_bytes() as u32,
             random_data: block.is_none_or(|b| b.write_data == crate::workload::WriteData::Random),
             pattern: block.map_or(0, |b| b.write_pattern),
-            seed: match w {
-                crate::workload::Workload::Block(b) => b.seed,
-                crate::workload::Workload::DbBench(k) => k.seed,
-                crate::workload::Workload::Ycsb(y) => y.seed,
-            },
+            seed: run.targets[ti].seed,
             kv: w.kv_shape(),
             ycsb: w.ycsb(),
         }
@@ -205,7 +201,7 @@ pub fn plan_workers(run: &RunPlan, regions: &[Region], interval_ns: u64) -> Work
                 .map(|s| s.saturating_mul(1_000_000_000)),
             _ => None,
         });
-        let mut sources = w.sources(regions[ti]).into_iter();
+        let mut sources = w.sources(regions[ti], t.seed).into_iter();
         for thread in 0..threads {
             let recorder = new_worker(ti, &kinds, open, worker_index);
             let max_ops =

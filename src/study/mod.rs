@@ -4,10 +4,15 @@
 //!
 //! A study is validated into a [`plan::Plan`] before anything runs. Every problem found is
 //! reported with the file, the line and the key, and what was expected; all of them at once.
+//! This file parses a study and checks its targets, workloads and steps; [`sweep`] counts the
+//! runs the steps expand to and expands them; [`checks`] holds the checks of paths and regions
+//! made here rather than when a run starts.
 
 pub mod brief;
+mod checks;
 pub mod dbbench;
 pub mod plan;
+pub mod sweep;
 pub mod ycsb;
 
 use std::collections::BTreeMap;
@@ -20,7 +25,22 @@ use toml::Spanned;
 use crate::targets::{OptionError, REGISTRY, TargetConfig, find_type};
 use crate::units::Dur;
 use crate::workload::Workload;
-use plan::{Plan, RunPlan, RunTarget};
+use plan::Plan;
+
+/// How large a plan a study may expand to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The most runs; None: no limit (`--allow-large-plan`).
+    pub max_runs: Option<u64>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_runs: Some(sweep::MAX_RUNS),
+        }
+    }
+}
 
 /// One problem in a study file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,6 +89,8 @@ impl std::error::Error for StudyErrors {}
 struct RawStudy {
     name: Option<Spanned<String>>,
     description: Option<String>,
+    /// Default `seed` of every workload that sets none.
+    seed: Option<u64>,
     repetitions: Option<Spanned<u32>>,
     interval: Option<Spanned<Dur>>,
     #[serde(default)]
@@ -187,8 +209,8 @@ impl Source<'_> {
     }
 }
 
-/// Reads and validates a study file into a plan.
-pub fn load(path: &Path) -> Result<Plan, StudyErrors> {
+/// Reads and validates a study file into a plan of at most `limits` runs.
+pub fn load(path: &Path, limits: Limits) -> Result<Plan, StudyErrors> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         StudyErrors(vec![StudyError {
             file: path.display().to_string(),
@@ -197,13 +219,19 @@ pub fn load(path: &Path) -> Result<Plan, StudyErrors> {
             message: format!("cannot read the study file: {e}"),
         }])
     })?;
-    let mut plan = parse(&path.display().to_string(), &text)?;
+    let mut plan = parse_with(&path.display().to_string(), &text, limits)?;
     plan.source_path = Some(path.to_path_buf());
     Ok(plan)
 }
 
-/// Validates study text into a plan. `file` names it in errors.
+/// Validates study text into a plan of at most [`sweep::MAX_RUNS`] runs. `file` names it in
+/// errors.
 pub fn parse(file: &str, text: &str) -> Result<Plan, StudyErrors> {
+    parse_with(file, text, Limits::default())
+}
+
+/// Validates study text into a plan of at most `limits` runs. `file` names it in errors.
+pub fn parse_with(file: &str, text: &str, limits: Limits) -> Result<Plan, StudyErrors> {
     let src = Source {
         file: file.to_string(),
         text,
@@ -223,7 +251,7 @@ pub fn parse(file: &str, text: &str) -> Result<Plan, StudyErrors> {
     let mut errors = Vec::new();
 
     // Targets, in file order.
-    let mut targets: BTreeMap<String, TargetConfig> = BTreeMap::new();
+    let mut targets: BTreeMap<String, (TargetConfig, std::ops::Range<usize>)> = BTreeMap::new();
     let mut target_list: Vec<(&String, &Spanned<toml::Table>)> = raw.targets.iter().collect();
     target_list.sort_by_key(|(_, t)| t.span().start);
     for (name, table) in target_list {
@@ -284,7 +312,20 @@ pub fn parse(file: &str, text: &str) -> Result<Plan, StudyErrors> {
         };
         match (ty.parse)(t) {
             Ok(c) => {
-                targets.insert(name.clone(), c);
+                let mut bad_path = false;
+                for path in c.paths() {
+                    if let Some(message) = checks::path_problem(&path) {
+                        errors.push(src.error(
+                            src.locate_in(&span, "path"),
+                            format!("targets.{name}.path"),
+                            message,
+                        ));
+                        bad_path = true;
+                    }
+                }
+                if !bad_path {
+                    targets.insert(name.clone(), (c, span));
+                }
             }
             Err(OptionError { key, message }) => {
                 let full = if key.is_empty() {
@@ -301,9 +342,25 @@ pub fn parse(file: &str, text: &str) -> Result<Plan, StudyErrors> {
     let mut workloads: BTreeMap<String, (toml::Table, std::ops::Range<usize>)> = BTreeMap::new();
     for (name, table) in &raw.workloads {
         let span = table.span();
-        match Workload::from_table(table.get_ref().clone()) {
+        let mut table = table.get_ref().clone();
+        if let Some(toml::Value::String(path)) = table.get("workload-file")
+            && let Some(message) = checks::path_problem(Path::new(path))
+        {
+            errors.push(src.error(
+                src.locate_in(&span, "workload-file"),
+                format!("workloads.{name}.workload-file"),
+                message,
+            ));
+            continue;
+        }
+        if let Some(seed) = raw.seed {
+            table
+                .entry("seed")
+                .or_insert(toml::Value::Integer(seed as i64));
+        }
+        match Workload::from_table(table.clone()) {
             Ok(_) => {
-                workloads.insert(name.clone(), (table.get_ref().clone(), span));
+                workloads.insert(name.clone(), (table, span));
             }
             Err(OptionError { key, message }) => {
                 errors.push(src.error(
@@ -337,7 +394,7 @@ pub fn parse(file: &str, text: &str) -> Result<Plan, StudyErrors> {
         }
     }
 
-    let mut runs = Vec::new();
+    let mut steps = Vec::new();
     let mut step_names = std::collections::HashSet::new();
     for (si, step) in raw.steps.iter().enumerate() {
         let step_span = step.span();
@@ -355,7 +412,7 @@ pub fn parse(file: &str, text: &str) -> Result<Plan, StudyErrors> {
                 format!("two steps are named `{step_name}`"),
             ));
         }
-        let Some((wtable, _)) = workloads.get(s.workload.get_ref()) else {
+        let Some((wtable, wspan)) = workloads.get(s.workload.get_ref()) else {
             if !raw.workloads.contains_key(s.workload.get_ref()) {
                 let names: Vec<&String> = raw.workloads.keys().collect();
                 errors.push(src.error(
@@ -380,7 +437,11 @@ pub fn parse(file: &str, text: &str) -> Result<Plan, StudyErrors> {
         }
         for t in s.targets.get_ref() {
             match targets.get(t.get_ref()) {
-                Some(c) => step_targets.push((t.get_ref().clone(), c.clone())),
+                Some((config, span)) => step_targets.push(sweep::StepTarget {
+                    name: t.get_ref().clone(),
+                    config: config.clone(),
+                    span: span.clone(),
+                }),
                 None if raw.targets.contains_key(t.get_ref()) => {}
                 None => {
                     let names: Vec<&String> = raw.targets.keys().collect();
@@ -434,16 +495,16 @@ pub fn parse(file: &str, text: &str) -> Result<Plan, StudyErrors> {
             }
         }
 
-        // Sweep points: the cartesian product of every swept parameter's values.
-        let mut sweep: Vec<(&String, &Spanned<Vec<Spanned<toml::Value>>>)> =
-            s.sweep.iter().collect();
+        // Swept parameters: checked one by one here; their points are multiplied out only
+        // once the whole study is known to be of a size that can be expanded.
+        let mut sweep: Vec<(&str, &Spanned<Vec<Spanned<toml::Value>>>)> =
+            s.sweep.iter().map(|(k, v)| (k.as_str(), v)).collect();
         sweep.sort_by_key(|(_, v)| v.span().start);
-        let mut points: Vec<Vec<(String, Spanned<toml::Value>)>> = vec![Vec::new()];
         let sweepable = Workload::sweepable(wtable);
-        for (param, values) in &sweep {
-            if !sweepable.contains(&param.as_str()) {
+        sweep.retain(|(param, values)| {
+            if !sweepable.contains(param) {
                 errors.push(src.error(Some(values.span()), format!("{step_key}.sweep.{param}"), format!("`{param}` is not a workload parameter that can be swept; expected one of {}", sweepable.join(", "))));
-                continue;
+                return false;
             }
             if values.get_ref().is_empty() {
                 errors.push(src.error(
@@ -451,111 +512,44 @@ pub fn parse(file: &str, text: &str) -> Result<Plan, StudyErrors> {
                     format!("{step_key}.sweep.{param}"),
                     "a sweep needs at least one value",
                 ));
-                continue;
+                return false;
             }
-            points = points
-                .into_iter()
-                .flat_map(|p| {
-                    values.get_ref().iter().map(move |v| {
-                        let mut p = p.clone();
-                        p.push(((*param).clone(), v.clone()));
-                        p
-                    })
-                })
-                .collect();
-        }
+            true
+        });
+        steps.push(sweep::Step {
+            number: si + 1,
+            key: step_key,
+            span: step_span,
+            name: step_name,
+            workload_name: s.workload.get_ref().clone(),
+            workload_table: wtable,
+            workload_span: wspan.clone(),
+            sweep,
+            targets: step_targets,
+            together: s.together,
+            warmup: s
+                .warmup
+                .as_ref()
+                .map(|w| *w.get_ref())
+                .unwrap_or(Dur(std::time::Duration::ZERO)),
+            duration: s.duration.as_ref().map(|d| *d.get_ref()),
+            ops: s.ops.as_ref().map(|o| *o.get_ref()),
+            repetitions: reps.max(1),
+            stop_on_error: s.stop_on_error,
+            drop_caches: s.drop_caches,
+        });
+    }
 
-        let mut point_runs = Vec::new();
-        for point in &points {
-            let mut table = wtable.clone();
-            for (param, value) in point {
-                table.insert(param.clone(), value.get_ref().clone());
-            }
-            let workload = match Workload::from_table(table) {
-                Ok(w) => w,
-                Err(OptionError { key, message }) => {
-                    // Blame the swept value if the bad key is swept, else the workload.
-                    let at = point.iter().find(|(p, _)| *p == key).map(|(_, v)| v.span());
-                    let err = match at {
-                        Some(span) => {
-                            src.error(Some(span), format!("{step_key}.sweep.{key}"), message)
-                        }
-                        None => {
-                            let wspan = &workloads[s.workload.get_ref()].1;
-                            src.error(
-                                src.locate_in(wspan, &key),
-                                format!("workloads.{}.{key}", s.workload.get_ref()),
-                                message,
-                            )
-                        }
-                    };
-                    if !errors.contains(&err) {
-                        errors.push(err);
-                    }
-                    continue;
-                }
-            };
-            // Check the workload against what each target can do.
-            for (tname, tconf) in &step_targets {
-                if let Some(msg) = capability_problem(tconf, &workload) {
-                    let key = if msg.0 == "queue-depth" {
-                        "queue-depth"
-                    } else {
-                        msg.0
-                    };
-                    let at = point.iter().find(|(p, _)| p == key).map(|(_, v)| v.span());
-                    let wspan = &workloads[s.workload.get_ref()].1;
-                    let err = src.error(
-                        at.or_else(|| src.locate_in(wspan, key)),
-                        format!("targets.{tname}"),
-                        msg.1,
-                    );
-                    if !errors.contains(&err) {
-                        errors.push(err);
-                    }
-                }
-            }
-            let parameters: BTreeMap<String, String> = point
-                .iter()
-                .map(|(p, v)| (p.clone(), value_text(v.get_ref())))
-                .collect();
-            point_runs.push((parameters, workload));
-        }
-
-        for rep in 1..=reps.max(1) {
-            for (parameters, workload) in &point_runs {
-                let groups: Vec<Vec<(String, TargetConfig)>> = if s.together {
-                    vec![step_targets.clone()]
-                } else {
-                    step_targets.iter().map(|t| vec![t.clone()]).collect()
-                };
-                for group in groups {
-                    runs.push(RunPlan {
-                        index: runs.len() + 1,
-                        step: step_name.clone(),
-                        repetition: rep,
-                        parameters: parameters.clone(),
-                        warmup: s
-                            .warmup
-                            .as_ref()
-                            .map(|w| *w.get_ref())
-                            .unwrap_or(Dur(std::time::Duration::ZERO)),
-                        duration: s.duration.as_ref().map(|d| *d.get_ref()),
-                        ops: s.ops.as_ref().map(|o| *o.get_ref()),
-                        stop_on_error: s.stop_on_error,
-                        drop_caches: s.drop_caches,
-                        interval: Dur(interval),
-                        targets: group
-                            .into_iter()
-                            .map(|(name, config)| RunTarget {
-                                name,
-                                config,
-                                workload_name: s.workload.get_ref().clone(),
-                                workload: workload.clone(),
-                            })
-                            .collect(),
-                    });
-                }
+    // Count before expanding: a study of millions of runs is refused, not expanded.
+    let mut runs = Vec::new();
+    let too_large = limits
+        .max_runs
+        .and_then(|max| sweep::refuse_large(&src, &steps, max));
+    match too_large {
+        Some(err) => errors.push(err),
+        None => {
+            for step in &steps {
+                sweep::expand(&src, step, Dur(interval), &mut runs, &mut errors);
             }
         }
     }

@@ -51,6 +51,10 @@ pub struct RunTarget {
     pub config: TargetConfig,
     pub workload_name: String,
     pub workload: Workload,
+    /// This run's seed ([`Workload::run_seed`]): thread i draws from
+    /// [`crate::workload::thread_seed`]`(seed, i)`, readwhilewriting's writer from
+    /// [`crate::workload::writer_seed`]`(seed)`.
+    pub seed: u64,
 }
 
 impl RunPlan {

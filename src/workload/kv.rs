@@ -131,7 +131,10 @@ pub struct KvWorkload {
     pub rate_ops: Option<f64>,
     /// Open loop: operations per second for each thread.
     pub rate_per_thread_ops: Option<f64>,
-    /// Seed of the key generators (thread i uses seed + i).
+    /// Base seed of the key generators (default: the study's `seed`). Each run draws from a
+    /// seed derived from it, its place in the study and the benchmark, each thread from one
+    /// derived from that ([`crate::workload::Workload::run_seed`]): a read never replays the
+    /// fill's keys.
     #[serde(default = "default_seed")]
     pub seed: u64,
 }
@@ -152,7 +155,7 @@ fn default_one() -> u32 {
     1
 }
 fn default_seed() -> u64 {
-    0x5eed
+    super::DEFAULT_SEED
 }
 
 /// Keys a study's sweep may vary in a db-bench workload.
@@ -249,27 +252,31 @@ impl KvWorkload {
             .or(self.rate_ops.map(|r| r / self.threads as f64))
     }
 
-    /// The source of foreground thread `thread`.
-    pub fn source(&self, thread: u32) -> KvSource {
+    /// The source of foreground thread `thread` of a run seeded `run_seed`.
+    pub fn source(&self, thread: u32, run_seed: u64) -> KvSource {
         KvSource::new(
             self.benchmark,
             self.num,
-            self.seed.wrapping_add(thread as u64),
+            super::thread_seed(run_seed, thread),
         )
     }
 
-    /// readwhilewriting's writer: its source and its pace in puts per second (None: as fast
-    /// as it can).
-    pub fn writer(&self) -> Option<(KvSource, Option<f64>)> {
-        if self.benchmark != Benchmark::Readwhilewriting {
+    /// The benchmark has a background writer (readwhilewriting).
+    pub fn has_writer(&self) -> bool {
+        self.benchmark == Benchmark::Readwhilewriting
+    }
+
+    /// readwhilewriting's writer in a run seeded `run_seed`: its source and its pace in puts
+    /// per second (None: as fast as it can).
+    pub fn writer(&self, run_seed: u64) -> Option<(KvSource, Option<f64>)> {
+        if !self.has_writer() {
             return None;
         }
         let put_bytes = (self.key_size as u64 + self.value_size.0) as f64;
         let rate =
             (self.writer_rate_bytes.0 > 0).then(|| self.writer_rate_bytes.0 as f64 / put_bytes);
-        // db_bench's writer is thread 0; the readers are 1..=threads.
         Some((
-            KvSource::new(Benchmark::Overwrite, self.num, self.seed.wrapping_sub(1)),
+            KvSource::new(Benchmark::Overwrite, self.num, super::writer_seed(run_seed)),
             rate,
         ))
     }
@@ -434,7 +441,7 @@ mod tests {
     #[test]
     fn random_keys_cover_the_key_space_uniformly() {
         let w = workload("benchmark = \"readrandom\"\nnum = 100").unwrap();
-        let mut s = w.source(0);
+        let mut s = w.source(0, 1);
         let mut counts = [0u32; 100];
         for _ in 0..100_000 {
             match s.next_op() {
@@ -452,7 +459,7 @@ mod tests {
     #[test]
     fn fillseq_puts_keys_in_order_and_the_writer_is_separate() {
         let w = workload("benchmark = \"fillseq\"\nnum = 3").unwrap();
-        let mut s = w.source(0);
+        let mut s = w.source(0, 1);
         let keys: Vec<Op> = (0..4).map(|_| s.next_op()).collect();
         assert_eq!(
             keys,
@@ -463,12 +470,12 @@ mod tests {
                 Op::Put { key: 0 }
             ]
         );
-        assert!(w.writer().is_none());
+        assert!(w.writer(1).is_none());
         let rw = workload(
             "benchmark = \"readwhilewriting\"\nvalue-size = 4080\nkey-size = 16\nwriter-rate-bytes = \"4MiB\"",
         )
         .unwrap();
-        let (mut writer, rate) = rw.writer().unwrap();
+        let (mut writer, rate) = rw.writer(1).unwrap();
         assert!(matches!(writer.next_op(), Op::Put { .. }));
         assert_eq!(rate, Some(1024.0));
     }
@@ -498,5 +505,67 @@ mod tests {
             "benchmark"
         );
         assert_eq!(workload("num = 5").unwrap_err().key, "benchmark");
+    }
+
+    fn keys(s: &mut KvSource, n: usize) -> Vec<u64> {
+        (0..n)
+            .map(|_| match s.next_op() {
+                Op::Put { key } | Op::Get { key } => key,
+                other => panic!("{other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_read_after_a_fill_draws_its_own_keys_and_finds_one_minus_one_over_e() {
+        let num = 100_000u64;
+        let fill = crate::workload::Workload::DbBench(
+            workload(&format!("benchmark = \"fillrandom\"\nnum = {num}")).unwrap(),
+        );
+        let read = crate::workload::Workload::DbBench(
+            workload(&format!("benchmark = \"readrandom\"\nnum = {num}")).unwrap(),
+        );
+        let (crate::workload::Workload::DbBench(f), crate::workload::Workload::DbBench(r)) =
+            (&fill, &read)
+        else {
+            unreachable!()
+        };
+        // Both the next step of one study and the first step of another study.
+        for (fill_place, read_place) in [((1, 1, 1), (2, 1, 1)), ((1, 1, 1), (1, 1, 1))] {
+            let fill_seed = fill.run_seed(fill_place.0, fill_place.1, fill_place.2);
+            let read_seed = read.run_seed(read_place.0, read_place.1, read_place.2);
+            let mut present = vec![false; num as usize];
+            for k in keys(&mut f.source(0, fill_seed), num as usize) {
+                present[k as usize] = true;
+            }
+            let found = keys(&mut r.source(0, read_seed), num as usize)
+                .into_iter()
+                .filter(|&k| present[k as usize])
+                .count() as f64
+                / num as f64;
+            let expected = 1.0 - (-1.0f64).exp();
+            assert!((found - expected).abs() < 0.005, "found {found}");
+        }
+    }
+
+    #[test]
+    fn seeds_are_reproducible_and_differ_by_thread_run_and_benchmark() {
+        let w = crate::workload::Workload::DbBench(
+            workload("benchmark = \"readrandom\"\nthreads = 2").unwrap(),
+        );
+        let crate::workload::Workload::DbBench(kv) = &w else {
+            unreachable!()
+        };
+        let seed = w.run_seed(1, 1, 1);
+        assert_eq!(seed, w.run_seed(1, 1, 1));
+        let first = keys(&mut kv.source(0, seed), 8);
+        assert_eq!(first, keys(&mut kv.source(0, seed), 8));
+        assert_ne!(first, keys(&mut kv.source(1, seed), 8));
+        for other in [w.run_seed(2, 1, 1), w.run_seed(1, 2, 1), w.run_seed(1, 1, 2)] {
+            assert_ne!(first, keys(&mut kv.source(0, other), 8));
+        }
+        let rw = workload("benchmark = \"readwhilewriting\"").unwrap();
+        let (mut writer, _) = rw.writer(seed).unwrap();
+        assert_ne!(first, keys(&mut writer, 8));
     }
 }

@@ -3,6 +3,11 @@
 //! allocating. Block workloads (this file) issue random or sequential offsets aligned inside
 //! the target's region, with a read share and an fsync every N writes; key-value workloads
 //! with db_bench's semantics are in [`kv`].
+//!
+//! Random streams: a run's seed is derived from the workload's `seed` (the study's by default),
+//! the run's place in the study and what the workload does ([`Workload::run_seed`]); each
+//! thread's from the run's seed and its index ([`thread_seed`]). So a read never replays the
+//! key or offset sequence of the fill before it, and the same study draws the same streams.
 
 pub mod kv;
 
@@ -68,7 +73,8 @@ pub struct BlockWorkload {
     /// The byte written when `write-data = "pattern"`.
     #[serde(default)]
     pub write_pattern: u8,
-    /// Seed of the offset and data generators (default: fixed, so runs repeat).
+    /// Base seed of the offset generators (default: the study's `seed`); each run and thread
+    /// draws from a seed derived from it ([`Workload::run_seed`], [`thread_seed`]).
     #[serde(default = "default_seed")]
     pub seed: u64,
 }
@@ -83,7 +89,48 @@ fn default_one() -> u32 {
     1
 }
 fn default_seed() -> u64 {
-    0x5eed
+    DEFAULT_SEED
+}
+
+/// The seed of a study that sets none.
+pub const DEFAULT_SEED: u64 = 0x5eed;
+
+/// splitmix64's output function (Steele, Lea and Flood, 2014): a bijection on u64 whose every
+/// output bit depends on every input bit.
+#[inline]
+pub fn splitmix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Mixes `parts` into `seed`, one splitmix64 round each: different tuples give unrelated seeds,
+/// the same tuple the same seed on every machine.
+pub fn mix_seed(seed: u64, parts: &[u64]) -> u64 {
+    parts
+        .iter()
+        .fold(splitmix64(seed), |h, &p| splitmix64(h ^ splitmix64(p)))
+}
+
+/// A name as a number for [`mix_seed`] (64-bit FNV-1a: stable across builds, unlike std's hasher).
+pub fn name_hash(name: &str) -> u64 {
+    name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// The seed of foreground thread `thread` of a run whose seed is `run_seed`.
+#[inline]
+pub fn thread_seed(run_seed: u64, thread: u32) -> u64 {
+    mix_seed(run_seed, &[thread as u64])
+}
+
+/// The seed of a run's background writer: the thread index 2^32, which no foreground thread
+/// has.
+#[inline]
+pub fn writer_seed(run_seed: u64) -> u64 {
+    mix_seed(run_seed, &[1 << 32])
 }
 
 /// A workload of any type, as a study's `[workloads.NAME]` table gives it: `type = "block"`
@@ -228,7 +275,7 @@ impl Workload {
     pub fn writes(&self) -> bool {
         match self {
             Workload::Block(w) => w.writes(),
-            Workload::DbBench(w) => w.benchmark.writes() || w.writer().is_some(),
+            Workload::DbBench(w) => w.benchmark.writes() || w.has_writer(),
             Workload::Ycsb(w) => w.writes(),
         }
     }
@@ -254,7 +301,7 @@ impl Workload {
     pub fn all_kinds(&self) -> Vec<OpKind> {
         let mut k = self.kinds();
         if let Workload::DbBench(w) = self {
-            if w.writer().is_some() && !k.contains(&OpKind::Write) {
+            if w.has_writer() && !k.contains(&OpKind::Write) {
                 k.push(OpKind::Write);
             }
         }
@@ -268,12 +315,39 @@ impl Workload {
         }
     }
 
-    /// The operation source of foreground thread `thread` (a YCSB workload's threads share
-    /// state: use [`Workload::sources`]).
-    pub fn source(&self, region: Region, thread: u32) -> Source {
+    /// The seed of one run of this workload: the workload's `seed` mixed ([`mix_seed`]) with
+    /// the run's place in the study (step, sweep point and repetition, each counted from 1)
+    /// and what the workload does (db-bench: the benchmark's name; block: its access and
+    /// operation kinds). A readrandom after a fillrandom, or a read step after a write step,
+    /// thus draws an independent sequence, also when each comes from its own study or
+    /// `storlab dbbench` invocation; the targets of one step, point and repetition draw the
+    /// same sequence, so that they are compared on equal terms. YCSB workloads keep their
+    /// `seed` as YCSB's generators use it.
+    pub fn run_seed(&self, step: usize, point: usize, repetition: u32) -> u64 {
+        let place = [step as u64, point as u64, repetition as u64];
         match self {
-            Workload::Block(w) => Source::Block(w.source(region, thread)),
-            Workload::DbBench(w) => Source::Kv(w.source(thread)),
+            Workload::Block(w) => {
+                let mut what = format!("{:?}", w.access);
+                for k in w.kinds() {
+                    what.push(' ');
+                    what.push_str(k.name());
+                }
+                mix_seed(w.seed, &[place[0], place[1], place[2], name_hash(&what)])
+            }
+            Workload::DbBench(w) => mix_seed(
+                w.seed,
+                &[place[0], place[1], place[2], name_hash(w.benchmark.name())],
+            ),
+            Workload::Ycsb(w) => w.seed,
+        }
+    }
+
+    /// The operation source of foreground thread `thread` of a run seeded `run_seed` (a YCSB
+    /// workload's threads share state: use [`Workload::sources`]).
+    pub fn source(&self, region: Region, thread: u32, run_seed: u64) -> Source {
+        match self {
+            Workload::Block(w) => Source::Block(w.source(region, thread, run_seed)),
+            Workload::DbBench(w) => Source::Kv(w.source(thread, run_seed)),
             Workload::Ycsb(w) => w
                 .sources()
                 .into_iter()
@@ -283,12 +357,12 @@ impl Workload {
         }
     }
 
-    /// The operation sources of all foreground threads, in order.
-    pub fn sources(&self, region: Region) -> Vec<Source> {
+    /// The operation sources of all foreground threads of a run seeded `run_seed`, in order.
+    pub fn sources(&self, region: Region, run_seed: u64) -> Vec<Source> {
         match self {
             Workload::Ycsb(w) => w.sources().into_iter().map(Source::Ycsb).collect(),
             _ => (0..self.threads())
-                .map(|t| self.source(region, t))
+                .map(|t| self.source(region, t, run_seed))
                 .collect(),
         }
     }
@@ -310,11 +384,11 @@ impl Workload {
         }
     }
 
-    /// The background worker, if the workload has one.
-    pub fn background(&self) -> Option<Background> {
+    /// The background worker of a run seeded `run_seed`, if the workload has one.
+    pub fn background(&self, run_seed: u64) -> Option<Background> {
         match self {
             Workload::Block(_) | Workload::Ycsb(_) => None,
-            Workload::DbBench(w) => w.writer().map(|(source, rate_ops)| Background {
+            Workload::DbBench(w) => w.writer(run_seed).map(|(source, rate_ops)| Background {
                 source: Source::Kv(source),
                 kinds: vec![OpKind::Write],
                 rate_ops,
@@ -472,8 +546,8 @@ impl BlockWorkload {
         k
     }
 
-    /// The operation source of one of this workload's threads.
-    pub fn source(&self, region: Region, thread: u32) -> BlockSource {
+    /// The operation source of thread `thread` of a run seeded `run_seed`.
+    pub fn source(&self, region: Region, thread: u32, run_seed: u64) -> BlockSource {
         let block = self.block_size.0;
         let align = self.alignment_bytes();
         let (base, span) = match self.access {
@@ -501,9 +575,7 @@ impl BlockWorkload {
             (self.read_share * u64::MAX as f64) as u64
         };
         BlockSource {
-            rng: SmallRng::seed_from_u64(
-                self.seed ^ (thread as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
-            ),
+            rng: SmallRng::seed_from_u64(thread_seed(run_seed, thread)),
             random: self.access == Access::Random,
             all_reads: self.read_share >= 1.0,
             read_threshold,
@@ -584,7 +656,7 @@ mod tests {
             offset_bytes: 1 << 20,
             size_bytes: 64 << 20,
         };
-        let mut s = w.source(region, 0);
+        let mut s = w.source(region, 0, 1);
         let (mut reads, mut writes) = (0, 0);
         for _ in 0..100_000 {
             let (offset, len, read) = match s.next_op() {
@@ -607,8 +679,8 @@ mod tests {
             offset_bytes: 0,
             size_bytes: 8 << 20,
         };
-        let mut a = w.source(region, 0);
-        let mut b = w.source(region, 1);
+        let mut a = w.source(region, 0, 1);
+        let mut b = w.source(region, 1, 1);
         let offs: Vec<u64> = (0..5)
             .map(|_| match a.next_op() {
                 Op::Read { offset, .. } => offset,
@@ -631,6 +703,7 @@ mod tests {
                 size_bytes: 1 << 20,
             },
             0,
+            1,
         );
         let kinds: Vec<OpKind> = (0..6).map(|_| s.next_op().kind()).collect();
         assert_eq!(

@@ -1,0 +1,83 @@
+//! Checks of a study against what its runs will meet, made at `check` time rather than when a
+//! run starts: a path no file can have (a NUL byte in it), and a target region too small to
+//! hold one block of the workload.
+
+use std::path::Path;
+
+use crate::targets::TargetConfig;
+use crate::units::Bytes;
+use crate::workload::Workload;
+
+/// Why `path` cannot name a file, if it cannot.
+pub(super) fn path_problem(path: &Path) -> Option<String> {
+    use std::os::unix::ffi::OsStrExt;
+    path.as_os_str().as_bytes().contains(&0).then(|| {
+        format!(
+            "the path {:?} holds a NUL byte, which no file name can hold",
+            path.display().to_string()
+        )
+    })
+}
+
+/// Why target `t` has no room for one block of `w` (the workload named `workload_name`),
+/// with the target key to blame (`size`, or `path` when the size is an existing file's).
+pub(super) fn region_problem(
+    t: &TargetConfig,
+    w: &Workload,
+    workload_name: &str,
+) -> Option<(&'static str, String)> {
+    let block = w.as_block()?.block_size;
+    let too_small = |room: u64| room < block.0;
+    match t {
+        TargetConfig::Null(n) => too_small(n.size.0).then(|| {
+            (
+                "size",
+                format!(
+                    "size {} is smaller than one block of workload `{workload_name}` (block-size {block})",
+                    n.size
+                ),
+            )
+        }),
+        TargetConfig::File(f) => match f.size {
+            Some(size) => too_small(size.0).then(|| {
+                (
+                    "size",
+                    format!(
+                        "size {size} is smaller than one block of workload `{workload_name}` (block-size {block}): the region must hold at least one"
+                    ),
+                )
+            }),
+            None => {
+                // Without `size` the region is the rest of an existing file after `offset`
+                // (a block device's size is read when the run starts).
+                let len = std::fs::metadata(&f.path).ok().filter(|m| m.is_file())?.len();
+                let room = len.saturating_sub(f.offset.0);
+                too_small(room).then(|| {
+                    (
+                        "path",
+                        format!(
+                            "{} is {} long: from offset {} that leaves {}, less than one block of workload `{workload_name}` (block-size {block}); give `size` to make the region larger",
+                            f.path.display(),
+                            Bytes(len),
+                            f.offset,
+                            Bytes(room)
+                        ),
+                    )
+                })
+            }
+        },
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_nul_byte_is_no_path() {
+        assert!(path_problem(Path::new("data/x.dat")).is_none());
+        let bad = path_problem(Path::new("data/x\0.dat")).unwrap();
+        assert!(bad.contains("NUL"), "{bad}");
+    }
+}
