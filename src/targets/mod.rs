@@ -217,6 +217,13 @@ pub trait Session {
     /// Hands queued operations to the system and appends completions to `out`, waiting
     /// until at least `min` have completed (0: do not wait).
     fn complete(&mut self, min: u32, out: &mut Completions) -> Result<(), OpError>;
+
+    /// What the session actually runs with, where it may differ from what was asked (a
+    /// fallback the kernel forced, say), as (key, value) pairs for the summary and the
+    /// disclosure.
+    fn used(&self) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
 }
 
 /// Something that runs with a concrete session type: the worker loop.
