@@ -156,17 +156,17 @@ impl UringSession {
             stamp,
             _file: file,
         };
-        if options.iopoll {
-            if let Err(e) = s.probe_iopoll() {
-                if matches!(e, UringError::IopollTimeout) {
-                    // The probe's read may still land in its buffer after the ring is closed:
-                    // keep the buffer's memory from being reused (a one-off leak on refusal).
-                    let UringSession { ring, buf, .. } = s;
-                    drop(ring);
-                    std::mem::forget(buf);
-                }
-                return Err(e);
+        if options.iopoll
+            && let Err(e) = s.probe_iopoll()
+        {
+            if matches!(e, UringError::IopollTimeout) {
+                // The probe's read may still land in its buffer after the ring is closed:
+                // keep the buffer's memory from being reused (a one-off leak on refusal).
+                let UringSession { ring, buf, .. } = s;
+                drop(ring);
+                std::mem::forget(buf);
             }
+            return Err(e);
         }
         Ok(s)
     }
