@@ -1,11 +1,13 @@
-//! The `file` target: a regular file or a block device, driven through io_uring (batched
-//! submission, registered file and buffers, completions reaped in batches) or psync
-//! (pread/pwrite, one I/O at a time per worker), with O_DIRECT or buffered I/O.
+//! The `file` target: a regular file or a block device, driven through io_uring (with O_DIRECT
+//! one submission per operation, registered file and buffers: see [`uring`]) or psync (pread/pwrite, one I/O
+//! at a time per worker), with O_DIRECT or buffered I/O.
 //!
 //! Regular files are created and laid out with incompressible data before a run, so reads never
 //! hit holes. Block devices pass the [`guard`](crate::targets::guard) before any write. Every
 //! session checks each operation against the region it was given, so storlab never writes
 //! outside it.
+
+mod uring;
 
 use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
@@ -15,7 +17,6 @@ use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use io_uring::{IoUring, opcode, types};
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
@@ -25,8 +26,10 @@ use crate::targets::{
     Session, SessionParams, SessionUser, Submitted, Target, TargetConfig, TargetError, TargetType,
     guard, option_error,
 };
+use crate::units::{Bytes, Dur};
 use crate::workload::Workload;
-use crate::units::Bytes;
+use uring::UringOptions;
+pub use uring::UringSession;
 
 pub const TYPE: TargetType = TargetType {
     name: "file",
@@ -38,7 +41,19 @@ pub const TYPE: TargetType = TargetType {
         ),
         (
             "engine",
-            "\"io-uring\" (default: batched, registered buffers) or \"psync\" (pread/pwrite, queue depth 1)",
+            "\"io-uring\" (default: registered file and buffers; with direct = true each operation is submitted as it is queued, else together at the next reap) or \"psync\" (pread/pwrite, queue depth 1)",
+        ),
+        (
+            "sqthread-poll",
+            "io-uring: true for a kernel thread that polls the submission queue (IORING_SETUP_SQPOLL, fio's sqthread_poll); refused at open if the kernel says no",
+        ),
+        (
+            "sqthread-idle",
+            "with sqthread-poll: how long the kernel thread polls before it sleeps (default \"1s\")",
+        ),
+        (
+            "hipri",
+            "io-uring with direct = true: poll for completions (IORING_SETUP_IOPOLL, fio's hipri); reads and writes only; needs a device with poll queues (queue/io_poll = 1), refused otherwise",
         ),
         (
             "direct",
@@ -81,6 +96,14 @@ pub struct FileConfig {
     pub offset: Bytes,
     #[serde(default)]
     pub remove_after: bool,
+    /// io_uring with IORING_SETUP_SQPOLL.
+    #[serde(default)]
+    pub sqthread_poll: bool,
+    /// Idle time of the submission thread before it sleeps.
+    pub sqthread_idle: Option<Dur>,
+    /// io_uring with IORING_SETUP_IOPOLL (polled completions).
+    #[serde(default)]
+    pub hipri: bool,
 }
 
 fn parse(table: toml::Table) -> Result<TargetConfig, OptionError> {
@@ -101,6 +124,40 @@ fn parse(table: toml::Table) -> Result<TargetConfig, OptionError> {
         return Err(OptionError {
             key: "offset".into(),
             message: "with direct = true the offset must be a multiple of 512 bytes".into(),
+        });
+    }
+    if c.engine == Engine::Psync {
+        for (key, set) in [
+            ("sqthread-poll", c.sqthread_poll),
+            ("sqthread-idle", c.sqthread_idle.is_some()),
+            ("hipri", c.hipri),
+        ] {
+            if set {
+                return Err(OptionError {
+                    key: key.into(),
+                    message: format!("{key} is an io-uring option; engine = \"psync\" has none"),
+                });
+            }
+        }
+    }
+    if c.sqthread_idle.is_some() && !c.sqthread_poll {
+        return Err(OptionError {
+            key: "sqthread-idle".into(),
+            message: "sqthread-idle needs sqthread-poll = true".into(),
+        });
+    }
+    if c.sqthread_idle
+        .is_some_and(|d| d.0.as_millis() > u32::MAX as u128)
+    {
+        return Err(OptionError {
+            key: "sqthread-idle".into(),
+            message: "sqthread-idle must be below 49 days".into(),
+        });
+    }
+    if c.hipri && !c.direct {
+        return Err(OptionError {
+            key: "hipri".into(),
+            message: "hipri (polled completions) needs direct = true".into(),
         });
     }
     Ok(TargetConfig::File(c))
@@ -269,7 +326,21 @@ impl FileConfig {
                 other => other,
             })?;
         }
+        if self.hipri {
+            check_poll_queues(path)?;
+        }
         Ok(region)
+    }
+
+    fn uring_options(&self) -> UringOptions {
+        UringOptions {
+            sqpoll_idle_ms: self.sqthread_poll.then(|| {
+                self.sqthread_idle
+                    .map_or(1000, |d| d.0.as_millis().min(u32::MAX as u128) as u32)
+            }),
+            iopoll: self.hipri,
+            per_op_submit: self.direct,
+        }
     }
 
     fn open_file(&self, writes: bool) -> Result<File, TargetError> {
@@ -304,10 +375,18 @@ impl FileConfig {
                 bounds,
                 generation: 0,
                 stamp: p.random_data,
+                direct: self.direct,
             })),
             Engine::IoUring => {
-                let s = UringSession::new(file, buf, bounds, p.queue_depth, p.random_data)
-                    .map_err(|e| TargetError::io(&self.path, "setting up io_uring", e))?;
+                let s = UringSession::new(
+                    file,
+                    buf,
+                    bounds,
+                    p.queue_depth,
+                    p.random_data,
+                    self.uring_options(),
+                )
+                .map_err(|e| TargetError::Invalid(format!("{}: {e}", self.path.display())))?;
                 Ok(user.run(s))
             }
         }
@@ -343,6 +422,36 @@ fn block_device_size(path: &Path) -> Result<u64, TargetError> {
         ));
     }
     Ok(size)
+}
+
+/// Refuses `hipri` unless the device under `path` has poll queues: on others polled I/O
+/// fails (EOPNOTSUPP) or never completes.
+fn check_poll_queues(path: &Path) -> Result<(), TargetError> {
+    use std::os::unix::fs::MetadataExt;
+    let meta =
+        std::fs::metadata(path).map_err(|e| TargetError::io(path, "reading its metadata", e))?;
+    let dev = if meta.file_type().is_block_device() {
+        meta.rdev()
+    } else {
+        meta.dev()
+    };
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    let sys = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
+    // A partition's queue is its disk's.
+    let state = [sys.join("queue/io_poll"), sys.join("../queue/io_poll")]
+        .iter()
+        .find_map(|p| std::fs::read_to_string(p).ok());
+    match state.as_deref().map(str::trim) {
+        Some("1") => Ok(()),
+        Some(v) => Err(TargetError::Invalid(format!(
+            "{}: hipri = true needs a device with poll queues, and device {major}:{minor} has none (queue/io_poll = {v}); remove hipri",
+            path.display()
+        ))),
+        None => Err(TargetError::Invalid(format!(
+            "{}: hipri = true needs a device with poll queues, and device {major}:{minor} has no block queue to poll (not a disk, or a stacked device); remove hipri",
+            path.display()
+        ))),
+    }
 }
 
 /// Writes incompressible data from `from` to `to` so that later reads see real blocks.
@@ -463,9 +572,20 @@ pub struct PsyncSession {
     bounds: (u64, u64),
     generation: u64,
     stamp: bool,
+    direct: bool,
 }
 
 impl Session for PsyncSession {
+    fn used(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("file.engine", "psync".into()),
+            (
+                "file.o-direct",
+                if self.direct { "yes" } else { "no" }.into(),
+            ),
+        ]
+    }
+
     #[inline]
     fn submit(&mut self, _slot: u32, op: Op) -> Result<Submitted, OpError> {
         let fd = self.file.as_raw_fd();
@@ -533,138 +653,71 @@ impl Session for PsyncSession {
     }
 }
 
-/// io_uring with a registered file and registered buffers.
-pub struct UringSession {
-    ring: IoUring,
-    buf: AlignedBuf,
-    bounds: (u64, u64),
-    /// Bytes expected by the operation in each slot (0 for fsync).
-    want: Vec<u32>,
-    fixed_buffers: bool,
-    generation: u64,
-    stamp: bool,
-    _file: File,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-impl UringSession {
-    fn new(
-        file: File,
-        buf: AlignedBuf,
-        bounds: (u64, u64),
-        qd: u32,
-        stamp: bool,
-    ) -> std::io::Result<UringSession> {
-        let entries = qd.next_power_of_two().max(8);
-        // Cooperative task running: completions are posted without interrupting our work.
-        // (Deferred task running measured slower here for O_DIRECT on a virtio disk.)
-        let ring = IoUring::builder()
-            .setup_coop_taskrun()
-            .build(entries)
-            .or_else(|_| IoUring::new(entries))?;
-        ring.submitter().register_files(&[file.as_raw_fd()])?;
-        let iovecs: Vec<libc::iovec> = (0..qd)
-            .map(|s| libc::iovec {
-                iov_base: buf.slot_ptr(s) as *mut libc::c_void,
-                iov_len: buf.block,
-            })
-            .collect();
-        // SAFETY: the buffers live as long as the ring (both owned by this session, and the
-        // ring is dropped first: field order).
-        let fixed_buffers = unsafe { ring.submitter().register_buffers(&iovecs) }.is_ok();
-        Ok(UringSession {
-            ring,
-            buf,
-            bounds,
-            want: vec![0; qd as usize],
-            fixed_buffers,
-            generation: 0,
-            stamp,
-            _file: file,
-        })
-    }
-}
-
-impl Session for UringSession {
-    #[inline]
-    fn submit(&mut self, slot: u32, op: Op) -> Result<Submitted, OpError> {
-        let fd = types::Fixed(0);
-        let ptr = self.buf.slot_ptr(slot);
-        let entry = match op {
-            Op::Read { offset, len } => {
-                if !in_bounds(self.bounds, offset, len) {
-                    return Err(OUT_OF_BOUNDS);
-                }
-                self.want[slot as usize] = len;
-                if self.fixed_buffers {
-                    opcode::ReadFixed::new(fd, ptr, len, slot as u16)
-                        .offset(offset)
-                        .build()
-                } else {
-                    opcode::Read::new(fd, ptr, len).offset(offset).build()
-                }
-            }
-            Op::Write { offset, len } => {
-                if !in_bounds(self.bounds, offset, len) {
-                    return Err(OUT_OF_BOUNDS);
-                }
-                if self.stamp {
-                    self.generation += 1;
-                    self.buf.stamp(slot, offset, self.generation);
-                }
-                self.want[slot as usize] = len;
-                if self.fixed_buffers {
-                    opcode::WriteFixed::new(fd, ptr, len, slot as u16)
-                        .offset(offset)
-                        .build()
-                } else {
-                    opcode::Write::new(fd, ptr, len).offset(offset).build()
-                }
-            }
-            Op::Fsync => {
-                self.want[slot as usize] = 0;
-                opcode::Fsync::new(fd).build()
-            }
-            _ => return Err(NOT_BLOCK_OP),
-        };
-        // SAFETY: the buffer behind `ptr` stays valid until the completion is reaped.
-        unsafe { self.ring.submission().push(&entry.user_data(slot as u64)) }
-            .map(|()| Submitted::Queued)
-            .map_err(|_| OpError {
-                kind: ErrorKind::Other,
-                code: libc::EBUSY,
-            })
+    fn parse_text(text: &str) -> Result<FileConfig, OptionError> {
+        let table: toml::Table = toml::from_str(text).unwrap();
+        match parse(table)? {
+            TargetConfig::File(c) => Ok(c),
+            _ => unreachable!("parse returns file targets"),
+        }
     }
 
-    #[inline]
-    fn complete(&mut self, min: u32, out: &mut Completions) -> Result<(), OpError> {
-        loop {
-            match self.ring.submit_and_wait(min as usize) {
-                Ok(_) => break,
-                Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
-                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => break,
-                Err(e) => return Err(OpError::errno(e.raw_os_error().unwrap_or(0))),
+    #[test]
+    fn io_uring_options_are_refused_where_they_cannot_apply() {
+        for (text, key) in [
+            (
+                "path = \"f\"\nengine = \"psync\"\nhipri = true\ndirect = true",
+                "hipri",
+            ),
+            (
+                "path = \"f\"\nengine = \"psync\"\nsqthread-poll = true",
+                "sqthread-poll",
+            ),
+            ("path = \"f\"\nhipri = true", "hipri"),
+            ("path = \"f\"\nsqthread-idle = \"1s\"", "sqthread-idle"),
+        ] {
+            let e = parse_text(text).expect_err(text);
+            assert_eq!(e.key, key, "{text}: {}", e.message);
+        }
+    }
+
+    #[test]
+    fn io_uring_options_reach_the_ring() {
+        let c = parse_text(
+            "path = \"f\"\ndirect = true\nhipri = true\nsqthread-poll = true\nsqthread-idle = \"250ms\"",
+        )
+        .unwrap();
+        let o = c.uring_options();
+        assert_eq!(o.sqpoll_idle_ms, Some(250));
+        assert!(o.iopoll && o.per_op_submit);
+        let c = parse_text("path = \"f\"\nsqthread-poll = true").unwrap();
+        assert_eq!(c.uring_options().sqpoll_idle_ms, Some(1000));
+        assert!(!c.uring_options().per_op_submit);
+    }
+
+    #[test]
+    fn hipri_is_refused_without_a_poll_queue() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.dat");
+        std::fs::write(&path, [0u8; 4096]).unwrap();
+        match check_poll_queues(&path) {
+            Ok(()) => {
+                // Only a device that says it polls is accepted.
+                use std::os::unix::fs::MetadataExt;
+                let dev = std::fs::metadata(&path).unwrap().dev();
+                let sys = format!("/sys/dev/block/{}:{}", libc::major(dev), libc::minor(dev));
+                let state = std::fs::read_to_string(format!("{sys}/queue/io_poll"))
+                    .or_else(|_| std::fs::read_to_string(format!("{sys}/../queue/io_poll")))
+                    .unwrap();
+                assert_eq!(state.trim(), "1");
             }
+            Err(e) => assert!(
+                e.to_string()
+                    .contains("hipri = true needs a device with poll queues")
+            ),
         }
-        for cqe in self.ring.completion() {
-            let slot = cqe.user_data() as u32;
-            let r = cqe.result();
-            let want = self.want[slot as usize];
-            let result = if r < 0 {
-                Err(OpError::errno(-r))
-            } else if r as u32 != want {
-                Err(OpError {
-                    kind: ErrorKind::ShortTransfer,
-                    code: r,
-                })
-            } else {
-                Ok(want)
-            };
-            out.push(Completion {
-                slot,
-                result,
-                found: true,
-            });
-        }
-        Ok(())
     }
 }
