@@ -637,6 +637,7 @@ mod tests {
                     size_bytes: 1 << 30,
                 },
                 0,
+                1,
             ),
             recorder,
         };

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::record::{ErrorKind, OpError, OpKind};
 use crate::targets::{
-    Capabilities, Completion, Completions, Op, OptionError, Overlap, PrepareOptions, Region,
+    Capabilities, Completions, Op, OptionError, Overlap, PrepareOptions, Region,
     Session, SessionParams, SessionUser, Submitted, Target, TargetConfig, TargetError, TargetType,
     guard, option_error,
 };
