@@ -23,14 +23,17 @@ pub fn hlog_tag(target: &str, op: &str) -> String {
 
 /// Adds up the measured intervals of an interval log, per tag.
 ///
-/// The collector writes one interval per target, kind and second in time order, warm-up
-/// seconds first; it stamps warm-up intervals with start time 0 like the first measured
-/// second, so the timestamps cannot tell them apart. The timeline has one row per written
-/// interval, so the number of warm-up rows of a target and kind is the number of leading
-/// intervals of its tags to skip.
+/// Since the timeline has `interval_s`, the collector writes measured intervals only (the
+/// warm-up's are on the timeline alone). Older files hold one interval per target, kind and
+/// second in time order, warm-up seconds first, stamped at start time 0 like the first
+/// measured second: there the number of warm-up rows of a target and kind (rows without
+/// `interval_s`) is the number of leading intervals of its tags to skip.
 pub fn sum_measured_intervals(log: &[u8], timeline: &[TimelineRow]) -> Result<Histograms, String> {
     let mut warmup: BTreeMap<String, usize> = BTreeMap::new();
-    for r in timeline.iter().filter(|r| !r.measured) {
+    for r in timeline
+        .iter()
+        .filter(|r| !r.measured && r.interval_s.is_none())
+    {
         let tag = hlog_tag(&r.target, &r.op);
         *warmup.entry(tag.clone()).or_default() += 1;
         *warmup.entry(format!("{tag}.intended")).or_default() += 1;
@@ -148,5 +151,26 @@ pub(crate) mod tests {
             "a warm-up value was counted: {}",
             h.min()
         );
+    }
+
+    /// Files with `interval_s` hold no warm-up interval in the log: nothing is skipped.
+    #[test]
+    fn new_files_skip_no_measured_interval() {
+        let seconds = [0i64, 1, 2];
+        let intervals: Vec<(i64, &str, &[(u64, u64)])> = seconds
+            .iter()
+            .map(|&s| {
+                let v: &[(u64, u64)] = &[(2_000_000, 10)];
+                (s, "a_b.read", v)
+            })
+            .collect();
+        let buf = log_of(&intervals);
+        let mut timeline: Vec<TimelineRow> =
+            [-2i64, -1, 0, 1, 2].iter().map(|&s| row(s, "a b", "read")).collect();
+        for r in &mut timeline {
+            r.interval_s = Some(1.0);
+        }
+        let sums = sum_measured_intervals(&buf, &timeline).unwrap();
+        assert_eq!(sums["a_b.read"].len(), 30);
     }
 }
