@@ -212,8 +212,6 @@ fn percentile_chart(h: &mut String, gi: usize, g: &Group, runs: &[StoredRun]) {
     ));
 }
 
-/// Client efficiency per run, and each series' ops/s as a share of the best at each point.
-
 /// `colors`: every target name in report order, so a target keeps its colour.
 ///
 /// Each interval is drawn at its end, its rate its operations over its real length (the last,
