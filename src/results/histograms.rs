@@ -89,9 +89,12 @@ pub(crate) mod tests {
     use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
     use std::time::Duration;
 
+    /// (value, count) pairs recorded into one interval.
+    pub(crate) type Values<'a> = &'a [(u64, u64)];
+
     /// An interval log with one interval per (second, tag, values), as the collector writes
     /// it (warm-up stamped at 0 too).
-    pub(crate) fn log_of(intervals: &[(i64, &str, &[(u64, u64)])]) -> Vec<u8> {
+    pub(crate) fn log_of(intervals: &[(i64, &str, Values)]) -> Vec<u8> {
         let mut buf = Vec::new();
         let mut ser = V2DeflateSerializer::new();
         let builder = &mut IntervalLogWriterBuilder::new();
@@ -130,10 +133,10 @@ pub(crate) mod tests {
     #[test]
     fn warmup_intervals_are_left_out_of_the_sum() {
         let seconds = [-2i64, -1, 0, 1, 2];
-        let intervals: Vec<(i64, &str, &[(u64, u64)])> = seconds
+        let intervals: Vec<(i64, &str, Values)> = seconds
             .iter()
             .map(|&s| {
-                let v: &[(u64, u64)] = if s < 0 {
+                let v: Values = if s < 0 {
                     &[(1_000_000, 10)]
                 } else {
                     &[(2_000_000, 10)]

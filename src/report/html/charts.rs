@@ -212,8 +212,6 @@ fn percentile_chart(h: &mut String, gi: usize, g: &Group, runs: &[StoredRun]) {
     ));
 }
 
-/// Client efficiency per run, and each series' ops/s as a share of the best at each point.
-
 /// `colors`: every target name in report order, so a target keeps its colour.
 ///
 /// Each interval is drawn at its end, its rate its operations over its real length (the last,
@@ -296,4 +294,73 @@ pub fn timeline_chart(h: &mut String, r: &StoredRun, colors: &[String]) {
         shade,
         None,
     ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::timeline::{parse_timeline, tests::new_style};
+
+    /// The `d` of the first path with `class`, as (x, y) pairs.
+    fn path_points(svg: &str, class: &str) -> Vec<(f64, f64)> {
+        let el = svg
+            .split("<path")
+            .find(|p| p.contains(&format!("class=\"{class}\"")))
+            .unwrap_or_else(|| panic!("no path {class}"));
+        let d = el.split("d=\"").nth(1).unwrap().split('"').next().unwrap();
+        d.split(['M', 'L'])
+            .filter(|p| !p.trim().is_empty())
+            .map(|p| {
+                let (x, y) = p.trim().split_once(',').unwrap();
+                (x.parse().unwrap(), y.parse().unwrap())
+            })
+            .collect()
+    }
+
+    /// A hand-written timeline with two warm-up seconds (400 and 900 ops) and a last interval
+    /// of 0.25 s holding 250 operations: a steady 1000 ops/s must draw flat to the end, with
+    /// the warm-up apart and the moving average from the start of measurement.
+    #[test]
+    fn timeline_marks_warmup_and_divides_the_last_interval_by_its_length() {
+        let mut s = crate::results::comparison::tests::summary(4, "w", &[], &[("a", 1000.0, 5)]);
+        s.warmup_seconds = 2.0;
+        s.measured_seconds = 2.25;
+        let run = StoredRun {
+            folder: std::path::PathBuf::new(),
+            summary: s,
+            system: None,
+            study_text: None,
+            plan: None,
+            timeline: parse_timeline(&new_style()),
+        };
+        let mut h = String::new();
+        timeline_chart(&mut h, &run, &["a".to_string()]);
+        let measured = path_points(&h, "series");
+        assert_eq!(measured.len(), 3, "the measured intervals only");
+        assert!(
+            measured.iter().all(|p| (p.1 - measured[0].1).abs() < 1e-6),
+            "no false dip at the end: {measured:?}"
+        );
+        let average = path_points(&h, "average");
+        assert_eq!(average.len(), 3);
+        assert!(
+            average.iter().all(|p| (p.1 - measured[0].1).abs() < 1e-6),
+            "the moving average starts at measurement, not from the warm-up: {average:?}"
+        );
+        assert!(
+            average[2].0 > average[1].0
+                && average[2].0 - average[1].0 < average[1].0 - average[0].0
+        );
+        assert_eq!(path_points(&h, "warmup").len(), 2);
+        for (x, y) in [("-1", "400"), ("0", "900")] {
+            assert!(
+                h.contains(&format!(
+                    "class=\"warmup-pt\" data-x=\"{x}\" data-y=\"{y}\""
+                )),
+                "warm-up point {x},{y} drawn: {h}"
+            );
+        }
+        assert!(h.contains("warm-up (in no figure)"), "a legend entry");
+        assert!(h.contains("class=\"shade\""));
+    }
 }

@@ -185,8 +185,8 @@ struct Acc {
     seconds: f64,
     run_indexes: Vec<usize>,
     incomplete: bool,
-    /// Per repetition: (ops/s, p99).
-    per_rep: Vec<(f64, u64)>,
+    /// Per repetition: (ops/s, p99, bytes/s) as the run stored them.
+    per_rep: Vec<(f64, u64, f64)>,
     /// Merged histograms, or why they could not be merged.
     merged: Result<(Histogram<u64>, Option<Histogram<u64>>), String>,
     /// The repetitions' own summaries (for the fallback when histograms are missing).
@@ -201,7 +201,8 @@ impl Acc {
         self.seconds += s.measured_seconds;
         self.run_indexes.push(s.run_index);
         self.incomplete |= s.status != RunStatus::Complete;
-        self.per_rep.push((t.rate_ops, t.service_latency.p99_ns));
+        self.per_rep
+            .push((t.rate_ops, t.service_latency.p99_ns, t.rate_bytes));
         self.summaries
             .push((t.ops, t.service_latency.clone(), t.intended_latency.clone()));
         let run_hists = hists
@@ -231,8 +232,14 @@ impl Acc {
 
     fn finish(self) -> TargetPoint {
         let secs = self.seconds;
-        let rate = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
         let repetitions = self.run_indexes.len();
+        // One repetition: its rates as the run computed them (from the exact measured time,
+        // not its rounding in summary.json); several: all operations over all measured time.
+        let (rate_ops, rate_bytes) = match self.per_rep.as_slice() {
+            [(ops_s, _, bytes_s)] => (*ops_s, *bytes_s),
+            _ if secs > 0.0 => (self.ops as f64 / secs, self.bytes as f64 / secs),
+            _ => (0.0, 0.0),
+        };
         let (service, intended, from, note) = match self.merged {
             Ok((s, i)) => (
                 LatencySummary::from_histogram(&s),
@@ -261,8 +268,8 @@ impl Acc {
         });
         TargetPoint {
             target: self.target,
-            rate_ops: rate(self.ops),
-            rate_bytes: rate(self.bytes),
+            rate_ops,
+            rate_bytes,
             mean_latency_ns: service.mean_ns,
             p99_latency_ns: service.p99_ns,
             ops: self.ops,

@@ -1,0 +1,343 @@
+//! Line charts: lines with optional point markers and labels, dashed moving averages, warm-up
+//! drawn apart (dotted over its shaded range), vertical event marks, linear or "nines" x axes
+//! (latency against throughput, timelines, HDR percentile curves).
+
+use super::*;
+
+/// One curve of a line chart.
+pub struct Series {
+    pub name: String,
+    /// (x, y, label shown next to the point; empty for none).
+    pub points: Vec<(f64, f64, String)>,
+    /// Draw markers at the points.
+    pub markers: bool,
+    /// A dashed companion curve (moving average) in the same colour.
+    pub dashed: Vec<(f64, f64)>,
+    /// Warm-up points (x, y), drawn dotted and thin in the same colour, apart from the
+    /// measured curve (they enter no average and no figure).
+    pub warmup: Vec<(f64, f64)>,
+    /// Palette index (default: the series' position), to keep a target's colour across charts.
+    pub color: Option<usize>,
+}
+
+/// A vertical mark (phase change, injected fault) on a line chart.
+pub struct Mark {
+    pub x: f64,
+    pub label: String,
+}
+
+/// How a line chart's x axis is drawn.
+pub enum XAxis {
+    Linear,
+    /// Percentiles as "nines": x = -log10(1 - p/100); ticks at 0, 90, 99, 99.9 ... percent.
+    Nines,
+}
+
+/// Lines (with optional markers and dashed moving averages), vertical marks and a shaded x
+/// range (warm-up). Axes start at zero for linear scales. Values in data units; `y_div`
+/// divides y for the tick labels (e.g. ns to ms).
+#[allow(clippy::too_many_arguments)]
+pub fn line_chart(
+    id: &str,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    y_div: f64,
+    series: &[Series],
+    x_axis: XAxis,
+    marks: &[Mark],
+    shade: Option<(f64, f64)>,
+    x_min: Option<f64>,
+) -> String {
+    let width = 720.0;
+    let names: Vec<String> = series.iter().map(|s| s.name.clone()).collect();
+    let mut notes = Vec::new();
+    if series.iter().any(|s| !s.dashed.is_empty()) {
+        notes.push("dashed: moving average");
+    }
+    if series.iter().any(|s| !s.warmup.is_empty()) {
+        notes.push("dotted, on grey: warm-up (in no figure)");
+    }
+    let note_text = (!notes.is_empty()).then(|| format!("({})", notes.join("; ")));
+    let note = note_text.as_deref();
+    let legend_h = 16.0 * legend_layout(&names, width - 100.0, note).len() as f64;
+    let mut svg = Svg::new(width, 330.0 + legend_h);
+    let fr = Frame {
+        x: 70.0,
+        y: 48.0 + legend_h,
+        w: width - 100.0,
+        h: 220.0,
+    };
+    svg.text(
+        width / 2.0,
+        20.0,
+        title,
+        "middle",
+        14.0,
+        r#" font-weight="bold""#,
+    );
+    let colors: Vec<usize> = series
+        .iter()
+        .enumerate()
+        .map(|(i, s)| s.color.unwrap_or(i))
+        .collect();
+    legend(&mut svg, (fr.x, 38.0, fr.w), &names, &colors, note);
+    let all = series.iter().flat_map(|s| {
+        s.points
+            .iter()
+            .map(|p| (p.0, p.1))
+            .chain(s.warmup.iter().copied())
+    });
+    let (mut xmax, mut ymax) = (f64::MIN, 0.0f64);
+    let mut xlo = f64::MAX;
+    for (x, y) in all {
+        xmax = xmax.max(x);
+        xlo = xlo.min(x);
+        ymax = ymax.max(y);
+    }
+    for m in marks {
+        xmax = xmax.max(m.x);
+        xlo = xlo.min(m.x);
+    }
+    if xmax == f64::MIN {
+        (xmax, xlo) = (1.0, 0.0);
+    }
+    let (ytop, ystep) = nice_axis(ymax);
+    y_axis(&mut svg, fr, ytop, ystep, y_div, y_label);
+    let x0 = x_min.unwrap_or(0.0f64.min(xlo));
+    let (xtop, xstep) = match x_axis {
+        XAxis::Linear if x0 < 0.0 => {
+            let (t, s) = nice_axis(xmax - x0);
+            ((x0 + t).max(xmax), s)
+        }
+        XAxis::Linear => nice_axis(xmax),
+        XAxis::Nines => (xmax.ceil().max(1.0), 1.0),
+    };
+    let xs = Scale {
+        d0: x0,
+        d1: xtop,
+        r0: fr.x,
+        r1: fr.x + fr.w,
+        log: false,
+    };
+    let ys = Scale {
+        d0: 0.0,
+        d1: ytop,
+        r0: fr.y + fr.h,
+        r1: fr.y,
+        log: false,
+    };
+    // x ticks
+    let mut v = match x_axis {
+        XAxis::Linear if x0 < 0.0 => (x0 / xstep).ceil() * xstep + 0.0,
+        _ => x0,
+    };
+    while v <= xtop * 1.000_001 + 1e-12 {
+        let x = xs.map(v);
+        svg.line(x, fr.y + fr.h, x, fr.y + fr.h + 4.0, "#333333", "");
+        let label = match x_axis {
+            XAxis::Linear => compact(v),
+            XAxis::Nines => nines_label(v),
+        };
+        svg.text(x, fr.y + fr.h + 16.0, &label, "middle", 11.0, "");
+        v += xstep;
+    }
+    svg.text(
+        fr.x + fr.w / 2.0,
+        fr.y + fr.h + 34.0,
+        x_label,
+        "middle",
+        12.0,
+        "",
+    );
+    if let Some((a, b)) = shade {
+        let (xa, xb) = (xs.map(a), xs.map(b));
+        svg.rect(xa, fr.y, xb - xa, fr.h, "#eeeeee", r#" class="shade""#);
+        svg.text(
+            xa + 3.0,
+            fr.y + fr.h - 4.0,
+            "warm-up",
+            "start",
+            10.0,
+            r##" fill="#777777""##,
+        );
+    }
+    open_plot(&mut svg, fr, Some(xs), ys);
+    for (mi, m) in marks.iter().enumerate() {
+        let x = xs.map(m.x);
+        svg.line(
+            x,
+            fr.y,
+            x,
+            fr.y + fr.h,
+            "#555555",
+            &format!(
+                r#" stroke-dasharray="3 3" class="mark" data-x="{}""#,
+                num_attr(m.x)
+            ),
+        );
+        // Staggered, so that marks close together keep readable labels.
+        let ly = fr.y + 22.0 + 12.0 * (mi % 3) as f64;
+        svg.text(x + 3.0, ly, &m.label, "start", 10.0, r##" fill="#555555""##);
+    }
+    for (si, s) in series.iter().enumerate() {
+        let si = s.color.unwrap_or(si);
+        let color = PALETTE[si % PALETTE.len()];
+        let px: Vec<(f64, f64)> = s
+            .points
+            .iter()
+            .map(|p| (xs.map(p.0), ys.map(p.1)))
+            .collect();
+        svg.path(
+            &px,
+            color,
+            &format!(
+                r#" stroke-width="2" class="series" data-series="{}"{}"#,
+                esc(&s.name),
+                series_dash(si)
+            ),
+        );
+        if !s.warmup.is_empty() {
+            let w: Vec<(f64, f64)> = s
+                .warmup
+                .iter()
+                .map(|p| (xs.map(p.0), ys.map(p.1)))
+                .collect();
+            svg.path(
+                &w,
+                color,
+                &format!(
+                    r#" stroke-width="1.5" stroke-dasharray="2 3" class="warmup" data-series="{}""#,
+                    esc(&s.name)
+                ),
+            );
+            for (p, (x, y)) in s.warmup.iter().zip(&w) {
+                svg.circle(
+                    *x,
+                    *y,
+                    2.5,
+                    "#ffffff",
+                    &format!(
+                        r#" stroke="{color}" class="warmup-pt" data-x="{}" data-y="{}""#,
+                        num_attr(p.0),
+                        num_attr(p.1)
+                    ),
+                );
+            }
+        }
+        if !s.dashed.is_empty() {
+            let d: Vec<(f64, f64)> = s
+                .dashed
+                .iter()
+                .map(|p| (xs.map(p.0), ys.map(p.1)))
+                .collect();
+            svg.path(
+                &d,
+                color,
+                r#" stroke-width="1.5" stroke-dasharray="6 4" class="average""#,
+            );
+        }
+        if s.markers {
+            for (p, (x, y)) in s.points.iter().zip(&px) {
+                svg.circle(
+                    *x,
+                    *y,
+                    4.0,
+                    color,
+                    &format!(
+                        r#" class="pt" data-series="{}" data-x="{}" data-y="{}""#,
+                        esc(&s.name),
+                        num_attr(p.0),
+                        num_attr(p.1)
+                    ),
+                );
+                if !p.2.is_empty() {
+                    svg.text(*x + 6.0, *y - 6.0, &p.2, "start", 10.0, "");
+                }
+            }
+        }
+    }
+    svg.raw("</g>");
+    svg.finish(id, title)
+}
+
+/// `0%`, `90%`, `99%`, `99.9%` for 0, 1, 2, 3 nines.
+pub fn nines_label(n: f64) -> String {
+    if n < 0.5 {
+        return "0%".into();
+    }
+    let k = n.round() as usize;
+    if k == 1 {
+        "90%".into()
+    } else {
+        format!("99.{}%", "9".repeat(k - 2)).replace("99.%", "99%")
+    }
+}
+
+/// Trailing moving average over `window` points.
+pub fn moving_average(points: &[(f64, f64)], window: usize) -> Vec<(f64, f64)> {
+    let w = window.max(1);
+    (0..points.len())
+        .map(|i| {
+            let lo = (i + 1).saturating_sub(w);
+            let slice = &points[lo..=i];
+            let mean = slice.iter().map(|p| p.1).sum::<f64>() / slice.len() as f64;
+            (points[i].0, mean)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Pulls `name="value"` out of an element's text.
+    fn attr(el: &str, name: &str) -> Option<String> {
+        let key = format!(" {name}=\"");
+        let start = el.find(&key)? + key.len();
+        Some(el[start..].split('"').next()?.to_string())
+    }
+
+    #[test]
+    fn points_sit_where_the_values_say() {
+        let s = Series {
+            name: "A".into(),
+            points: vec![
+                (100_000.0, 240_000.0, "8".into()),
+                (600_000.0, 520_000.0, "64".into()),
+            ],
+            markers: true,
+            dashed: vec![],
+            warmup: vec![],
+            color: None,
+        };
+        let svg = line_chart(
+            "l",
+            "t",
+            "ops/s",
+            "p99 (ms)",
+            1e6,
+            &[s],
+            XAxis::Linear,
+            &[],
+            None,
+            None,
+        );
+        let plot = svg.split("<g class=\"plot\"").nth(1).unwrap();
+        let g = |n: &str| -> f64 { attr(plot, n).unwrap().parse().unwrap() };
+        let (px, py, pw, ph) = (g("data-px"), g("data-py"), g("data-pw"), g("data-ph"));
+        let (xmax, ymax) = (g("data-xmax"), g("data-ymax"));
+        let pts: Vec<&str> = svg.split("<circle").skip(1).collect();
+        assert_eq!(pts.len(), 2);
+        for p in pts {
+            let (x, y) = (
+                attr(p, "data-x").unwrap().parse::<f64>().unwrap(),
+                attr(p, "data-y").unwrap().parse::<f64>().unwrap(),
+            );
+            let cx: f64 = attr(p, "cx").unwrap().parse().unwrap();
+            let cy: f64 = attr(p, "cy").unwrap().parse().unwrap();
+            assert!((cx - (px + x / xmax * pw)).abs() < 0.01);
+            assert!((cy - (py + ph - y / ymax * ph)).abs() < 0.01);
+        }
+    }
+}
