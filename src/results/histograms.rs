@@ -168,8 +168,10 @@ pub(crate) mod tests {
             })
             .collect();
         let buf = log_of(&intervals);
-        let mut timeline: Vec<TimelineRow> =
-            [-2i64, -1, 0, 1, 2].iter().map(|&s| row(s, "a b", "read")).collect();
+        let mut timeline: Vec<TimelineRow> = [-2i64, -1, 0, 1, 2]
+            .iter()
+            .map(|&s| row(s, "a b", "read"))
+            .collect();
         for r in &mut timeline {
             r.interval_s = Some(1.0);
         }
