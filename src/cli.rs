@@ -831,7 +831,10 @@ mod tests {
             source: io,
         })
         .context("target `d`");
-        assert_eq!(format!("{e:#}"), "target `d`: x.dat: no such file: no such file");
+        assert_eq!(
+            format!("{e:#}"),
+            "target `d`: x.dat: no such file: no such file"
+        );
         assert_eq!(error_text(&e), "target `d`: x.dat: no such file");
         let plain = anyhow::anyhow!("cannot read").context("opening the store");
         assert_eq!(error_text(&plain), "opening the store: cannot read");

@@ -561,7 +561,11 @@ mod tests {
         let first = keys(&mut kv.source(0, seed), 8);
         assert_eq!(first, keys(&mut kv.source(0, seed), 8));
         assert_ne!(first, keys(&mut kv.source(1, seed), 8));
-        for other in [w.run_seed(2, 1, 1), w.run_seed(1, 2, 1), w.run_seed(1, 1, 2)] {
+        for other in [
+            w.run_seed(2, 1, 1),
+            w.run_seed(1, 2, 1),
+            w.run_seed(1, 1, 2),
+        ] {
             assert_ne!(first, keys(&mut kv.source(0, other), 8));
         }
         let rw = workload("benchmark = \"readwhilewriting\"").unwrap();
