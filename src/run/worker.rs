@@ -354,8 +354,15 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
                         outstanding += 1;
                     }
                     Err(e) => {
-                        if let Some(k) = op.inserted_key() {
-                            source.acknowledge_insert(k);
+                        if let Some(k) = op.inserted_key()
+                            && let Err(ack) = source.acknowledge_insert(k)
+                        {
+                            // YCSB's insert window overflowed: counted, and the run stops.
+                            recorder.record_error(OpKind::Insert, ack);
+                            fatal = fatal.or(Some((OpKind::Insert, ack)));
+                            control.stop.store(true, Ordering::Relaxed);
+                            issuing = false;
+                            end_reason = EndReason::Error;
                         }
                         if measured {
                             recorder.record_error(op.kind(), e);
@@ -409,8 +416,15 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
             let info = slots[c.slot as usize];
             free.push(c.slot);
             outstanding -= 1;
-            if info.insert_key != u64::MAX {
-                source.acknowledge_insert(info.insert_key);
+            if info.insert_key != u64::MAX
+                && let Err(ack) = source.acknowledge_insert(info.insert_key)
+            {
+                // YCSB's insert window overflowed: counted, and the run stops.
+                recorder.record_error(OpKind::Insert, ack);
+                fatal = fatal.or(Some((OpKind::Insert, ack)));
+                control.stop.store(true, Ordering::Relaxed);
+                issuing = false;
+                end_reason = EndReason::Error;
             }
             if !info.measured {
                 continue;
