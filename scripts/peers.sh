@@ -5,6 +5,7 @@
 #   YCSB 0.17.0 core (Java, with site.ycsb.BasicDB) and its runtime dependencies, by Maven
 #
 #   scripts/peers.sh install         install what is missing (idempotent), print how to run them
+#   scripts/peers.sh install-ycsb    install YCSB 0.17.0 only (what tests/ycsb_exact.rs needs)
 #   scripts/peers.sh env             print export lines: STORLAB_GO_YCSB, STORLAB_YCSB_CP,
 #                                    STORLAB_YCSB_WORKLOADS, STORLAB_GO_YCSB_WORKLOADS
 #   scripts/peers.sh check [ADDR]    run a tiny workload A with both against their null DB
@@ -25,7 +26,7 @@ YCSB_CP="$YCSB_DIR/core-$YCSB_VERSION.jar:$YCSB_DIR/deps/*"
 DEPENDENCY_PLUGIN_VERSION=3.6.1
 
 usage() {
-  sed -n '7,12p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '7,13p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -63,8 +64,12 @@ install_ycsb() {
     log "YCSB $YCSB_VERSION: cached at $YCSB_DIR"
     return
   fi
+  # Java (javac too: tests/ycsb_exact.rs compiles its driver) and Maven, from Debian when absent.
+  if ! command -v mvn >/dev/null || ! command -v javac >/dev/null; then
+    apt_install default-jdk-headless maven
+  fi
   command -v mvn >/dev/null || die "Maven (mvn) is required to fetch YCSB $YCSB_VERSION: apt-get install maven"
-  command -v java >/dev/null || die "Java is required to run YCSB $YCSB_VERSION: apt-get install default-jre-headless"
+  command -v javac >/dev/null || die "A JDK is required to run YCSB $YCSB_VERSION: apt-get install default-jdk-headless"
   local t work
   t="$(now)"
   log "YCSB $YCSB_VERSION: fetching site.ycsb:core:$YCSB_VERSION and its runtime dependencies with Maven"
@@ -198,6 +203,7 @@ cmd_check() {
 
 case "${1:-}" in
   install) cmd_install ;;
+  install-ycsb) lock_tools; install_ycsb ;;
   env) cmd_env ;;
   check) cmd_check "${2:-}" ;;
   *) usage ;;

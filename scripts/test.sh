@@ -4,12 +4,14 @@
 # RocksDB, the null target, the HTML report in headless Chromium) and on real servers:
 # PostgreSQL 15, Redis 7 and FerretDB (MongoDB protocol), installed by scripts/servers.sh
 # (FerretDB is built once from its Go module, a few minutes) and started on 127.0.0.1 for
-# the tests only, then stopped.
+# the tests only, then stopped; YCSB 0.17.0's jar (Maven) for the draw-for-draw comparison.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 export PATH="$HOME/.cargo/bin:$PATH"
 ./scripts/servers.sh install
+# YCSB 0.17.0's core jar, for tests/ycsb_exact.rs (draw-for-draw comparison with YCSB).
+./scripts/peers.sh install-ycsb
 servers="$(mktemp -d /tmp/storlab-servers.XXXXXX)"
 trap './scripts/servers.sh stop "$servers" >/dev/null 2>&1 || true; rm -rf "$servers"' EXIT
 ./scripts/servers.sh start "$servers"

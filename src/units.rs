@@ -65,16 +65,41 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
     Ok(value)
 }
 
+/// The longest duration storlab takes from a user (100 years, 3,153,600,000 s): any duration,
+/// warm-up or run bound, and the sum of a few of them, then fits a u64 of nanoseconds.
+pub const MAX_DURATION_SECS: u64 = 100 * 365 * 86_400;
+
+/// The error for a duration above [`MAX_DURATION_SECS`].
+pub fn duration_too_long(text: &str) -> String {
+    format!("duration `{text}` is too long: at most {MAX_DURATION_SECS} s (100 years)")
+}
+
+/// `secs` as a duration, if it is a number of seconds from 0 to [`MAX_DURATION_SECS`].
+pub fn duration_from_secs_f64(secs: f64, text: &str) -> Result<Duration, String> {
+    if !(secs >= 0.0 && secs.is_finite()) {
+        return Err(format!("invalid duration `{text}`: expected {DUR_HELP}"));
+    }
+    if secs > MAX_DURATION_SECS as f64 {
+        return Err(duration_too_long(text));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
 /// Parses a duration with a unit (`ns`, `us`, `ms`, `s`, `m`, `h`); a bare number is seconds.
+/// At most [`MAX_DURATION_SECS`].
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let t = text.trim();
     if let Ok(secs) = t.parse::<f64>() {
-        if secs >= 0.0 && secs.is_finite() {
-            return Ok(Duration::from_secs_f64(secs));
-        }
+        return duration_from_secs_f64(secs, text);
     }
-    humantime::parse_duration(t)
-        .map_err(|_| format!("invalid duration `{text}`: expected {DUR_HELP}"))
+    let d = humantime::parse_duration(t).map_err(|e| match e {
+        humantime::DurationError::NumberOverflow => duration_too_long(text),
+        _ => format!("invalid duration `{text}`: expected {DUR_HELP}"),
+    })?;
+    if d > Duration::from_secs(MAX_DURATION_SECS) {
+        return Err(duration_too_long(text));
+    }
+    Ok(d)
 }
 
 /// Formats bytes for people, the one way storlab does everywhere (study values, tables, the
@@ -174,8 +199,14 @@ impl<'de> Deserialize<'de> for Dur {
         match IntOrText::deserialize(d)
             .map_err(|_| serde::de::Error::custom(format!("expected {DUR_HELP}")))?
         {
-            IntOrText::Int(i) if i >= 0 => Ok(Dur(Duration::from_secs(i as u64))),
-            IntOrText::Float(f) if f >= 0.0 && f.is_finite() => Ok(Dur(Duration::from_secs_f64(f))),
+            IntOrText::Int(i) if i >= 0 => duration_from_secs_f64(i as f64, &i.to_string())
+                .map(|_| Dur(Duration::from_secs(i as u64)))
+                .map_err(serde::de::Error::custom),
+            IntOrText::Float(f) if f >= 0.0 && f.is_finite() => {
+                duration_from_secs_f64(f, &f.to_string())
+                    .map(Dur)
+                    .map_err(serde::de::Error::custom)
+            }
             IntOrText::Text(t) => parse_duration(&t)
                 .map(Dur)
                 .map_err(serde::de::Error::custom),
@@ -218,6 +249,32 @@ mod tests {
         assert!(parse_duration("soon").is_err());
         assert_eq!(format_duration(Duration::from_secs(150)), "2m30s");
         assert_eq!(format_duration(Duration::from_millis(250)), "250ms");
+        // Huge durations are errors, never a panic or a wrapped count of nanoseconds.
+        for huge in [
+            "1e30",
+            "18446744073709551615",
+            "18446744073709551615s",
+            "18446744073709551615h",
+            "3153600001",
+            "876001h",
+        ] {
+            let e = parse_duration(huge).unwrap_err();
+            assert!(e.contains("too long"), "{huge}: {e}");
+        }
+        assert_eq!(
+            parse_duration("3153600000").unwrap(),
+            Duration::from_secs(MAX_DURATION_SECS)
+        );
+        #[derive(Debug, serde::Deserialize)]
+        struct T {
+            #[allow(dead_code)]
+            d: Dur,
+        }
+        for huge in ["d = 9223372036854775807", "d = 1e300", "d = \"1e300\""] {
+            let e = toml::from_str::<T>(huge).unwrap_err().to_string();
+            assert!(e.contains("too long"), "{huge}: {e}");
+        }
+        assert!(toml::from_str::<T>("d = 3153600000").is_ok());
     }
 
     #[test]

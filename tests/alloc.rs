@@ -128,6 +128,7 @@ fn null_target_loop_allocates_nothing_per_operation() {
         size: Bytes(1 << 30),
         stall_after_ops: None,
         stall: None,
+        stall_worker: None,
     });
     let w = workload("read-share = 0.5\nqueue-depth = 32");
     let prepared = t.prepare(&Default::default()).unwrap();
@@ -219,6 +220,7 @@ fn ycsb_on_the_null_target_allocates_nothing_per_operation() {
         size: Bytes(1 << 30),
         stall_after_ops: None,
         stall: None,
+        stall_worker: None,
     });
     for letter in ['a', 'b', 'c', 'd', 'e', 'f'] {
         for extra in ["", "data-integrity = true\nread-all-fields = false"] {

@@ -79,10 +79,13 @@ pub enum ErrorKind {
     /// A value read back was not the one written (YCSB's `dataintegrity` check failed, or
     /// a record lacked fields).
     Integrity = 8,
+    /// A YCSB insert finished 2^20 or more keys past the oldest insert still in flight: YCSB's
+    /// acknowledgement window overflowed ("Too many unacknowledged insertion keys.").
+    InsertWindow = 9,
 }
 
 impl ErrorKind {
-    pub const COUNT: usize = 9;
+    pub const COUNT: usize = 10;
     pub const ALL: [ErrorKind; ErrorKind::COUNT] = [
         ErrorKind::Io,
         ErrorKind::NoSpace,
@@ -93,6 +96,7 @@ impl ErrorKind {
         ErrorKind::NotFound,
         ErrorKind::Other,
         ErrorKind::Integrity,
+        ErrorKind::InsertWindow,
     ];
 
     pub fn name(self) -> &'static str {
@@ -106,6 +110,7 @@ impl ErrorKind {
             ErrorKind::NotFound => "not-found",
             ErrorKind::Other => "other",
             ErrorKind::Integrity => "integrity",
+            ErrorKind::InsertWindow => "insert-window-full",
         }
     }
 
@@ -145,6 +150,11 @@ impl OpError {
     pub fn message(&self) -> String {
         if self.kind == ErrorKind::ShortTransfer {
             return format!("short transfer ({} bytes)", self.code);
+        }
+        if self.kind == ErrorKind::InsertWindow {
+            return "too many unacknowledged insert keys: YCSB's window of 2^20 keys past the \
+                    oldest insert in flight overflowed (insert-window-full)"
+                .to_string();
         }
         if self.code > 0 {
             format!(

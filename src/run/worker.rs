@@ -248,7 +248,7 @@ impl Tally<'_> {
     #[inline]
     fn settle(&mut self, info: &SlotInfo, end_ns: u64, result: Result<u32, OpError>, found: bool) {
         if info.insert_key != u64::MAX {
-            self.source.acknowledge_insert(info.insert_key);
+            self.acknowledge(info.insert_key);
         }
         if !info.measured && self.index >= 0 {
             return;
@@ -271,6 +271,18 @@ impl Tally<'_> {
                     self.fail(kind, e);
                 }
             }
+        }
+    }
+
+    /// Tells the source that an insert finished. YCSB's acknowledgement window overflowing
+    /// is counted as an insert error and stops the run, whatever `stop-on-error` says (YCSB
+    /// throws there).
+    #[inline]
+    fn acknowledge(&mut self, key: u64) {
+        if let Err(e) = self.source.acknowledge_insert(key) {
+            self.recorder.record_error(OpKind::Insert, e);
+            let first = self.fatal.unwrap_or((OpKind::Insert, e));
+            self.fail(first.0, first.1);
         }
     }
 
@@ -484,7 +496,7 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
                     }
                     Err(e) => {
                         if let Some(k) = op.inserted_key() {
-                            t.source.acknowledge_insert(k);
+                            t.acknowledge(k);
                         }
                         if measured || t.index < 0 {
                             t.recorder.record_error(kind, e);

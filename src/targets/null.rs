@@ -29,6 +29,10 @@ pub const TYPE: TargetType = TargetType {
             "each session stalls once after this many operations (testing)",
         ),
         ("stall", "how long that stall lasts, e.g. \"500ms\""),
+        (
+            "stall-worker",
+            "only this worker's session stalls (0 = the first; default: every session)",
+        ),
     ],
     parse,
     ycsb_names: &["basic"],
@@ -42,6 +46,7 @@ pub struct NullConfig {
     pub size: Bytes,
     pub stall_after_ops: Option<u64>,
     pub stall: Option<Dur>,
+    pub stall_worker: Option<u32>,
 }
 
 fn default_size() -> Bytes {
@@ -58,6 +63,12 @@ fn ycsb_options(
 
 fn parse(table: toml::Table) -> Result<TargetConfig, OptionError> {
     let c: NullConfig = table.try_into().map_err(option_error)?;
+    if c.stall_worker.is_some() && c.stall.is_none() {
+        return Err(OptionError {
+            key: "stall-worker".into(),
+            message: "`stall-worker` needs `stall` and `stall-after-ops`".into(),
+        });
+    }
     if c.stall_after_ops.is_some() != c.stall.is_some() {
         return Err(OptionError {
             key: if c.stall.is_some() {
@@ -123,7 +134,10 @@ impl NullConfig {
             at_submit: params.queue_depth <= 1,
             done: Vec::with_capacity(params.queue_depth as usize),
             ops: 0,
-            stall_after_ops: self.stall_after_ops.unwrap_or(u64::MAX),
+            stall_after_ops: match self.stall_worker {
+                Some(w) if w != params.worker => u64::MAX,
+                _ => self.stall_after_ops.unwrap_or(u64::MAX),
+            },
             stall: self.stall.map(|d| d.0).unwrap_or_default(),
             value_bytes: params.kv.map_or(0, |kv| kv.value_bytes),
             record_bytes: params.ycsb.as_ref().map_or(0, |w| {

@@ -164,11 +164,13 @@ impl Source {
         }
     }
 
-    /// An insert of key number `keynum` is over (YCSB's acknowledged inserts).
+    /// An insert of key number `keynum` is over (YCSB's acknowledged inserts). An error (YCSB's
+    /// acknowledgement window overflowed) is to be counted and stops the run, as in YCSB.
     #[inline]
-    pub fn acknowledge_insert(&mut self, keynum: u64) {
-        if let Source::Ycsb(s) = self {
-            s.acknowledge_insert(keynum);
+    pub fn acknowledge_insert(&mut self, keynum: u64) -> Result<(), crate::record::OpError> {
+        match self {
+            Source::Ycsb(s) => s.acknowledge_insert(keynum),
+            Source::Block(_) | Source::Kv(_) => Ok(()),
         }
     }
 }

@@ -15,7 +15,7 @@ pub mod workload;
 
 pub use self::core::{
     CLIENT_PROPERTIES, CORE_WORKLOAD_CLASS, CoreRun, CoreSource, CoreWorkload,
-    FieldLengthDistribution, LoadSource, OpProportions, RequestDistribution,
+    FieldLengthDistribution, KeyChooser, LoadSource, OpProportions, RequestDistribution,
     ScanLengthDistribution, WorkloadError, YcsbOp, thread_op_count,
 };
 pub use self::keys::InsertOrder;

@@ -22,9 +22,11 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::core::{CoreSource, CoreWorkload, LoadSource, WorkloadError};
+use super::generators::AckError;
 use super::properties::{Origin, Properties, Property};
-use crate::record::OpKind;
+use crate::record::{ErrorKind, OpError, OpKind};
 use crate::targets::{Op, OptionError};
+use crate::units::MAX_DURATION_SECS;
 
 /// The phase a workload runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -159,6 +161,21 @@ fn value_text(v: &toml::Value) -> Option<String> {
     })
 }
 
+/// An open-loop rate must leave at most [`MAX_DURATION_SECS`] between one thread's operations,
+/// so that the schedule of intended starts fits a u64 of nanoseconds.
+fn check_rate(rate_ops: f64, threads: u32, key: &str, shown: &str) -> Result<(), OptionError> {
+    let gap_secs = threads.max(1) as f64 / rate_ops;
+    if gap_secs > MAX_DURATION_SECS as f64 {
+        return Err(err(
+            key,
+            format!(
+                "{shown}: leaves {gap_secs:.3e} s between one thread's operations ({threads} threads); at most {MAX_DURATION_SECS} s (100 years)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// The study key a property came from, or "workload-file" for a file's.
 fn key_of(p: &Property) -> String {
     match &p.origin {
@@ -256,6 +273,9 @@ impl YcsbWorkload {
             w.rate_ops = rate_ops;
         }
         w.queue_depth = queue_depth as u32;
+        if let (Some(rate), Some(_)) = (w.rate_ops, rate_ops) {
+            check_rate(rate, w.threads, "rate-ops", &format!("rate-ops = {rate:e}"))?;
+        }
         w.seed = seed;
         w.quick = quick;
         w.workload_file = workload_file;
@@ -298,9 +318,30 @@ impl YcsbWorkload {
         };
         let threads = number("threadcount")?.map_or(1, |t| t.max(1.0) as u32);
         let rate_ops = number("target")?.filter(|t| *t > 0.0);
-        let max_execution_seconds = number("maxexecutiontime")?
-            .filter(|t| *t > 0.0)
-            .map(|t| t as u64);
+        let max_execution = number("maxexecutiontime")?;
+        // Where each was set, for errors.
+        let key = |name: &str| props.get(name).map_or_else(|| name.to_owned(), key_of);
+        let shown = |name: &str| {
+            props
+                .get(name)
+                .map_or_else(|| name.to_owned(), |p| p.to_string())
+        };
+        if let Some(rate) = rate_ops {
+            check_rate(rate, threads, &key("target"), &shown("target"))?;
+        }
+        let max_execution_seconds = match max_execution {
+            Some(secs) if secs > MAX_DURATION_SECS as f64 => {
+                return Err(err(
+                    &key("maxexecutiontime"),
+                    format!(
+                        "{}: at most {MAX_DURATION_SECS} seconds (100 years; YCSB takes at most 2147483647)",
+                        shown("maxexecutiontime")
+                    ),
+                ));
+            }
+            Some(secs) if secs > 0.0 => Some(secs as u64),
+            _ => None,
+        };
         let mut properties = BTreeMap::new();
         for p in props.iter() {
             properties.insert(p.name.clone(), p.value.clone());
@@ -437,14 +478,28 @@ impl YcsbSource {
         }
     }
 
-    /// A run-phase insert is over (successful or not): readers may now choose its key.
+    /// A run-phase insert is over (successful or not): readers may now choose its key. An
+    /// insert 2^20 or more keys past the oldest one in flight overflows YCSB's acknowledgement
+    /// window: an [`ErrorKind::InsertWindow`] error (YCSB throws "Too many unacknowledged
+    /// insertion keys." and stops), for the worker to count and stop the run on.
     #[inline]
-    pub fn acknowledge_insert(&mut self, keynum: u64) {
-        if let YcsbSource::Run(s) = self {
-            // An error means the window of pending inserts overflowed: the key stays
-            // unacknowledged, as YCSB would leave it; nothing else to do in the hot path.
-            let _ = s.acknowledge_insert(keynum);
+    pub fn acknowledge_insert(&mut self, keynum: u64) -> Result<(), OpError> {
+        match self {
+            YcsbSource::Run(s) => s.acknowledge_insert(keynum).map_err(ack_error),
+            YcsbSource::Load(_) => Ok(()),
         }
+    }
+}
+
+/// The operation error of an acknowledgement the insert counter refused.
+pub fn ack_error(e: AckError) -> OpError {
+    OpError {
+        kind: match e {
+            AckError::WindowFull { .. } => ErrorKind::InsertWindow,
+            // A key acknowledged twice or never handed out: a fault of storlab's own.
+            AckError::NotPending { .. } => ErrorKind::Other,
+        },
+        code: 0,
     }
 }
 
@@ -501,5 +556,82 @@ mod tests {
             }
         }
         assert!(seen.iter().all(|s| *s));
+    }
+
+    /// Durations and rates from user input cannot overflow: u64::MAX-like values are errors
+    /// naming the property, never a panic or a wrapped count of nanoseconds.
+    #[test]
+    fn huge_durations_and_rates_are_errors_naming_the_property() {
+        for (extra, key, says) in [
+            (
+                "properties = { maxexecutiontime = \"18446744073709551615\" }",
+                "properties.maxexecutiontime",
+                "maxexecutiontime=18446744073709551615: at most 3153600000 seconds",
+            ),
+            (
+                "properties = { maxexecutiontime = 1e300 }",
+                "properties.maxexecutiontime",
+                "at most 3153600000 seconds",
+            ),
+            (
+                "max-execution-time = 9223372036854775807",
+                "max-execution-time",
+                "maxexecutiontime=9223372036854775807: at most",
+            ),
+            (
+                "target = 1e-300",
+                "target",
+                "leaves 1.000e300 s between one thread's operations (1 threads)",
+            ),
+            (
+                "rate-ops = 1e-300",
+                "rate-ops",
+                "rate-ops = 1e-300: leaves 1.000e300 s",
+            ),
+        ] {
+            let e = table(&format!(
+                "phase = \"run\"\nrecord-count = 10\noperation-count = 10\n{extra}"
+            ))
+            .unwrap_err();
+            assert_eq!(e.key, key, "{extra}: {}", e.message);
+            assert!(e.message.contains(says), "{extra}: {}", e.message);
+        }
+        let w = table(
+            "phase = \"run\"\nrecord-count = 10\nmax-execution-time = 3153600000\nrate-ops = 1e-9",
+        )
+        .unwrap();
+        assert_eq!(w.max_execution_seconds, Some(3_153_600_000));
+    }
+
+    /// An insert acknowledged 2^20 keys past one still in flight is an insert-window-full
+    /// error, as YCSB's "Too many unacknowledged insertion keys."; load sources have no window.
+    #[test]
+    fn insert_window_overflow_is_an_error() {
+        let w = table(
+            "phase = \"run\"\nrecord-count = 10\noperation-count = 10\ninsert-proportion = 1\nread-proportion = 0\nupdate-proportion = 0",
+        )
+        .unwrap();
+        let mut sources = w.sources();
+        let s = &mut sources[0];
+        let mut keys = Vec::new();
+        for _ in 0..=crate::workload::ycsb::generators::ACK_WINDOW {
+            match s.next_op() {
+                Some(Op::Ycsb(super::super::YcsbOp::Insert { keynum })) => keys.push(keynum),
+                other => panic!("{other:?}"),
+            }
+        }
+        let (first, last) = (keys[0], keys[keys.len() - 1]);
+        let e = s.acknowledge_insert(last).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::InsertWindow);
+        assert!(
+            e.message()
+                .starts_with("too many unacknowledged insert keys"),
+            "{}",
+            e.message()
+        );
+        s.acknowledge_insert(first).unwrap();
+        s.acknowledge_insert(last).unwrap();
+        let w = table("phase = \"load\"\nrecord-count = 10").unwrap();
+        assert_eq!(w.sources()[0].acknowledge_insert(3), Ok(()));
     }
 }
