@@ -91,8 +91,15 @@ impl Slot {
     }
 }
 
-/// The measured intervals of `targets` (all their operation kinds added), in time order.
-fn slots(timeline: &Timeline, targets: &[String], interval_s: f64) -> Vec<Slot> {
+/// The measured intervals of `targets` (all their operation kinds added), in time order, up
+/// to `measured_seconds` (the sliver after the last completion, while the workers noticed the
+/// end, is no outage).
+fn slots(
+    timeline: &Timeline,
+    targets: &[String],
+    interval_s: f64,
+    measured_seconds: f64,
+) -> Vec<Slot> {
     let nominal = if interval_s > 0.0 { interval_s } else { 1.0 };
     let mut by_second: BTreeMap<i64, Slot> = BTreeMap::new();
     for r in timeline
@@ -117,7 +124,14 @@ fn slots(timeline: &Timeline, targets: &[String], interval_s: f64) -> Vec<Slot> 
             *slot.errors.entry(k.clone()).or_default() += n;
         }
     }
-    by_second.into_values().collect()
+    by_second
+        .into_values()
+        .filter(|s| s.start_s < measured_seconds - 1e-9)
+        .map(|mut s| {
+            s.end_s = s.end_s.min(measured_seconds);
+            s
+        })
+        .collect()
 }
 
 fn add_errors(into: &mut BTreeMap<String, u64>, from: &BTreeMap<String, u64>) {
@@ -127,15 +141,16 @@ fn add_errors(into: &mut BTreeMap<String, u64>, from: &BTreeMap<String, u64>) {
 }
 
 /// Recovery around the event named `event`, over the measured intervals of `targets` (the
-/// run's targets, background workers left out).
+/// run's targets, background workers left out) up to `measured_seconds`.
 pub fn recovery(
     timeline: &Timeline,
     targets: &[String],
     interval_s: f64,
+    measured_seconds: f64,
     event: &str,
     ask: RecoveryAsk,
 ) -> Recovery {
-    let slots = slots(timeline, targets, interval_s);
+    let slots = slots(timeline, targets, interval_s, measured_seconds);
     let t_e = ask.event_seconds;
     let mut r = Recovery {
         event: event.to_string(),
@@ -299,6 +314,7 @@ pub fn for_run(
                     timeline,
                     &targets,
                     interval_s,
+                    summary.measured_seconds,
                     &o.name,
                     RecoveryAsk {
                         event_seconds: o.start_ns as f64 / 1e9,
@@ -355,7 +371,7 @@ mod tests {
         let mut iv = vec![(100, 0); 10];
         iv.extend([(0, 40), (0, 50), (0, 45), (50, 3)]);
         iv.extend(vec![(100, 0); 10]);
-        let r = recovery(&timeline(&iv), &["a".into()], 0.1, "kill", ask(1.0));
+        let r = recovery(&timeline(&iv), &["a".into()], 0.1, 1e9, "kill", ask(1.0));
         assert!(close(r.baseline_rate_ops, 1000.0), "{r:?}");
         assert!((r.baseline_covered_seconds - 1.0).abs() < 1e-9);
         assert!((r.outage_seconds - 0.3).abs() < 1e-9, "{r:?}");
@@ -377,7 +393,7 @@ mod tests {
         let mut iv = vec![(100, 0); 10];
         iv.extend([(0, 10), (0, 10)]);
         iv.extend(vec![(80, 0); 10]);
-        let r = recovery(&timeline(&iv), &["a".into()], 0.1, "kill", ask(1.0));
+        let r = recovery(&timeline(&iv), &["a".into()], 0.1, 1e9, "kill", ask(1.0));
         assert!(!r.recovered);
         assert_eq!(r.time_to_recover_seconds, None);
         assert_eq!(r.recovered_at_seconds, None);
@@ -393,14 +409,14 @@ mod tests {
         // Back for 0.2 s only, with settle = 0.3 s, and then the run ends.
         let mut iv = vec![(100, 0); 10];
         iv.extend([(0, 10), (100, 0), (100, 0)]);
-        let r = recovery(&timeline(&iv), &["a".into()], 0.1, "kill", ask(1.0));
+        let r = recovery(&timeline(&iv), &["a".into()], 0.1, 1e9, "kill", ask(1.0));
         assert!(!r.recovered, "{r:?}");
     }
 
     #[test]
     fn no_baseline_when_the_event_comes_first() {
         let iv = vec![(0, 5), (0, 5), (100, 0), (100, 0), (100, 0), (100, 0)];
-        let r = recovery(&timeline(&iv), &["a".into()], 0.1, "kill", ask(0.0));
+        let r = recovery(&timeline(&iv), &["a".into()], 0.1, 1e9, "kill", ask(0.0));
         assert_eq!(r.baseline_rate_ops, None);
         assert!(!r.recovered);
         assert_eq!(r.time_to_recover_seconds, None);
@@ -417,12 +433,23 @@ mod tests {
         iv.extend([(0, 1), (0, 1), (100, 0), (100, 0), (100, 0), (100, 0)]);
         let mut a = ask(0.55);
         a.baseline_seconds = 10.0;
-        let r = recovery(&timeline(&iv), &["a".into()], 0.1, "x", a);
+        let r = recovery(&timeline(&iv), &["a".into()], 0.1, 1e9, "x", a);
         assert!((r.baseline_covered_seconds - 0.5).abs() < 1e-9);
         assert!(close(r.baseline_rate_ops, 1000.0));
         // The outage counts from the event, not from its interval's start.
         assert!((r.outage_seconds - 0.15).abs() < 1e-9, "{r:?}");
         assert!(close(r.time_to_recover_seconds, 0.15), "{r:?}");
+    }
+
+    #[test]
+    fn the_sliver_after_the_last_completion_is_no_outage() {
+        // Measured for 1.0 s; the timeline's last row covers 1.0 to 1.1 s with nothing in it.
+        let mut iv = vec![(100, 0); 10];
+        iv.push((0, 0));
+        let r = recovery(&timeline(&iv), &["a".into()], 0.1, 1.0, "x", ask(0.5));
+        assert_eq!(r.outage_seconds, 0.0, "{r:?}");
+        assert!(close(r.time_to_first_success_seconds, 0.0), "{r:?}");
+        assert!(r.recovered, "{r:?}");
     }
 
     #[test]
@@ -432,7 +459,7 @@ mod tests {
         other.target = "a:writer".into();
         other.ops = 1000;
         t.rows.push(other);
-        let r = recovery(&t, &["a".into()], 0.1, "x", ask(0.2));
+        let r = recovery(&t, &["a".into()], 0.1, 1e9, "x", ask(0.2));
         assert!((r.outage_seconds - 0.1).abs() < 1e-9, "{r:?}");
     }
 }

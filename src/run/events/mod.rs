@@ -128,21 +128,21 @@ fn run_list<'a>(
             ));
             continue;
         }
-        if let Some(start) = measure_start_ns {
-            if !wait_for_trigger(&e.trigger, ctx, start) {
-                out.push(not_run(
-                    e,
-                    EventStatus::NotReached,
-                    match &e.trigger {
-                        Trigger::AfterOps(n) => format!(
-                            "not run: the step ended after {} of the {n} operations it waited for",
-                            ctx.control.completed_ops.load(Ordering::Relaxed)
-                        ),
-                        _ => "not run: the step ended before its time".to_string(),
-                    },
-                ));
-                continue;
-            }
+        if let Some(start) = measure_start_ns
+            && !wait_for_trigger(&e.trigger, ctx, start)
+        {
+            out.push(not_run(
+                e,
+                EventStatus::NotReached,
+                match &e.trigger {
+                    Trigger::AfterOps(n) => format!(
+                        "not run: the step ended after {} of the {n} operations it waited for",
+                        ctx.control.completed_ops.load(Ordering::Relaxed)
+                    ),
+                    _ => "not run: the step ended before its time".to_string(),
+                },
+            ));
+            continue;
         }
         let r = execute(e, ctx, processes);
         if r.status != EventStatus::Ok && e.on_failure == OnFailure::Stop {

@@ -195,13 +195,13 @@ impl Processes {
         keep: bool,
         log: &Path,
     ) -> Result<i32, String> {
-        if let Some(old) = self.started.get_mut(name) {
-            if old.child.try_wait().ok().flatten().is_none() {
-                return Err(format!(
-                    "a process named `{name}` (pid {}) that the study started is still running",
-                    old.child.id()
-                ));
-            }
+        if let Some(old) = self.started.get_mut(name)
+            && old.child.try_wait().ok().flatten().is_none()
+        {
+            return Err(format!(
+                "a process named `{name}` (pid {}) that the study started is still running",
+                old.child.id()
+            ));
         }
         if let Some(dir) = log.parent() {
             std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -268,7 +268,9 @@ impl Processes {
             let how = match p.child.try_wait() {
                 Ok(Some(status)) => format!("had ended: {}", describe(&status)),
                 _ => {
+                    // A stopped process (a `stop` event) must run to act on SIGTERM.
                     signal_group(pid, libc::SIGTERM);
+                    signal_group(pid, libc::SIGCONT);
                     let start = Instant::now();
                     loop {
                         match p.child.try_wait() {
