@@ -417,7 +417,7 @@ fn errors_print_their_cause_once() {
     assert_eq!(err.matches("not-a-folder/x.dat").count(), 1, "{err}");
 }
 
-/// GOOD with one `[[steps.events]]` table: its header on line 16, `lines` from line 17.
+/// GOOD with one `[[steps.events]]` table: its header on line 15, `lines` from line 16.
 fn with_event(lines: &str) -> String {
     format!("{GOOD}\n[[steps.events]]\n{lines}")
 }
@@ -438,7 +438,7 @@ fn a_valid_event_is_in_the_plan() {
 fn event_with_an_unknown_action() {
     check(
         &with_event("at = \"0.5s\"\naction = \"reboot\"\n"),
-        18,
+        17,
         "steps[1].events[1].action",
         "unknown action `reboot`",
     );
@@ -448,7 +448,7 @@ fn event_with_an_unknown_action() {
 fn event_at_past_the_steps_end() {
     check(
         &with_event("action = \"exec\"\ncommand = [\"true\"]\nat = \"5s\"\n"),
-        19,
+        18,
         "steps[1].events[1].at",
         "past the step's end",
     );
@@ -458,7 +458,7 @@ fn event_at_past_the_steps_end() {
 fn event_without_a_command() {
     check(
         &with_event("action = \"exec\"\nat = \"0.5s\"\n"),
-        16,
+        15,
         "steps[1].events[1]",
         "missing `command`",
     );
@@ -468,7 +468,7 @@ fn event_without_a_command() {
 fn event_with_both_at_and_after_ops() {
     check(
         &with_event("action = \"exec\"\ncommand = [\"true\"]\nat = \"0.5s\"\nafter-ops = 1000\n"),
-        20,
+        19,
         "steps[1].events[1].after-ops",
         "not several",
     );
@@ -478,7 +478,7 @@ fn event_with_both_at_and_after_ops() {
 fn event_with_neither_at_nor_after_ops() {
     check(
         &with_event("action = \"exec\"\ncommand = [\"true\"]\n"),
-        16,
+        15,
         "steps[1].events[1]",
         "missing when the event runs",
     );
@@ -488,7 +488,7 @@ fn event_with_neither_at_nor_after_ops() {
 fn event_with_an_unknown_key() {
     check(
         &with_event("action = \"exec\"\ncommand = [\"true\"]\nat = \"0.5s\"\nretries = 3\n"),
-        20,
+        19,
         "steps[1].events[1].retries",
         "unknown key `retries`",
     );
@@ -498,7 +498,7 @@ fn event_with_an_unknown_key() {
 fn event_naming_no_earlier_start() {
     check(
         &with_event("action = \"kill\"\nat = \"0.5s\"\nprocess = \"redis\"\n"),
-        19,
+        18,
         "steps[1].events[1].process",
         "no earlier `start` event is named `redis`",
     );
@@ -509,7 +509,7 @@ fn event_naming_no_earlier_start() {
     );
     check(
         &text,
-        19,
+        18,
         "steps[1].events[1].process",
         "no earlier `start` event",
     );
@@ -531,7 +531,7 @@ fn a_process_started_earlier_can_be_named() {
 fn event_key_of_another_action() {
     check(
         &with_event("action = \"exec\"\ncommand = [\"true\"]\nat = \"0.5s\"\nsignal = \"KILL\"\n"),
-        20,
+        19,
         "steps[1].events[1].signal",
         "does not apply to `exec` events",
     );
@@ -543,7 +543,7 @@ fn event_with_a_bad_signal() {
         &with_event(
             "action = \"kill\"\npid-file = \"/run/x.pid\"\nat = \"0.5s\"\nsignal = \"NOPE\"\n",
         ),
-        20,
+        19,
         "steps[1].events[1].signal",
         "unknown signal `NOPE`",
     );
