@@ -416,3 +416,135 @@ fn errors_print_their_cause_once() {
     assert_eq!(err.matches("Not a directory").count(), 1, "{err}");
     assert_eq!(err.matches("not-a-folder/x.dat").count(), 1, "{err}");
 }
+
+/// GOOD with one `[[steps.events]]` table: its header on line 15, `lines` from line 16.
+fn with_event(lines: &str) -> String {
+    format!("{GOOD}\n[[steps.events]]\n{lines}")
+}
+
+#[test]
+fn a_valid_event_is_in_the_plan() {
+    let plan = study::parse(
+        "good.toml",
+        &with_event("name = \"boom\"\nat = \"0.5s\"\naction = \"exec\"\ncommand = [\"true\"]\n"),
+    )
+    .unwrap();
+    let e = &plan.runs[0].events[0];
+    assert_eq!(e.name, "boom");
+    assert!(e.recovery.is_some(), "exec measures recovery by default");
+}
+
+#[test]
+fn event_with_an_unknown_action() {
+    check(
+        &with_event("at = \"0.5s\"\naction = \"reboot\"\n"),
+        17,
+        "steps[1].events[1].action",
+        "unknown action `reboot`",
+    );
+}
+
+#[test]
+fn event_at_past_the_steps_end() {
+    check(
+        &with_event("action = \"exec\"\ncommand = [\"true\"]\nat = \"5s\"\n"),
+        18,
+        "steps[1].events[1].at",
+        "past the step's end",
+    );
+}
+
+#[test]
+fn event_without_a_command() {
+    check(
+        &with_event("action = \"exec\"\nat = \"0.5s\"\n"),
+        15,
+        "steps[1].events[1]",
+        "missing `command`",
+    );
+}
+
+#[test]
+fn event_with_both_at_and_after_ops() {
+    check(
+        &with_event("action = \"exec\"\ncommand = [\"true\"]\nat = \"0.5s\"\nafter-ops = 1000\n"),
+        19,
+        "steps[1].events[1].after-ops",
+        "not several",
+    );
+}
+
+#[test]
+fn event_with_neither_at_nor_after_ops() {
+    check(
+        &with_event("action = \"exec\"\ncommand = [\"true\"]\n"),
+        15,
+        "steps[1].events[1]",
+        "missing when the event runs",
+    );
+}
+
+#[test]
+fn event_with_an_unknown_key() {
+    check(
+        &with_event("action = \"exec\"\ncommand = [\"true\"]\nat = \"0.5s\"\nretries = 3\n"),
+        19,
+        "steps[1].events[1].retries",
+        "unknown key `retries`",
+    );
+}
+
+#[test]
+fn event_naming_no_earlier_start() {
+    check(
+        &with_event("action = \"kill\"\nat = \"0.5s\"\nprocess = \"redis\"\n"),
+        18,
+        "steps[1].events[1].process",
+        "no earlier `start` event is named `redis`",
+    );
+    // Named by a start event that comes later: still refused (events run in order).
+    let text = format!(
+        "{}\n[[steps.events]]\nname = \"redis\"\naction = \"start\"\nat = \"0.8s\"\ncommand = [\"sleep\", \"9\"]\n",
+        with_event("action = \"kill\"\nat = \"0.5s\"\nprocess = \"redis\"\n")
+    );
+    check(
+        &text,
+        18,
+        "steps[1].events[1].process",
+        "no earlier `start` event",
+    );
+}
+
+#[test]
+fn a_process_started_earlier_can_be_named() {
+    let text = format!(
+        "{}\n[[steps.events]]\naction = \"kill\"\nsignal = \"KILL\"\nat = \"0.5s\"\nprocess = \"redis\"\n",
+        with_event(
+            "name = \"redis\"\naction = \"start\"\nbefore-step = true\ncommand = [\"sleep\", \"9\"]\n"
+        )
+    );
+    let plan = study::parse("good.toml", &text).unwrap();
+    assert_eq!(plan.runs[0].events.len(), 2);
+}
+
+#[test]
+fn event_key_of_another_action() {
+    check(
+        &with_event("action = \"exec\"\ncommand = [\"true\"]\nat = \"0.5s\"\nsignal = \"KILL\"\n"),
+        19,
+        "steps[1].events[1].signal",
+        "does not apply to `exec` events",
+    );
+}
+
+#[test]
+fn event_with_a_bad_signal() {
+    check(
+        &with_event(
+            "action = \"kill\"\npid-file = \"/run/x.pid\"\nat = \"0.5s\"\nsignal = \"NOPE\"\n",
+        ),
+        19,
+        "steps[1].events[1].signal",
+        "unknown signal `NOPE`",
+    );
+}

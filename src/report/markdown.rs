@@ -19,6 +19,30 @@ Repetitions of a point: all their operations over all their measured time.\n\
 histograms with 3 significant digits (1 ns to 1 h); repetitions are combined by adding their \
 histograms, never by averaging percentiles. Warm-up operations are kept out of every figure.\n";
 
+/// The study events and recovery tables of `summaries` (empty when none had events).
+fn events_markdown(summaries: &[RunSummary]) -> String {
+    let mut out = String::new();
+    if let Some(t) = crate::report::events::events_table(summaries) {
+        out.push_str("\n## Events\n\nTimes in seconds from the start of measurement.\n\n");
+        out.push_str(&t.markdown());
+    }
+    if let Some(t) = crate::report::events::recovery_table(summaries) {
+        out.push_str("\n## Recovery\n\n");
+        out.push_str(&t.markdown());
+        out.push_str(&format!("\n{}\n", crate::report::events::RECOVERY_NOTE));
+        for s in summaries {
+            for r in s.recovery.iter().filter(|r| !r.note.is_empty()) {
+                out.push_str(&format!(
+                    "\n- run {}, `{}`: {}",
+                    s.run_index, r.event, r.note
+                ));
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
 /// A Markdown report of the given runs.
 pub fn study_markdown(
     title: &str,
@@ -44,6 +68,7 @@ pub fn study_markdown(
         out.push_str(&warnings.join("\n"));
         out.push('\n');
     }
+    out.push_str(&events_markdown(runs));
     out.push_str(METHOD);
     if let Some(sys) = system {
         out.push_str("\n## System\n\n");
@@ -120,6 +145,25 @@ pub fn report_markdown(runs: &[StoredRun]) -> String {
         }
         out.push('\n');
     }
+    if let Some(t) = crate::report::events::events_table(&summaries) {
+        out.push_str("\n## Events\n\nTimes in seconds from the start of measurement.\n\n");
+        out.push_str(&t.markdown());
+    }
+    if let Some(t) = crate::report::events::recovery_table(&summaries) {
+        out.push_str("\n## Recovery\n\n");
+        out.push_str(&t.markdown());
+        out.push_str(&format!("\n{}\n", crate::report::events::RECOVERY_NOTE));
+        for s in &summaries {
+            for r in s.recovery.iter().filter(|r| !r.note.is_empty()) {
+                out.push_str(&format!(
+                    "\n- run {}, `{}`: {}",
+                    s.run_index, r.event, r.note
+                ));
+            }
+        }
+        out.push('\n');
+    }
+    out.push_str(&events_markdown(&summaries));
     out.push_str(METHOD);
     out.push_str("\n## Appendix: full disclosure\n");
     let mut shown = Vec::new();

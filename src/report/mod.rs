@@ -6,6 +6,7 @@
 pub mod compare;
 pub mod csv;
 pub mod dbbench;
+pub mod events;
 pub mod html;
 pub mod markdown;
 pub mod model;

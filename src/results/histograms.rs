@@ -127,6 +127,7 @@ pub(crate) mod tests {
             p99_ns: 0,
             max_ns: 0,
             client_cpu_cores: 0.0,
+            error_kinds: Vec::new(),
         }
     }
 

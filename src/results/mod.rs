@@ -7,6 +7,7 @@
 pub mod comparison;
 pub mod histograms;
 pub mod mountinfo;
+pub mod recovery;
 pub mod redact;
 pub mod store;
 pub mod stored;

@@ -89,6 +89,38 @@ impl Store {
                 folder TEXT NOT NULL,
                 pid INTEGER NOT NULL,
                 summary TEXT
+            );
+            CREATE TABLE IF NOT EXISTS events (
+                run_id TEXT NOT NULL,
+                position INTEGER NOT NULL,
+                name TEXT NOT NULL,
+                action TEXT NOT NULL,
+                status TEXT NOT NULL,
+                start_ns INTEGER NOT NULL,
+                end_ns INTEGER NOT NULL,
+                duration_seconds REAL NOT NULL,
+                exit_code INTEGER,
+                pid INTEGER,
+                detail TEXT NOT NULL,
+                stdout TEXT NOT NULL,
+                stderr TEXT NOT NULL,
+                PRIMARY KEY (run_id, position)
+            );
+            CREATE TABLE IF NOT EXISTS recovery (
+                run_id TEXT NOT NULL,
+                event TEXT NOT NULL,
+                event_seconds REAL NOT NULL,
+                interval_seconds REAL NOT NULL,
+                baseline_rate_ops REAL,
+                dip_min_rate_ops REAL,
+                dip_mean_rate_ops REAL,
+                outage_seconds REAL NOT NULL,
+                time_to_first_success_seconds REAL,
+                recovered INTEGER NOT NULL,
+                time_to_recover_seconds REAL,
+                errors_during_outage TEXT NOT NULL,
+                note TEXT NOT NULL,
+                PRIMARY KEY (run_id, event)
             );",
         )
         .map_err(sql)?;
@@ -155,7 +187,77 @@ impl Store {
                 ],
             )
             .map_err(|e| self.sql(e))?;
-        Ok(())
+        self.store_events(run_id, summary)
+    }
+
+    /// The run's study events and recovery metrics, one row each (replacing any earlier).
+    fn store_events(&mut self, run_id: &str, summary: &RunSummary) -> Result<(), StoreError> {
+        let tx = self.conn.transaction().map_err(|e| StoreError::Sql {
+            path: self.path.clone(),
+            source: e,
+        })?;
+        let sql = |source| StoreError::Sql {
+            path: self.path.clone(),
+            source,
+        };
+        tx.execute("DELETE FROM events WHERE run_id = ?1", params![run_id])
+            .map_err(sql)?;
+        tx.execute("DELETE FROM recovery WHERE run_id = ?1", params![run_id])
+            .map_err(sql)?;
+        let studied = summary
+            .events
+            .iter()
+            .filter_map(|e| e.outcome.as_ref().map(|o| (e, o)));
+        for (position, (e, o)) in studied.enumerate() {
+            tx.execute(
+                "INSERT INTO events (run_id, position, name, action, status, start_ns, end_ns, duration_seconds, exit_code, pid, detail, stdout, stderr)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                params![
+                    run_id,
+                    position as i64,
+                    o.name,
+                    e.kind,
+                    o.status.name(),
+                    o.start_ns,
+                    o.end_ns,
+                    o.duration_seconds,
+                    o.exit_code,
+                    o.pid,
+                    crate::results::redact(&e.detail),
+                    crate::results::redact(&o.stdout),
+                    crate::results::redact(&o.stderr),
+                ],
+            )
+            .map_err(sql)?;
+        }
+        for r in &summary.recovery {
+            let errors: Vec<String> = r
+                .errors_during_outage
+                .iter()
+                .map(|(k, n)| format!("{k}:{n}"))
+                .collect();
+            tx.execute(
+                "INSERT OR REPLACE INTO recovery (run_id, event, event_seconds, interval_seconds, baseline_rate_ops, dip_min_rate_ops, dip_mean_rate_ops, outage_seconds, time_to_first_success_seconds, recovered, time_to_recover_seconds, errors_during_outage, note)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                params![
+                    run_id,
+                    r.event,
+                    r.event_seconds,
+                    r.interval_seconds,
+                    r.baseline_rate_ops,
+                    r.dip_min_rate_ops,
+                    r.dip_mean_rate_ops,
+                    r.outage_seconds,
+                    r.time_to_first_success_seconds,
+                    r.recovered,
+                    r.time_to_recover_seconds,
+                    errors.join(";"),
+                    r.note,
+                ],
+            )
+            .map_err(sql)?;
+        }
+        tx.commit().map_err(sql)
     }
 
     /// All runs, oldest first. A `running` run whose process is gone is shown `interrupted`.

@@ -77,6 +77,7 @@ pub fn failed_summary(
         client: ClientUsage::default(),
         warnings: vec![format!("the run could not start: {why}")],
         events: Vec::new(),
+        recovery: Vec::new(),
         error_samples: Vec::new(),
     }
 }
@@ -293,21 +294,15 @@ pub fn summarize(plan: &Plan, run: &RunPlan, m: &Measured<'_>) -> RunSummary {
     }
 
     let warmup_s = run.warmup.0.as_secs_f64();
-    let mut events = vec![Event {
-        time_seconds: -warmup_s,
-        kind: "warmup-start".into(),
-        detail: String::new(),
-    }];
-    events.push(Event {
-        time_seconds: 0.0,
-        kind: "measure-start".into(),
-        detail: String::new(),
-    });
-    events.push(Event {
-        time_seconds: secs,
-        kind: "measure-end".into(),
-        detail: format!("{end_reason:?}").to_lowercase(),
-    });
+    let events = vec![
+        Event::mark(-warmup_s, "warmup-start", ""),
+        Event::mark(0.0, "measure-start", ""),
+        Event::mark(
+            secs,
+            "measure-end",
+            format!("{end_reason:?}").to_lowercase(),
+        ),
+    ];
     let error_samples = error_samples
         .iter()
         .map(|(t, k, e)| ErrorSample {
@@ -355,6 +350,7 @@ pub fn summarize(plan: &Plan, run: &RunPlan, m: &Measured<'_>) -> RunSummary {
         },
         warnings,
         events,
+        recovery: Vec::new(),
         error_samples,
     }
 }

@@ -31,14 +31,93 @@ impl RunStatus {
     }
 }
 
-/// A timed mark on the run's timeline.
+/// A timed mark on the run's timeline: a phase change (`warmup-start`, `measure-start`...),
+/// or an event of the study (`[[steps.events]]`), which also carries its outcome.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub struct Event {
-    /// Seconds from the start of measurement (negative during warm-up).
+    /// Seconds from the start of measurement (negative during warm-up); a study event's start.
     pub time_seconds: f64,
+    /// The phase change, or the study event's action (`exec`, `start`, `kill`...).
     pub kind: String,
     pub detail: String,
+    /// What a study event did; None for phase marks.
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<EventOutcome>,
+}
+
+impl Event {
+    /// A phase mark.
+    pub fn mark(time_seconds: f64, kind: &str, detail: impl Into<String>) -> Event {
+        Event {
+            time_seconds,
+            kind: kind.to_string(),
+            detail: detail.into(),
+            outcome: None,
+        }
+    }
+}
+
+/// How a study event ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EventStatus {
+    /// Done: the command exited 0, the process started, the signal was delivered.
+    Ok,
+    /// The command exited non-zero, could not start, the pid file was missing...
+    Failed,
+    /// The command ran past its `timeout` (and was killed), or `wait-for` never succeeded.
+    TimedOut,
+    /// The step ended before the event's time or operation count came.
+    NotReached,
+    /// The step ended while the event's command was running; it was killed.
+    CutOff,
+    /// An earlier event failed and stopped the step before this one ran.
+    Skipped,
+}
+
+impl EventStatus {
+    pub fn name(self) -> &'static str {
+        match self {
+            EventStatus::Ok => "ok",
+            EventStatus::Failed => "failed",
+            EventStatus::TimedOut => "timed-out",
+            EventStatus::NotReached => "not-reached",
+            EventStatus::CutOff => "cut-off",
+            EventStatus::Skipped => "skipped",
+        }
+    }
+}
+
+/// What a study event did, as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct EventOutcome {
+    /// The event's `name`.
+    pub name: String,
+    pub status: EventStatus,
+    /// Start and end, ns from the start of measurement (the timeline's origin; negative
+    /// before it). An event that did not run has both at the end of measurement.
+    pub start_ns: i64,
+    pub end_ns: i64,
+    /// End less start: for `wait-for`, how long until the command succeeded.
+    pub duration_seconds: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// The process a `start` event started, or the one a signal went to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<i32>,
+    /// Times a `wait-for` command ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<u32>,
+    /// The first bytes of the command's output (of its last try, for `wait-for`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub stdout: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub stderr: String,
+    /// Recovery metrics are computed around this event.
+    #[serde(default)]
+    pub recovery: bool,
 }
 
 /// One operation kind's results.
@@ -149,5 +228,8 @@ pub struct RunSummary {
     pub client: ClientUsage,
     pub warnings: Vec<String>,
     pub events: Vec<Event>,
+    /// Per study event with `recovery`: how throughput fell and came back around it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recovery: Vec<crate::results::recovery::Recovery>,
     pub error_samples: Vec<ErrorSample>,
 }

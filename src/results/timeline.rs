@@ -23,6 +23,8 @@ pub struct TimelineRow {
     pub p99_ns: u64,
     pub max_ns: u64,
     pub client_cpu_cores: f64,
+    /// `errors` by kind name, when the file says (`error_kinds`; older files do not).
+    pub error_kinds: Vec<(String, u64)>,
 }
 
 /// A parsed `timeline.csv`.
@@ -71,6 +73,7 @@ pub fn parse_timeline(text: &str) -> Timeline {
         "max_ns",
         "client_cpu_cores",
         "interval_s",
+        "error_kinds",
     ]
     .map(at);
     let mut rows = Vec::new();
@@ -99,6 +102,13 @@ pub fn parse_timeline(text: &str) -> Timeline {
             p99_ns: int(9).unwrap_or(0),
             max_ns: int(10).unwrap_or(0),
             client_cpu_cores: num(11).unwrap_or(0.0),
+            error_kinds: get(13)
+                .split(';')
+                .filter_map(|kv| {
+                    let (k, n) = kv.split_once(':')?;
+                    Some((k.to_string(), n.parse().ok()?))
+                })
+                .collect(),
         });
     }
     Timeline {

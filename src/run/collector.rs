@@ -66,8 +66,20 @@ pub struct Sinks<W1: Write, W2: Write> {
 /// The columns of `timeline.csv`. Rates are per second of the interval's real length,
 /// `interval_s` (shorter than an interval for the first warm-up and the last second). Rows of
 /// the warm-up have `phase` = `warmup` and negative seconds: they show what ran then, and
-/// no summary counts them.
-pub const TIMELINE_HEADER: &str = "second,phase,target,op,ops,rate_ops,bytes,rate_bytes,errors,p50_ns,p99_ns,max_ns,intended_p99_ns,intended_max_ns,client_cpu_cores,interval_s";
+/// no summary counts them. `error_kinds` splits `errors` by kind: `connection:12;timeout:3`
+/// (empty when there were none).
+pub const TIMELINE_HEADER: &str = "second,phase,target,op,ops,rate_ops,bytes,rate_bytes,errors,p50_ns,p99_ns,max_ns,intended_p99_ns,intended_max_ns,client_cpu_cores,interval_s,error_kinds";
+
+/// `errors` by kind as the timeline's `error_kinds` column holds them.
+fn error_kinds_text(errors: &[u64; crate::record::ErrorKind::COUNT]) -> String {
+    crate::record::ErrorKind::ALL
+        .iter()
+        .zip(errors)
+        .filter(|(_, n)| **n > 0)
+        .map(|(k, n)| format!("{}:{n}", k.name()))
+        .collect::<Vec<_>>()
+        .join(";")
+}
 
 /// Runs until every worker has sent its last interval.
 #[allow(clippy::too_many_arguments)]
@@ -262,7 +274,7 @@ fn write_second<W: Write, L: Write>(
             };
             writeln!(
                 csv,
-                "{},{},{},{},{},{:.1},{},{:.1},{},{},{},{},{},{},{:.3},{:.6}",
+                "{},{},{},{},{},{:.1},{},{:.1},{},{},{},{},{},{},{:.3},{:.6},{}",
                 index,
                 phase,
                 shape.name,
@@ -278,7 +290,8 @@ fn write_second<W: Write, L: Write>(
                 ip99,
                 imax,
                 cpu_cores,
-                secs
+                secs,
+                error_kinds_text(&kt.errors)
             )?;
             // The interval log holds measured intervals only (the warm-up's are in the
             // timeline), so that a reader merging it gets the measurement alone.

@@ -7,6 +7,7 @@
 
 pub mod collector;
 pub mod console;
+pub mod events;
 pub mod setup;
 pub mod worker;
 
@@ -45,6 +46,8 @@ pub enum RunError {
     Store(#[from] crate::results::store::StoreError),
     #[error("starting a worker thread: {0}")]
     Thread(std::io::Error),
+    #[error("run {run}: {message} (on-failure = \"continue\" lets the step go on)")]
+    Event { run: usize, message: String },
 }
 
 /// How a plan is run.
@@ -78,17 +81,31 @@ pub fn run_plan(plan: &Plan, opts: &RunOptions) -> Result<StudyOutcome, RunError
     let mut store = Store::open(&opts.results_dir)?;
     let mut summaries = Vec::new();
     let mut prepared: BTreeMap<String, Region> = BTreeMap::new();
+    // Processes the study's events started: those without `keep` are stopped at the end of
+    // their run, the others when the study ends (or fails).
+    let mut processes = events::Processes::default();
     let result: Result<(), RunError> = (|| {
         for run in &plan.runs {
             if opts.interrupted.load(Ordering::Relaxed) {
                 break;
             }
-            let summary = run_one(plan, run, opts, &study_folder, &mut store, &mut prepared)?;
+            let ran = run_one(
+                plan,
+                run,
+                opts,
+                &study_folder,
+                &mut store,
+                &mut prepared,
+                &mut processes,
+            );
+            processes.stop(false);
+            let summary = ran?;
             opts.console.run_finished(&summary);
             summaries.push(summary);
         }
         Ok(())
     })();
+    processes.stop(true);
     let mut seen = std::collections::HashSet::new();
     for t in plan.runs.iter().flat_map(|r| &r.targets) {
         if seen.insert(&t.name) {
@@ -118,10 +135,30 @@ fn run_one(
     study_folder: &Path,
     store: &mut Store,
     prepared: &mut BTreeMap<String, Region>,
+    processes: &mut events::Processes,
 ) -> Result<RunSummary, RunError> {
     let mut events_before = Vec::new();
     if run.drop_caches {
         events_before.push(drop_page_cache());
+    }
+    let clock = Clock::new();
+    let interrupted = opts.interrupted.clone();
+    let control = Control::new(interrupted.clone());
+    let step_over = AtomicBool::new(false);
+    let event_context = events::Context {
+        clock: &clock,
+        control: &control,
+        step_over: &step_over,
+        log_dir: study_folder.join("processes"),
+        run_index: run.index,
+    };
+    // Events that prepare the step (a server its targets need) run before anything else.
+    let (mut recorded, failure) = events::run_before(&run.events, &event_context, processes);
+    if let Some(f) = failure {
+        return Err(RunError::Event {
+            run: run.index,
+            message: f.message,
+        });
     }
     // Prepare every target (safety checks, layout, open databases) before anything starts.
     let ready = setup::prepare_targets(run, opts, prepared)?;
@@ -152,10 +189,7 @@ fn run_one(
         started,
     )?;
 
-    let interrupted = opts.interrupted.clone();
-    let control = Control::new(interrupted.clone());
     let background_control = Control::new(interrupted);
-    let clock = Clock::new();
     let interval_ns = run.interval.0.as_nanos() as u64;
     let setup::Workers {
         inputs: worker_inputs,
@@ -187,6 +221,12 @@ fn run_one(
     let mut background_outcomes: Vec<WorkerOutcome> = Vec::new();
     let mut cpu_at_start = 0u64;
     let mut start_ns = 0u64;
+    let warmup_ns = warmup.as_nanos() as u64;
+    let mut during: (Vec<events::Recorded>, Option<events::Failure>) = (Vec::new(), None);
+    let has_timed_events = run
+        .events
+        .iter()
+        .any(|e| e.trigger != crate::study::events::Trigger::BeforeStep);
     let collected = std::thread::scope(|scope| -> Result<_, RunError> {
         let collector = std::thread::Builder::new()
             .name("storlab-collector".into())
@@ -256,11 +296,25 @@ fn run_one(
         if !ok {
             control.stop.store(true, Ordering::Relaxed);
         }
+        let ctx = &event_context;
+        let processes = &mut *processes;
+        let event_thread = (ok && has_timed_events)
+            .then(|| {
+                let measure_start = start_ns + warmup_ns;
+                std::thread::Builder::new()
+                    .name("storlab-events".into())
+                    .spawn_scoped(scope, move || {
+                        events::run_during(&run.events, ctx, processes, measure_start)
+                    })
+            })
+            .transpose()
+            .map_err(RunError::Thread)?;
         // The targets' threads first; background workers stop when they have all stopped.
         let (bg, fg): (Vec<_>, Vec<_>) = handles.into_iter().partition(|(b, _)| *b);
         for (pass, list) in [fg, bg].into_iter().enumerate() {
             if pass == 1 {
                 background_control.stop.store(true, Ordering::Relaxed);
+                step_over.store(true, Ordering::Relaxed);
             }
             for (background, h) in list {
                 match h.join() {
@@ -273,6 +327,12 @@ fn run_one(
                     )),
                 }
             }
+        }
+        step_over.store(true, Ordering::Relaxed);
+        if let Some(t) = event_thread {
+            during = t.join().map_err(|_| {
+                RunError::Thread(std::io::Error::other("the event thread panicked"))
+            })?;
         }
         let collected = collector
             .join()
@@ -326,16 +386,76 @@ fn run_one(
     summary.software = software;
     // Events before the run (page cache dropped) are stamped at the start of the warm-up.
     for (kind, detail) in events_before {
-        summary.events.insert(
-            0,
-            Event {
-                time_seconds: -summary.warmup_seconds,
-                kind,
-                detail,
-            },
-        );
+        summary
+            .events
+            .insert(0, Event::mark(-summary.warmup_seconds, &kind, detail));
     }
     drop(background_outcomes);
+    // The study's events, the processes they started stopped at the step's end, and the
+    // recovery around each fault, from the stored timeline.
+    let measure_start_ns = start_ns + warmup_ns;
+    let (timed, failure) = during;
+    recorded.extend(timed);
+    let stopped_at = (clock.now_ns() as i64 - measure_start_ns as i64) as f64 / 1e9;
+    summary.events.extend(events::to_summary(
+        &recorded,
+        measure_start_ns,
+        summary.measured_seconds,
+    ));
+    for p in processes.stop(false) {
+        summary.events.push(Event::mark(
+            stopped_at,
+            "process-stopped",
+            format!(
+                "`{}` (pid {}) at the end of the step: {}",
+                p.name, p.pid, p.how
+            ),
+        ));
+    }
+    summary
+        .events
+        .sort_by(|a, b| a.time_seconds.total_cmp(&b.time_seconds));
+    if !run.events.is_empty() {
+        let timeline = std::fs::read_to_string(folder.path.join("timeline.csv"))
+            .map(|t| crate::results::timeline::parse_timeline(&t))
+            .map_err(|source| RunError::Results {
+                path: folder.path.join("timeline.csv"),
+                source,
+            })?;
+        summary.recovery = crate::results::recovery::for_run(
+            &summary,
+            &timeline,
+            run.interval.0.as_secs_f64(),
+            &run.events,
+        );
+    }
+    for r in &recorded {
+        if r.status != crate::results::summary::EventStatus::Ok {
+            summary.warnings.push(format!(
+                "event `{}` ({}) {}: {}",
+                r.name,
+                r.action,
+                r.status.name(),
+                r.detail
+            ));
+        }
+    }
+    if let Some(f) = &failure {
+        for w in &mut summary.warnings {
+            if w.starts_with("partial run:") {
+                *w = w.replace(
+                    "(interrupted)",
+                    &format!("(stopped by event `{}`)", f.event),
+                );
+            }
+        }
+        summary.end_reason = crate::record::EndReason::Error;
+        summary.status = crate::results::summary::RunStatus::Partial;
+        summary.warnings.push(format!(
+            "the step was stopped by its failing event `{}` (on-failure = \"stop\")",
+            f.event
+        ));
+    }
     folder
         .write_json("summary.json", &summary)
         .map_err(|source| RunError::Results {
@@ -343,6 +463,12 @@ fn run_one(
             source,
         })?;
     store.finish_run(&run_id, &summary)?;
+    if let Some(f) = failure {
+        return Err(RunError::Event {
+            run: run.index,
+            message: f.message,
+        });
+    }
     Ok(summary)
 }
 

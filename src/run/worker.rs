@@ -55,6 +55,9 @@ pub struct Control {
     pub stop: AtomicBool,
     /// Set by the signal handler: the user interrupted.
     pub interrupted: Arc<AtomicBool>,
+    /// Measured operations the workers have completed, added by each worker when it polls the
+    /// flags (every few milliseconds, never per operation): what `after-ops` events wait for.
+    pub completed_ops: AtomicU64,
 }
 
 impl Control {
@@ -62,6 +65,7 @@ impl Control {
         Control {
             stop: AtomicBool::new(false),
             interrupted,
+            completed_ops: AtomicU64::new(0),
         }
     }
 }
@@ -326,6 +330,19 @@ fn reap<S: Session>(
     Ok(now)
 }
 
+/// Adds the measured operations completed since the last call to the run's count: those
+/// issued in measurement less those still in flight.
+#[inline]
+fn publish_completed(control: &Control, published: &mut u64, issued: u64, in_flight: usize) {
+    let completed = issued.saturating_sub(in_flight as u64);
+    if completed > *published {
+        control
+            .completed_ops
+            .fetch_add(completed - *published, Ordering::Relaxed);
+        *published = completed;
+    }
+}
+
 /// The loop itself. `start_ns` is when the run (warm-up first) begins on the run clock.
 ///
 /// Each operation is timed from a clock reading taken right before its own `submit`: one the
@@ -400,6 +417,7 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
     let mut spin_ns = 0u64;
     let mut next_intended = start_ns as f64;
     let mut measured_ops = 0u64;
+    let mut published_ops = 0u64;
 
     'run: loop {
         if now >= next_boundary {
@@ -420,6 +438,7 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
         }
         if now >= next_poll {
             next_poll = now + POLL_NS;
+            publish_completed(control, &mut published_ops, measured_ops, f.outstanding);
             if t.issuing
                 && (control.stop.load(Ordering::Relaxed)
                     || control.interrupted.load(Ordering::Relaxed))
@@ -544,6 +563,7 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
         }
     }
 
+    publish_completed(control, &mut published_ops, measured_ops, f.outstanding);
     let cpu = thread_cpu_ns();
     let index = t.index;
     t.recorder.rotate(

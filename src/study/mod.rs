@@ -11,6 +11,7 @@
 pub mod brief;
 mod checks;
 pub mod dbbench;
+pub mod events;
 pub mod plan;
 pub mod sweep;
 pub mod ycsb;
@@ -119,6 +120,9 @@ struct RawStep {
     drop_caches: bool,
     #[serde(default)]
     sweep: BTreeMap<String, Spanned<Vec<Spanned<toml::Value>>>>,
+    /// `[[steps.events]]`: see [`events`].
+    #[serde(default)]
+    events: Vec<Spanned<toml::Table>>,
 }
 
 /// Maps byte offsets in the source to lines and keys.
@@ -396,6 +400,7 @@ pub fn parse_with(file: &str, text: &str, limits: Limits) -> Result<Plan, StudyE
 
     let mut steps = Vec::new();
     let mut step_names = std::collections::HashSet::new();
+    let mut kept = events::KeptProcesses::default();
     for (si, step) in raw.steps.iter().enumerate() {
         let step_span = step.span();
         let s = step.get_ref();
@@ -412,6 +417,14 @@ pub fn parse_with(file: &str, text: &str, limits: Limits) -> Result<Plan, StudyE
                 format!("two steps are named `{step_name}`"),
             ));
         }
+        let step_events = events::parse_events(
+            &src,
+            &step_key,
+            &s.events,
+            s.duration.as_ref().map(|d| *d.get_ref()),
+            &mut kept,
+            &mut errors,
+        );
         let Some((wtable, wspan)) = workloads.get(s.workload.get_ref()) else {
             if !raw.workloads.contains_key(s.workload.get_ref()) {
                 let names: Vec<&String> = raw.workloads.keys().collect();
@@ -537,6 +550,7 @@ pub fn parse_with(file: &str, text: &str, limits: Limits) -> Result<Plan, StudyE
             repetitions: reps.max(1),
             stop_on_error: s.stop_on_error,
             drop_caches: s.drop_caches,
+            events: step_events,
         });
     }
 
@@ -606,11 +620,31 @@ impl Plan {
     pub fn make_quick(&mut self) {
         for r in &mut self.runs {
             r.warmup = Dur(r.warmup.0.min(std::time::Duration::from_millis(200)));
-            r.duration = Some(Dur(r
+            // A run with events keeps room around them: at most QUICK_EVENTS_SECONDS, its
+            // events' times and recovery windows shrunk by the same factor, and intervals
+            // short enough to show them.
+            let timed_events = r
+                .events
+                .iter()
+                .any(|e| !matches!(e.trigger, events::Trigger::BeforeStep));
+            let quick_cap = if timed_events {
+                std::time::Duration::from_secs(QUICK_EVENTS_SECONDS)
+            } else {
+                std::time::Duration::from_secs(1)
+            };
+            let quick_duration = r
                 .duration
                 .map(|d| d.0)
                 .unwrap_or(std::time::Duration::from_secs(1))
-                .min(std::time::Duration::from_secs(1))));
+                .min(quick_cap);
+            if let Some(d) = r.duration.filter(|d| !d.0.is_zero() && timed_events) {
+                events::scale_events(
+                    &mut r.events,
+                    quick_duration.as_secs_f64() / d.0.as_secs_f64(),
+                );
+                r.interval = Dur(r.interval.0.min(std::time::Duration::from_millis(100)));
+            }
+            r.duration = Some(Dur(quick_duration));
             r.ops = r.ops.map(|o| o.min(20_000));
             let mut ycsb = false;
             for t in &mut r.targets {
@@ -639,11 +673,16 @@ impl Plan {
             }
             if ycsb {
                 r.ops = None;
-                r.duration = None;
+                if !timed_events {
+                    r.duration = None;
+                }
             }
         }
     }
 }
+
+/// The longest a run with timed events lasts in quick mode, seconds.
+pub const QUICK_EVENTS_SECONDS: u64 = 3;
 
 /// Keys of a db-bench workload in quick mode.
 pub const QUICK_KEYS: u64 = 10_000;

@@ -38,6 +38,9 @@ pub struct RunPlan {
     pub stop_on_error: bool,
     /// Write back and drop the page cache before the run (needs root; recorded as an event).
     pub drop_caches: bool,
+    /// Events run during the run (`[[steps.events]]`), in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<super::events::EventPlan>,
     /// Length of one timeline interval.
     pub interval: Dur,
     /// Targets driven at the same time in this run.

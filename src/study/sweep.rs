@@ -50,6 +50,7 @@ pub(super) struct Step<'a> {
     pub repetitions: u32,
     pub stop_on_error: bool,
     pub drop_caches: bool,
+    pub events: Vec<super::events::EventPlan>,
 }
 
 impl Step<'_> {
@@ -243,6 +244,7 @@ pub(super) fn expand(
                     ops: step.ops,
                     stop_on_error: step.stop_on_error,
                     drop_caches: step.drop_caches,
+                    events: step.events.clone(),
                     interval,
                     targets: group
                         .into_iter()

@@ -56,7 +56,8 @@ pub const TYPE: TargetType = TargetType {
 pub struct RedisConfig {
     #[serde(default = "default_host")]
     pub host: String,
-    #[serde(default = "default_port")]
+    /// A number, or text (so that a study can write `port = "${VAR:-6379}"`).
+    #[serde(default = "default_port", deserialize_with = "port_number")]
     pub port: u16,
     #[serde(default, skip_serializing)]
     pub password: Option<String>,
@@ -71,6 +72,27 @@ fn default_host() -> String {
 }
 fn default_port() -> u16 {
     6379
+}
+
+fn port_number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u16, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Port {
+        Number(i64),
+        Text(String),
+    }
+    let shown = match Port::deserialize(d)? {
+        Port::Number(n) => n.to_string(),
+        Port::Text(t) => t,
+    };
+    shown
+        .trim()
+        .parse::<u16>()
+        .ok()
+        .filter(|p| *p > 0)
+        .ok_or_else(|| {
+            serde::de::Error::custom(format!("port `{shown}` is not a port number (1 to 65535)"))
+        })
 }
 fn default_timeout() -> Dur {
     Dur(Duration::from_secs(10))

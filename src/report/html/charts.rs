@@ -6,10 +6,11 @@ use std::fmt::Write;
 
 use crate::report::html::params_text;
 use crate::report::model::{self, Group};
-use crate::report::svg::{self, Highlight, Mark, Series, XAxis, esc};
+use crate::report::svg::{self, Highlight, Mark, Series, Shade, XAxis, esc};
 use crate::results::comparison::CalloutKind;
 use crate::results::histograms::hlog_tag;
 use crate::results::stored::StoredRun;
+use crate::results::summary::EventStatus;
 
 /// Intervals in a timeline's moving average.
 pub const MOVING_AVERAGE_INTERVALS: usize = 5;
@@ -86,7 +87,7 @@ pub fn workload_charts(h: &mut String, gi: usize, g: &Group, runs: &[StoredRun])
         &series,
         XAxis::Linear,
         &[],
-        None,
+        &[],
         None,
     ));
     if let Some(c) = model::callout(g, CalloutKind::P99) {
@@ -207,7 +208,7 @@ fn percentile_chart(h: &mut String, gi: usize, g: &Group, runs: &[StoredRun]) {
         &series,
         XAxis::Nines,
         &[],
-        None,
+        &[],
         Some(0.0),
     ));
 }
@@ -272,16 +273,55 @@ pub fn timeline_chart(h: &mut String, r: &StoredRun, colors: &[String]) {
         .events
         .iter()
         .filter(|e| e.kind != "warmup-start" || s.warmup_seconds > 0.0)
-        .map(|e| Mark {
-            x: e.time_seconds,
-            label: if e.detail.is_empty() {
-                e.kind.clone()
-            } else {
-                format!("{} ({})", e.kind, e.detail)
-            },
+        .filter(|e| e.kind != "process-stopped")
+        .filter_map(|e| match &e.outcome {
+            // A study event: its name, action and status (one that did not run: no mark).
+            Some(o) if matches!(o.status, EventStatus::NotReached | EventStatus::Skipped) => None,
+            Some(o) => Some(Mark {
+                x: e.time_seconds,
+                label: if o.status == EventStatus::Ok {
+                    format!("{} ({})", o.name, e.kind)
+                } else {
+                    format!("{} ({}, {})", o.name, e.kind, o.status.name())
+                },
+            }),
+            None => Some(Mark {
+                x: e.time_seconds,
+                label: if e.detail.is_empty() {
+                    e.kind.clone()
+                } else {
+                    format!("{} ({})", e.kind, e.detail)
+                },
+            }),
         })
         .collect();
-    let shade = (s.warmup_seconds > 0.0).then_some((-s.warmup_seconds, 0.0));
+    let mut shades = Vec::new();
+    if s.warmup_seconds > 0.0 {
+        shades.push(Shade {
+            from: -s.warmup_seconds,
+            to: 0.0,
+            label: "warm-up".into(),
+            class: "shade",
+            fill: "#eeeeee",
+        });
+    }
+    // Each recovery: from the event until throughput was back (or to the end: never).
+    for r in &s.recovery {
+        let (to, label) = match r.recovered_at_seconds {
+            Some(at) => (at, format!("recovery after {}", r.event)),
+            None => (
+                s.measured_seconds,
+                format!("not recovered after {}", r.event),
+            ),
+        };
+        shades.push(Shade {
+            from: r.event_seconds,
+            to: to.max(r.event_seconds),
+            label,
+            class: "recovery",
+            fill: "#fde2cf",
+        });
+    }
     h.push_str(&svg::line_chart(
         &id,
         &title,
@@ -291,7 +331,7 @@ pub fn timeline_chart(h: &mut String, r: &StoredRun, colors: &[String]) {
         &series,
         XAxis::Linear,
         &marks,
-        shade,
+        &shades,
         None,
     ));
 }

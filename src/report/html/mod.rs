@@ -238,6 +238,37 @@ pub fn report_html(runs: &[StoredRun]) -> String {
         workload_section(&mut h, gi, g, runs);
     }
 
+    // Study events and the recovery around them.
+    let events = crate::report::events::events_table(&summaries);
+    let recovery = crate::report::events::recovery_table(&summaries);
+    if events.is_some() || recovery.is_some() {
+        h.push_str("<section id=\"events\"><h2>Events and recovery</h2>\n");
+        if let Some(t) = &events {
+            h.push_str("<p class=\"meta\">The study's events: times in seconds from the start of measurement; each is marked on its run's timeline.</p>");
+            h.push_str(&tables::table_html(t, "events"));
+        }
+        if let Some(t) = &recovery {
+            h.push_str(&tables::table_html(t, "recovery"));
+            let _ = write!(
+                h,
+                "<p class=\"meta\">{} Shaded on the timeline: from the event until recovered.</p>",
+                esc(crate::report::events::RECOVERY_NOTE)
+            );
+            for s in &summaries {
+                for r in s.recovery.iter().filter(|r| !r.note.is_empty()) {
+                    let _ = write!(
+                        h,
+                        "<p class=\"warning\">run {}, {}: {}</p>",
+                        s.run_index,
+                        esc(&r.event),
+                        esc(&r.note)
+                    );
+                }
+            }
+        }
+        h.push_str("</section>\n");
+    }
+
     // Timelines.
     let _ = writeln!(
         h,

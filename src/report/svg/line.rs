@@ -26,6 +26,17 @@ pub struct Mark {
     pub label: String,
 }
 
+/// A shaded x range behind the curves (the warm-up, a recovery after a fault), labelled at its
+/// bottom left.
+pub struct Shade {
+    pub from: f64,
+    pub to: f64,
+    pub label: String,
+    /// The SVG class (`shade` for the warm-up, `recovery` for a recovery interval).
+    pub class: &'static str,
+    pub fill: &'static str,
+}
+
 /// How a line chart's x axis is drawn.
 pub enum XAxis {
     Linear,
@@ -33,8 +44,8 @@ pub enum XAxis {
     Nines,
 }
 
-/// Lines (with optional markers and dashed moving averages), vertical marks and a shaded x
-/// range (warm-up). Axes start at zero for linear scales. Values in data units; `y_div`
+/// Lines (with optional markers and dashed moving averages), vertical marks and shaded x
+/// ranges (warm-up, recoveries). Axes start at zero for linear scales. Values in data units; `y_div`
 /// divides y for the tick labels (e.g. ns to ms).
 #[allow(clippy::too_many_arguments)]
 pub fn line_chart(
@@ -46,7 +57,7 @@ pub fn line_chart(
     series: &[Series],
     x_axis: XAxis,
     marks: &[Mark],
-    shade: Option<(f64, f64)>,
+    shades: &[Shade],
     x_min: Option<f64>,
 ) -> String {
     let width = 720.0;
@@ -99,6 +110,10 @@ pub fn line_chart(
         xmax = xmax.max(m.x);
         xlo = xlo.min(m.x);
     }
+    for sh in shades {
+        xmax = xmax.max(sh.to);
+        xlo = xlo.min(sh.from);
+    }
     if xmax == f64::MIN {
         (xmax, xlo) = (1.0, 0.0);
     }
@@ -150,13 +165,25 @@ pub fn line_chart(
         12.0,
         "",
     );
-    if let Some((a, b)) = shade {
-        let (xa, xb) = (xs.map(a), xs.map(b));
-        svg.rect(xa, fr.y, xb - xa, fr.h, "#eeeeee", r#" class="shade""#);
+    for (i, sh) in shades.iter().enumerate() {
+        let (xa, xb) = (xs.map(sh.from), xs.map(sh.to));
+        svg.rect(
+            xa,
+            fr.y,
+            (xb - xa).max(1.0),
+            fr.h,
+            sh.fill,
+            &format!(
+                r#" class="{}" data-from="{}" data-to="{}""#,
+                sh.class,
+                num_attr(sh.from),
+                num_attr(sh.to)
+            ),
+        );
         svg.text(
             xa + 3.0,
-            fr.y + fr.h - 4.0,
-            "warm-up",
+            fr.y + fr.h - 4.0 - 12.0 * (i % 2) as f64,
+            &sh.label,
             "start",
             10.0,
             r##" fill="#777777""##,
@@ -320,7 +347,7 @@ mod tests {
             &[s],
             XAxis::Linear,
             &[],
-            None,
+            &[],
             None,
         );
         let plot = svg.split("<g class=\"plot\"").nth(1).unwrap();

@@ -12,7 +12,7 @@
 
 mod line;
 
-pub use line::{Mark, Series, XAxis, line_chart, moving_average, nines_label};
+pub use line::{Mark, Series, Shade, XAxis, line_chart, moving_average, nines_label};
 
 use std::fmt::Write;
 

@@ -1,0 +1,354 @@
+//! Running a step's events (`[[steps.events]]`): those marked `before-step` in order before
+//! the targets are prepared, the others on a thread of their own while the workers run, each
+//! waiting for its time (`at`) or operation count (`after-ops`, read from the workers' shared
+//! count, which they add to every few milliseconds, never per operation). The workers never
+//! wait for an event.
+//!
+//! Each event's start and end are read on the run's clock and stored relative to the start of
+//! measurement; a failing event is recorded and, unless `on-failure = "continue"`, stops the
+//! step: the workers are told to stop and the events after it are recorded as skipped.
+
+pub mod process;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use crate::results::summary::{Event, EventOutcome, EventStatus};
+use crate::run::worker::{Clock, Control};
+use crate::study::events::{Action, EventPlan, OnFailure, ProcessRef, Trigger};
+pub use process::Processes;
+use process::{Finish, run_to_end};
+
+/// What one event did, with its times on the run's clock.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub name: String,
+    pub action: &'static str,
+    pub status: EventStatus,
+    /// Run clock, ns; None for an event that did not run.
+    pub start_ns: Option<u64>,
+    pub end_ns: Option<u64>,
+    pub exit_code: Option<i32>,
+    pub pid: Option<i32>,
+    pub attempts: Option<u32>,
+    pub stdout: String,
+    pub stderr: String,
+    pub detail: String,
+    pub recovery: bool,
+}
+
+/// An event that failed and stops its step.
+#[derive(Debug, Clone)]
+pub struct Failure {
+    pub event: String,
+    pub message: String,
+}
+
+/// What the events of a step see.
+pub struct Context<'a> {
+    pub clock: &'a Clock,
+    /// The targets' workers' flags: `stop` is set when an event stops the step.
+    pub control: &'a Control,
+    /// Set once the targets' workers have all stopped: waiting events are not reached,
+    /// running commands are cut off.
+    pub step_over: &'a AtomicBool,
+    /// Where started processes write their output.
+    pub log_dir: PathBuf,
+    pub run_index: usize,
+}
+
+impl Context<'_> {
+    fn over(&self) -> bool {
+        self.step_over.load(Ordering::Relaxed) || self.control.interrupted.load(Ordering::Relaxed)
+    }
+}
+
+fn not_run(e: &EventPlan, status: EventStatus, detail: String) -> Recorded {
+    Recorded {
+        name: e.name.clone(),
+        action: e.action.name(),
+        status,
+        start_ns: None,
+        end_ns: None,
+        exit_code: None,
+        pid: None,
+        attempts: None,
+        stdout: String::new(),
+        stderr: String::new(),
+        detail,
+        recovery: false,
+    }
+}
+
+/// Runs the `before-step` events in order. Stops at the first failure that stops the step.
+pub fn run_before(
+    events: &[EventPlan],
+    ctx: &Context,
+    processes: &mut Processes,
+) -> (Vec<Recorded>, Option<Failure>) {
+    run_list(
+        events.iter().filter(|e| e.trigger == Trigger::BeforeStep),
+        ctx,
+        processes,
+        None,
+    )
+}
+
+/// Runs the timed and counted events in order, each once its time or count has come;
+/// `measure_start_ns` is the start of measurement on the run clock.
+pub fn run_during(
+    events: &[EventPlan],
+    ctx: &Context,
+    processes: &mut Processes,
+    measure_start_ns: u64,
+) -> (Vec<Recorded>, Option<Failure>) {
+    run_list(
+        events.iter().filter(|e| e.trigger != Trigger::BeforeStep),
+        ctx,
+        processes,
+        Some(measure_start_ns),
+    )
+}
+
+fn run_list<'a>(
+    events: impl Iterator<Item = &'a EventPlan>,
+    ctx: &Context,
+    processes: &mut Processes,
+    measure_start_ns: Option<u64>,
+) -> (Vec<Recorded>, Option<Failure>) {
+    let mut out = Vec::new();
+    let mut failure: Option<Failure> = None;
+    for e in events {
+        if let Some(f) = &failure {
+            out.push(not_run(
+                e,
+                EventStatus::Skipped,
+                format!("not run: event `{}` failed and stopped the step", f.event),
+            ));
+            continue;
+        }
+        if let Some(start) = measure_start_ns
+            && !wait_for_trigger(&e.trigger, ctx, start)
+        {
+            out.push(not_run(
+                e,
+                EventStatus::NotReached,
+                match &e.trigger {
+                    Trigger::AfterOps(n) => format!(
+                        "not run: the step ended after {} of the {n} operations it waited for",
+                        ctx.control.completed_ops.load(Ordering::Relaxed)
+                    ),
+                    _ => "not run: the step ended before its time".to_string(),
+                },
+            ));
+            continue;
+        }
+        let r = execute(e, ctx, processes);
+        if r.status != EventStatus::Ok && e.on_failure == OnFailure::Stop {
+            ctx.control.stop.store(true, Ordering::Relaxed);
+            failure = Some(Failure {
+                event: e.name.clone(),
+                message: format!(
+                    "event `{}` ({}) {}: {}",
+                    e.name,
+                    r.action,
+                    r.status.name(),
+                    r.detail
+                ),
+            });
+        }
+        out.push(r);
+    }
+    (out, failure)
+}
+
+/// Waits until the event's time or operation count has come; false if the step ended first.
+fn wait_for_trigger(trigger: &Trigger, ctx: &Context, measure_start_ns: u64) -> bool {
+    loop {
+        if ctx.over() || ctx.control.stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        let now = ctx.clock.now_ns();
+        let wait_ns = match trigger {
+            Trigger::BeforeStep => return true,
+            Trigger::At(at) => {
+                let due = measure_start_ns.saturating_add(at.0.as_nanos() as u64);
+                if now >= due {
+                    return true;
+                }
+                (due - now).min(2_000_000)
+            }
+            Trigger::AfterOps(n) => {
+                if ctx.control.completed_ops.load(Ordering::Relaxed) >= *n {
+                    return true;
+                }
+                1_000_000
+            }
+        };
+        std::thread::sleep(Duration::from_nanos(wait_ns));
+    }
+}
+
+/// Runs one event now.
+fn execute(e: &EventPlan, ctx: &Context, processes: &mut Processes) -> Recorded {
+    let mut r = not_run(e, EventStatus::Ok, String::new());
+    r.recovery = e.recovery.is_some();
+    r.start_ns = Some(ctx.clock.now_ns());
+    let cut_off = || ctx.over();
+    match &e.action {
+        Action::Exec { command, timeout } => {
+            let ran = run_to_end(command, timeout.0, &cut_off);
+            r.exit_code = ran.exit_code();
+            let shown = command.join(" ");
+            (r.status, r.detail) = match &ran.finish {
+                Finish::Exited(s) if s.success() => {
+                    (EventStatus::Ok, format!("`{shown}`: exit code 0"))
+                }
+                Finish::Exited(s) => (
+                    EventStatus::Failed,
+                    format!("`{shown}`: {}", process::describe(s)),
+                ),
+                Finish::TimedOut => (
+                    EventStatus::TimedOut,
+                    format!("`{shown}` ran past its timeout of {timeout} and was killed"),
+                ),
+                Finish::CutOff => (
+                    EventStatus::CutOff,
+                    format!("`{shown}` was still running when the step ended, and was killed"),
+                ),
+                Finish::NotStarted(m) => (EventStatus::Failed, m.clone()),
+            };
+            r.stdout = ran.stdout;
+            r.stderr = ran.stderr;
+        }
+        Action::Start { command, keep } => {
+            let log = ctx
+                .log_dir
+                .join(format!("{}-run{:03}.log", e.name, ctx.run_index));
+            match processes.start(&e.name, command, *keep, &log) {
+                Ok(pid) => {
+                    r.pid = Some(pid);
+                    r.detail = format!(
+                        "started `{}` as pid {pid}{} (output: {})",
+                        command.join(" "),
+                        if *keep { ", kept after the step" } else { "" },
+                        log.display()
+                    );
+                }
+                Err(m) => (r.status, r.detail) = (EventStatus::Failed, m),
+            }
+        }
+        Action::Kill { process, signal } => {
+            signal_event(&mut r, process, signal.number, signal.name, processes)
+        }
+        Action::Stop { process } => signal_event(&mut r, process, libc::SIGSTOP, "STOP", processes),
+        Action::Cont { process } => signal_event(&mut r, process, libc::SIGCONT, "CONT", processes),
+        Action::WaitFor {
+            command,
+            poll,
+            timeout,
+        } => {
+            let shown = command.join(" ");
+            let start = ctx.clock.now_ns();
+            let mut attempts = 0u32;
+            loop {
+                let elapsed = Duration::from_nanos(ctx.clock.now_ns() - start);
+                let left = timeout.0.saturating_sub(elapsed);
+                attempts += 1;
+                let ran = run_to_end(command, left.max(Duration::from_millis(1)), &cut_off);
+                r.exit_code = ran.exit_code();
+                r.stdout = ran.stdout.clone();
+                r.stderr = ran.stderr.clone();
+                let elapsed = Duration::from_nanos(ctx.clock.now_ns() - start);
+                if ran.succeeded() {
+                    r.detail = format!(
+                        "`{shown}` succeeded after {attempts} tries, {:.3} s",
+                        elapsed.as_secs_f64()
+                    );
+                    break;
+                }
+                if let Finish::NotStarted(m) = &ran.finish {
+                    (r.status, r.detail) = (EventStatus::Failed, m.clone());
+                    break;
+                }
+                if ran.finish == Finish::CutOff || ctx.over() {
+                    (r.status, r.detail) = (
+                        EventStatus::CutOff,
+                        format!(
+                            "`{shown}` had not succeeded after {attempts} tries when the step ended"
+                        ),
+                    );
+                    break;
+                }
+                if elapsed + poll.0 >= timeout.0 {
+                    (r.status, r.detail) = (
+                        EventStatus::TimedOut,
+                        format!("`{shown}` did not succeed within {timeout} ({attempts} tries)"),
+                    );
+                    break;
+                }
+                std::thread::sleep(poll.0);
+            }
+            r.attempts = Some(attempts);
+        }
+    }
+    r.end_ns = Some(ctx.clock.now_ns());
+    r
+}
+
+fn signal_event(
+    r: &mut Recorded,
+    process: &ProcessRef,
+    signal: i32,
+    signal_name: &str,
+    processes: &mut Processes,
+) {
+    let pid = match process {
+        ProcessRef::PidFile(path) => process::read_pid_file(path),
+        ProcessRef::Process(name) => processes.pid_of(name),
+    };
+    let target = match process {
+        ProcessRef::PidFile(path) => format!("pid file {}", path.display()),
+        ProcessRef::Process(name) => format!("process `{name}`"),
+    };
+    match pid.and_then(|pid| process::send_signal(pid, signal).map(|()| pid)) {
+        Ok(pid) => {
+            r.pid = Some(pid);
+            r.detail = format!("sent SIG{signal_name} to pid {pid} ({target})");
+        }
+        Err(m) => (r.status, r.detail) = (EventStatus::Failed, m),
+    }
+}
+
+/// The events of a run as stored: start and end relative to `measure_start_ns` (run clock);
+/// events that did not run are placed at `end_seconds`, the end of measurement.
+pub fn to_summary(recorded: &[Recorded], measure_start_ns: u64, end_seconds: f64) -> Vec<Event> {
+    let rel = |ns: u64| ns as i64 - measure_start_ns as i64;
+    let end_ns = (end_seconds * 1e9) as i64;
+    recorded
+        .iter()
+        .map(|r| {
+            let start = r.start_ns.map_or(end_ns, rel);
+            let end = r.end_ns.map_or(end_ns, rel);
+            Event {
+                time_seconds: start as f64 / 1e9,
+                kind: r.action.to_string(),
+                detail: r.detail.clone(),
+                outcome: Some(EventOutcome {
+                    name: r.name.clone(),
+                    status: r.status,
+                    start_ns: start,
+                    end_ns: end,
+                    duration_seconds: (end - start) as f64 / 1e9,
+                    exit_code: r.exit_code,
+                    pid: r.pid,
+                    attempts: r.attempts,
+                    stdout: r.stdout.clone(),
+                    stderr: r.stderr.clone(),
+                    recovery: r.recovery,
+                }),
+            }
+        })
+        .collect()
+}

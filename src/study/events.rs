@@ -1,0 +1,739 @@
+//! Events in a step (`[[steps.events]]`): commands run, processes started, signalled and
+//! waited for at a time from the start of measurement, after a number of operations, or before
+//! the step's targets are prepared. This file validates them into the plan's [`EventPlan`]s,
+//! every problem with file, line and key; `run::events` runs them.
+
+use std::ops::Range;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Serialize;
+use toml::Spanned;
+
+use super::{Source, StudyError, expand_env};
+use crate::units::{Dur, parse_duration};
+
+/// Default time an `exec` or `wait-for` event may take.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default time between two tries of a `wait-for` command.
+pub const DEFAULT_POLL: Duration = Duration::from_millis(100);
+/// Default window before an event whose mean throughput is the baseline of its recovery.
+pub const DEFAULT_BASELINE: Duration = Duration::from_secs(10);
+/// Default time throughput must stay back near the baseline to count as recovered.
+pub const DEFAULT_SETTLE: Duration = Duration::from_secs(3);
+/// Default share of the baseline below which throughput has not recovered.
+pub const DEFAULT_RECOVERED_WITHIN: f64 = 0.05;
+
+/// When an event runs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Trigger {
+    /// Before the step's targets are prepared (a server the step's workload needs).
+    BeforeStep,
+    /// At this time from the start of measurement.
+    At(Dur),
+    /// Once the step's workers (all of them) have completed this many measured operations.
+    AfterOps(u64),
+}
+
+/// A process an event signals: from a pid file, or started by an earlier `start` event.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProcessRef {
+    PidFile(PathBuf),
+    /// The `name` of a `start` event.
+    Process(String),
+}
+
+/// A signal by number, with the name it was given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct Signal {
+    pub number: i32,
+    pub name: &'static str,
+}
+
+const SIGNALS: [(&str, i32); 12] = [
+    ("TERM", libc::SIGTERM),
+    ("KILL", libc::SIGKILL),
+    ("INT", libc::SIGINT),
+    ("HUP", libc::SIGHUP),
+    ("QUIT", libc::SIGQUIT),
+    ("USR1", libc::SIGUSR1),
+    ("USR2", libc::SIGUSR2),
+    ("STOP", libc::SIGSTOP),
+    ("CONT", libc::SIGCONT),
+    ("ABRT", libc::SIGABRT),
+    ("ALRM", libc::SIGALRM),
+    ("PIPE", libc::SIGPIPE),
+];
+
+impl Signal {
+    pub const TERM: Signal = Signal {
+        number: libc::SIGTERM,
+        name: "TERM",
+    };
+    pub const KILL: Signal = Signal {
+        number: libc::SIGKILL,
+        name: "KILL",
+    };
+    pub const STOP: Signal = Signal {
+        number: libc::SIGSTOP,
+        name: "STOP",
+    };
+    pub const CONT: Signal = Signal {
+        number: libc::SIGCONT,
+        name: "CONT",
+    };
+
+    /// `TERM`, `SIGTERM` or `15`.
+    pub fn parse(text: &str) -> Option<Signal> {
+        let t = text.trim().to_ascii_uppercase();
+        let t = t.strip_prefix("SIG").unwrap_or(&t);
+        if let Ok(n) = t.parse::<i32>() {
+            return SIGNALS
+                .iter()
+                .find(|(_, v)| *v == n)
+                .map(|(name, number)| Signal {
+                    number: *number,
+                    name,
+                });
+        }
+        SIGNALS
+            .iter()
+            .find(|(name, _)| *name == t)
+            .map(|(name, number)| Signal {
+                number: *number,
+                name,
+            })
+    }
+}
+
+/// What an event does.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "action")]
+pub enum Action {
+    /// Runs a command (an argv, no shell) to its end, at most `timeout`.
+    Exec { command: Vec<String>, timeout: Dur },
+    /// Starts a command in the background, known to the study by the event's name.
+    Start { command: Vec<String>, keep: bool },
+    /// Sends a signal.
+    Kill { process: ProcessRef, signal: Signal },
+    /// Sends SIGSTOP.
+    Stop { process: ProcessRef },
+    /// Sends SIGCONT.
+    Cont { process: ProcessRef },
+    /// Runs a command every `poll` until it exits 0, at most `timeout`; its duration is the
+    /// event's result.
+    WaitFor {
+        command: Vec<String>,
+        poll: Dur,
+        timeout: Dur,
+    },
+}
+
+impl Action {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Action::Exec { .. } => "exec",
+            Action::Start { .. } => "start",
+            Action::Kill { .. } => "kill",
+            Action::Stop { .. } => "stop",
+            Action::Cont { .. } => "cont",
+            Action::WaitFor { .. } => "wait-for",
+        }
+    }
+}
+
+/// What a failing event does to its step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OnFailure {
+    /// Stop the step (and the study) with the event's error.
+    Stop,
+    /// Record the failure and go on.
+    Continue,
+}
+
+/// How the recovery after an event is measured (see `results::recovery`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct RecoveryPlan {
+    /// Window before the event whose mean ops/s is the baseline.
+    pub baseline: Dur,
+    /// Throughput is back once it is at least (1 - this) x the baseline...
+    pub recovered_within: f64,
+    /// ...and stays there this long.
+    pub settle: Dur,
+}
+
+/// One validated event of a step.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct EventPlan {
+    /// The event's `name`, or `ACTION-N` (N: its position in the step).
+    pub name: String,
+    pub trigger: Trigger,
+    #[serde(flatten)]
+    pub action: Action,
+    pub on_failure: OnFailure,
+    /// None: no recovery metrics for this event.
+    pub recovery: Option<RecoveryPlan>,
+}
+
+const KEYS: [&str; 17] = [
+    "name",
+    "action",
+    "at",
+    "after-ops",
+    "before-step",
+    "command",
+    "timeout",
+    "poll",
+    "keep",
+    "signal",
+    "pid-file",
+    "process",
+    "on-failure",
+    "recovery",
+    "baseline",
+    "recovered-within",
+    "settle",
+];
+
+const ACTIONS: [&str; 6] = ["exec", "start", "kill", "stop", "cont", "wait-for"];
+
+/// The keys an action takes besides the common ones.
+fn action_keys(action: &str) -> &'static [&'static str] {
+    match action {
+        "exec" => &["command", "timeout"],
+        "start" => &["command", "keep"],
+        "kill" => &["signal", "pid-file", "process"],
+        "stop" | "cont" => &["pid-file", "process"],
+        "wait-for" => &["command", "poll", "timeout"],
+        _ => &[],
+    }
+}
+
+/// Processes that `start` events of earlier steps left running (`keep = true`), by name.
+#[derive(Default)]
+pub(super) struct KeptProcesses(pub Vec<String>);
+
+/// Reads the step's event tables. `duration` and `ops` are the step's bounds (an `at` past
+/// the duration can never run); `targets` the number of targets it drives.
+pub(super) fn parse_events(
+    src: &Source,
+    step_key: &str,
+    tables: &[Spanned<toml::Table>],
+    duration: Option<Dur>,
+    kept: &mut KeptProcesses,
+    errors: &mut Vec<StudyError>,
+) -> Vec<EventPlan> {
+    let mut out: Vec<EventPlan> = Vec::new();
+    let mut started_here: Vec<(String, bool)> = Vec::new();
+    let mut timed_seen = false;
+    for (i, table) in tables.iter().enumerate() {
+        let key = format!("{step_key}.events[{}]", i + 1);
+        let span = table.span();
+        let before = errors.len();
+        let mut e = EventReader {
+            src,
+            key: &key,
+            span: &span,
+            table: table.get_ref(),
+            errors,
+        };
+        let Some(event) = e.event(i + 1, duration, kept, &started_here) else {
+            continue;
+        };
+        if errors.len() > before {
+            continue;
+        }
+        if out.iter().any(|o| o.name == event.name) {
+            errors.push(src.error(
+                src.locate_in(&span, "name"),
+                format!("{key}.name"),
+                format!("two events of this step are named `{}`", event.name),
+            ));
+            continue;
+        }
+        match event.trigger {
+            Trigger::BeforeStep if timed_seen => errors.push(src.error(
+                src.locate_in(&span, "before-step"),
+                format!("{key}.before-step"),
+                "events run in the order written: a `before-step` event must come before the step's timed (`at`) and counted (`after-ops`) events",
+            )),
+            Trigger::BeforeStep => {}
+            _ => timed_seen = true,
+        }
+        if let Action::Start { keep, .. } = event.action {
+            started_here.push((event.name.clone(), keep));
+        }
+        out.push(event);
+    }
+    for (name, keep) in started_here {
+        if keep && !kept.0.contains(&name) {
+            kept.0.push(name);
+        }
+    }
+    out
+}
+
+struct EventReader<'a, 'b> {
+    src: &'a Source<'a>,
+    key: &'a str,
+    span: &'a Range<usize>,
+    table: &'a toml::Table,
+    errors: &'b mut Vec<StudyError>,
+}
+
+impl EventReader<'_, '_> {
+    fn err(&mut self, key: &str, message: impl Into<String>) {
+        let at = if key.is_empty() {
+            Some(self.span.clone())
+        } else {
+            self.src.locate_in(self.span, key)
+        };
+        let full = if key.is_empty() {
+            self.key.to_string()
+        } else {
+            format!("{}.{key}", self.key)
+        };
+        self.errors.push(self.src.error(at, full, message));
+    }
+
+    fn string(&mut self, key: &str) -> Option<String> {
+        match self.table.get(key)? {
+            toml::Value::String(s) => match expand_env(s) {
+                Ok(s) => Some(s),
+                Err(m) => {
+                    self.err(key, m);
+                    None
+                }
+            },
+            _ => {
+                self.err(key, format!("`{key}` is a string"));
+                None
+            }
+        }
+    }
+
+    fn boolean(&mut self, key: &str) -> Option<bool> {
+        match self.table.get(key)? {
+            toml::Value::Boolean(b) => Some(*b),
+            _ => {
+                self.err(key, format!("`{key}` is true or false"));
+                None
+            }
+        }
+    }
+
+    fn duration(&mut self, key: &str) -> Option<Dur> {
+        let text = match self.table.get(key)? {
+            toml::Value::String(s) => s.clone(),
+            toml::Value::Integer(i) if *i >= 0 => i.to_string(),
+            toml::Value::Float(f) if *f >= 0.0 => f.to_string(),
+            _ => {
+                self.err(
+                    key,
+                    format!("`{key}` is a duration, e.g. \"5s\" or \"250ms\""),
+                );
+                return None;
+            }
+        };
+        match parse_duration(&text) {
+            Ok(d) => Some(Dur(d)),
+            Err(m) => {
+                self.err(key, m);
+                None
+            }
+        }
+    }
+
+    fn command(&mut self) -> Option<Vec<String>> {
+        let Some(v) = self.table.get("command") else {
+            self.err(
+                "",
+                "missing `command`: an argv array, e.g. command = [\"xfs_io\", \"-x\", \"-c\", \"shutdown\", \"/mnt/x\"] (no shell unless you write [\"sh\", \"-c\", \"...\"])",
+            );
+            return None;
+        };
+        let items = match v {
+            toml::Value::Array(a) => a,
+            _ => {
+                self.err(
+                    "command",
+                    "`command` is an argv array of strings, e.g. [\"sh\", \"-c\", \"echo hi\"]",
+                );
+                return None;
+            }
+        };
+        let mut argv = Vec::new();
+        for item in items {
+            let Some(s) = item.as_str() else {
+                self.err("command", "every element of `command` is a string");
+                return None;
+            };
+            match expand_env(s) {
+                Ok(s) => argv.push(s),
+                Err(m) => {
+                    self.err("command", m);
+                    return None;
+                }
+            }
+        }
+        if argv.first().is_none_or(|p| p.is_empty()) {
+            self.err("command", "`command` names a program first");
+            return None;
+        }
+        Some(argv)
+    }
+
+    fn process(&mut self, kept: &KeptProcesses, started: &[(String, bool)]) -> Option<ProcessRef> {
+        let pid_file = self.string("pid-file");
+        let process = self.string("process");
+        match (pid_file, process) {
+            (Some(_), Some(_)) => {
+                self.err("process", "give one of `pid-file` and `process`, not both");
+                None
+            }
+            (Some(p), None) if p.is_empty() => {
+                self.err("pid-file", "`pid-file` is empty");
+                None
+            }
+            (Some(p), None) => Some(ProcessRef::PidFile(PathBuf::from(p))),
+            (None, Some(name)) => {
+                if started.iter().any(|(n, _)| *n == name) || kept.0.contains(&name) {
+                    Some(ProcessRef::Process(name))
+                } else {
+                    let mut known: Vec<String> = started.iter().map(|(n, _)| n.clone()).collect();
+                    known.extend(kept.0.iter().cloned());
+                    self.err(
+                        "process",
+                        format!(
+                            "no earlier `start` event is named `{name}` (a process is named by the `name` of a `start` event earlier in this step, or of an earlier step's with keep = true; known: {}). storlab never matches process names on the machine",
+                            if known.is_empty() {
+                                "none".to_string()
+                            } else {
+                                known.join(", ")
+                            }
+                        ),
+                    );
+                    None
+                }
+            }
+            (None, None) => {
+                self.err(
+                    "",
+                    "missing the process: `pid-file = \"/path\"` or `process = \"NAME\"` (the name of an earlier `start` event)",
+                );
+                None
+            }
+        }
+    }
+
+    fn event(
+        &mut self,
+        position: usize,
+        duration: Option<Dur>,
+        kept: &KeptProcesses,
+        started: &[(String, bool)],
+    ) -> Option<EventPlan> {
+        for k in self.table.keys() {
+            if !KEYS.contains(&k.as_str()) {
+                let k = k.clone();
+                self.err(
+                    &k,
+                    format!("unknown key `{k}`: expected one of {}", KEYS.join(", ")),
+                );
+            }
+        }
+        let action = match self.table.get("action") {
+            None => {
+                self.err(
+                    "",
+                    format!("missing `action`: one of {}", ACTIONS.join(", ")),
+                );
+                return None;
+            }
+            Some(toml::Value::String(a)) if ACTIONS.contains(&a.as_str()) => a.clone(),
+            Some(other) => {
+                let shown = other.as_str().map_or(other.to_string(), str::to_string);
+                self.err(
+                    "action",
+                    format!(
+                        "unknown action `{shown}`: expected one of {}",
+                        ACTIONS.join(", ")
+                    ),
+                );
+                return None;
+            }
+        };
+        let common = [
+            "name",
+            "action",
+            "at",
+            "after-ops",
+            "before-step",
+            "on-failure",
+            "recovery",
+            "baseline",
+            "recovered-within",
+            "settle",
+        ];
+        for k in self.table.keys() {
+            if KEYS.contains(&k.as_str())
+                && !common.contains(&k.as_str())
+                && !action_keys(&action).contains(&k.as_str())
+            {
+                let k = k.clone();
+                let takes: Vec<&str> = ACTIONS
+                    .iter()
+                    .copied()
+                    .filter(|a| action_keys(a).contains(&k.as_str()))
+                    .collect();
+                self.err(
+                    &k,
+                    format!(
+                        "`{k}` does not apply to `{action}` events (it is for {})",
+                        takes.join(", ")
+                    ),
+                );
+            }
+        }
+        let name = self
+            .string("name")
+            .unwrap_or_else(|| format!("{action}-{position}"));
+        if name.is_empty() {
+            self.err("name", "`name` is empty");
+        }
+
+        let at = self.duration("at");
+        let after_ops = match self.table.get("after-ops") {
+            None => None,
+            Some(toml::Value::Integer(n)) if *n > 0 => Some(*n as u64),
+            Some(_) => {
+                self.err("after-ops", "`after-ops` is a number of operations above 0");
+                None
+            }
+        };
+        let before_step = self.boolean("before-step").unwrap_or(false);
+        let given = [
+            self.table.contains_key("at"),
+            self.table.contains_key("after-ops"),
+            before_step,
+        ];
+        let trigger = match given.iter().filter(|g| **g).count() {
+            0 => {
+                self.err(
+                    "",
+                    "missing when the event runs: `at = \"5s\"` (from the start of measurement), `after-ops = N` (operations completed by the step's workers) or `before-step = true`",
+                );
+                None
+            }
+            1 => match (at, after_ops) {
+                (Some(at), _) => {
+                    if let Some(d) = duration.filter(|d| at.0 >= d.0) {
+                        self.err(
+                            "at",
+                            format!(
+                                "at {at} is past the step's end: its duration is {d} (measurement runs from 0 to {d})"
+                            ),
+                        );
+                    }
+                    Some(Trigger::At(at))
+                }
+                (None, Some(n)) => Some(Trigger::AfterOps(n)),
+                _ if before_step => Some(Trigger::BeforeStep),
+                _ => None,
+            },
+            _ => {
+                let key = if self.table.contains_key("after-ops") {
+                    "after-ops"
+                } else {
+                    "before-step"
+                };
+                self.err(
+                    key,
+                    "give one of `at`, `after-ops` and `before-step`, not several",
+                );
+                None
+            }
+        };
+
+        let action = match action.as_str() {
+            "exec" => {
+                let command = self.command();
+                let timeout = self.duration("timeout").unwrap_or(Dur(DEFAULT_TIMEOUT));
+                self.positive("timeout", timeout);
+                command.map(|command| Action::Exec { command, timeout })
+            }
+            "start" => {
+                let command = self.command();
+                let keep = self.boolean("keep").unwrap_or(false);
+                command.map(|command| Action::Start { command, keep })
+            }
+            "wait-for" => {
+                let command = self.command();
+                let timeout = self.duration("timeout").unwrap_or(Dur(DEFAULT_TIMEOUT));
+                let poll = self.duration("poll").unwrap_or(Dur(DEFAULT_POLL));
+                self.positive("timeout", timeout);
+                self.positive("poll", poll);
+                command.map(|command| Action::WaitFor {
+                    command,
+                    poll,
+                    timeout,
+                })
+            }
+            "kill" => {
+                let signal = match self.string("signal") {
+                    None => Some(Signal::TERM),
+                    Some(s) => {
+                        let sig = Signal::parse(&s);
+                        if sig.is_none() {
+                            let names: Vec<&str> = SIGNALS.iter().map(|(n, _)| *n).collect();
+                            self.err(
+                                "signal",
+                                format!(
+                                    "unknown signal `{s}`: expected one of {} (or its number)",
+                                    names.join(", ")
+                                ),
+                            );
+                        }
+                        sig
+                    }
+                };
+                let process = self.process(kept, started);
+                match (process, signal) {
+                    (Some(process), Some(signal)) => Some(Action::Kill { process, signal }),
+                    _ => None,
+                }
+            }
+            "stop" => self
+                .process(kept, started)
+                .map(|process| Action::Stop { process }),
+            _ => self
+                .process(kept, started)
+                .map(|process| Action::Cont { process }),
+        };
+
+        let on_failure = match self.string("on-failure").as_deref() {
+            None | Some("stop") => OnFailure::Stop,
+            Some("continue") => OnFailure::Continue,
+            Some(other) => {
+                self.err(
+                    "on-failure",
+                    format!("unknown on-failure `{other}`: expected stop or continue"),
+                );
+                OnFailure::Stop
+            }
+        };
+        let action = action?;
+        let recovery_default = matches!(
+            action,
+            Action::Kill { .. } | Action::Stop { .. } | Action::Exec { .. }
+        );
+        let recovery_on = self.boolean("recovery").unwrap_or(recovery_default);
+        let baseline = self.duration("baseline");
+        let settle = self.duration("settle");
+        let within = match self.table.get("recovered-within") {
+            None => None,
+            Some(v) => match v.as_float().or(v.as_integer().map(|i| i as f64)) {
+                Some(f) if f > 0.0 && f < 1.0 => Some(f),
+                _ => {
+                    self.err(
+                        "recovered-within",
+                        "`recovered-within` is a share of the baseline between 0 and 1, e.g. 0.05 (5%)",
+                    );
+                    None
+                }
+            },
+        };
+        if !recovery_on {
+            for k in ["baseline", "settle", "recovered-within"] {
+                if self.table.contains_key(k) {
+                    self.err(
+                        k,
+                        format!(
+                            "`{k}` has no effect: recovery is off for this event (recovery = true turns it on)"
+                        ),
+                    );
+                }
+            }
+        }
+        if let Some(b) = baseline {
+            self.positive("baseline", b);
+        }
+        let recovery = recovery_on.then(|| RecoveryPlan {
+            baseline: baseline.unwrap_or(Dur(DEFAULT_BASELINE)),
+            recovered_within: within.unwrap_or(DEFAULT_RECOVERED_WITHIN),
+            settle: settle.unwrap_or(Dur(DEFAULT_SETTLE)),
+        });
+        Some(EventPlan {
+            name,
+            trigger: trigger?,
+            action,
+            on_failure,
+            recovery,
+        })
+    }
+
+    fn positive(&mut self, key: &str, d: Dur) {
+        if d.0.is_zero() && self.table.contains_key(key) {
+            self.err(key, format!("`{key}` must be above 0"));
+        }
+    }
+}
+
+/// Scales the times of a step's events for a run shortened by `factor` (quick mode): `at`,
+/// the recovery windows. Timeouts and poll periods stay as written.
+pub fn scale_events(events: &mut [EventPlan], factor: f64) {
+    let scale = |d: &mut Dur| *d = Dur(d.0.mul_f64(factor));
+    for e in events {
+        if let Trigger::At(at) = &mut e.trigger {
+            scale(at);
+        }
+        if let Some(r) = &mut e.recovery {
+            scale(&mut r.baseline);
+            scale(&mut r.settle);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signals_by_name_and_number() {
+        assert_eq!(Signal::parse("kill"), Some(Signal::KILL));
+        assert_eq!(Signal::parse("SIGTERM"), Some(Signal::TERM));
+        assert_eq!(Signal::parse("19").map(|s| s.name), Some("STOP"));
+        assert_eq!(Signal::parse("NOPE"), None);
+    }
+
+    #[test]
+    fn quick_scaling_shrinks_times_not_timeouts() {
+        let mut e = vec![EventPlan {
+            name: "x".into(),
+            trigger: Trigger::At(Dur(Duration::from_secs(10))),
+            action: Action::Exec {
+                command: vec!["true".into()],
+                timeout: Dur(Duration::from_secs(30)),
+            },
+            on_failure: OnFailure::Stop,
+            recovery: Some(RecoveryPlan {
+                baseline: Dur(Duration::from_secs(10)),
+                recovered_within: 0.05,
+                settle: Dur(Duration::from_secs(3)),
+            }),
+        }];
+        scale_events(&mut e, 0.1);
+        assert_eq!(e[0].trigger, Trigger::At(Dur(Duration::from_secs(1))));
+        let r = e[0].recovery.unwrap();
+        assert_eq!(r.settle.0, Duration::from_millis(300));
+        assert!(
+            matches!(&e[0].action, Action::Exec { timeout, .. } if timeout.0 == Duration::from_secs(30))
+        );
+    }
+}

@@ -1,0 +1,297 @@
+//! Events in a step, run by the real binary: commands that fail stop the step (or not, with
+//! `on-failure = "continue"`), counted triggers, and a Redis server that the study starts
+//! itself, kills mid-run and starts again, with the errors of the outage counted and the
+//! recovery measured from the stored timeline.
+//!
+//! The Redis test needs `redis-server` and `redis-cli`; without them it is skipped with a
+//! printed reason, unless STORLAB_REQUIRE_SERVERS is set: then it fails.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{Lab, text};
+
+/// The folder of the (only) study run.
+fn study_folder(lab: &Lab) -> std::path::PathBuf {
+    std::fs::read_dir(lab.results())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.is_dir())
+        .expect("study folder")
+}
+
+/// The summary of the study's first run.
+fn first_summary(lab: &Lab) -> serde_json::Value {
+    let text = std::fs::read_to_string(study_folder(lab).join("run-001/summary.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+fn study_events(s: &serde_json::Value) -> Vec<&serde_json::Value> {
+    s["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e.get("name").is_some())
+        .collect()
+}
+
+const NULL_STUDY: &str = r#"name = "events"
+interval = "100ms"
+
+[targets.null]
+type = "null"
+
+[workloads.w]
+block-size = "4KiB"
+rate-ops = 20000
+
+[[steps]]
+workload = "w"
+targets = ["null"]
+duration = "1s"
+"#;
+
+#[test]
+fn a_failing_command_stops_the_step_with_a_clear_error() {
+    let lab = Lab::new();
+    let study = lab.write(
+        "s.toml",
+        &format!(
+            "{NULL_STUDY}\n[[steps.events]]\nname = \"breaks\"\naction = \"exec\"\nat = \"0.2s\"\ncommand = [\"sh\", \"-c\", \"echo going down; exit 3\"]\n\n[[steps.events]]\nname = \"later\"\naction = \"exec\"\nat = \"0.5s\"\ncommand = [\"true\"]\n"
+        ),
+    );
+    let out = lab.run(&["run", study.to_str().unwrap(), "-q"]);
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("event `breaks` (exec) failed") && stderr.contains("exit code 3"),
+        "{stderr}"
+    );
+    let s = first_summary(&lab);
+    assert_eq!(s["status"], "partial", "{s}");
+    let ev = study_events(&s);
+    assert_eq!(ev[0]["name"], "breaks");
+    assert_eq!(ev[0]["status"], "failed");
+    assert_eq!(ev[0]["exit-code"], 3);
+    assert_eq!(ev[0]["stdout"], "going down\n");
+    assert!(ev[0]["start-ns"].as_i64().unwrap() >= 200_000_000, "{s}");
+    assert_eq!(ev[1]["status"], "skipped", "{s}");
+}
+
+#[test]
+fn on_failure_continue_records_and_goes_on_and_after_ops_triggers() {
+    let lab = Lab::new();
+    let marker = lab.path().join("ran-after-ops");
+    let study = lab.write(
+        "s.toml",
+        &format!(
+            "{NULL_STUDY}\n[[steps.events]]\naction = \"exec\"\nat = \"0.1s\"\ncommand = [\"false\"]\non-failure = \"continue\"\n\n[[steps.events]]\nname = \"counted\"\naction = \"exec\"\nafter-ops = 5000\nrecovery = false\ncommand = [\"touch\", \"{}\"]\n\n[[steps.events]]\nname = \"never\"\naction = \"exec\"\nafter-ops = 1000000000\ncommand = [\"true\"]\n",
+            marker.display()
+        ),
+    );
+    let out = lab.run(&["run", study.to_str().unwrap(), "--json", "-q"]);
+    let (_, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(marker.exists(), "the after-ops event ran");
+    let s = first_summary(&lab);
+    assert_eq!(s["status"], "complete", "{s}");
+    let ev = study_events(&s);
+    let status: Vec<&str> = ev.iter().map(|e| e["status"].as_str().unwrap()).collect();
+    assert_eq!(status, ["failed", "ok", "not-reached"], "{s}");
+    assert_eq!(ev[0]["name"], "exec-1");
+    // 5,000 operations at 20,000 ops/s: not before measurement started.
+    assert!(ev[1]["start-ns"].as_i64().unwrap() > 0, "{s}");
+    assert!(
+        s["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("`never` (exec) not-reached")),
+        "{s}"
+    );
+}
+
+fn have(program: &str) -> bool {
+    Command::new(program).arg("--version").output().is_ok()
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn a_redis_killed_and_restarted_by_the_study_gives_counted_errors_and_recovery() {
+    if !have("redis-server") || !have("redis-cli") {
+        assert!(
+            std::env::var_os("STORLAB_REQUIRE_SERVERS").is_none(),
+            "redis-server or redis-cli is not installed and STORLAB_REQUIRE_SERVERS is set"
+        );
+        eprintln!(
+            "skipped: redis-server or redis-cli is not installed (scripts/servers.sh install)"
+        );
+        return;
+    }
+    let lab = Lab::new();
+    let port = free_port();
+    let dir = lab.path().display().to_string();
+    let server = format!(
+        "[\"redis-server\", \"--port\", \"{port}\", \"--bind\", \"127.0.0.1\", \"--save\", \"\", \"--appendonly\", \"no\", \"--dir\", \"{dir}\"]"
+    );
+    let study = format!(
+        r#"name = "redis-kill"
+interval = "100ms"
+
+[targets.redis]
+type = "redis"
+port = {port}
+timeout = "1s"
+
+[workloads.a]
+type = "ycsb"
+phase = "run"
+workload-file = "{workloads}/workloada"
+record-count = 1000
+operation-count = 1000000000
+threads = 2
+rate-ops = 2000
+
+[[steps]]
+workload = "a"
+targets = ["redis"]
+duration = "3s"
+
+[[steps.events]]
+name = "redis"
+action = "start"
+before-step = true
+command = {server}
+
+[[steps.events]]
+name = "redis-up"
+action = "wait-for"
+before-step = true
+command = ["redis-cli", "-p", "{port}", "ping"]
+timeout = "10s"
+
+[[steps.events]]
+name = "crash"
+action = "kill"
+signal = "KILL"
+process = "redis"
+at = "1s"
+settle = "0.5s"
+
+[[steps.events]]
+name = "redis-again"
+action = "start"
+at = "1.5s"
+command = {server}
+"#,
+        workloads = repo().join("workloads").display()
+    );
+    let path = lab.write("redis-kill.toml", &study);
+    let out = lab.run(&["run", path.to_str().unwrap()]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("events (seconds from the start of measurement)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("recovery (resolution"), "{stdout}");
+
+    let s = first_summary(&lab);
+    assert_eq!(s["status"], "complete", "{s}");
+    let ev = study_events(&s);
+    let names: Vec<&str> = ev.iter().map(|e| e["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["redis", "redis-up", "crash", "redis-again"], "{s}");
+    assert!(ev.iter().all(|e| e["status"] == "ok"), "{s}");
+    let ns = |i: usize, k: &str| ev[i][k].as_i64().unwrap();
+    // Before the step: before measurement; the kill not before its time; the restart after.
+    assert!(ns(0, "start-ns") < 0 && ns(1, "end-ns") < 0, "{s}");
+    assert!(ns(2, "start-ns") >= 1_000_000_000, "{s}");
+    assert!(ns(3, "start-ns") >= 1_500_000_000 && ns(3, "start-ns") > ns(2, "end-ns"));
+    assert_eq!(
+        ev[2]["pid"], ev[0]["pid"],
+        "the kill went to the process the study started"
+    );
+
+    // The outage cost counted connection errors, not a crash.
+    assert!(s["total"]["errors"].as_u64().unwrap() > 0, "{s}");
+    let kinds = &s["targets"][0]["kinds"];
+    let connection: u64 = ["read", "update"]
+        .iter()
+        .filter_map(|k| kinds[k]["errors-by-kind"]["connection"].as_u64())
+        .sum();
+    assert!(connection > 0, "{s}");
+
+    let rec = &s["recovery"][0];
+    assert_eq!(rec["event"], "crash", "{s}");
+    assert!(rec["outage-seconds"].as_f64().unwrap() > 0.0, "{s}");
+    assert!(rec["baseline-rate-ops"].as_f64().unwrap() > 0.0, "{s}");
+    assert!(
+        rec["errors-during-outage"]["connection"].as_u64().unwrap() > 0,
+        "{s}"
+    );
+    // Redis came back: operations succeeded after the outage.
+    assert!(
+        rec["time-to-first-success-seconds"].as_f64().is_some(),
+        "{s}"
+    );
+
+    // The restarted server was stopped when the step ended.
+    let pid = ev[3]["pid"].as_i64().unwrap() as i32;
+    // SAFETY: signal 0 only checks whether the process exists.
+    assert_ne!(unsafe { libc::kill(pid, 0) }, 0, "pid {pid} still running");
+
+    // The results store holds the events and the recovery.
+    let db = rusqlite::Connection::open(lab.results().join("results.db")).unwrap();
+    let n: i64 = db
+        .query_row("SELECT count(*) FROM events WHERE status = 'ok'", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(n, 4);
+    let outage: f64 = db
+        .query_row(
+            "SELECT outage_seconds FROM recovery WHERE event = 'crash'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(outage > 0.0);
+
+    // The report shows them: a table of events, marks and the shaded recovery.
+    let report = lab.path().join("r.html");
+    let out = lab.run(&[
+        "report",
+        study_folder(&lab).to_str().unwrap(),
+        "-o",
+        report.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out).1);
+    let html = std::fs::read_to_string(&report).unwrap();
+    assert!(html.contains("<table class=\"events\">"), "events table");
+    assert!(
+        html.contains("<table class=\"recovery\">"),
+        "recovery table"
+    );
+    assert!(
+        html.contains("crash (kill)"),
+        "the kill marked on the timeline"
+    );
+    assert!(
+        html.contains("class=\"recovery\" data-from="),
+        "the recovery shaded"
+    );
+}
