@@ -12,4 +12,5 @@ pub mod model;
 pub mod png;
 pub mod svg;
 pub mod table;
+pub mod verify;
 pub mod ycsb;

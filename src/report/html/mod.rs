@@ -238,6 +238,8 @@ pub fn report_html(runs: &[StoredRun]) -> String {
         workload_section(&mut h, gi, g, runs);
     }
 
+    crate::report::verify::html_section(&mut h, &summaries.iter().collect::<Vec<_>>());
+
     // Timelines.
     let _ = writeln!(
         h,
