@@ -113,6 +113,17 @@ enum Command {
     /// refused by name with where it was set. storlab's own options (--results, --json)
     /// go before `load` or `run`.
     Ycsb(YcsbArgs),
+    /// Verify a target from a saved table of acknowledged generations (a workload's
+    /// `verify-state`), e.g. after storlab or the machine died: every block read back and
+    /// classified (intact, lost-durable, lost-unsynced, torn, misplaced, foreign,
+    /// unreadable). Exits 0 when all are intact, 3 when any is damaged.
+    Verify {
+        /// The state file.
+        state: PathBuf,
+        /// Print the result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Args)]
@@ -318,6 +329,15 @@ fn dispatch(cli: Cli) -> Result<i32> {
         Command::Results { command, store } => results(command, &store.results),
         Command::Report(args) => report_command(args),
         Command::Compare(args) => compare_command(args),
+        Command::Verify { state, json } => {
+            let r = crate::verify::verify_state_file(&state)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&r)?);
+            } else {
+                print!("{}", r.text_table());
+            }
+            Ok(if r.damaged() > 0 { 3 } else { 0 })
+        }
         Command::Targets => {
             for t in crate::targets::REGISTRY {
                 println!("{}: {}", t.name, t.summary);

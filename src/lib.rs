@@ -13,4 +13,5 @@ pub mod run;
 pub mod study;
 pub mod targets;
 pub mod units;
+pub mod verify;
 pub mod workload;

@@ -99,6 +99,15 @@ fn loop_allocations(
         seed: 1,
         kv: workload.kv_shape(),
         ycsb: workload.ycsb(),
+        // Verified writes: the table is built before the loop, as the run does.
+        verify: workload.as_block().filter(|b| b.verify).map(|b| {
+            let table =
+                storlab::verify::VerifyTable::new("t", region, b.block_size.0 as u32, 1).unwrap();
+            storlab::verify::VerifyParams {
+                table: Arc::new(table),
+                thread: 0,
+            }
+        }),
     };
     let (n, outcome) = target
         .open(
@@ -164,6 +173,38 @@ fn file_target_loop_allocates_nothing_per_operation() {
         assert_eq!(
             short, long,
             "{engine}: allocations grew with operations: {short} for 20k ops, {long} for 200k ops"
+        );
+    }
+}
+
+/// Verified writes (headers, crc32c, the table of acknowledged generations, fsync
+/// watermarks) allocate nothing per operation either.
+#[test]
+fn file_target_with_verify_allocates_nothing_per_operation() {
+    let dir = tempfile::tempdir().unwrap();
+    for engine in ["io-uring", "psync"] {
+        let qd = if engine == "psync" { 1 } else { 16 };
+        let table: toml::Table = toml::from_str(&format!(
+            "path = {:?}\nsize = \"8MiB\"\nengine = \"{engine}\"",
+            dir.path().join("f.dat").display().to_string()
+        ))
+        .unwrap();
+        let t = (storlab::targets::find_type("file").unwrap().parse)(table).unwrap();
+        let w = workload(&format!(
+            "read-share = 0.3\nqueue-depth = {qd}\nfsync-every = 64\nverify = true"
+        ));
+        let prepared = t
+            .prepare(&PrepareOptions {
+                writes: true,
+                min_size_bytes: 4096,
+                ..Default::default()
+            })
+            .unwrap();
+        let short = loop_allocations(&t, &w, &prepared, 20_000);
+        let long = loop_allocations(&t, &w, &prepared, 200_000);
+        assert_eq!(
+            short, long,
+            "{engine} with verify: allocations grew with operations: {short} for 20k ops, {long} for 200k ops"
         );
     }
 }

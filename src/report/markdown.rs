@@ -164,6 +164,7 @@ pub fn report_markdown(runs: &[StoredRun]) -> String {
         out.push('\n');
     }
     out.push_str(&events_markdown(&summaries));
+    crate::report::verify::markdown_section(&mut out, &summaries.iter().collect::<Vec<_>>());
     out.push_str(METHOD);
     out.push_str("\n## Appendix: full disclosure\n");
     let mut shown = Vec::new();

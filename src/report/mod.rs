@@ -13,4 +13,5 @@ pub mod model;
 pub mod png;
 pub mod svg;
 pub mod table;
+pub mod verify;
 pub mod ycsb;

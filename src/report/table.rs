@@ -189,6 +189,9 @@ pub fn run_table(s: &RunSummary) -> String {
         out.push_str(&l);
         out.push('\n');
     }
+    for v in s.targets.iter().filter_map(|t| t.verify.as_ref()) {
+        out.push_str(&v.text_table());
+    }
     out.push_str(&format!(
         "client: {:.2} CPU-s, {:.2} of {} CPUs busy, busiest worker {:.0}% on CPU\n",
         s.client.cpu_seconds,

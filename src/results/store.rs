@@ -121,6 +121,14 @@ impl Store {
                 errors_during_outage TEXT NOT NULL,
                 note TEXT NOT NULL,
                 PRIMARY KEY (run_id, event)
+            );
+            CREATE TABLE IF NOT EXISTS verify (
+                run_id TEXT NOT NULL,
+                target TEXT NOT NULL,
+                class TEXT NOT NULL,
+                blocks INTEGER NOT NULL,
+                first_offsets TEXT NOT NULL,
+                PRIMARY KEY (run_id, target, class)
             );",
         )
         .map_err(sql)?;
@@ -187,6 +195,19 @@ impl Store {
                 ],
             )
             .map_err(|e| self.sql(e))?;
+        for t in &summary.targets {
+            let Some(v) = &t.verify else { continue };
+            for class in crate::verify::VerifyClass::ALL {
+                let r = v.class(class);
+                let offsets: Vec<String> = r.first_offsets.iter().map(|o| o.to_string()).collect();
+                self.conn
+                    .execute(
+                        "INSERT OR REPLACE INTO verify (run_id, target, class, blocks, first_offsets) VALUES (?1, ?2, ?3, ?4, ?5)",
+                        params![run_id, t.name, class.name(), r.blocks as i64, offsets.join(" ")],
+                    )
+                    .map_err(|e| self.sql(e))?;
+            }
+        }
         self.store_events(run_id, summary)
     }
 
@@ -258,6 +279,23 @@ impl Store {
             .map_err(sql)?;
         }
         tx.commit().map_err(sql)
+    }
+
+    /// Verify results of a run: (target, class, blocks, first offsets), as stored.
+    pub fn verify_rows(
+        &self,
+        run_id: &str,
+    ) -> Result<Vec<(String, String, u64, String)>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT target, class, blocks, first_offsets FROM verify WHERE run_id = ?1 ORDER BY target, rowid")
+            .map_err(|e| self.sql(e))?;
+        let rows = stmt
+            .query_map(params![run_id], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get::<_, i64>(2)? as u64, r.get(3)?))
+            })
+            .map_err(|e| self.sql(e))?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.sql(e))
     }
 
     /// All runs, oldest first. A `running` run whose process is gone is shown `interrupted`.

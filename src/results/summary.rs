@@ -168,6 +168,9 @@ pub struct TargetResult {
     /// (`execution`: how operations overlapped; `io-uring.registered-buffers`, ...).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub session_used: BTreeMap<String, String>,
+    /// The verify pass after the run (`verify = true`): blocks per class and first offsets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<crate::verify::VerifyReport>,
 }
 
 /// How much of the client machine storlab used.

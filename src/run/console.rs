@@ -148,6 +148,9 @@ impl Console {
                 human_rate(s.total.rate_ops),
                 s.total.rate_bytes / 1e6
             );
+            for v in s.targets.iter().filter_map(|t| t.verify.as_ref()) {
+                eprint!("{}", v.text_table());
+            }
         }
     }
 }

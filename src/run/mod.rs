@@ -48,6 +48,11 @@ pub enum RunError {
     Thread(std::io::Error),
     #[error("run {run}: {message} (on-failure = \"continue\" lets the step go on)")]
     Event { run: usize, message: String },
+    #[error("target `{target}`: {source}")]
+    Verify {
+        target: String,
+        source: crate::verify::VerifyError,
+    },
 }
 
 /// How a plan is run.
@@ -163,6 +168,7 @@ fn run_one(
     // Prepare every target (safety checks, layout, open databases) before anything starts.
     let ready = setup::prepare_targets(run, opts, prepared)?;
     let handles_prepared = &ready.handles;
+    let verify_tables = setup::verify_tables(run, &ready.regions)?;
     let software = ready.software.clone();
 
     let started = SystemTime::now();
@@ -199,7 +205,7 @@ fn run_one(
         worker_target,
         shapes,
         background_names,
-    } = setup::plan_workers(run, &ready.regions, interval_ns);
+    } = setup::plan_workers(run, &ready.regions, &verify_tables, interval_ns);
 
     let timeline =
         File::create(folder.path.join("timeline.csv")).map_err(|source| RunError::Results {
@@ -456,6 +462,8 @@ fn run_one(
             f.event
         ));
     }
+    // Read back what was written (not part of any latency figure), once the workers stopped.
+    crate::verify::after_run(run, &verify_tables, &mut summary);
     folder
         .write_json("summary.json", &summary)
         .map_err(|source| RunError::Results {

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
 use super::collector::TargetShape;
@@ -12,6 +13,7 @@ use crate::record::{Interval, OpKind, Recorder};
 use crate::results::{RunFolder, system};
 use crate::study::plan::RunPlan;
 use crate::targets::{PrepareOptions, Prepared, Region, SessionParams};
+use crate::verify::{VerifyParams, VerifyTable};
 use crate::workload::Source;
 
 /// The run's targets, prepared.
@@ -105,6 +107,29 @@ pub fn write_system(
     Ok(())
 }
 
+/// Per target of the run: the table of acknowledged generations when its workload has
+/// `verify = true`, allocated before any worker starts.
+pub fn verify_tables(
+    run: &RunPlan,
+    regions: &[Region],
+) -> Result<Vec<Option<Arc<VerifyTable>>>, RunError> {
+    run.targets
+        .iter()
+        .zip(regions)
+        .map(|(t, region)| match t.workload.as_block() {
+            Some(b) if b.verify => {
+                VerifyTable::new(&t.name, *region, b.block_size.0 as u32, b.threads)
+                    .map(|table| Some(Arc::new(table)))
+                    .map_err(|source| RunError::Verify {
+                        target: t.name.clone(),
+                        source,
+                    })
+            }
+            _ => Ok(None),
+        })
+        .collect()
+}
+
 /// One worker, ready to start.
 pub struct WorkerInput {
     /// Index of its target in the run.
@@ -133,7 +158,12 @@ pub struct Workers {
 /// each worker. Targets' threads come first, then background workers (readwhilewriting's
 /// writer), whose figures go to shapes after the targets' and who stop when the targets'
 /// threads have stopped.
-pub fn plan_workers(run: &RunPlan, regions: &[Region], interval_ns: u64) -> Workers {
+pub fn plan_workers(
+    run: &RunPlan,
+    regions: &[Region],
+    verify_tables: &[Option<Arc<VerifyTable>>],
+    interval_ns: u64,
+) -> Workers {
     let backgrounds: Vec<(usize, crate::workload::Background)> = run
         .targets
         .iter()
@@ -167,7 +197,7 @@ pub fn plan_workers(run: &RunPlan, regions: &[Region], interval_ns: u64) -> Work
                 srx,
             )
         };
-    let params_for = |ti: usize, worker: u32| {
+    let params_for = |ti: usize, worker: u32, thread: Option<u32>| {
         let w = &run.targets[ti].workload;
         let block = w.as_block();
         SessionParams {
@@ -181,6 +211,11 @@ pub fn plan_workers(run: &RunPlan, regions: &[Region], interval_ns: u64) -> Work
             seed: run.targets[ti].seed,
             kv: w.kv_shape(),
             ycsb: w.ycsb(),
+            verify: verify_tables
+                .get(ti)
+                .and_then(|t| t.clone())
+                .zip(thread)
+                .map(|(table, thread)| VerifyParams { table, thread }),
         }
     };
     for (ti, t) in run.targets.iter().enumerate() {
@@ -221,7 +256,7 @@ pub fn plan_workers(run: &RunPlan, regions: &[Region], interval_ns: u64) -> Work
             worker_inputs.push(WorkerInput {
                 target: ti,
                 config,
-                params: params_for(ti, worker_index),
+                params: params_for(ti, worker_index, Some(thread)),
                 recorder,
                 source,
                 background: false,
@@ -256,7 +291,7 @@ pub fn plan_workers(run: &RunPlan, regions: &[Region], interval_ns: u64) -> Work
         worker_inputs.push(WorkerInput {
             target: ti,
             config,
-            params: params_for(ti, worker_index),
+            params: params_for(ti, worker_index, None),
             recorder,
             source: b.source,
             background: true,

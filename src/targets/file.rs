@@ -27,6 +27,8 @@ use crate::targets::{
     guard, option_error,
 };
 use crate::units::{Bytes, Dur};
+use crate::verify::Stamper;
+use crate::verify::stamper::Prepared as Stamped;
 use crate::workload::Workload;
 use uring::UringOptions;
 pub use uring::UringSession;
@@ -234,6 +236,10 @@ impl Target for FileConfig {
     fn finish(&self) {
         self.remove_if_created();
     }
+
+    fn verify_file(&self) -> Option<(PathBuf, bool)> {
+        Some((self.path.clone(), self.direct))
+    }
 }
 
 impl FileConfig {
@@ -364,6 +370,7 @@ impl FileConfig {
             Engine::Psync => 1,
         };
         let buf = AlignedBuf::new(slots, p.block_bytes as usize, p)?;
+        let verify = p.verify.as_ref().map(|v| Stamper::new(v, slots));
         let bounds = (
             p.region.offset_bytes,
             p.region.offset_bytes + p.region.size_bytes,
@@ -376,6 +383,7 @@ impl FileConfig {
                 generation: 0,
                 stamp: p.random_data,
                 direct: self.direct,
+                verify,
             })),
             Engine::IoUring => {
                 let s = UringSession::new(
@@ -384,6 +392,7 @@ impl FileConfig {
                     bounds,
                     p.queue_depth,
                     p.random_data,
+                    verify,
                     self.uring_options(),
                 )
                 .map_err(|e| TargetError::Invalid(format!("{}: {e}", self.path.display())))?;
@@ -523,6 +532,16 @@ impl AlignedBuf {
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.layout.size()) }
     }
 
+    /// The first `len` bytes of a slot's block (len <= the block size).
+    #[inline]
+    fn slot_mut(&mut self, slot: u32, len: u32) -> &mut [u8] {
+        // SAFETY: the slot's block lies inside the allocation and len <= block; we hold
+        // &mut self.
+        unsafe {
+            std::slice::from_raw_parts_mut(self.slot_ptr(slot), (len as usize).min(self.block))
+        }
+    }
+
     #[inline]
     fn slot_ptr(&self, slot: u32) -> *mut u8 {
         // SAFETY: callers pass slot < slots, so the offset stays inside the allocation.
@@ -573,6 +592,8 @@ pub struct PsyncSession {
     generation: u64,
     stamp: bool,
     direct: bool,
+    /// Verified writes (`verify = true`).
+    verify: Option<Stamper>,
 }
 
 impl Session for PsyncSession {
@@ -609,7 +630,13 @@ impl Session for PsyncSession {
                 if !in_bounds(self.bounds, offset, len) {
                     return Err(OUT_OF_BOUNDS);
                 }
-                if self.stamp {
+                if let Some(v) = &mut self.verify {
+                    // One write at a time: its block is never busy. An offset outside the
+                    // table cannot pass the bounds check above.
+                    if v.prepare(0, self.buf.slot_mut(0, len), offset) != Stamped::Ready {
+                        return Err(OUT_OF_BOUNDS);
+                    }
+                } else if self.stamp {
                     self.generation += 1;
                     self.buf.stamp(0, offset, self.generation);
                 }
@@ -624,8 +651,13 @@ impl Session for PsyncSession {
                 };
                 (r, len)
             }
-            // SAFETY: fsync on a descriptor we own.
-            Op::Fsync => (unsafe { libc::fsync(fd) } as isize, 0),
+            Op::Fsync => {
+                if let Some(v) = &mut self.verify {
+                    v.fsync_submitted(0);
+                }
+                // SAFETY: fsync on a descriptor we own.
+                (unsafe { libc::fsync(fd) } as isize, 0)
+            }
             // Key-value operations are refused at plan time (capabilities).
             _ => return Err(NOT_BLOCK_OP),
         };
@@ -641,6 +673,9 @@ impl Session for PsyncSession {
         } else {
             Ok(want)
         };
+        if let Some(v) = &mut self.verify {
+            v.completed(0, result.is_ok());
+        }
         Ok(Submitted::Done {
             result,
             found: true,

@@ -110,7 +110,7 @@ pub fn serialize_redacted_url<S: serde::Serializer>(url: &str, s: S) -> Result<S
 }
 
 /// The region of a target that operations address, and where it lives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub struct Region {
     pub offset_bytes: u64,
@@ -135,6 +135,8 @@ pub struct SessionParams {
     pub kv: Option<crate::workload::kv::KvShape>,
     /// The YCSB workload whose records the session reads and writes.
     pub ycsb: Option<std::sync::Arc<CoreWorkload>>,
+    /// Verified writes: the table of acknowledged generations and this worker's stripe.
+    pub verify: Option<crate::verify::VerifyParams>,
 }
 
 /// A target readied for a run: the region operations address, and what its sessions share

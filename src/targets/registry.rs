@@ -77,6 +77,12 @@ pub trait Target {
     /// Scales the target down for `--quick` (e.g. a smaller file).
     fn make_quick(&mut self) {}
 
+    /// Where verified writes (`verify = true`) can be read back: the file or device and
+    /// whether to use O_DIRECT. None: the target cannot verify written blocks.
+    fn verify_file(&self) -> Option<(PathBuf, bool)> {
+        None
+    }
+
     /// Cleans up after the study (removes files storlab created when asked to).
     fn finish(&self) {}
 }
@@ -183,6 +189,13 @@ macro_rules! registry {
                 }
             }
 
+            /// Where verified writes can be read back (file or device, O_DIRECT), if anywhere.
+            pub fn verify_file(&self) -> Option<(std::path::PathBuf, bool)> {
+                match self {
+                    $(TargetConfig::$variant(c) => registry::Target::verify_file(c),)*
+                }
+            }
+
             /// Scales the target down for `--quick`.
             pub fn make_quick(&mut self) {
                 match self {
@@ -228,6 +241,12 @@ pub fn check_workload(t: &TargetConfig, w: &Workload) -> Option<(&'static str, S
             };
             return Some((key, format!("a {name} target cannot {}", k.name())));
         }
+    }
+    if w.as_block().is_some_and(|b| b.verify) && t.verify_file().is_none() {
+        return Some((
+            "verify",
+            format!("a {name} target cannot read written blocks back to verify them"),
+        ));
     }
     let qd = w.queue_depth();
     if qd > 1 && caps.overlap == Overlap::None {

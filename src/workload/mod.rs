@@ -73,6 +73,15 @@ pub struct BlockWorkload {
     /// The byte written when `write-data = "pattern"`.
     #[serde(default)]
     pub write_pattern: u8,
+    /// Verified writes (as fio's `verify=crc32c`): every written block carries a header with
+    /// a crc32c, storlab keeps each block's last acknowledged generation, and a verify pass
+    /// reads them back after the run (see [`crate::verify`]).
+    #[serde(default)]
+    pub verify: bool,
+    /// Where to save the table of acknowledged generations after the run, for a later
+    /// `storlab verify PATH` (fio's `verify_state_save`). With several targets in one run,
+    /// each target's goes to `PATH.TARGET`.
+    pub verify_state: Option<std::path::PathBuf>,
     /// Base seed of the offset generators (default: the study's `seed`); each run and thread
     /// draws from a seed derived from it ([`Workload::run_seed`], [`thread_seed`]).
     #[serde(default = "default_seed")]
@@ -447,6 +456,7 @@ pub const SWEEPABLE: &[&str] = &[
     "fsync-every",
     "write-data",
     "write-pattern",
+    "verify",
     "seed",
 ];
 
@@ -510,6 +520,21 @@ impl BlockWorkload {
                 }
             }
         }
+        if self.verify && self.read_share >= 1.0 {
+            return Err(err(
+                "verify",
+                "verify checks written blocks: lower read-share below 1.0",
+            ));
+        }
+        if self.verify && self.alignment_bytes() != self.block_size.0 {
+            return Err(err(
+                "alignment",
+                "with verify = true, blocks are whole: alignment must equal block-size",
+            ));
+        }
+        if self.verify_state.is_some() && !self.verify {
+            return Err(err("verify-state", "verify-state needs verify = true"));
+        }
         if self.fsync_every > 0 && self.read_share >= 1.0 {
             return Err(err(
                 "fsync-every",
@@ -571,6 +596,18 @@ impl BlockWorkload {
         } else {
             1
         };
+        // Verified random writes: thread t owns the blocks t, t + threads, ... so that no two
+        // threads write the same block (see crate::verify::table).
+        let (stripe, stripe_of) = if self.verify && self.access == Access::Random {
+            (self.threads as u64, thread as u64)
+        } else {
+            (1, 0)
+        };
+        let positions = if stripe > 1 {
+            positions.saturating_sub(stripe_of).div_ceil(stripe).max(1)
+        } else {
+            positions
+        };
         let read_threshold = if self.read_share >= 1.0 {
             u64::MAX
         } else {
@@ -585,6 +622,8 @@ impl BlockWorkload {
             align,
             base,
             positions,
+            stripe,
+            stripe_of,
             next_position: 0,
             fsync_every: if self.writes() { self.fsync_every } else { 0 },
             writes_since_fsync: 0,
@@ -602,6 +641,9 @@ pub struct BlockSource {
     align: u64,
     base: u64,
     positions: u64,
+    /// Positions drawn are `p * stripe + stripe_of` (verified writes: the thread's blocks).
+    stripe: u64,
+    stripe_of: u64,
     next_position: u64,
     fsync_every: u64,
     writes_since_fsync: u64,
@@ -626,7 +668,7 @@ impl BlockSource {
             }
             p
         };
-        let offset = self.base + position * self.align;
+        let offset = self.base + (position * self.stripe + self.stripe_of) * self.align;
         let read = self.all_reads || self.rng.next_u64() < self.read_threshold;
         if read {
             Op::Read {
@@ -720,6 +762,45 @@ mod tests {
             ]
         );
         assert_eq!(w.kinds(), vec![OpKind::Write, OpKind::Fsync]);
+    }
+
+    #[test]
+    fn verified_random_writes_give_each_thread_its_own_blocks() {
+        let w = workload("read-share = 0.0\nthreads = 3\nverify = true").unwrap();
+        let region = Region {
+            offset_bytes: 8192,
+            size_bytes: 100 * 4096,
+        };
+        for thread in 0..3u64 {
+            let mut s = w.source(region, thread as u32, 1);
+            let mut seen = std::collections::BTreeSet::new();
+            for _ in 0..5000 {
+                let Op::Write { offset, .. } = s.next_op() else {
+                    panic!("writes only")
+                };
+                let block = (offset - 8192) / 4096;
+                assert!(
+                    block < 100 && block % 3 == thread,
+                    "thread {thread}: block {block}"
+                );
+                seen.insert(block);
+            }
+            // Every block of its stripe is reachable.
+            assert_eq!(seen.len() as u64, (100 - thread).div_ceil(3));
+        }
+        assert_eq!(
+            workload("verify = true\nread-share = 0.5\nalignment = 512")
+                .unwrap_err()
+                .key,
+            "alignment"
+        );
+        assert_eq!(workload("verify = true").unwrap_err().key, "verify");
+        assert_eq!(
+            workload("read-share = 0.5\nverify-state = \"s\"")
+                .unwrap_err()
+                .key,
+            "verify-state"
+        );
     }
 
     #[test]

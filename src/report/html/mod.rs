@@ -268,6 +268,7 @@ pub fn report_html(runs: &[StoredRun]) -> String {
         }
         h.push_str("</section>\n");
     }
+    crate::report::verify::html_section(&mut h, &summaries.iter().collect::<Vec<_>>());
 
     // Timelines.
     let _ = writeln!(

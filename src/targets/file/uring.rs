@@ -23,6 +23,8 @@ use io_uring::{IoUring, opcode, types};
 use super::{AlignedBuf, NOT_BLOCK_OP, OUT_OF_BOUNDS, in_bounds};
 use crate::record::{ErrorKind, OpError};
 use crate::targets::{Completion, Completions, Op, Session, Submitted};
+use crate::verify::Stamper;
+use crate::verify::stamper::Prepared as Stamped;
 
 /// IORING_ENTER_GETEVENTS: reap completions (and run deferred task work) in this call.
 const ENTER_GETEVENTS: u32 = 1;
@@ -99,6 +101,11 @@ pub struct UringSession {
     options: UringOptions,
     generation: u64,
     stamp: bool,
+    /// Verified writes (`verify = true`).
+    verify: Option<Stamper>,
+    /// Completions reaped while a verified write waited for an earlier write to its block,
+    /// handed out by the next `complete` (capacity: the queue depth).
+    held: Vec<Completion>,
     _file: File,
 }
 
@@ -122,6 +129,7 @@ impl UringSession {
         bounds: (u64, u64),
         qd: u32,
         stamp: bool,
+        verify: Option<Stamper>,
         options: UringOptions,
     ) -> Result<UringSession, UringError> {
         let entries = qd.next_power_of_two().max(8);
@@ -154,6 +162,8 @@ impl UringSession {
             options,
             generation: 0,
             stamp,
+            verify,
+            held: Vec::with_capacity(qd as usize),
             _file: file,
         };
         if options.iopoll
@@ -216,6 +226,37 @@ impl UringSession {
             0
         };
         self.enter(queued, 0, flags)
+    }
+
+    /// Submits what is queued and waits for at least `min` completions (the SQPOLL thread
+    /// submits by itself: the call only waits).
+    #[inline]
+    fn submit_and_wait(&mut self, min: u32) -> Result<(), OpError> {
+        let queued = self.ring.submission().len() as u32;
+        let to_submit = if self.task_running == TaskRunning::SqThread {
+            if queued > 0 {
+                self.flush()?;
+            }
+            0
+        } else {
+            queued
+        };
+        self.enter(to_submit, min, ENTER_GETEVENTS)
+    }
+
+    /// A verified write goes to a block whose previous write is still in flight: reaps until
+    /// that write completed, keeping what completes for the next `complete` (as fio's
+    /// `serialize_overlap`: two writes in flight to one block could land in either order).
+    #[cold]
+    fn wait_for_block(&mut self, index: usize) -> Result<(), OpError> {
+        while self.verify.as_ref().is_some_and(|v| v.block_busy(index)) {
+            self.submit_and_wait(1)?;
+            while let Some(cqe) = self.ring.completion().next() {
+                let c = settle(&self.want, &mut self.verify, cqe.user_data() as u32, cqe.result());
+                self.held.push(c);
+            }
+        }
+        Ok(())
     }
 
     /// Submits one polled read of the first block and waits for it for a bounded time: the
@@ -332,6 +373,31 @@ fn yes_or_errno(r: Result<(), i32>) -> String {
     }
 }
 
+/// The completion of the operation in `slot` with result `r`; a verified write or fsync is
+/// recorded in the table.
+#[inline]
+fn settle(want: &[u32], verify: &mut Option<Stamper>, slot: u32, r: i32) -> Completion {
+    let want = want[slot as usize];
+    let result = if r < 0 {
+        Err(OpError::errno(-r))
+    } else if r as u32 != want {
+        Err(OpError {
+            kind: ErrorKind::ShortTransfer,
+            code: r,
+        })
+    } else {
+        Ok(want)
+    };
+    if let Some(v) = verify {
+        v.completed(slot, result.is_ok());
+    }
+    Completion {
+        slot,
+        result,
+        found: true,
+    }
+}
+
 impl Session for UringSession {
     #[inline]
     fn submit(&mut self, slot: u32, op: Op) -> Result<Submitted, OpError> {
@@ -355,7 +421,14 @@ impl Session for UringSession {
                 if !in_bounds(self.bounds, offset, len) {
                     return Err(OUT_OF_BOUNDS);
                 }
-                if self.stamp {
+                while let Some(v) = self.verify.as_mut() {
+                    match v.prepare(slot, self.buf.slot_mut(slot, len), offset) {
+                        Stamped::Ready => break,
+                        Stamped::Busy(index) => self.wait_for_block(index)?,
+                        Stamped::Outside => return Err(OUT_OF_BOUNDS),
+                    }
+                }
+                if self.stamp && self.verify.is_none() {
                     self.generation += 1;
                     self.buf.stamp(slot, offset, self.generation);
                 }
@@ -369,18 +442,25 @@ impl Session for UringSession {
                 }
             }
             Op::Fsync => {
+                if let Some(v) = &mut self.verify {
+                    v.fsync_submitted(slot);
+                }
                 self.want[slot as usize] = 0;
                 with_fd!(self, fd => opcode::Fsync::new(fd).build())
             }
             _ => return Err(NOT_BLOCK_OP),
         };
         // SAFETY: the buffer behind `ptr` stays valid until the completion is reaped.
-        unsafe { self.ring.submission().push(&entry.user_data(slot as u64)) }.map_err(|_| {
-            OpError {
+        if unsafe { self.ring.submission().push(&entry.user_data(slot as u64)) }.is_err() {
+            // Never issued: a verified write's block is no longer known.
+            if let Some(v) = &mut self.verify {
+                v.completed(slot, false);
+            }
+            return Err(OpError {
                 kind: ErrorKind::Other,
                 code: libc::EBUSY,
-            }
-        })?;
+            });
+        }
         // The entry is in the ring from here on, so the operation counts as started: if the
         // kernel does not take it now, `complete` submits it again and reports a lasting
         // failure as the session's error.
@@ -393,41 +473,23 @@ impl Session for UringSession {
     #[inline]
     fn complete(&mut self, min: u32, out: &mut Completions) -> Result<(), OpError> {
         let queued = self.ring.submission().len() as u32;
-        let ready = self.ring.completion().len() as u32;
+        let ready = (self.ring.completion().len() + self.held.len()) as u32;
         // Enter the kernel only when entries are still queued, or fewer completions are
         // posted than asked for (at least one: a call with min 0 still runs deferred task
         // work, or polls once with hipri).
         if queued > 0 || ready < min.max(1) {
-            let to_submit = if self.task_running == TaskRunning::SqThread {
-                // The kernel thread submits (woken if it sleeps); this call only waits.
-                if queued > 0 {
-                    self.flush()?;
-                }
-                0
-            } else {
-                queued
-            };
-            self.enter(to_submit, min.saturating_sub(ready), ENTER_GETEVENTS)?;
+            self.submit_and_wait(min.saturating_sub(ready))?;
+        }
+        for c in self.held.drain(..) {
+            out.push(c);
         }
         for cqe in self.ring.completion() {
-            let slot = cqe.user_data() as u32;
-            let r = cqe.result();
-            let want = self.want[slot as usize];
-            let result = if r < 0 {
-                Err(OpError::errno(-r))
-            } else if r as u32 != want {
-                Err(OpError {
-                    kind: ErrorKind::ShortTransfer,
-                    code: r,
-                })
-            } else {
-                Ok(want)
-            };
-            out.push(Completion {
-                slot,
-                result,
-                found: true,
-            });
+            out.push(settle(
+                &self.want,
+                &mut self.verify,
+                cqe.user_data() as u32,
+                cqe.result(),
+            ));
         }
         Ok(())
     }
@@ -501,9 +563,10 @@ mod tests {
             seed: 1,
             kv: None,
             ycsb: None,
+            verify: None,
         };
         let buf = AlignedBuf::new(4, 4096, &p).unwrap();
-        UringSession::new(file, buf, (0, 1 << 16), 4, false, options).unwrap()
+        UringSession::new(file, buf, (0, 1 << 16), 4, false, None, options).unwrap()
     }
 
     fn per_op() -> UringOptions {
