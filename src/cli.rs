@@ -431,6 +431,11 @@ fn print_outcome(outcome: &StudyOutcome, json: bool) -> Result<()> {
                 report::compare::comparison_text(&c)
             );
         }
+        match crate::results::stored::read_raid(&outcome.folder) {
+            Ok(Some(t)) => println!("{}\n(also in raid.json)", report::raid::text(&t)),
+            Ok(None) => {}
+            Err(e) => eprintln!("RAID efficiency table: {e}"),
+        }
     }
     eprintln!("results: {}", outcome.folder.display());
     Ok(())

@@ -108,6 +108,18 @@ pub fn report_markdown(runs: &[StoredRun]) -> String {
             ));
         }
     }
+    for t in crate::results::stored::raid_tables(runs) {
+        out.push_str("\n### RAID efficiency\n\n");
+        match t {
+            Ok(t) => {
+                out.push_str(&crate::report::raid::table(&t).markdown());
+                out.push('\n');
+                out.push_str(&crate::report::raid::caption(&t).replace('\n', "\n\n"));
+                out.push('\n');
+            }
+            Err(e) => out.push_str(&format!("{e}\n")),
+        }
+    }
     let callouts: Vec<String> = groups
         .iter()
         .flat_map(|g| {

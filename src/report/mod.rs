@@ -11,6 +11,7 @@ pub mod html;
 pub mod markdown;
 pub mod model;
 pub mod png;
+pub mod raid;
 pub mod svg;
 pub mod table;
 pub mod verify;

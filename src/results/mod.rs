@@ -7,6 +7,7 @@
 pub mod comparison;
 pub mod histograms;
 pub mod mountinfo;
+pub mod raid;
 pub mod recovery;
 pub mod redact;
 pub mod store;
@@ -58,7 +59,7 @@ pub fn write_study_files(folder: &Path, plan: &Plan) -> std::io::Result<()> {
     write_json_file(&folder.join("plan.json"), plan)
 }
 
-fn write_json_file<T: serde::Serialize>(path: &Path, value: &T) -> std::io::Result<()> {
+pub fn write_json_file<T: serde::Serialize>(path: &Path, value: &T) -> std::io::Result<()> {
     let text = serde_json::to_string_pretty(value).map_err(std::io::Error::other)?;
     // Write then rename, so a reader never sees half a file; never write a credential.
     let tmp = path.with_extension("json.tmp");

@@ -131,6 +131,27 @@ pub fn read_system(folder: &Path) -> Result<Option<SystemInfo>, LoadError> {
     read_optional_json(&folder.join("system.json"))
 }
 
+/// A study folder's RAID efficiency table (`raid.json`): `None` when the study has no `[raid]`.
+pub fn read_raid(study_folder: &Path) -> Result<Option<super::raid::Table>, LoadError> {
+    read_optional_json(&study_folder.join("raid.json"))
+}
+
+/// The RAID efficiency tables of the studies the runs belong to, in order, each once.
+pub fn raid_tables(runs: &[StoredRun]) -> Vec<Result<super::raid::Table, LoadError>> {
+    let mut folders: Vec<&Path> = Vec::new();
+    for r in runs {
+        if let Some(parent) = r.folder.parent()
+            && !folders.contains(&parent)
+        {
+            folders.push(parent);
+        }
+    }
+    folders
+        .into_iter()
+        .filter_map(|f| read_raid(f).transpose())
+        .collect()
+}
+
 /// A run folder's summary (`summary.json`).
 pub fn read_summary(folder: &Path) -> Result<RunSummary, LoadError> {
     let path = folder.join("summary.json");

@@ -118,6 +118,13 @@ pub fn run_plan(plan: &Plan, opts: &RunOptions) -> Result<StudyOutcome, RunError
         }
     }
     result?;
+    if let Some(geometry) = &plan.raid {
+        let steps = crate::results::comparison::compare_all_in_folder(&study_folder, &summaries);
+        let table = crate::results::raid::table(geometry, &steps);
+        let path = study_folder.join("raid.json");
+        crate::results::write_json_file(&path, &table)
+            .map_err(|source| RunError::Results { path, source })?;
+    }
     let comparison =
         crate::results::comparison::compare_in_folder(&plan.study, &study_folder, &summaries);
     if !comparison.steps.is_empty() {

@@ -13,6 +13,7 @@ mod checks;
 pub mod dbbench;
 pub mod events;
 pub mod plan;
+mod raid;
 pub mod sweep;
 pub mod ycsb;
 
@@ -100,6 +101,8 @@ struct RawStudy {
     workloads: BTreeMap<String, Spanned<toml::Table>>,
     #[serde(default)]
     steps: Vec<Spanned<RawStep>>,
+    /// The array's geometry, for the RAID efficiency table.
+    raid: Option<raid::RawRaid>,
 }
 
 #[derive(Deserialize)]
@@ -554,6 +557,12 @@ pub fn parse_with(file: &str, text: &str, limits: Limits) -> Result<Plan, StudyE
         });
     }
 
+    let target_names: Vec<&String> = raw.targets.keys().collect();
+    let raid = raw
+        .raid
+        .as_ref()
+        .and_then(|r| raid::check(&src, r, &target_names, &mut errors));
+
     // Count before expanding: a study of millions of runs is refused, not expanded.
     let mut runs = Vec::new();
     let too_large = limits
@@ -584,6 +593,7 @@ pub fn parse_with(file: &str, text: &str, limits: Limits) -> Result<Plan, StudyE
         source_path: None,
         source_text: text.to_string(),
         runs,
+        raid,
     })
 }
 

@@ -20,6 +20,9 @@ pub struct Plan {
     #[serde(skip)]
     pub source_text: String,
     pub runs: Vec<RunPlan>,
+    /// The array's geometry (`[raid]`), for the efficiency table.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raid: Option<crate::results::raid::Geometry>,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -189,7 +189,22 @@ pub fn report_html(runs: &[StoredRun]) -> String {
             targets.join(", ")
         );
     }
-    h.push_str("</ul><h3>Headline figures</h3><ul>\n");
+    h.push_str("</ul>\n");
+    for t in crate::results::stored::raid_tables(runs) {
+        h.push_str("<h3>RAID efficiency</h3>\n");
+        match t {
+            Ok(t) => {
+                h.push_str(&tables::table_html(&crate::report::raid::table(&t), "raid"));
+                for line in crate::report::raid::caption(&t).lines() {
+                    let _ = write!(h, "<p class=\"note\">{}</p>", esc(line));
+                }
+            }
+            Err(e) => {
+                let _ = write!(h, "<p class=\"warning\">{}</p>", esc(&e.to_string()));
+            }
+        }
+    }
+    h.push_str("<h3>Headline figures</h3><ul>\n");
     for g in &groups {
         for (series, p) in model::peaks(g) {
             let _ = writeln!(

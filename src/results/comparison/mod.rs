@@ -405,9 +405,13 @@ pub fn compare_all(runs: &[RunFigures]) -> Vec<StepComparison> {
 
 /// The steps that ran on two or more targets (what `comparison.json` holds).
 pub fn compare(study: &str, runs: &[RunFigures]) -> Comparison {
+    shared_steps(study, compare_all(runs))
+}
+
+fn shared_steps(study: &str, steps: Vec<StepComparison>) -> Comparison {
     Comparison {
         study: study.to_string(),
-        steps: compare_all(runs)
+        steps: steps
             .into_iter()
             .filter(|s| s.points.iter().any(|p| p.targets.len() >= 2))
             .collect(),
@@ -420,24 +424,39 @@ pub fn compare_stored(study: &str, runs: &[StoredRun]) -> Comparison {
     compare(study, &figures)
 }
 
-/// [`compare`] of a study's runs as they finish: the summaries in hand, the histograms and
-/// timelines read from their folders (`run-NNN` under the study folder).
-pub fn compare_in_folder(study: &str, study_folder: &Path, summaries: &[RunSummary]) -> Comparison {
-    let figures: Vec<RunFigures> = summaries
+/// [`compare_all`] of a study's runs as they finish: the summaries in hand, the histograms
+/// and timelines read from their folders (`run-NNN` under the study folder).
+pub fn compare_all_in_folder(study_folder: &Path, summaries: &[RunSummary]) -> Vec<StepComparison> {
+    let folder_of = |s: &RunSummary| study_folder.join(format!("run-{:03}", s.run_index));
+    // Each run's stored plan gives its workloads and target configurations.
+    let plans: Vec<Option<serde_json::Value>> = summaries
         .iter()
         .map(|s| {
-            let folder = study_folder.join(format!("run-{:03}", s.run_index));
+            let text = std::fs::read_to_string(folder_of(s).join("plan.json")).ok()?;
+            serde_json::from_str(&text).ok()
+        })
+        .collect();
+    let figures: Vec<RunFigures> = summaries
+        .iter()
+        .zip(&plans)
+        .map(|(s, plan)| {
+            let folder = folder_of(s);
             let timeline = std::fs::read_to_string(folder.join("timeline.csv"))
                 .map(|t| crate::results::timeline::parse_timeline(&t))
                 .map_err(|e| format!("{}: {e}", folder.join("timeline.csv").display()));
             RunFigures {
                 summary: s,
                 histograms: timeline.and_then(|t| histograms::read_measured(&folder, &t.rows)),
-                plan: None,
+                plan: plan.as_ref(),
             }
         })
         .collect();
-    compare(study, &figures)
+    compare_all(&figures)
+}
+
+/// [`compare`] of a study's runs as they finish (see [`compare_all_in_folder`]).
+pub fn compare_in_folder(study: &str, study_folder: &Path, summaries: &[RunSummary]) -> Comparison {
+    shared_steps(study, compare_all_in_folder(study_folder, summaries))
 }
 
 #[cfg(test)]

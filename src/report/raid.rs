@@ -1,0 +1,184 @@
+//! The RAID efficiency table as the reports show it (terminal, Markdown, HTML): the brief's
+//! columns "workload | total raw (measured) | theoretical RAID (calculated) | real RAID
+//! (measured) | efficiency", plus the I/O-count model beside, from a stored `raid.json`.
+
+use crate::report::table::{Cell, Table, TableRow, render, thousands};
+use crate::results::raid::{Pattern, Table as RaidTable};
+
+fn figure(pattern: Pattern, rate: f64) -> Cell {
+    if !rate.is_finite() {
+        return Cell {
+            shown: "-".into(),
+            value: None,
+        };
+    }
+    let shown = if pattern.in_bytes() {
+        format!("{} MB/s", thousands(rate / 1e6))
+    } else {
+        format!("{} IOPS", thousands(rate))
+    };
+    Cell {
+        shown,
+        value: Some(rate),
+    }
+}
+
+fn share(f: f64) -> Cell {
+    if !f.is_finite() {
+        return Cell {
+            shown: "-".into(),
+            value: None,
+        };
+    }
+    Cell {
+        shown: format!("{:.0}%", f * 100.0),
+        value: Some(f),
+    }
+}
+
+/// The table model of the efficiency table.
+pub fn table(t: &RaidTable) -> Table {
+    let columns = [
+        ("workload", false),
+        ("total raw (measured)", true),
+        ("theoretical RAID (calculated)", true),
+        ("real RAID (measured)", true),
+        ("efficiency", true),
+        ("I/O-count model", true),
+        ("efficiency (model)", true),
+    ];
+    Table {
+        columns: columns
+            .iter()
+            .map(|(n, numeric)| (n.to_string(), *numeric))
+            .collect(),
+        rows: t
+            .rows
+            .iter()
+            .map(|r| TableRow {
+                keys: vec![("pattern", format!("{:?}", r.pattern).to_lowercase())],
+                cells: vec![
+                    Cell {
+                        shown: r.pattern.label().to_string(),
+                        value: None,
+                    },
+                    figure(r.pattern, r.raw_rate),
+                    figure(r.pattern, r.theoretical_rate),
+                    figure(r.pattern, r.real_rate),
+                    share(r.efficiency),
+                    figure(r.pattern, r.model_rate),
+                    share(r.model_efficiency),
+                ],
+            })
+            .collect(),
+    }
+}
+
+/// One line on the geometry and the rules, then notes on what is missing.
+pub fn caption(t: &RaidTable) -> String {
+    let g = &t.geometry;
+    let strip = g
+        .strip_bytes
+        .map(|b| format!(", strip {}", crate::units::format_bytes(b)))
+        .unwrap_or_default();
+    let mut s = format!(
+        "{} of {} members ({}){strip}, array `{}`. Raw: all members driven at once, summed. \
+         Theoretical: the brief's rules (reads = sum; sequential write = sum x data share; \
+         random write = {}). Efficiency = real / theoretical.",
+        g.level.name(),
+        g.members.len(),
+        g.members.join(", "),
+        g.array,
+        t.rows
+            .iter()
+            .find(|r| r.pattern == Pattern::RandomWrite)
+            .map(|r| format!("{}; I/O-count model: {}", r.theoretical_rule, r.model_rule))
+            .unwrap_or_else(|| "not measured".into()),
+    );
+    for m in &t.missing {
+        s.push_str(&format!("\nNo complete row: {m}."));
+    }
+    for r in &t.rows {
+        for (side, what) in [(&r.raw, "raw"), (&r.real, "real")] {
+            if side.errors > 0 || side.incomplete {
+                s.push_str(&format!(
+                    "\n{} ({what}, step {}): {} errors{}.",
+                    r.pattern.label(),
+                    side.step,
+                    side.errors,
+                    if side.incomplete {
+                        ", incomplete run"
+                    } else {
+                        ""
+                    }
+                ));
+            }
+        }
+    }
+    s
+}
+
+/// The table for the terminal.
+pub fn text(t: &RaidTable) -> String {
+    let m = table(t);
+    let header: Vec<&str> = m.columns.iter().map(|(n, _)| n.as_str()).collect();
+    let rows: Vec<Vec<String>> = m
+        .rows
+        .iter()
+        .map(|r| r.cells.iter().map(|c| c.shown.clone()).collect())
+        .collect();
+    format!(
+        "RAID efficiency\n{}\n{}",
+        render(&header, &rows),
+        caption(t)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::raid::{Geometry, Level, Row, Side};
+
+    #[test]
+    fn rows_show_units_and_efficiency() {
+        let side = |rate_ops, rate_bytes| Side {
+            step: "s".into(),
+            parameters: String::new(),
+            rate_ops,
+            rate_bytes,
+            errors: 0,
+            incomplete: false,
+        };
+        let t = RaidTable {
+            geometry: Geometry {
+                level: Level::Raid6,
+                members: vec!["a".into(), "b".into(), "c".into(), "d".into()],
+                array: "r".into(),
+                strip_bytes: Some(65536),
+            },
+            rows: vec![Row {
+                pattern: Pattern::RandomWrite,
+                unit: "ops-per-second".into(),
+                raw: side(4000.0, 0.0),
+                real: side(900.0, 0.0),
+                raw_rate: 4000.0,
+                theoretical_rate: 1000.0,
+                theoretical_rule: "sum / 4".into(),
+                model_rate: f64::NAN,
+                model_rule: "not computed".into(),
+                real_rate: 900.0,
+                efficiency: 0.9,
+                model_efficiency: f64::NAN,
+            }],
+            missing: vec!["random read: not measured on the array (r)".into()],
+        };
+        let s = text(&t);
+        assert!(s.contains("4,000 IOPS"), "{s}");
+        assert!(s.contains("1,000 IOPS"), "{s}");
+        assert!(s.contains("90%"), "{s}");
+        assert!(s.contains("RAID 6 of 4 members"), "{s}");
+        assert!(s.contains("No complete row: random read"), "{s}");
+        let md = table(&t).markdown();
+        assert!(md.contains("| Random write | 4,000 IOPS |"), "{md}");
+    }
+}

@@ -1,0 +1,628 @@
+//! The RAID efficiency table of the RAID brief: how close an array comes to what its member
+//! drives deliver. From a study's stored comparison (every step's points, repetitions
+//! combined), the raw figures are the members driven all at once (the sum over members of one
+//! point), the real figures the array's; the theoretical maximum is computed from the raw
+//! figures and the declared geometry, twice:
+//!
+//! - by the brief's rules: sequential read = sum; sequential write = sum x (N-P)/N; random
+//!   read = sum; random write = sum / 4 for RAID 5 and RAID 6 (the brief's own figure for
+//!   RAID 6), sum / copies for mirrors, sum for RAID 0;
+//! - by the I/O-count model: one small write costs R member reads and W member writes
+//!   (RAID 5: 2 + 2, RAID 6 and N+2: 3 + 3, N+M: M+1 + M+1, mirrors: 0 + copies), at the
+//!   members' measured random read and write rates, so the array does
+//!   1 / (R / raw_read + W / raw_write) writes per second. Sequential and read rows follow
+//!   the brief's rules.
+//!
+//! Efficiency is the real figure over the theoretical one. Sequential rows are in bytes per
+//! second, random rows in operations per second. A workload that is not purely reads or
+//! purely writes has no rule and gets no row; a row whose raw or real side was not measured
+//! is left out and said so in `missing`.
+
+use serde::{Deserialize, Serialize};
+
+use super::comparison::{StepComparison, TargetPoint};
+
+/// A RAID level, as a study's `[raid] level` gives it: 0, 1, 5, 6, 10 or `"N+M"` (N data and
+/// M parity strips per stripe, erasure coding).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Level {
+    Raid0,
+    Raid1,
+    Raid5,
+    Raid6,
+    Raid10,
+    Erasure { data: u32, parity: u32 },
+}
+
+impl Level {
+    /// Parses `6`, `"6"`, `"raid6"` or `"8+2"`.
+    pub fn parse(text: &str) -> Result<Level, String> {
+        let t = text.trim().to_ascii_lowercase();
+        let t = t.strip_prefix("raid").unwrap_or(&t).trim();
+        if let Some((d, p)) = t.split_once('+') {
+            let parse = |s: &str| s.trim().parse::<u32>().ok().filter(|n| *n > 0);
+            return match (parse(d), parse(p)) {
+                (Some(data), Some(parity)) => Ok(Level::Erasure { data, parity }),
+                _ => Err(format!(
+                    "`{text}`: N+M needs two whole numbers above 0, e.g. \"8+2\""
+                )),
+            };
+        }
+        match t {
+            "0" => Ok(Level::Raid0),
+            "1" => Ok(Level::Raid1),
+            "5" => Ok(Level::Raid5),
+            "6" => Ok(Level::Raid6),
+            "10" => Ok(Level::Raid10),
+            _ => Err(format!(
+                "`{text}` is not a RAID level storlab computes; expected 0, 1, 5, 6, 10 or \"N+M\" \
+                 (data+parity strips, e.g. \"8+2\")"
+            )),
+        }
+    }
+
+    pub fn name(self) -> String {
+        match self {
+            Level::Raid0 => "RAID 0".into(),
+            Level::Raid1 => "RAID 1".into(),
+            Level::Raid5 => "RAID 5".into(),
+            Level::Raid6 => "RAID 6".into(),
+            Level::Raid10 => "RAID 10".into(),
+            Level::Erasure { data, parity } => format!("{data}+{parity} erasure coding"),
+        }
+    }
+
+    /// Why `members` devices cannot form this level, if they cannot.
+    pub fn check_members(self, members: usize) -> Result<(), String> {
+        let (least, even) = match self {
+            Level::Raid0 => (1, false),
+            Level::Raid1 => (2, false),
+            Level::Raid5 => (3, false),
+            Level::Raid6 => (4, false),
+            Level::Raid10 => (4, true),
+            Level::Erasure { data, parity } => {
+                let n = (data + parity) as usize;
+                return if n == members {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "{} needs {n} members, and {members} are named",
+                        self.name()
+                    ))
+                };
+            }
+        };
+        if members < least {
+            return Err(format!(
+                "{} needs at least {least} members, and {members} are named",
+                self.name()
+            ));
+        }
+        if even && members % 2 != 0 {
+            return Err(format!(
+                "{} needs an even number of members, and {members} are named",
+                self.name()
+            ));
+        }
+        Ok(())
+    }
+
+    /// The share of the members' sequential write bandwidth that is data, of `members`.
+    fn data_share(self, members: usize) -> f64 {
+        let n = members as f64;
+        match self {
+            Level::Raid0 => 1.0,
+            Level::Raid1 => 1.0 / n,
+            Level::Raid10 => 0.5,
+            Level::Raid5 => (n - 1.0) / n,
+            Level::Raid6 => (n - 2.0) / n,
+            Level::Erasure { data, parity } => data as f64 / (data + parity) as f64,
+        }
+    }
+
+    /// Member reads and writes of one small (sub-stripe) write, read-modify-write.
+    fn small_write_ios(self, members: usize) -> (f64, f64) {
+        match self {
+            Level::Raid0 => (0.0, 1.0),
+            Level::Raid1 => (0.0, members as f64),
+            Level::Raid10 => (0.0, 2.0),
+            Level::Raid5 => (2.0, 2.0),
+            Level::Raid6 => (3.0, 3.0),
+            Level::Erasure { parity, .. } => (parity as f64 + 1.0, parity as f64 + 1.0),
+        }
+    }
+
+    /// The brief's divisor of the raw random-write rate.
+    fn brief_write_divisor(self, members: usize) -> f64 {
+        match self {
+            Level::Raid0 => 1.0,
+            Level::Raid1 => members as f64,
+            Level::Raid10 => 2.0,
+            Level::Raid5 | Level::Raid6 => 4.0,
+            Level::Erasure { parity, .. } => 2.0 * (parity as f64 + 1.0),
+        }
+    }
+}
+
+/// An array's geometry and where the study measures it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct Geometry {
+    pub level: Level,
+    /// The member targets, driven all at once for the raw figures.
+    pub members: Vec<String>,
+    /// The target that is the array (a file on it, or its block device).
+    pub array: String,
+    /// The strip (chunk) size, as declared: disclosed, not used in the computation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strip_bytes: Option<u64>,
+}
+
+/// A row's workload pattern.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Pattern {
+    SequentialRead,
+    SequentialWrite,
+    RandomRead,
+    RandomWrite,
+}
+
+impl Pattern {
+    pub fn label(self) -> &'static str {
+        match self {
+            Pattern::SequentialRead => "Sequential read",
+            Pattern::SequentialWrite => "Sequential write",
+            Pattern::RandomRead => "Random read",
+            Pattern::RandomWrite => "Random write",
+        }
+    }
+
+    /// Sequential rows compare bandwidth; random rows operations.
+    pub fn in_bytes(self) -> bool {
+        matches!(self, Pattern::SequentialRead | Pattern::SequentialWrite)
+    }
+
+    /// The pattern of a block workload (its stored JSON): sequential or random, all reads or
+    /// all writes. Anything else has no rule.
+    pub fn of_workload(w: &serde_json::Value) -> Option<Pattern> {
+        if w.get("type").and_then(|t| t.as_str()).unwrap_or("block") != "block" {
+            return None;
+        }
+        let sequential = w.get("access").and_then(|a| a.as_str()) == Some("sequential");
+        let read_share = w.get("read-share").and_then(|r| r.as_f64()).unwrap_or(1.0);
+        match (sequential, read_share) {
+            (true, r) if r == 1.0 => Some(Pattern::SequentialRead),
+            (true, r) if r == 0.0 => Some(Pattern::SequentialWrite),
+            (false, r) if r == 1.0 => Some(Pattern::RandomRead),
+            (false, r) if r == 0.0 => Some(Pattern::RandomWrite),
+            _ => None,
+        }
+    }
+}
+
+/// One measured side of a row: where it was measured and what it gave.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct Side {
+    pub step: String,
+    /// Sweep values of the point, as text (empty without a sweep).
+    pub parameters: String,
+    pub rate_ops: f64,
+    pub rate_bytes: f64,
+    pub errors: u64,
+    pub incomplete: bool,
+}
+
+impl Side {
+    fn rate(&self, pattern: Pattern) -> f64 {
+        if pattern.in_bytes() {
+            self.rate_bytes
+        } else {
+            self.rate_ops
+        }
+    }
+}
+
+/// One line of the table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct Row {
+    pub pattern: Pattern,
+    /// `bytes-per-second` or `ops-per-second`.
+    pub unit: String,
+    pub raw: Side,
+    pub real: Side,
+    /// All members at once, measured.
+    pub raw_rate: f64,
+    /// The brief's rule applied to `raw_rate`.
+    pub theoretical_rate: f64,
+    pub theoretical_rule: String,
+    /// The I/O-count model (differs from the brief's rule for random writes only).
+    pub model_rate: f64,
+    pub model_rule: String,
+    /// The array, measured.
+    pub real_rate: f64,
+    /// real / theoretical.
+    pub efficiency: f64,
+    /// real / model.
+    pub model_efficiency: f64,
+}
+
+/// The efficiency table of a study.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct Table {
+    pub geometry: Geometry,
+    pub rows: Vec<Row>,
+    /// Patterns measured on one side only, or random writes without a raw random-read
+    /// figure for the I/O-count model: why each has no (complete) row.
+    pub missing: Vec<String>,
+}
+
+fn side(step: &StepComparison, parameters: String, targets: &[&TargetPoint]) -> Side {
+    Side {
+        step: step.step.clone(),
+        parameters,
+        rate_ops: targets.iter().map(|t| t.rate_ops).sum(),
+        rate_bytes: targets.iter().map(|t| t.rate_bytes).sum(),
+        errors: targets.iter().map(|t| t.errors).sum(),
+        incomplete: targets.iter().any(|t| t.incomplete),
+    }
+}
+
+/// The first raw and real measurement of each pattern among the steps, in study order.
+fn sides(g: &Geometry, steps: &[StepComparison]) -> Vec<(Pattern, Option<Side>, Option<Side>)> {
+    let mut found: Vec<(Pattern, Option<Side>, Option<Side>)> = Vec::new();
+    for step in steps {
+        for point in &step.points {
+            let params = super::comparison::parameters_text(&point.parameters);
+            let members: Vec<&TargetPoint> = point
+                .targets
+                .iter()
+                .filter(|t| g.members.contains(&t.target))
+                .collect();
+            let all_members = g
+                .members
+                .iter()
+                .all(|m| members.iter().any(|t| &t.target == m));
+            if all_members {
+                let patterns: Vec<Option<Pattern>> = members
+                    .iter()
+                    .map(|t| t.workload.as_ref().and_then(Pattern::of_workload))
+                    .collect();
+                if let Some(Some(p)) = patterns.first()
+                    && patterns.iter().all(|q| *q == Some(*p))
+                {
+                    let entry = entry(&mut found, *p);
+                    if entry.1.is_none() {
+                        entry.1 = Some(side(step, params.clone(), &members));
+                    }
+                }
+            }
+            if let Some(a) = point.targets.iter().find(|t| t.target == g.array)
+                && let Some(p) = a.workload.as_ref().and_then(Pattern::of_workload)
+            {
+                let entry = entry(&mut found, p);
+                if entry.2.is_none() {
+                    entry.2 = Some(side(step, params.clone(), &[a]));
+                }
+            }
+        }
+    }
+    found.sort_by_key(|(p, _, _)| *p);
+    found
+}
+
+fn entry(
+    found: &mut Vec<(Pattern, Option<Side>, Option<Side>)>,
+    p: Pattern,
+) -> &mut (Pattern, Option<Side>, Option<Side>) {
+    let i = match found.iter().position(|(q, _, _)| *q == p) {
+        Some(i) => i,
+        None => {
+            found.push((p, None, None));
+            found.len() - 1
+        }
+    };
+    &mut found[i]
+}
+
+/// The table for `g` from a study's steps ([`super::comparison::compare_all`]).
+pub fn table(g: &Geometry, steps: &[StepComparison]) -> Table {
+    let n = g.members.len();
+    let found = sides(g, steps);
+    let raw_random_read = found
+        .iter()
+        .find(|(p, _, _)| *p == Pattern::RandomRead)
+        .and_then(|(_, raw, _)| raw.as_ref().map(|s| s.rate_ops));
+    let mut rows = Vec::new();
+    let mut missing = Vec::new();
+    for (pattern, raw, real) in found {
+        let (raw, real) = match (raw, real) {
+            (Some(raw), Some(real)) => (raw, real),
+            (raw, _) => {
+                let absent = if raw.is_none() {
+                    format!("all {n} members at once")
+                } else {
+                    format!("the array ({})", g.array)
+                };
+                missing.push(format!(
+                    "{}: not measured on {absent}",
+                    pattern.label().to_lowercase()
+                ));
+                continue;
+            }
+        };
+        let raw_rate = raw.rate(pattern);
+        let real_rate = real.rate(pattern);
+        let (theoretical_rate, theoretical_rule) = match pattern {
+            Pattern::SequentialRead | Pattern::RandomRead => {
+                (raw_rate, "sum of the members".to_string())
+            }
+            Pattern::SequentialWrite => {
+                let share = g.level.data_share(n);
+                (raw_rate * share, format!("sum x {share:.3} (data share)"))
+            }
+            Pattern::RandomWrite => {
+                let d = g.level.brief_write_divisor(n);
+                (raw_rate / d, format!("sum / {d}"))
+            }
+        };
+        let (model_rate, model_rule) = if pattern == Pattern::RandomWrite {
+            let (reads, writes) = g.level.small_write_ios(n);
+            match raw_random_read {
+                _ if reads == 0.0 => (raw_rate / writes, format!("{writes} member writes")),
+                Some(rr) if rr > 0.0 && raw_rate > 0.0 => (
+                    1.0 / (reads / rr + writes / raw_rate),
+                    format!("{reads} member reads + {writes} member writes"),
+                ),
+                _ => {
+                    missing.push(
+                        "random write, I/O-count model: needs the members' random read rate \
+                         (a random-read workload on all members at once)"
+                            .to_string(),
+                    );
+                    (f64::NAN, "not computed".to_string())
+                }
+            }
+        } else {
+            (theoretical_rate, theoretical_rule.clone())
+        };
+        let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::NAN };
+        rows.push(Row {
+            pattern,
+            unit: if pattern.in_bytes() {
+                "bytes-per-second".into()
+            } else {
+                "ops-per-second".into()
+            },
+            raw,
+            real,
+            raw_rate,
+            theoretical_rate,
+            theoretical_rule,
+            model_rate,
+            model_rule,
+            real_rate,
+            efficiency: ratio(real_rate, theoretical_rate),
+            model_efficiency: ratio(real_rate, model_rate),
+        });
+    }
+    Table {
+        geometry: g.clone(),
+        rows,
+        missing,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::comparison::{LatencyFrom, Point};
+    use std::collections::BTreeMap;
+
+    fn tp(target: &str, workload: serde_json::Value, ops: f64, bytes: f64) -> TargetPoint {
+        TargetPoint {
+            target: target.into(),
+            rate_ops: ops,
+            rate_bytes: bytes,
+            mean_latency_ns: 0.0,
+            p99_latency_ns: 0,
+            ops: 1,
+            bytes: 1,
+            errors: 0,
+            measured_seconds: 1.0,
+            service_latency: Default::default(),
+            intended_latency: None,
+            latency_from: LatencyFrom::RunSummary,
+            latency_note: None,
+            repetitions: 1,
+            run_indexes: vec![0],
+            spread: None,
+            incomplete: false,
+            target_position: 0,
+            workload: Some(workload),
+            config: None,
+        }
+    }
+
+    fn step(name: &str, targets: Vec<TargetPoint>) -> StepComparison {
+        StepComparison {
+            study: "s".into(),
+            step: name.into(),
+            points: vec![Point {
+                parameters: BTreeMap::new(),
+                targets,
+            }],
+            largest_ops_ratio: None,
+            largest_p99_improvement: None,
+        }
+    }
+
+    fn w(access: &str, read_share: f64) -> serde_json::Value {
+        serde_json::json!({"type": "block", "access": access, "read-share": read_share})
+    }
+
+    /// The RAID brief's own figures: 8 members per RAID 6 (here one array of 8), raw
+    /// 228 GB/s, 86 GB/s, 12 M and 6.5 M IOPS.
+    fn brief_steps(members: &[String]) -> Vec<StepComparison> {
+        let per = |total: f64| total / members.len() as f64;
+        let raw = |name: &str, wl: serde_json::Value, ops: f64, bytes: f64| {
+            step(
+                name,
+                members
+                    .iter()
+                    .map(|m| tp(m, wl.clone(), per(ops), per(bytes)))
+                    .collect(),
+            )
+        };
+        vec![
+            raw("raw-seq-read", w("sequential", 1.0), 0.0, 228e9),
+            raw("raw-seq-write", w("sequential", 0.0), 0.0, 86e9),
+            raw("raw-rand-read", w("random", 1.0), 12e6, 0.0),
+            raw("raw-rand-write", w("random", 0.0), 6.5e6, 0.0),
+            step(
+                "seq-read",
+                vec![tp("array", w("sequential", 1.0), 0.0, 226e9)],
+            ),
+            step(
+                "seq-write",
+                vec![tp("array", w("sequential", 0.0), 0.0, 64.4e9)],
+            ),
+            step("rand-read", vec![tp("array", w("random", 1.0), 12e6, 0.0)]),
+            step(
+                "rand-write",
+                vec![tp("array", w("random", 0.0), 1.53e6, 0.0)],
+            ),
+        ]
+    }
+
+    #[test]
+    fn the_briefs_table_is_reproduced_from_its_raw_figures() {
+        let members: Vec<String> = (0..8).map(|i| format!("nvme{i}")).collect();
+        let g = Geometry {
+            level: Level::Raid6,
+            members: members.clone(),
+            array: "array".into(),
+            strip_bytes: Some(128 << 10),
+        };
+        let t = table(&g, &brief_steps(&members));
+        assert!(t.missing.is_empty(), "{:?}", t.missing);
+        let by = |p: Pattern| t.rows.iter().find(|r| r.pattern == p).unwrap();
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1.0);
+        // Sequential read: 228 GB/s theoretical, 226 measured: 99%.
+        assert!(close(by(Pattern::SequentialRead).theoretical_rate, 228e9));
+        assert_eq!(
+            (by(Pattern::SequentialRead).efficiency * 100.0).round(),
+            99.0
+        );
+        // Sequential write: 86 x 6/8 = 64.5 GB/s; 64.4 measured: > 99%.
+        assert!(close(by(Pattern::SequentialWrite).theoretical_rate, 64.5e9));
+        assert!(by(Pattern::SequentialWrite).efficiency > 0.99);
+        // Random read: 12 M = 12 M: 100%.
+        assert!(close(by(Pattern::RandomRead).efficiency, 1.0));
+        // Random write: 6.5 M / 4 = ~1.6 M; 1.53 M measured: ~95%.
+        let rw = by(Pattern::RandomWrite);
+        assert!(close(rw.theoretical_rate, 1.625e6));
+        assert_eq!((rw.efficiency * 100.0).round(), 94.0);
+        // I/O-count model: 1 / (3/12M + 3/6.5M) = 1.405 M writes/s.
+        assert!(close(rw.model_rate, 1.0 / (3.0 / 12e6 + 3.0 / 6.5e6)));
+        assert_eq!(rw.unit, "ops-per-second");
+        assert_eq!(by(Pattern::SequentialRead).unit, "bytes-per-second");
+    }
+
+    #[test]
+    fn a_pattern_measured_on_one_side_is_missing_not_guessed() {
+        let members: Vec<String> = (0..4).map(|i| format!("m{i}")).collect();
+        let g = Geometry {
+            level: Level::Raid5,
+            members: members.clone(),
+            array: "array".into(),
+            strip_bytes: None,
+        };
+        let mut steps = brief_steps(&members);
+        steps.retain(|s| s.step != "rand-write" && s.step != "raw-rand-read");
+        let t = table(&g, &steps);
+        assert!(t.rows.iter().all(|r| r.pattern != Pattern::RandomWrite));
+        assert_eq!(t.missing.len(), 2, "{:?}", t.missing);
+        assert!(t.missing.iter().any(|m| m.contains("random write")));
+        assert!(t.missing.iter().any(|m| m.contains("random read")));
+    }
+
+    #[test]
+    fn a_point_without_every_member_is_not_raw() {
+        let members: Vec<String> = (0..4).map(|i| format!("m{i}")).collect();
+        let g = Geometry {
+            level: Level::Raid10,
+            members: members.clone(),
+            array: "array".into(),
+            strip_bytes: None,
+        };
+        let three: Vec<TargetPoint> = members[..3]
+            .iter()
+            .map(|m| tp(m, w("random", 0.0), 100.0, 0.0))
+            .collect();
+        let steps = vec![
+            step("raw", three),
+            step("array", vec![tp("array", w("random", 0.0), 150.0, 0.0)]),
+        ];
+        let t = table(&g, &steps);
+        assert!(t.rows.is_empty());
+        assert_eq!(
+            t.missing,
+            vec!["random write: not measured on all 4 members at once"]
+        );
+    }
+
+    #[test]
+    fn mixed_workloads_have_no_rule() {
+        assert_eq!(Pattern::of_workload(&w("random", 0.7)), None);
+        assert_eq!(
+            Pattern::of_workload(&serde_json::json!({"type": "ycsb"})),
+            None
+        );
+        assert_eq!(
+            Pattern::of_workload(&w("random", 1.0)),
+            Some(Pattern::RandomRead)
+        );
+    }
+
+    #[test]
+    fn levels_parse_and_check_their_members() {
+        assert_eq!(Level::parse("6"), Ok(Level::Raid6));
+        assert_eq!(Level::parse("RAID10"), Ok(Level::Raid10));
+        assert_eq!(
+            Level::parse("8+2"),
+            Ok(Level::Erasure { data: 8, parity: 2 })
+        );
+        assert!(
+            Level::parse("4")
+                .unwrap_err()
+                .contains("expected 0, 1, 5, 6, 10")
+        );
+        assert!(Level::parse("8+0").is_err());
+        assert!(
+            Level::Raid6
+                .check_members(3)
+                .unwrap_err()
+                .contains("at least 4")
+        );
+        assert!(Level::Raid10.check_members(5).unwrap_err().contains("even"));
+        assert!(
+            Level::Erasure { data: 4, parity: 2 }
+                .check_members(6)
+                .is_ok()
+        );
+        assert!(
+            Level::Erasure { data: 4, parity: 2 }
+                .check_members(5)
+                .is_err()
+        );
+        // RAID 6 small write: 3 reads + 3 writes; RAID 5: 2 + 2.
+        assert_eq!(Level::Raid6.small_write_ios(8), (3.0, 3.0));
+        assert_eq!(Level::Raid5.small_write_ios(4), (2.0, 2.0));
+        assert!((Level::Raid6.data_share(8) - 0.75).abs() < 1e-12);
+    }
+}

@@ -1,0 +1,247 @@
+//! The RAID efficiency study end to end on a real array: Btrfs RAID 6 (data raid6, metadata
+//! raid1c3) over six loop devices, each member's image on its own small XFS (so that a later
+//! fault can shut one member's XFS down). `studies/raid-efficiency.toml` runs in quick mode:
+//! the raw members together, then the array, created and mounted by the first array step's
+//! `before-step` events, measured the same way; the efficiency table has all four rows.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{Lab, root_or_skip, text};
+
+const MEMBERS: usize = 6;
+
+fn sh(args: &[&str]) -> Result<String, String> {
+    let o = Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .map_err(|e| format!("{}: {e}", args[0]))?;
+    if !o.status.success() {
+        return Err(format!(
+            "{}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&o.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
+}
+
+/// Six members, each a loop device over an image on its own loop-mounted XFS; torn down
+/// (array unmounted, loops detached, XFS unmounted) on drop.
+struct Members {
+    dir: PathBuf,
+    loops: Vec<String>,
+    mounts: Vec<PathBuf>,
+    array_mnt: PathBuf,
+}
+
+impl Members {
+    fn new(dir: &Path) -> Result<Members, String> {
+        let mut m = Members {
+            dir: dir.to_path_buf(),
+            loops: Vec::new(),
+            mounts: Vec::new(),
+            array_mnt: dir.join("array"),
+        };
+        std::fs::create_dir_all(&m.array_mnt).map_err(|e| e.to_string())?;
+        for i in 0..MEMBERS {
+            let img = dir.join(format!("xfs{i}.img"));
+            let mnt = dir.join(format!("xfs{i}"));
+            std::fs::create_dir_all(&mnt).map_err(|e| e.to_string())?;
+            let img_s = img.to_string_lossy().to_string();
+            sh(&["truncate", "-s", "700M", &img_s])?;
+            sh(&["mkfs.xfs", "-q", "-f", &img_s])?;
+            sh(&["mount", "-o", "loop", &img_s, &mnt.to_string_lossy()])?;
+            m.mounts.push(mnt.clone());
+            let member = mnt.join("member.img");
+            sh(&["truncate", "-s", "600M", &member.to_string_lossy()])?;
+            m.loops
+                .push(sh(&["losetup", "-f", "--show", &member.to_string_lossy()])?);
+        }
+        Ok(m)
+    }
+}
+
+impl Drop for Members {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.array_mnt).status();
+        for l in &self.loops {
+            let _ = Command::new("losetup").args(["-d", l]).status();
+        }
+        for mnt in &self.mounts {
+            let _ = Command::new("umount").arg(mnt).status();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[test]
+fn raid6_efficiency_study_runs_on_btrfs_over_loop_devices() {
+    if !root_or_skip("loop devices, XFS and Btrfs") {
+        return;
+    }
+    let lab = Lab::new();
+    let members = Members::new(&lab.path().join("raid")).expect("set up the members");
+    let study = Path::new(env!("CARGO_MANIFEST_DIR")).join("studies/raid-efficiency.toml");
+    let mut cmd = lab.cmd();
+    cmd.args(["run", &study.to_string_lossy(), "--quick"]);
+    for (i, l) in members.loops.iter().enumerate() {
+        cmd.env(format!("STORLAB_RAID_M{i}"), l);
+    }
+    cmd.env("STORLAB_RAID_MNT", &members.array_mnt);
+    let out = cmd.output().expect("run storlab");
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(stdout.contains("RAID efficiency"), "{stdout}");
+
+    let study_folder = std::fs::read_dir(lab.results())
+        .expect("results")
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .find(|p| p.join("raid.json").exists())
+        .expect("a study folder with raid.json");
+    let raid: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(study_folder.join("raid.json")).unwrap())
+            .unwrap();
+    let rows = raid["rows"].as_array().expect("rows");
+    let patterns: Vec<&str> = rows
+        .iter()
+        .map(|r| r["pattern"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        patterns,
+        [
+            "sequential-read",
+            "sequential-write",
+            "random-read",
+            "random-write"
+        ],
+        "{raid:#}"
+    );
+    for r in rows {
+        for k in ["raw-rate", "theoretical-rate", "real-rate", "efficiency"] {
+            let v = r[k].as_f64().unwrap_or(f64::NAN);
+            assert!(
+                v.is_finite() && v > 0.0,
+                "{k} of {}: {v}\n{raid:#}",
+                r["pattern"]
+            );
+        }
+        assert_eq!(r["raw"]["errors"], 0, "{r:#}");
+        assert_eq!(r["real"]["errors"], 0, "{r:#}");
+    }
+    // RAID 6 of 6 members: sequential write theoretical = raw x 4/6; random write = raw / 4.
+    let seq_write = &rows[1];
+    let ratio =
+        seq_write["theoretical-rate"].as_f64().unwrap() / seq_write["raw-rate"].as_f64().unwrap();
+    assert!((ratio - 4.0 / 6.0).abs() < 1e-9, "{ratio}");
+    let rand_write = &rows[3];
+    let ratio =
+        rand_write["theoretical-rate"].as_f64().unwrap() / rand_write["raw-rate"].as_f64().unwrap();
+    assert!((ratio - 0.25).abs() < 1e-9, "{ratio}");
+    assert!(rand_write["model-rate"].as_f64().is_some_and(|v| v > 0.0));
+
+    // The array was made by the first array step's before-step events, which are in its run's
+    // summary.
+    let summary = std::fs::read_dir(&study_folder)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path().join("summary.json"))
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .map(|t| serde_json::from_str::<serde_json::Value>(&t).unwrap())
+        .find(|s| s["step"] == "array-seq-write")
+        .expect("the array-seq-write run");
+    let events: Vec<(&str, &str, i64)> = summary["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"].is_string())
+        .map(|e| {
+            (
+                e["name"].as_str().unwrap(),
+                e["status"].as_str().unwrap(),
+                e["exit-code"].as_i64().unwrap_or(-1),
+            )
+        })
+        .collect();
+    assert_eq!(
+        events,
+        [("make-array", "ok", 0), ("mount-array", "ok", 0)],
+        "{:#}",
+        summary["events"]
+    );
+
+    // The report shows the table.
+    let report = lab.run(&[
+        "report",
+        &study_folder.to_string_lossy(),
+        "--format",
+        "markdown",
+        "-o",
+        "-",
+    ]);
+    let (md, err) = text(&report);
+    assert!(report.status.success(), "{err}");
+    assert!(
+        md.contains("RAID efficiency") && md.contains("| Random write |"),
+        "{md}"
+    );
+}
+
+#[test]
+fn raid_section_errors_name_the_key() {
+    let lab = Lab::new();
+    let study = lab.write(
+        "s.toml",
+        r#"
+[raid]
+level = 6
+members = ["a", "b", "c", "nope"]
+array = "a"
+
+[targets.a]
+type = "null"
+[targets.b]
+type = "null"
+[targets.c]
+type = "null"
+
+[workloads.w]
+read-share = 1.0
+
+[[steps]]
+workload = "w"
+targets = ["a"]
+ops = 10
+"#,
+    );
+    let out = lab.run(&["check", &study.to_string_lossy()]);
+    let (stdout, stderr) = text(&out);
+    assert!(!out.status.success(), "{stdout}");
+    assert!(
+        stderr.contains("raid.members") && stderr.contains("no target named `nope`"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("raid.array") && stderr.contains("`a` is also a member"),
+        "{stderr}"
+    );
+    let bad_level = lab.write(
+        "l.toml",
+        &std::fs::read_to_string(&study)
+            .unwrap()
+            .replace("level = 6", "level = 4"),
+    );
+    let out = lab.run(&["check", &bad_level.to_string_lossy()]);
+    let (_, stderr) = text(&out);
+    assert!(
+        stderr.contains("s.toml") || stderr.contains("l.toml"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("raid.level") && stderr.contains("expected 0, 1, 5, 6, 10"),
+        "{stderr}"
+    );
+}
