@@ -178,7 +178,7 @@ fn raid6_efficiency_study_runs_on_btrfs_over_loop_devices() {
         "report",
         &study_folder.to_string_lossy(),
         "--format",
-        "markdown",
+        "md",
         "-o",
         "-",
     ]);
