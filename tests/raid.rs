@@ -2,7 +2,9 @@
 //! raid1c3) over six loop devices, each member's image on its own small XFS (so that a later
 //! fault can shut one member's XFS down). `studies/raid-efficiency.toml` runs in quick mode:
 //! the raw members together, then the array, created and mounted by the first array step's
-//! `before-step` events, measured the same way; the efficiency table has all four rows.
+//! `before-step` events, measured the same way; the efficiency table has all four rows. Then
+//! a member fails under verified random writes (its XFS shut down), a spare replaces it while
+//! the writes go on, and the verify pass finds every acknowledged block intact.
 
 mod common;
 
@@ -12,6 +14,8 @@ use std::process::Command;
 use common::{Lab, root_or_skip, text};
 
 const MEMBERS: usize = 6;
+/// The members and the spare.
+const DEVICES: usize = MEMBERS + 1;
 
 fn sh(args: &[&str]) -> Result<String, String> {
     let o = Command::new(args[0])
@@ -28,8 +32,9 @@ fn sh(args: &[&str]) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
 }
 
-/// Six members, each a loop device over an image on its own loop-mounted XFS; torn down
-/// (array unmounted, loops detached, XFS unmounted) on drop.
+/// Six members and a spare, each a loop device over an image on its own loop-mounted XFS
+/// (1 GiB: smaller members make `btrfs replace` fail with ENOSPC); torn down (array
+/// unmounted, loops detached, XFS unmounted, also the one shut down) on drop.
 struct Members {
     dir: PathBuf,
     loops: Vec<String>,
@@ -46,17 +51,17 @@ impl Members {
             array_mnt: dir.join("array"),
         };
         std::fs::create_dir_all(&m.array_mnt).map_err(|e| e.to_string())?;
-        for i in 0..MEMBERS {
+        for i in 0..DEVICES {
             let img = dir.join(format!("xfs{i}.img"));
             let mnt = dir.join(format!("xfs{i}"));
             std::fs::create_dir_all(&mnt).map_err(|e| e.to_string())?;
             let img_s = img.to_string_lossy().to_string();
-            sh(&["truncate", "-s", "700M", &img_s])?;
+            sh(&["truncate", "-s", "1100M", &img_s])?;
             sh(&["mkfs.xfs", "-q", "-f", &img_s])?;
             sh(&["mount", "-o", "loop", &img_s, &mnt.to_string_lossy()])?;
             m.mounts.push(mnt.clone());
             let member = mnt.join("member.img");
-            sh(&["truncate", "-s", "600M", &member.to_string_lossy()])?;
+            sh(&["truncate", "-s", "1G", &member.to_string_lossy()])?;
             m.loops
                 .push(sh(&["losetup", "-f", "--show", &member.to_string_lossy()])?);
         }
@@ -87,10 +92,19 @@ fn raid6_efficiency_study_runs_on_btrfs_over_loop_devices() {
     let study = Path::new(env!("CARGO_MANIFEST_DIR")).join("studies/raid-efficiency.toml");
     let mut cmd = lab.cmd();
     cmd.args(["run", &study.to_string_lossy(), "--quick"]);
-    for (i, l) in members.loops.iter().enumerate() {
+    for (i, l) in members.loops[..MEMBERS].iter().enumerate() {
         cmd.env(format!("STORLAB_RAID_M{i}"), l);
     }
+    cmd.env("STORLAB_RAID_SPARE", &members.loops[MEMBERS]);
     cmd.env("STORLAB_RAID_MNT", &members.array_mnt);
+    // The sixth member fails: its XFS is shut down, every I/O to its image returns EIO.
+    cmd.env(
+        "STORLAB_RAID_FAIL",
+        format!(
+            "xfs_io -x -c shutdown '{}'",
+            members.mounts[MEMBERS - 1].display()
+        ),
+    );
     let out = cmd.output().expect("run storlab");
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
@@ -173,6 +187,52 @@ fn raid6_efficiency_study_runs_on_btrfs_over_loop_devices() {
         summary["events"]
     );
 
+    // Step 4: the member failed, the spare replaced it (the rebuild timed by its wait-for),
+    // and every acknowledged block read back after the run was intact.
+    let failures = raid["failures"].as_array().expect("failures");
+    assert_eq!(failures.len(), 1, "{raid:#}");
+    let f = &failures[0];
+    assert_eq!(f["step"], "array-member-failure");
+    let events: Vec<(&str, &str)> = f["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["name"].as_str().unwrap(), e["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        events,
+        [
+            ("fail-member", "ok"),
+            ("start-rebuild", "ok"),
+            ("rebuild", "ok")
+        ],
+        "{f:#}"
+    );
+    let rebuild_s = f["events"][2]["duration-seconds"].as_f64().unwrap();
+    assert!(rebuild_s > 0.0, "{f:#}");
+    let v = &f["verify"];
+    assert!(v["checked"].as_u64().unwrap() > 0, "{f:#}");
+    for class in ["lost", "torn", "misplaced", "foreign", "unreadable"] {
+        assert_eq!(v[class], 0, "{class}: {f:#}");
+    }
+    assert_eq!(
+        v["intact"].as_u64().unwrap(),
+        v["checked"].as_u64().unwrap(),
+        "{f:#}"
+    );
+    // Phases: before the failure, degraded, rebuilding, after (some may share an interval
+    // edge in quick mode, never all).
+    let phases = f["phases"].as_array().unwrap();
+    assert!(phases.len() >= 3, "{f:#}");
+    assert_eq!(phases[0]["from"], "start", "{f:#}");
+    assert!(
+        phases.iter().any(|p| p["to"]
+            .as_str()
+            .is_some_and(|t| t.contains("`rebuild` done"))),
+        "{f:#}"
+    );
+    assert!(stdout.contains("Member failure and rebuild"), "{stdout}");
+
     // The report shows the table.
     let report = lab.run(&[
         "report",
@@ -186,6 +246,11 @@ fn raid6_efficiency_study_runs_on_btrfs_over_loop_devices() {
     assert!(report.status.success(), "{err}");
     assert!(
         md.contains("RAID efficiency") && md.contains("| Random write |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("### Member failure and rebuild: array-member-failure")
+            && md.contains("Event `rebuild` (wait-for): ok"),
         "{md}"
     );
 }

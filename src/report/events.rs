@@ -1,9 +1,11 @@
 //! The study events of stored runs and the recovery around them, as tables: one row per
 //! event (action, status, start and end from the start of measurement, duration, exit code,
 //! what it did) and one per recovery (baseline, dip, outage, time to first success and to
-//! recover, errors during the outage). The terminal, Markdown and HTML reports show them.
+//! recover, errors during the outage), and the run's throughput phase by phase between its
+//! events. The terminal, Markdown and HTML reports show them.
 
 use crate::report::table::{Cell, Table, TableRow, render};
+use crate::results::phases::Phase;
 use crate::results::recovery::Recovery;
 use crate::results::summary::RunSummary;
 
@@ -141,6 +143,75 @@ pub fn recovery_table<'a>(runs: impl IntoIterator<Item = &'a RunSummary>) -> Opt
 /// What recovery figures mean, under their table.
 pub const RECOVERY_NOTE: &str = "Recovery, from the stored timeline: baseline = mean ops/s over the window before the event; dip = lowest and mean ops/s from the event until recovered; outage = the longest span after the event in which no operation succeeded; recovered = throughput back to at least (1 - recovered-within) x the baseline and staying there for `settle`. Every time has the timeline interval's resolution.";
 
+const PHASE_COLUMNS: [(&str, bool); 8] = [
+    ("run", true),
+    ("from", false),
+    ("to", false),
+    ("from s", true),
+    ("to s", true),
+    ("ops/s", true),
+    ("ops", true),
+    ("errors", false),
+];
+
+fn phase_errors(p: &Phase) -> String {
+    if p.errors == 0 {
+        return "0".into();
+    }
+    let kinds: Vec<String> = p
+        .errors_by_kind
+        .iter()
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect();
+    format!("{} ({})", p.errors, kinds.join(", "))
+}
+
+/// Throughput between the events of `runs` (see `results::phases`), or None when none had
+/// events during measurement.
+pub fn phases_table<'a>(runs: impl IntoIterator<Item = &'a RunSummary>) -> Option<Table> {
+    let mut rows = Vec::new();
+    for s in runs {
+        for p in &s.phases {
+            rows.push(phase_row(s.run_index, p));
+        }
+    }
+    (!rows.is_empty()).then(|| Table {
+        columns: PHASE_COLUMNS
+            .iter()
+            .map(|(n, num)| (n.to_string(), *num))
+            .collect(),
+        rows,
+    })
+}
+
+fn phase_row(run_index: usize, p: &Phase) -> TableRow {
+    TableRow {
+        keys: vec![
+            ("run", run_index.to_string()),
+            ("from", format!("{:.3}", p.from_seconds)),
+        ],
+        cells: vec![
+            text(run_index.to_string()),
+            text(p.from.clone()),
+            text(p.to.clone()),
+            seconds(p.from_seconds),
+            seconds(p.to_seconds),
+            Cell {
+                shown: format!("{:.0}", p.rate_ops),
+                value: Some(p.rate_ops),
+            },
+            Cell {
+                shown: p.ops.to_string(),
+                value: Some(p.ops as f64),
+            },
+            text(phase_errors(p)),
+        ],
+    }
+}
+
+/// What the phase figures mean, under their table.
+pub const PHASES_NOTE: &str = "Phases, from the stored timeline: the run split at the start of every event that ran during measurement (and at the end of one that lasted an interval or more), each boundary moved to the nearest interval edge; ops/s = successful operations of the phase's intervals over their length.";
+
 /// The events and recovery of one run, as text for the terminal (empty when it had none).
 pub fn event_lines(s: &RunSummary) -> String {
     let mut out = String::new();
@@ -166,6 +237,10 @@ pub fn event_lines(s: &RunSummary) -> String {
         for r in s.recovery.iter().filter(|r| !r.note.is_empty()) {
             out.push_str(&format!("recovery after `{}`: {}\n", r.event, r.note));
         }
+    }
+    if let Some(t) = phases_table([s]) {
+        out.push_str("phases (split at the events, on interval edges):\n");
+        out.push_str(&table_text(&t));
     }
     out
 }

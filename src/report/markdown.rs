@@ -40,6 +40,11 @@ fn events_markdown(summaries: &[RunSummary]) -> String {
         }
         out.push('\n');
     }
+    if let Some(t) = crate::report::events::phases_table(summaries) {
+        out.push_str("\n## Phases\n\n");
+        out.push_str(&t.markdown());
+        out.push_str(&format!("\n{}\n", crate::report::events::PHASES_NOTE));
+    }
     out
 }
 
@@ -116,6 +121,13 @@ pub fn report_markdown(runs: &[StoredRun]) -> String {
                 out.push('\n');
                 out.push_str(&crate::report::raid::caption(&t).replace('\n', "\n\n"));
                 out.push('\n');
+                for f in crate::report::raid::failure_sections(&t) {
+                    out.push_str(&format!("\n### {}\n\n", f.title));
+                    out.push_str(&f.phases.markdown());
+                    out.push('\n');
+                    out.push_str(&f.caption.replace('\n', "\n\n"));
+                    out.push('\n');
+                }
             }
             Err(e) => out.push_str(&format!("{e}\n")),
         }
@@ -154,24 +166,6 @@ pub fn report_markdown(runs: &[StoredRun]) -> String {
         if let Some(t) = points_table(g) {
             out.push_str("\n### Repetitions combined\n\nEach point: its repetitions' histograms added (ops/s: all operations over all measured time); min and max: the repetitions' own figures.\n\n");
             out.push_str(&t.markdown());
-        }
-        out.push('\n');
-    }
-    if let Some(t) = crate::report::events::events_table(&summaries) {
-        out.push_str("\n## Events\n\nTimes in seconds from the start of measurement.\n\n");
-        out.push_str(&t.markdown());
-    }
-    if let Some(t) = crate::report::events::recovery_table(&summaries) {
-        out.push_str("\n## Recovery\n\n");
-        out.push_str(&t.markdown());
-        out.push_str(&format!("\n{}\n", crate::report::events::RECOVERY_NOTE));
-        for s in &summaries {
-            for r in s.recovery.iter().filter(|r| !r.note.is_empty()) {
-                out.push_str(&format!(
-                    "\n- run {}, `{}`: {}",
-                    s.run_index, r.event, r.note
-                ));
-            }
         }
         out.push('\n');
     }

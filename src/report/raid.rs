@@ -1,9 +1,11 @@
 //! The RAID efficiency table as the reports show it (terminal, Markdown, HTML): the brief's
 //! columns "workload | total raw (measured) | theoretical RAID (calculated) | real RAID
-//! (measured) | efficiency", plus the I/O-count model beside, from a stored `raid.json`.
+//! (measured) | efficiency", plus the I/O-count model beside, from a stored `raid.json`; and
+//! for each run in which a member failed or a rebuild ran, the array's throughput phase by
+//! phase, the events' durations and the verify pass.
 
 use crate::report::table::{Cell, Table, TableRow, render, thousands};
-use crate::results::raid::{Pattern, Table as RaidTable};
+use crate::results::raid::{FailureRun, Pattern, Table as RaidTable};
 
 fn figure(pattern: Pattern, rate: f64) -> Cell {
     if !rate.is_finite() {
@@ -118,20 +120,126 @@ pub fn caption(t: &RaidTable) -> String {
     s
 }
 
-/// The table for the terminal.
-pub fn text(t: &RaidTable) -> String {
-    let m = table(t);
+/// A failure run's title, its phases as a table, and its events and verify pass as lines.
+pub struct FailureSection {
+    pub title: String,
+    pub phases: Table,
+    pub caption: String,
+}
+
+/// One section per run on the array during which events ran (a member failed, a rebuild).
+pub fn failure_sections(t: &RaidTable) -> Vec<FailureSection> {
+    t.failures.iter().map(failure_section).collect()
+}
+
+fn failure_section(f: &FailureRun) -> FailureSection {
+    let columns = [
+        ("phase", false),
+        ("from s", true),
+        ("to s", true),
+        ("real RAID (measured)", true),
+        ("errors", true),
+    ];
+    let rows = f
+        .phases
+        .iter()
+        .map(|p| TableRow {
+            keys: vec![("from", format!("{:.3}", p.from_seconds))],
+            cells: vec![
+                Cell {
+                    shown: format!("{} to {}", p.from, p.to),
+                    value: None,
+                },
+                Cell {
+                    shown: format!("{:.3}", p.from_seconds),
+                    value: Some(p.from_seconds),
+                },
+                Cell {
+                    shown: format!("{:.3}", p.to_seconds),
+                    value: Some(p.to_seconds),
+                },
+                Cell {
+                    shown: format!("{} IOPS", thousands(p.rate_ops)),
+                    value: Some(p.rate_ops),
+                },
+                Cell {
+                    shown: p.errors.to_string(),
+                    value: Some(p.errors as f64),
+                },
+            ],
+        })
+        .collect();
+    let mut caption = format!(
+        "Step {} (run {}), workload {}: {} IOPS over the whole run, {} failed operations. \
+         Phases split at the events, on timeline interval edges.",
+        f.step,
+        f.run_index,
+        f.workload,
+        thousands(f.rate_ops),
+        f.errors
+    );
+    for e in &f.events {
+        caption.push_str(&format!(
+            "\nEvent `{}` ({}): {} at {:.3} s, took {:.3} s.",
+            e.name, e.action, e.status, e.start_seconds, e.duration_seconds
+        ));
+    }
+    match &f.verify {
+        Some(v) => caption.push_str(&format!(
+            "\nVerify pass after the run: {} blocks checked, {} intact, {} lost, {} torn, {} misplaced, \
+             {} foreign, {} unreadable; {} not checked (their last write failed).",
+            v.checked,
+            v.intact,
+            v.lost,
+            v.torn,
+            v.misplaced,
+            v.foreign,
+            v.unreadable,
+            v.not_checked_failed_writes
+        )),
+        None => caption.push_str(
+            "\nNo verify pass: the workload did not verify its writes (verify = true).",
+        ),
+    }
+    FailureSection {
+        title: format!("Member failure and rebuild: {}", f.step),
+        phases: Table {
+            columns: columns
+                .iter()
+                .map(|(n, numeric)| (n.to_string(), *numeric))
+                .collect(),
+            rows,
+        },
+        caption,
+    }
+}
+
+fn render_table(m: &Table) -> String {
     let header: Vec<&str> = m.columns.iter().map(|(n, _)| n.as_str()).collect();
     let rows: Vec<Vec<String>> = m
         .rows
         .iter()
         .map(|r| r.cells.iter().map(|c| c.shown.clone()).collect())
         .collect();
-    format!(
+    render(&header, &rows)
+}
+
+/// The tables for the terminal.
+pub fn text(t: &RaidTable) -> String {
+    let mut s = format!(
         "RAID efficiency\n{}\n{}",
-        render(&header, &rows),
+        render_table(&table(t)),
         caption(t)
-    )
+    );
+    for f in failure_sections(t) {
+        s.push_str(&format!(
+            "\n\n{}\n{}\n{}",
+            f.title,
+            render_table(&f.phases),
+            f.caption
+        ));
+    }
+    s
 }
 
 #[cfg(test)]
@@ -171,6 +279,7 @@ mod tests {
                 model_efficiency: f64::NAN,
             }],
             missing: vec!["random read: not measured on the array (r)".into()],
+            failures: Vec::new(),
         };
         let s = text(&t);
         assert!(s.contains("4,000 IOPS"), "{s}");

@@ -7,6 +7,7 @@
 pub mod comparison;
 pub mod histograms;
 pub mod mountinfo;
+pub mod phases;
 pub mod raid;
 pub mod recovery;
 pub mod redact;

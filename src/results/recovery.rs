@@ -74,11 +74,11 @@ pub struct RecoveryAsk {
 
 /// One measured interval over the run's targets.
 #[derive(Debug, Clone, Default)]
-struct Slot {
-    start_s: f64,
-    end_s: f64,
-    ops: u64,
-    errors: BTreeMap<String, u64>,
+pub(crate) struct Slot {
+    pub(crate) start_s: f64,
+    pub(crate) end_s: f64,
+    pub(crate) ops: u64,
+    pub(crate) errors: BTreeMap<String, u64>,
 }
 
 impl Slot {
@@ -94,7 +94,7 @@ impl Slot {
 /// The measured intervals of `targets` (all their operation kinds added), in time order, up
 /// to `measured_seconds` (the sliver after the last completion, while the workers noticed the
 /// end, is no outage).
-fn slots(
+pub(crate) fn slots(
     timeline: &Timeline,
     targets: &[String],
     interval_s: f64,

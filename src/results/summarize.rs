@@ -78,6 +78,7 @@ pub fn failed_summary(
         warnings: vec![format!("the run could not start: {why}")],
         events: Vec::new(),
         recovery: Vec::new(),
+        phases: Vec::new(),
         error_samples: Vec::new(),
     }
 }
@@ -351,6 +352,7 @@ pub fn summarize(plan: &Plan, run: &RunPlan, m: &Measured<'_>) -> RunSummary {
         warnings,
         events,
         recovery: Vec::new(),
+        phases: Vec::new(),
         error_samples,
     }
 }

@@ -234,5 +234,8 @@ pub struct RunSummary {
     /// Per study event with `recovery`: how throughput fell and came back around it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub recovery: Vec<crate::results::recovery::Recovery>,
+    /// Throughput between the events that ran during measurement (see `results::phases`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<crate::results::phases::Phase>,
     pub error_samples: Vec<ErrorSample>,
 }

@@ -120,7 +120,8 @@ pub fn run_plan(plan: &Plan, opts: &RunOptions) -> Result<StudyOutcome, RunError
     result?;
     if let Some(geometry) = &plan.raid {
         let steps = crate::results::comparison::compare_all_in_folder(&study_folder, &summaries);
-        let table = crate::results::raid::table(geometry, &steps);
+        let mut table = crate::results::raid::table(geometry, &steps);
+        table.failures = crate::results::raid::failure::failures(&geometry.array, &summaries);
         let path = study_folder.join("raid.json");
         crate::results::write_json_file(&path, &table)
             .map_err(|source| RunError::Results { path, source })?;
@@ -441,6 +442,8 @@ fn run_one(
             run.interval.0.as_secs_f64(),
             &run.events,
         );
+        summary.phases =
+            crate::results::phases::for_run(&summary, &timeline, run.interval.0.as_secs_f64());
     }
     for r in &recorded {
         if r.status != crate::results::summary::EventStatus::Ok {

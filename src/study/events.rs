@@ -629,10 +629,12 @@ impl EventReader<'_, '_> {
             }
         };
         let action = action?;
+        // A fault during measurement gets recovery metrics by default; one before the step
+        // (making an array, starting a server) has no throughput before it to compare with.
         let recovery_default = matches!(
             action,
             Action::Kill { .. } | Action::Stop { .. } | Action::Exec { .. }
-        );
+        ) && !before_step;
         let recovery_on = self.boolean("recovery").unwrap_or(recovery_default);
         let baseline = self.duration("baseline");
         let settle = self.duration("settle");

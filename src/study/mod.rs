@@ -623,8 +623,9 @@ fn list(names: &[&String]) -> String {
 }
 
 impl Plan {
-    /// Shrinks every run for a quick check: warm-up at most 0.2 s, measurement at most 1 s and
-    /// 20,000 operations, regular files at most 64 MiB.
+    /// Shrinks every run for a quick check: warm-up at most 0.2 s, measurement at most 1 s (3 s
+    /// with timed events, 6 s with a timed `wait-for`) and 20,000 operations, regular files at
+    /// most 64 MiB.
     /// Quick mode: short runs, small files and key spaces, for checking a study end to end
     /// (not for figures).
     pub fn make_quick(&mut self) {
@@ -637,7 +638,15 @@ impl Plan {
                 .events
                 .iter()
                 .any(|e| !matches!(e.trigger, events::Trigger::BeforeStep));
-            let quick_cap = if timed_events {
+            // What a timed `wait-for` waits for (a rebuild, a failover) does not shrink with
+            // the run: such a run keeps more time.
+            let timed_wait = r.events.iter().any(|e| {
+                !matches!(e.trigger, events::Trigger::BeforeStep)
+                    && matches!(e.action, events::Action::WaitFor { .. })
+            });
+            let quick_cap = if timed_wait {
+                std::time::Duration::from_secs(QUICK_WAIT_SECONDS)
+            } else if timed_events {
                 std::time::Duration::from_secs(QUICK_EVENTS_SECONDS)
             } else {
                 std::time::Duration::from_secs(1)
@@ -693,6 +702,9 @@ impl Plan {
 
 /// The longest a run with timed events lasts in quick mode, seconds.
 pub const QUICK_EVENTS_SECONDS: u64 = 3;
+
+/// The longest a run with a timed `wait-for` event lasts in quick mode, seconds.
+pub const QUICK_WAIT_SECONDS: u64 = 6;
 
 /// Keys of a db-bench workload in quick mode.
 pub const QUICK_KEYS: u64 = 10_000;

@@ -198,6 +198,13 @@ pub fn report_html(runs: &[StoredRun]) -> String {
                 for line in crate::report::raid::caption(&t).lines() {
                     let _ = write!(h, "<p class=\"note\">{}</p>", esc(line));
                 }
+                for f in crate::report::raid::failure_sections(&t) {
+                    let _ = write!(h, "<h3>{}</h3>", esc(&f.title));
+                    h.push_str(&tables::table_html(&f.phases, "raid-failure"));
+                    for line in f.caption.lines() {
+                        let _ = write!(h, "<p class=\"note\">{}</p>", esc(line));
+                    }
+                }
             }
             Err(e) => {
                 let _ = write!(h, "<p class=\"warning\">{}</p>", esc(&e.to_string()));
@@ -280,6 +287,14 @@ pub fn report_html(runs: &[StoredRun]) -> String {
                     );
                 }
             }
+        }
+        if let Some(t) = crate::report::events::phases_table(&summaries) {
+            h.push_str(&tables::table_html(&t, "phases"));
+            let _ = write!(
+                h,
+                "<p class=\"meta\">{}</p>",
+                esc(crate::report::events::PHASES_NOTE)
+            );
         }
         h.push_str("</section>\n");
     }

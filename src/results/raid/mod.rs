@@ -16,11 +16,15 @@
 //! Efficiency is the real figure over the theoretical one. Sequential rows are in bytes per
 //! second, random rows in operations per second. A workload that is not purely reads or
 //! purely writes has no rule and gets no row; a row whose raw or real side was not measured
-//! is left out and said so in `missing`.
+//! is left out and said so in `missing`. Runs on the array during which a member failed or
+//! a rebuild ran are described apart ([`failure`]).
+
+pub mod failure;
 
 use serde::{Deserialize, Serialize};
 
 use super::comparison::{StepComparison, TargetPoint};
+pub use failure::FailureRun;
 
 /// A RAID level, as a study's `[raid] level` gives it: 0, 1, 5, 6, 10 or `"N+M"` (N data and
 /// M parity strips per stripe, erasure coding).
@@ -259,6 +263,9 @@ pub struct Table {
     /// Patterns measured on one side only, or random writes without a raw random-read
     /// figure for the I/O-count model: why each has no (complete) row.
     pub missing: Vec<String>,
+    /// Runs on the array with events during measurement: a member failed, a rebuild.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failures: Vec<FailureRun>,
 }
 
 fn side(step: &StepComparison, parameters: String, targets: &[&TargetPoint]) -> Side {
@@ -414,6 +421,7 @@ pub fn table(g: &Geometry, steps: &[StepComparison]) -> Table {
         geometry: g.clone(),
         rows,
         missing,
+        failures: Vec::new(),
     }
 }
 
