@@ -1,6 +1,8 @@
 //! The HTML brief of a real file-target sweep in headless Chromium: it must load without any
 //! console error, every chart must draw something (the page's own check sets `data-charts`),
-//! and a screenshot is saved as a test artifact (`<target dir>/artifacts/report.png`).
+//! and a screenshot is saved as a test artifact (`<target dir>/artifacts/report.png`); the
+//! same for the RocksDB scaling study and for a Redis killed mid-run (its recovery on the
+//! timeline).
 //!
 //! Needs `/usr/bin/chromium` (Debian's `chromium` package, installed by scripts/setup.sh). When
 //! it is missing the test says so and passes, unless STORLAB_REQUIRE_CHROMIUM is set (as
@@ -230,6 +232,113 @@ fn rocksdb_scaling_study_report_renders_in_chromium() {
     // Per step (load, readrandom, readwhilewriting): bars, p99 against ops/s, percentiles.
     assert!(n >= 3 * 3, "only {n} charts");
     let shot = artifacts().join("rocksdb-scaling.png");
+    let _ = std::fs::remove_file(&shot);
+    let (_, stderr) = chromium(&page, &[&format!("--screenshot={}", shot.display())]);
+    assert!(console_problems(&stderr).is_empty(), "{stderr}");
+    assert!(std::fs::read(&shot).expect("screenshot written").len() > 20_000);
+    eprintln!("screenshot: {}", shot.display());
+}
+
+fn have(program: &str) -> bool {
+    Command::new(program).arg("--version").output().is_ok()
+}
+
+/// `examples/redis-kill.toml` in quick mode: the study starts a Redis, kills it mid-run and
+/// starts it again. Its report shows the events, the recovery metrics and the phases, and the
+/// timeline marks the kill and shades the recovery; the screenshot is
+/// `<target dir>/artifacts/redis-kill.png`.
+#[test]
+fn a_killed_redis_shows_its_recovery_on_the_reports_timeline() {
+    if !chromium_available() {
+        return;
+    }
+    if !have("redis-server") || !have("redis-cli") {
+        assert!(
+            std::env::var_os("STORLAB_REQUIRE_SERVERS").is_none(),
+            "redis-server or redis-cli is not installed and STORLAB_REQUIRE_SERVERS is set"
+        );
+        eprintln!(
+            "SKIPPED: redis-server or redis-cli is not installed (scripts/servers.sh install)"
+        );
+        return;
+    }
+    let lab = Lab::new();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let study = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/redis-kill.toml");
+    let out = lab
+        .cmd()
+        .args(["run", study.to_str().unwrap(), "--quick", "-q"])
+        .env("STORLAB_REDIS_KILL_PORT", port.to_string())
+        .current_dir(lab.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out).1);
+    let folder = std::fs::read_dir(lab.results())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.is_dir())
+        .unwrap();
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(folder.join("run-001/summary.json")).unwrap(),
+    )
+    .unwrap();
+    let recovery = &summary["recovery"][0];
+    assert_eq!(recovery["event"], "crash", "{summary:#}");
+    assert!(
+        recovery["outage-seconds"].as_f64().unwrap() > 0.0,
+        "{recovery:#}"
+    );
+    let page = lab.path().join("redis-kill.html");
+    let out = lab.run(&[
+        "report",
+        folder.to_str().unwrap(),
+        "-o",
+        page.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out).1);
+    let (dom, stderr) = chromium(&page, &["--dump-dom"]);
+    let problems = console_problems(&stderr);
+    assert!(
+        problems.is_empty(),
+        "console output from the report: {problems:#?}"
+    );
+    assert!(
+        charts_marker(&dom).starts_with("OK:"),
+        "{}",
+        charts_marker(&dom)
+    );
+    // The kill is marked on the timeline at its time, and the recovery after it is shaded.
+    let kill_s = summary["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "crash")
+        .and_then(|e| e["time-seconds"].as_f64())
+        .expect("the crash event");
+    let values_after = |key: &str| -> Vec<f64> {
+        dom.split(key)
+            .skip(1)
+            .filter_map(|rest| rest.split('"').next()?.parse().ok())
+            .collect()
+    };
+    let near = |v: &[f64]| v.iter().any(|x| (x - kill_s).abs() < 1e-6);
+    assert!(
+        near(&values_after("class=\"mark\" data-x=\"")),
+        "no mark at {kill_s}"
+    );
+    assert!(
+        near(&values_after("class=\"recovery\" data-from=\"")),
+        "no recovery shade from {kill_s}"
+    );
+    for heading in ["Events and recovery", "`crash`", "`redis-again`"] {
+        assert!(dom.contains(heading), "{heading} missing from the report");
+    }
+    let shot = artifacts().join("redis-kill.png");
     let _ = std::fs::remove_file(&shot);
     let (_, stderr) = chromium(&page, &[&format!("--screenshot={}", shot.display())]);
     assert!(console_problems(&stderr).is_empty(), "{stderr}");
