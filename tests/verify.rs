@@ -176,3 +176,111 @@ ops = 10
         "{err}"
     );
 }
+
+/// A `verify` event checks a state saved by an earlier step: all intact before anything is
+/// done to the file, then a block zeroed by an `exec` event is found (foreign, at its offset),
+/// and the event fails (here with on-failure = "continue", so the step goes on). A `verify`
+/// event without `state` is a `check` error naming the key.
+#[test]
+fn a_verify_event_in_a_later_step_finds_damage_done_by_an_earlier_event() {
+    let lab = Lab::new();
+    let s = lab.write(
+        "steps.toml",
+        r#"
+name = "verify-steps"
+[targets.f]
+type = "file"
+path = "data.bin"
+size = "1MiB"
+[workloads.fill]
+access = "sequential"
+read-share = 0.0
+block-size = "4KiB"
+verify = true
+verify-state = "fill.vstate"
+[workloads.read]
+read-share = 1.0
+block-size = "4KiB"
+[[steps]]
+name = "fill"
+workload = "fill"
+targets = ["f"]
+ops = 256
+[[steps]]
+name = "check-again"
+workload = "read"
+targets = ["f"]
+ops = 100
+[[steps.events]]
+name = "before-damage"
+action = "verify"
+before-step = true
+state = "fill.vstate"
+[[steps.events]]
+name = "damage"
+action = "exec"
+before-step = true
+command = ["dd", "if=/dev/zero", "of=data.bin", "bs=4096", "count=1", "seek=5", "conv=notrunc,fsync", "status=none"]
+[[steps.events]]
+name = "after-damage"
+action = "verify"
+before-step = true
+state = "fill.vstate"
+on-failure = "continue"
+"#,
+    );
+    let o = lab.run(&["run", s.to_str().unwrap()]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}{err}");
+    let summary = walk(&lab.results())
+        .into_iter()
+        .filter(|p| p.ends_with("run-002/summary.json"))
+        .map(|p| serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(p).unwrap()))
+        .next()
+        .expect("run 2")
+        .unwrap();
+    let event = |name: &str| {
+        summary["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == name)
+            .unwrap_or_else(|| panic!("no event {name}: {summary:#}"))
+            .clone()
+    };
+    let before = event("before-damage");
+    assert_eq!(before["status"], "ok", "{before:#}");
+    assert_eq!(before["verify"]["blocks-checked"], 256, "{before:#}");
+    assert_eq!(before["verify"]["intact"]["blocks"], 256, "{before:#}");
+    let after = event("after-damage");
+    assert_eq!(after["status"], "failed", "{after:#}");
+    assert_eq!(after["verify"]["foreign"]["blocks"], 1, "{after:#}");
+    assert_eq!(
+        after["verify"]["foreign"]["first-offsets"],
+        serde_json::json!([5 * 4096]),
+        "{after:#}"
+    );
+    assert_eq!(after["verify"]["intact"]["blocks"], 255, "{after:#}");
+    assert!(
+        summary["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("after-damage")),
+        "{summary:#}"
+    );
+
+    let bad = lab.write(
+        "bad.toml",
+        &std::fs::read_to_string(&s)
+            .unwrap()
+            .replace("state = \"fill.vstate\"\non-failure", "on-failure"),
+    );
+    let o = lab.run(&["check", bad.to_str().unwrap()]);
+    let (_, err) = text(&o);
+    assert!(!o.status.success());
+    assert!(
+        err.contains("bad.toml") && err.contains("missing `state`"),
+        "{err}"
+    );
+}

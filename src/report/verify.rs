@@ -8,15 +8,27 @@ use crate::results::summary::RunSummary;
 use crate::verify::{VerifyClass, VerifyReport};
 
 /// (run index, step, report) of every verify pass in `summaries`.
+/// The passes after each run, then those of `verify` events (named `TARGET (event NAME)`).
 fn passes(summaries: &[&RunSummary]) -> Vec<(usize, String, String, VerifyReport)> {
     summaries
         .iter()
         .flat_map(|s| {
-            s.targets.iter().filter_map(move |t| {
+            let after_run = s.targets.iter().filter_map(move |t| {
                 t.verify
                     .clone()
                     .map(|v| (s.run_index, s.step.clone(), t.name.clone(), v))
-            })
+            });
+            let events = s.events.iter().filter_map(move |e| {
+                let o = e.outcome.as_ref()?;
+                let v = o.verify.as_deref()?;
+                Some((
+                    s.run_index,
+                    s.step.clone(),
+                    format!("{} (event {})", v.target, o.name),
+                    v.clone(),
+                ))
+            });
+            after_run.chain(events)
         })
         .collect()
 }

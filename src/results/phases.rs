@@ -172,6 +172,7 @@ mod tests {
                 stdout: String::new(),
                 stderr: String::new(),
                 recovery: false,
+                verify: None,
             }),
         }
     }

@@ -195,15 +195,26 @@ impl Store {
                 ],
             )
             .map_err(|e| self.sql(e))?;
-        for t in &summary.targets {
-            let Some(v) = &t.verify else { continue };
+        // After the run, per target; then `verify` events, as `TARGET (event NAME)`.
+        let event_passes = summary.events.iter().filter_map(|e| {
+            let o = e.outcome.as_ref()?;
+            let v = o.verify.as_deref()?;
+            Some((format!("{} (event {})", v.target, o.name), v))
+        });
+        let passes: Vec<(String, &crate::verify::VerifyReport)> = summary
+            .targets
+            .iter()
+            .filter_map(|t| t.verify.as_ref().map(|v| (t.name.clone(), v)))
+            .chain(event_passes)
+            .collect();
+        for (target, v) in passes {
             for class in crate::verify::VerifyClass::ALL {
                 let r = v.class(class);
                 let offsets: Vec<String> = r.first_offsets.iter().map(|o| o.to_string()).collect();
                 self.conn
                     .execute(
                         "INSERT OR REPLACE INTO verify (run_id, target, class, blocks, first_offsets) VALUES (?1, ?2, ?3, ?4, ?5)",
-                        params![run_id, t.name, class.name(), r.blocks as i64, offsets.join(" ")],
+                        params![run_id, target, class.name(), r.blocks as i64, offsets.join(" ")],
                     )
                     .map_err(|e| self.sql(e))?;
             }

@@ -118,6 +118,9 @@ pub struct EventOutcome {
     /// Recovery metrics are computed around this event.
     #[serde(default)]
     pub recovery: bool,
+    /// What a `verify` event's pass found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<Box<crate::verify::VerifyReport>>,
 }
 
 /// One operation kind's results.

@@ -130,6 +130,9 @@ pub enum Action {
         poll: Dur,
         timeout: Dur,
     },
+    /// Runs the verify pass of a saved verify state (`verify-state` of an earlier run, as
+    /// `storlab verify`): fails when a block is damaged.
+    Verify { state: std::path::PathBuf },
 }
 
 impl Action {
@@ -141,6 +144,7 @@ impl Action {
             Action::Stop { .. } => "stop",
             Action::Cont { .. } => "cont",
             Action::WaitFor { .. } => "wait-for",
+            Action::Verify { .. } => "verify",
         }
     }
 }
@@ -181,7 +185,7 @@ pub struct EventPlan {
     pub recovery: Option<RecoveryPlan>,
 }
 
-const KEYS: [&str; 17] = [
+const KEYS: [&str; 18] = [
     "name",
     "action",
     "at",
@@ -194,6 +198,7 @@ const KEYS: [&str; 17] = [
     "signal",
     "pid-file",
     "process",
+    "state",
     "on-failure",
     "recovery",
     "baseline",
@@ -201,7 +206,9 @@ const KEYS: [&str; 17] = [
     "settle",
 ];
 
-const ACTIONS: [&str; 6] = ["exec", "start", "kill", "stop", "cont", "wait-for"];
+const ACTIONS: [&str; 7] = [
+    "exec", "start", "kill", "stop", "cont", "wait-for", "verify",
+];
 
 /// The keys an action takes besides the common ones.
 fn action_keys(action: &str) -> &'static [&'static str] {
@@ -211,6 +218,7 @@ fn action_keys(action: &str) -> &'static [&'static str] {
         "kill" => &["signal", "pid-file", "process"],
         "stop" | "cont" => &["pid-file", "process"],
         "wait-for" => &["command", "poll", "timeout"],
+        "verify" => &["state"],
         _ => &[],
     }
 }
@@ -612,6 +620,24 @@ impl EventReader<'_, '_> {
             "stop" => self
                 .process(kept, started)
                 .map(|process| Action::Stop { process }),
+            "verify" => match self.string("state") {
+                Some(s) if !s.is_empty() => Some(Action::Verify {
+                    state: std::path::PathBuf::from(s),
+                }),
+                Some(_) => {
+                    self.err("state", "`state` is the path of a saved verify state");
+                    None
+                }
+                None => {
+                    if !self.table.contains_key("state") {
+                        self.err(
+                            "",
+                            "missing `state`: the file an earlier run saved with `verify-state = \"PATH\"`",
+                        );
+                    }
+                    None
+                }
+            },
             _ => self
                 .process(kept, started)
                 .map(|process| Action::Cont { process }),

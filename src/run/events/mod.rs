@@ -36,6 +36,8 @@ pub struct Recorded {
     pub stderr: String,
     pub detail: String,
     pub recovery: bool,
+    /// What a `verify` event's pass found.
+    pub verify: Option<Box<crate::verify::VerifyReport>>,
 }
 
 /// An event that failed and stops its step.
@@ -78,6 +80,7 @@ fn not_run(e: &EventPlan, status: EventStatus, detail: String) -> Recorded {
         stderr: String::new(),
         detail,
         recovery: false,
+        verify: None,
     }
 }
 
@@ -292,6 +295,34 @@ fn execute(e: &EventPlan, ctx: &Context, processes: &mut Processes) -> Recorded 
             }
             r.attempts = Some(attempts);
         }
+        Action::Verify { state } => match crate::verify::verify_state_file(state) {
+            Ok(v) => {
+                let checked = format!(
+                    "verify of `{}` (target `{}`): {} blocks checked",
+                    state.display(),
+                    v.target,
+                    v.blocks_checked
+                );
+                (r.status, r.detail) = if v.damaged() == 0 {
+                    (EventStatus::Ok, format!("{checked}, all intact"))
+                } else {
+                    (
+                        EventStatus::Failed,
+                        format!(
+                            "{checked}, {} damaged (lost {}, torn {}, misplaced {}, foreign {}, unreadable {})",
+                            v.damaged(),
+                            v.lost.blocks,
+                            v.torn.blocks,
+                            v.misplaced.blocks,
+                            v.foreign.blocks,
+                            v.unreadable.blocks
+                        ),
+                    )
+                };
+                r.verify = Some(Box::new(v));
+            }
+            Err(e) => (r.status, r.detail) = (EventStatus::Failed, format!("verify: {e}")),
+        },
     }
     r.end_ns = Some(ctx.clock.now_ns());
     r
@@ -347,6 +378,7 @@ pub fn to_summary(recorded: &[Recorded], measure_start_ns: u64, end_seconds: f64
                     stdout: r.stdout.clone(),
                     stderr: r.stderr.clone(),
                     recovery: r.recovery,
+                    verify: r.verify.clone(),
                 }),
             }
         })
