@@ -128,10 +128,17 @@ impl Store {
                 class TEXT NOT NULL,
                 blocks INTEGER NOT NULL,
                 first_offsets TEXT NOT NULL,
+                kind TEXT NOT NULL DEFAULT 'block',
                 PRIMARY KEY (run_id, target, class)
             );",
         )
         .map_err(sql)?;
+        // Stores made before key-value verification: their verify rows are block ones.
+        let has_kind = conn.prepare("SELECT kind FROM verify LIMIT 0").is_ok();
+        if !has_kind {
+            conn.execute_batch("ALTER TABLE verify ADD COLUMN kind TEXT NOT NULL DEFAULT 'block'")
+                .map_err(sql)?;
+        }
         Ok(Store { conn, path })
     }
 
@@ -197,13 +204,12 @@ impl Store {
             .map_err(|e| self.sql(e))?;
         for t in &summary.targets {
             let Some(v) = &t.verify else { continue };
-            for class in crate::verify::VerifyClass::ALL {
-                let r = v.class(class);
-                let offsets: Vec<String> = r.first_offsets.iter().map(|o| o.to_string()).collect();
+            // Key-value passes: `blocks` holds keys and `first_offsets` the first keys.
+            for (class, count, first) in v.class_rows() {
                 self.conn
                     .execute(
-                        "INSERT OR REPLACE INTO verify (run_id, target, class, blocks, first_offsets) VALUES (?1, ?2, ?3, ?4, ?5)",
-                        params![run_id, t.name, class.name(), r.blocks as i64, offsets.join(" ")],
+                        "INSERT OR REPLACE INTO verify (run_id, target, class, blocks, first_offsets, kind) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                        params![run_id, t.name, class, count as i64, first, v.kind()],
                     )
                     .map_err(|e| self.sql(e))?;
             }
