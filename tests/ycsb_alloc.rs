@@ -120,7 +120,7 @@ fn verified_writes_allocate_nothing() {
     let mut one = |rec: &mut RecordBuf, i: u64| {
         rec.set_key(i % 1000);
         rec.begin_write(Some((i % 4) as u32));
-        if i % 2 == 0 {
+        if i.is_multiple_of(2) {
             rec.fill_all();
         } else {
             rec.fill(3);
