@@ -108,6 +108,7 @@ fn loop_allocations(
                 thread: 0,
             }
         }),
+        kv_verify: None,
     };
     let (n, outcome) = target
         .open(

@@ -102,3 +102,39 @@ fn drawing_a_million_ops_allocates_nothing() {
         );
     }
 }
+
+/// Verified writes (`verify = true`) allocate nothing per operation either: starting a write
+/// in the table, filling stamped values, checking a stamped value read back, ending the write.
+#[test]
+fn verified_writes_allocate_nothing() {
+    use std::sync::Arc;
+    use storlab::verify::kv::{KvTable, WriteOutcome};
+    use storlab::workload::ycsb::RecordBuf;
+
+    let mut props = Properties::new();
+    props.set_override("recordcount=1000").unwrap();
+    let workload = CoreWorkload::from_properties(&mut props).unwrap();
+    let table = Arc::new(KvTable::new("t", 1000).unwrap());
+    let mut rec = RecordBuf::new(&workload, 1).with_verify(Some(&table), 4);
+    let mut good = 0u64;
+    let mut one = |rec: &mut RecordBuf, i: u64| {
+        rec.set_key(i % 1000);
+        rec.begin_write(Some((i % 4) as u32));
+        if i.is_multiple_of(2) {
+            rec.fill_all();
+        } else {
+            rec.fill(3);
+        }
+        good += u64::from(rec.verify(3, &rec.values[3]));
+        rec.end_write(Some((i % 4) as u32), WriteOutcome::Acked);
+    };
+    for i in 0..10_000 {
+        one(&mut rec, i);
+    }
+    let before = allocs();
+    for i in 0..500_000 {
+        one(&mut rec, i);
+    }
+    assert_eq!(allocs() - before, 0);
+    assert_eq!(good, 510_000, "every stamped value checks out");
+}

@@ -128,10 +128,17 @@ impl Store {
                 class TEXT NOT NULL,
                 blocks INTEGER NOT NULL,
                 first_offsets TEXT NOT NULL,
+                kind TEXT NOT NULL DEFAULT 'block',
                 PRIMARY KEY (run_id, target, class)
             );",
         )
         .map_err(sql)?;
+        // Stores made before key-value verification: their verify rows are block ones.
+        let has_kind = conn.prepare("SELECT kind FROM verify LIMIT 0").is_ok();
+        if !has_kind {
+            conn.execute_batch("ALTER TABLE verify ADD COLUMN kind TEXT NOT NULL DEFAULT 'block'")
+                .map_err(sql)?;
+        }
         Ok(Store { conn, path })
     }
 
@@ -196,25 +203,24 @@ impl Store {
             )
             .map_err(|e| self.sql(e))?;
         // After the run, per target; then `verify` events, as `TARGET (event NAME)`.
+        // Key-value passes: `blocks` holds keys and `first_offsets` the first keys.
         let event_passes = summary.events.iter().filter_map(|e| {
             let o = e.outcome.as_ref()?;
             let v = o.verify.as_deref()?;
-            Some((format!("{} (event {})", v.target, o.name), v))
+            Some((format!("{} (event {})", v.target(), o.name), v))
         });
-        let passes: Vec<(String, &crate::verify::VerifyReport)> = summary
+        let passes: Vec<(String, &crate::verify::Verified)> = summary
             .targets
             .iter()
             .filter_map(|t| t.verify.as_ref().map(|v| (t.name.clone(), v)))
             .chain(event_passes)
             .collect();
         for (target, v) in passes {
-            for class in crate::verify::VerifyClass::ALL {
-                let r = v.class(class);
-                let offsets: Vec<String> = r.first_offsets.iter().map(|o| o.to_string()).collect();
+            for (class, count, first) in v.class_rows() {
                 self.conn
                     .execute(
-                        "INSERT OR REPLACE INTO verify (run_id, target, class, blocks, first_offsets) VALUES (?1, ?2, ?3, ?4, ?5)",
-                        params![run_id, target, class.name(), r.blocks as i64, offsets.join(" ")],
+                        "INSERT OR REPLACE INTO verify (run_id, target, class, blocks, first_offsets, kind) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                        params![run_id, target, class, count as i64, first, v.kind()],
                     )
                     .map_err(|e| self.sql(e))?;
             }

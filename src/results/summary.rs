@@ -120,7 +120,7 @@ pub struct EventOutcome {
     pub recovery: bool,
     /// What a `verify` event's pass found.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub verify: Option<Box<crate::verify::VerifyReport>>,
+    pub verify: Option<Box<crate::verify::Verified>>,
 }
 
 /// One operation kind's results.
@@ -171,9 +171,10 @@ pub struct TargetResult {
     /// (`execution`: how operations overlapped; `io-uring.registered-buffers`, ...).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub session_used: BTreeMap<String, String>,
-    /// The verify pass after the run (`verify = true`): blocks per class and first offsets.
+    /// The verify pass after the run (`verify = true`): blocks per class and first offsets
+    /// (`kind = "block"`), or keys per class and first keys (`kind = "key-value"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub verify: Option<crate::verify::VerifyReport>,
+    pub verify: Option<crate::verify::Verified>,
 }
 
 /// How much of the client machine storlab used.

@@ -130,6 +130,11 @@ pub fn verify_tables(
         .collect()
 }
 
+/// Per target of the run: the table of acknowledged writes of a verified `ycsb` workload.
+pub fn kv_tables(run: &RunPlan) -> Result<Vec<Option<Arc<crate::verify::kv::KvTable>>>, RunError> {
+    crate::verify::kv_tables(run).map_err(|(target, source)| RunError::Verify { target, source })
+}
+
 /// One worker, ready to start.
 pub struct WorkerInput {
     /// Index of its target in the run.
@@ -162,6 +167,7 @@ pub fn plan_workers(
     run: &RunPlan,
     regions: &[Region],
     verify_tables: &[Option<Arc<VerifyTable>>],
+    kv_tables: &[Option<Arc<crate::verify::kv::KvTable>>],
     interval_ns: u64,
 ) -> Workers {
     let backgrounds: Vec<(usize, crate::workload::Background)> = run
@@ -216,6 +222,7 @@ pub fn plan_workers(
                 .and_then(|t| t.clone())
                 .zip(thread)
                 .map(|(table, thread)| VerifyParams { table, thread }),
+            kv_verify: kv_tables.get(ti).and_then(|t| t.clone()),
         }
     };
     for (ti, t) in run.targets.iter().enumerate() {

@@ -28,7 +28,9 @@ pub use registry::{Target, TargetType, check_workload};
 pub use session::{
     Capabilities, Completion, Completions, Op, Overlap, Session, SessionUser, Submitted,
 };
-pub use ycsb_store::{YCSB_OPS, YcsbBindingError, YcsbStore, claim_value, ycsb_op};
+pub use ycsb_store::{
+    YCSB_OPS, YcsbBindingError, YcsbStore, claim_value, read_back, write_outcome, ycsb_op,
+};
 
 use std::path::PathBuf;
 
@@ -137,6 +139,8 @@ pub struct SessionParams {
     pub ycsb: Option<std::sync::Arc<CoreWorkload>>,
     /// Verified writes: the table of acknowledged generations and this worker's stripe.
     pub verify: Option<crate::verify::VerifyParams>,
+    /// Verified key-value writes: the table of acknowledged writes of every key.
+    pub kv_verify: Option<std::sync::Arc<crate::verify::kv::KvTable>>,
 }
 
 /// A target readied for a run: the region operations address, and what its sessions share

@@ -137,7 +137,8 @@ impl MongoConfig {
         let qd = params.queue_depth.max(1) as usize;
         let session = MongoSession {
             coll,
-            record: RecordBuf::new(w, params.seed ^ ((params.worker as u64 + 1) << 32)),
+            record: RecordBuf::new(w, params.seed ^ ((params.worker as u64 + 1) << 32))
+                .with_verify(params.kv_verify.as_ref(), params.queue_depth),
             batching: qd > 1,
             batch: Vec::with_capacity(qd),
             batch_slots: Vec::with_capacity(qd),
@@ -329,6 +330,10 @@ impl MongoSession {
         };
         let result = result.map(|()| per).map_err(|e| error_of(&e));
         for slot in self.batch_slots.drain(..) {
+            self.record.end_write(
+                Some(slot),
+                crate::targets::write_outcome(&result.map(|n| (n, true))),
+            );
             out.push(Completion {
                 slot,
                 result,
@@ -364,6 +369,7 @@ impl Session for MongoSession {
             && let YcsbOp::Insert { keynum } = op
         {
             self.record.set_key(keynum);
+            self.record.begin_write(Some(slot));
             let d = self.document();
             self.batch.push(d);
             self.batch_slots.push(slot);
@@ -375,5 +381,9 @@ impl Session for MongoSession {
     fn complete(&mut self, _min: u32, out: &mut Completions) -> Result<(), OpError> {
         self.flush(out);
         Ok(())
+    }
+
+    fn read_back(&mut self, keynum: u64) -> Option<crate::verify::kv::ReadBack> {
+        Some(crate::targets::read_back(self, keynum))
     }
 }

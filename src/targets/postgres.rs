@@ -264,7 +264,8 @@ impl PostgresConfig {
             config: self.clone(),
             conn: None,
             sql: Sql::new(w),
-            record: RecordBuf::new(w, params.seed ^ ((params.worker as u64 + 1) << 32)),
+            record: RecordBuf::new(w, params.seed ^ ((params.worker as u64 + 1) << 32))
+                .with_verify(params.kv_verify.as_ref(), params.queue_depth),
         };
         session.take_pooled();
         let connected = session.connect().is_ok();
@@ -641,6 +642,22 @@ impl Session for PgSession {
     #[inline]
     fn complete(&mut self, _min: u32, _out: &mut Completions) -> Result<(), OpError> {
         Ok(())
+    }
+
+    fn read_back(&mut self, keynum: u64) -> Option<crate::verify::kv::ReadBack> {
+        self.take_pooled();
+        let rb = match self.connect() {
+            Ok(_) => crate::targets::read_back(self, keynum),
+            Err(e) => crate::verify::kv::ReadBack {
+                result: Err(e),
+                observation: Default::default(),
+            },
+        };
+        if rb.result.is_err() && self.conn.as_ref().is_some_and(|c| c.client.is_closed()) {
+            self.conn = None;
+        }
+        self.give_pooled();
+        Some(rb)
     }
 }
 

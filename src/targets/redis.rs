@@ -205,7 +205,8 @@ impl RedisConfig {
         let session = RedisSession {
             config: self.clone(),
             conn: Some(conn),
-            record: RecordBuf::new(w, params.seed ^ ((params.worker as u64 + 1) << 32)),
+            record: RecordBuf::new(w, params.seed ^ ((params.worker as u64 + 1) << 32))
+                .with_verify(params.kv_verify.as_ref(), params.queue_depth),
             cmd: Vec::with_capacity(4096),
             pipeline: params.queue_depth > 1,
             queue: Vec::with_capacity(params.queue_depth as usize),
@@ -519,8 +520,9 @@ impl RedisSession {
         self.cmd.clear();
         self.sizes.clear();
         for i in from..to {
-            if let (_, YcsbOp::Insert { keynum }) = self.queue[i] {
+            if let (slot, YcsbOp::Insert { keynum }) = self.queue[i] {
                 self.record.set_key(keynum);
+                self.record.begin_write(Some(slot));
                 self.pack_insert();
                 self.sizes.push(self.record_bytes());
             }
@@ -535,6 +537,10 @@ impl RedisSession {
                 }
                 Err(e) => Err(*e),
             };
+            self.record.end_write(
+                Some(slot),
+                crate::targets::write_outcome(&result.map(|n| (n, true))),
+            );
             out.push(Completion {
                 slot,
                 result,
@@ -646,6 +652,10 @@ impl Session for RedisSession {
         }
         self.queue.clear();
         Ok(())
+    }
+
+    fn read_back(&mut self, keynum: u64) -> Option<crate::verify::kv::ReadBack> {
+        Some(crate::targets::read_back(self, keynum))
     }
 }
 

@@ -83,6 +83,12 @@ pub trait Target {
         None
     }
 
+    /// Whether its sessions read whole YCSB records back for the key-value verify pass
+    /// ([`Session::read_back`](super::Session::read_back)).
+    fn reads_records_back(&self) -> bool {
+        false
+    }
+
     /// Cleans up after the study (removes files storlab created when asked to).
     fn finish(&self) {}
 }
@@ -196,6 +202,13 @@ macro_rules! registry {
                 }
             }
 
+            /// Whether its sessions read whole YCSB records back (key-value verification).
+            pub fn reads_records_back(&self) -> bool {
+                match self {
+                    $(TargetConfig::$variant(c) => registry::Target::reads_records_back(c),)*
+                }
+            }
+
             /// Scales the target down for `--quick`.
             pub fn make_quick(&mut self) {
                 match self {
@@ -246,6 +259,12 @@ pub fn check_workload(t: &TargetConfig, w: &Workload) -> Option<(&'static str, S
         return Some((
             "verify",
             format!("a {name} target cannot read written blocks back to verify them"),
+        ));
+    }
+    if w.as_ycsb().is_some_and(|y| y.verify) && !t.reads_records_back() {
+        return Some((
+            "verify",
+            format!("a {name} target cannot read records back to verify them"),
         ));
     }
     let qd = w.queue_depth();

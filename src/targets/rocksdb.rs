@@ -30,6 +30,7 @@ use crate::targets::{
 };
 use crate::units::Bytes;
 use crate::workload::kv::{KvShape, ValueGen, write_key};
+use crate::targets::write_outcome;
 use crate::workload::ycsb::record::{decode_record, encode_record};
 use crate::workload::ycsb::{Properties, RecordBuf, YcsbOp};
 
@@ -297,6 +298,10 @@ impl Target for RocksConfig {
     fn finish(&self) {
         self.remove_if_created();
     }
+
+    fn reads_records_back(&self) -> bool {
+        true
+    }
 }
 
 impl RocksConfig {
@@ -394,7 +399,10 @@ impl RocksConfig {
             record: params
                 .ycsb
                 .as_deref()
-                .map(|w| RecordBuf::new(w, params.seed ^ (params.worker as u64 + 1) << 32)),
+                .map(|w| {
+                    RecordBuf::new(w, params.seed ^ (params.worker as u64 + 1) << 32)
+                        .with_verify(params.kv_verify.as_ref(), params.queue_depth)
+                }),
             encoded: Vec::new(),
         };
         Ok(user.run(session))
@@ -536,24 +544,31 @@ impl RocksSession<'_> {
             }
             YcsbOp::Insert { keynum } => {
                 rec.set_key(keynum);
+                rec.begin_write(None);
                 rec.fill_all();
                 encode_record(&rec.values, &mut self.encoded);
                 let n = (rec.key.len() + self.encoded.len()) as u32;
-                self.db
+                let put = self
+                    .db
                     .put_opt(&rec.key, &self.encoded, &self.write)
-                    .map_err(|e| op_error(&e))?;
-                Ok((n, true))
+                    .map(|()| (n, true))
+                    .map_err(|e| op_error(&e));
+                rec.end_write(None, write_outcome(&put));
+                put
             }
             YcsbOp::Update { keynum, field } => {
                 rec.set_key(keynum);
-                update_record(
+                rec.begin_write(None);
+                let r = update_record(
                     self.db,
                     &self.read,
                     &self.write,
                     rec,
                     &mut self.encoded,
                     field,
-                )
+                );
+                rec.end_write(None, write_outcome(&r));
+                r
             }
             YcsbOp::ReadModifyWrite {
                 keynum,
@@ -565,14 +580,17 @@ impl RocksSession<'_> {
                 if !found {
                     return Ok((0, false));
                 }
-                let (w, found) = update_record(
+                rec.begin_write(None);
+                let written = update_record(
                     self.db,
                     &self.read,
                     &self.write,
                     rec,
                     &mut self.encoded,
                     write_field,
-                )?;
+                );
+                rec.end_write(None, write_outcome(&written));
+                let (w, found) = written?;
                 Ok((r + w, found))
             }
             YcsbOp::Scan {
@@ -709,5 +727,16 @@ impl Session for RocksSession<'_> {
     #[inline]
     fn complete(&mut self, _min: u32, _out: &mut Completions) -> Result<(), OpError> {
         Ok(())
+    }
+
+    fn read_back(&mut self, keynum: u64) -> Option<crate::verify::kv::ReadBack> {
+        let rec = self.record.as_mut()?;
+        rec.set_key(keynum);
+        rec.start_probe();
+        let result = read_record(self.db, &self.read, rec, None).map(|(_, found)| found);
+        Some(crate::verify::kv::ReadBack {
+            result,
+            observation: rec.take_probe(),
+        })
     }
 }

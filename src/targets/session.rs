@@ -168,6 +168,12 @@ pub trait Session {
     fn used(&self) -> Vec<(&'static str, String)> {
         Vec::new()
     }
+
+    /// The key-value verify pass: reads the whole YCSB record `keynum` and says what its
+    /// fields hold (see [`crate::verify::kv`]). None: this session cannot read records back.
+    fn read_back(&mut self, _keynum: u64) -> Option<crate::verify::kv::ReadBack> {
+        None
+    }
 }
 
 /// Something that runs with a concrete session type: the worker loop.

@@ -4,12 +4,16 @@
 
 use super::{Completion, Op};
 use crate::record::{OpError, OpKind};
+use crate::verify::kv::{ReadBack, WriteOutcome};
 use crate::workload::ycsb::{Properties, Property, YcsbOp};
 
 /// The YCSB operations of a database binding, on the record whose key its [`RecordBuf`]
 /// holds: [`YcsbStore::run`] turns a [`YcsbOp`] into them the same way for every binding (the
 /// key set first; a read-modify-write reads, then updates only a record it found). Each
-/// returns (bytes moved, record found).
+/// returns (bytes moved, record found). With `verify`, `run` starts each write (insert,
+/// update, the write of a read-modify-write) in the record buffer before the binding fills its
+/// values, and ends it with how it went: acknowledged, nothing written (an update of a record
+/// that is not there: found is false) or failed.
 ///
 /// [`RecordBuf`]: crate::workload::ycsb::RecordBuf
 pub trait YcsbStore {
@@ -31,8 +35,18 @@ pub trait YcsbStore {
         self.record().set_key(keynum);
         match op {
             YcsbOp::Read { field, .. } => self.read(field),
-            YcsbOp::Update { field, .. } => self.update(field),
-            YcsbOp::Insert { .. } => self.insert(),
+            YcsbOp::Update { field, .. } => {
+                self.record().begin_write(None);
+                let r = self.update(field);
+                self.record().end_write(None, write_outcome(&r));
+                r
+            }
+            YcsbOp::Insert { .. } => {
+                self.record().begin_write(None);
+                let r = self.insert();
+                self.record().end_write(None, write_outcome(&r));
+                r
+            }
             YcsbOp::Scan { count, field, .. } => self.scan(count, field),
             YcsbOp::ReadModifyWrite {
                 read_field,
@@ -43,10 +57,36 @@ pub trait YcsbStore {
                 if !found {
                     return Ok((0, false));
                 }
-                let (w, found) = self.update(write_field)?;
+                self.record().begin_write(None);
+                let written = self.update(write_field);
+                self.record().end_write(None, write_outcome(&written));
+                let (w, found) = written?;
                 Ok((r + w, found))
             }
         }
+    }
+}
+
+/// How a binding's write went, for the verify table: acknowledged, nothing written (the
+/// record was not there), or failed.
+#[inline]
+pub fn write_outcome(r: &Result<(u32, bool), OpError>) -> WriteOutcome {
+    match r {
+        Ok((_, true)) => WriteOutcome::Acked,
+        Ok((_, false)) => WriteOutcome::NotWritten,
+        Err(_) => WriteOutcome::Failed,
+    }
+}
+
+/// The verify pass's read of record `keynum` through a binding: the whole record, each field
+/// noted by the record buffer (see [`crate::verify::kv::pass`]).
+pub fn read_back<S: YcsbStore + ?Sized>(store: &mut S, keynum: u64) -> ReadBack {
+    store.record().set_key(keynum);
+    store.record().start_probe();
+    let result = store.read(None).map(|(_, found)| found);
+    ReadBack {
+        result,
+        observation: store.record().take_probe(),
     }
 }
 
@@ -143,6 +183,10 @@ macro_rules! server_target {
 
             fn software(&self, shared: &Self::Shared) -> Vec<(String, String)> {
                 shared.clone()
+            }
+
+            fn reads_records_back(&self) -> bool {
+                true
             }
         }
     };

@@ -8,15 +8,19 @@
 //!
 //! Sessions use a [`Stamper`] (one per worker) to stamp each write and to record its
 //! acknowledgement; they never time anything, and the pass is not part of any latency figure.
+//!
+//! Key-value (YCSB) workloads get the same in [`kv`]: stamped field values, the last
+//! acknowledged writes of every key, a pass that reads every key back.
 
 pub mod header;
+pub mod kv;
 pub mod pass;
 pub mod report;
 pub mod stamper;
 pub mod state;
 pub mod table;
 
-pub use report::{VerifyClass, VerifyReport};
+pub use report::{Verified, VerifyClass, VerifyReport};
 pub use stamper::Stamper;
 pub use table::VerifyTable;
 
@@ -56,6 +60,111 @@ pub struct VerifyParams {
     pub thread: u32,
 }
 
+/// Per target of the run: the table of acknowledged writes of a `ycsb` workload with
+/// `verify = true`, sized to the keys it can reach, allocated before any worker starts.
+pub fn kv_tables(
+    run: &crate::study::plan::RunPlan,
+) -> Result<Vec<Option<std::sync::Arc<kv::KvTable>>>, (String, VerifyError)> {
+    run.targets
+        .iter()
+        .map(|t| match t.workload.as_ycsb() {
+            Some(y) if y.verify => {
+                let keys = y.verify_keys(run.ops).ok_or_else(|| {
+                    (
+                        t.name.clone(),
+                        VerifyError::Invalid(
+                            "the run's inserts are not bounded (give operation-count or ops), so the table of keys cannot be sized".into(),
+                        ),
+                    )
+                })?;
+                kv::KvTable::new(&t.name, keys)
+                    .map(|table| Some(std::sync::Arc::new(table)))
+                    .map_err(|e| (t.name.clone(), e))
+            }
+            _ => Ok(None),
+        })
+        .collect()
+}
+
+/// `verify-state` of a target: the path, or `PATH.TARGET` when the run has several targets.
+fn state_file(
+    t: &crate::study::plan::RunTarget,
+    several: bool,
+    path: Option<&std::path::Path>,
+) -> Option<PathBuf> {
+    path.map(|p| {
+        if several {
+            let mut name = p.as_os_str().to_os_string();
+            name.push(format!(".{}", t.name));
+            PathBuf::from(name)
+        } else {
+            p.to_path_buf()
+        }
+    })
+}
+
+/// Counts a pass's damage as a warning of the run and puts its report in the target's result.
+fn record(
+    summary: &mut crate::results::summary::RunSummary,
+    name: &str,
+    r: Verified,
+    warning: Option<String>,
+) {
+    if let Some(w) = warning {
+        summary.warnings.push(w);
+    }
+    if let Some(tr) = summary.targets.iter_mut().find(|x| x.name == name) {
+        tr.verify = Some(r);
+    }
+}
+
+/// After a run's workers stopped, before the processes of the step's events stop: reads back
+/// every key-value target with a table (see [`kv::after_run`]), into the target's result. A
+/// failure is a warning of the run (and no `verify` object), never silent.
+pub fn after_run_kv(
+    run: &crate::study::plan::RunPlan,
+    tables: &[Option<std::sync::Arc<kv::KvTable>>],
+    prepared: &[crate::targets::Prepared],
+    summary: &mut crate::results::summary::RunSummary,
+) {
+    let several = run.targets.len() > 1;
+    for ((t, table), p) in run.targets.iter().zip(tables).zip(prepared) {
+        let Some(table) = table else { continue };
+        let path = t.workload.as_ycsb().and_then(|y| y.verify_state.as_deref());
+        let to = state_file(t, several, path);
+        let mut warnings = Vec::new();
+        let report = kv::after_run(t, p, table, to, &mut warnings);
+        summary.warnings.extend(warnings);
+        match report {
+            Ok(r) => {
+                let warning = (r.damaged() > 0).then(|| {
+                    format!(
+                        "target `{}`: verify found {} of {} keys damaged (lost {}, missing {}, corrupt {}, unreadable {})",
+                        t.name,
+                        r.damaged(),
+                        r.keys_checked,
+                        r.lost.keys,
+                        r.missing.keys,
+                        r.corrupt.keys,
+                        r.unreadable.keys
+                    )
+                });
+                let untracked = (r.untracked_writes > 0).then(|| {
+                    format!(
+                        "target `{}`: {} verified writes were not tracked (not checked)",
+                        t.name, r.untracked_writes
+                    )
+                });
+                summary.warnings.extend(untracked);
+                record(summary, &t.name, Verified::KeyValue(r), warning);
+            }
+            Err(e) => summary
+                .warnings
+                .push(format!("target `{}`: verify pass not run: {e}", t.name)),
+        }
+    }
+}
+
 /// After a run's workers stopped: for each target with a table, saves it where
 /// `verify-state` says and runs the verify pass, into the target's result. A failure to save
 /// or to read back is a warning of the run (and no `verify` object), never silent.
@@ -70,19 +179,13 @@ pub fn after_run(
         let Some((path, direct)) = t.config.verify_file() else {
             continue;
         };
-        let state_file = t
-            .workload
-            .as_block()
-            .and_then(|b| b.verify_state.clone())
-            .map(|p| {
-                if several {
-                    let mut name = p.into_os_string();
-                    name.push(format!(".{}", t.name));
-                    PathBuf::from(name)
-                } else {
-                    p
-                }
-            });
+        let state_file = state_file(
+            t,
+            several,
+            t.workload
+                .as_block()
+                .and_then(|b| b.verify_state.as_deref()),
+        );
         if let Some(to) = &state_file
             && let Err(e) = state::save(table, &path, direct, to)
         {
@@ -94,8 +197,8 @@ pub fn after_run(
         match report {
             Ok(mut r) => {
                 r.state_file = state_file.map(|p| p.display().to_string());
-                if r.damaged() > 0 {
-                    summary.warnings.push(format!(
+                let warning = (r.damaged() > 0).then(|| {
+                    format!(
                         "target `{}`: verify found {} of {} blocks damaged (lost {}, torn {}, misplaced {}, foreign {}, unreadable {})",
                         t.name,
                         r.damaged(),
@@ -105,11 +208,9 @@ pub fn after_run(
                         r.misplaced.blocks,
                         r.foreign.blocks,
                         r.unreadable.blocks
-                    ));
-                }
-                if let Some(tr) = summary.targets.iter_mut().find(|x| x.name == t.name) {
-                    tr.verify = Some(r);
-                }
+                    )
+                });
+                record(summary, &t.name, Verified::Block(r), warning);
             }
             Err(e) => summary
                 .warnings
@@ -118,8 +219,24 @@ pub fn after_run(
     }
 }
 
-/// `storlab verify STATE`: loads a saved table and reads its target back.
-pub fn verify_state_file(state_path: &std::path::Path) -> Result<VerifyReport, VerifyError> {
+/// `storlab verify STATE`: loads a saved table (of blocks or keys) and reads its target back.
+pub fn verify_state_file(state_path: &std::path::Path) -> Result<Verified, VerifyError> {
+    let mut first = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(
+            std::fs::File::open(state_path)
+                .map_err(|e| VerifyError::io(state_path, "opening", e))?,
+        ),
+        &mut first,
+    )
+    .map_err(|e| VerifyError::io(state_path, "reading", e))?;
+    if first.trim_end() == kv::state::FIRST_LINE {
+        return kv::verify_state_file(state_path).map(Verified::KeyValue);
+    }
+    verify_block_state_file(state_path).map(Verified::Block)
+}
+
+fn verify_block_state_file(state_path: &std::path::Path) -> Result<VerifyReport, VerifyError> {
     let (meta, table) = state::load(state_path)?;
     let file = pass::open(&meta.path, meta.direct)?;
     let mut r = pass::run(&table, &file)?;

@@ -60,10 +60,21 @@ pub struct ClassResult {
     pub first_offsets: Vec<u64>,
 }
 
+/// Always `block`: tells this report from a key-value one in `targets[].verify` (absent in
+/// summaries written before key-value verification).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BlockKind {
+    #[default]
+    Block,
+}
+
 /// One verify pass over one target.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub struct VerifyReport {
+    #[serde(default)]
+    pub kind: BlockKind,
     pub target: String,
     pub block_bytes: u32,
     /// Blocks with a known generation, read back and classified.
@@ -182,6 +193,24 @@ impl VerifyReport {
 mod tests {
     use super::*;
 
+    /// Summaries written before key-value verification have no `kind`: they read as block
+    /// reports; key-value ones read as such.
+    #[test]
+    fn both_kinds_read_back_from_json() {
+        let mut b = VerifyReport::default();
+        b.add(VerifyClass::Torn, 4096);
+        let mut old = serde_json::to_value(&b).unwrap();
+        assert_eq!(old["kind"], "block");
+        old.as_object_mut().unwrap().remove("kind");
+        let back: Verified = serde_json::from_value(old).unwrap();
+        assert_eq!(back, Verified::Block(b));
+        let mut kv = crate::verify::kv::KvVerifyReport::default();
+        kv.add(crate::verify::kv::KvClass::Lost, "user1");
+        let back: Verified = serde_json::from_value(serde_json::to_value(&kv).unwrap()).unwrap();
+        assert_eq!(back.kind(), "key-value");
+        assert_eq!(back.class_rows()[1], ("lost", 1, "user1".to_string()));
+    }
+
     #[test]
     fn lost_blocks_count_in_their_kind_and_in_lost_and_offsets_stop_at_16() {
         let mut r = VerifyReport::default();
@@ -196,5 +225,67 @@ mod tests {
         assert_eq!(r.lost_durable.first_offsets, vec![1 << 20]);
         assert_eq!(r.damaged(), 21);
         assert!(r.text_table().contains("21 damaged"));
+    }
+}
+
+/// A verify pass of either kind, as `targets[].verify` holds it (told apart by `kind`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Verified {
+    KeyValue(crate::verify::kv::KvVerifyReport),
+    Block(VerifyReport),
+}
+
+impl Verified {
+    /// `block` or `key-value`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Verified::KeyValue(_) => "key-value",
+            Verified::Block(_) => "block",
+        }
+    }
+
+    pub fn target(&self) -> &str {
+        match self {
+            Verified::KeyValue(r) => &r.target,
+            Verified::Block(r) => &r.target,
+        }
+    }
+
+    /// Blocks or keys not intact.
+    pub fn damaged(&self) -> u64 {
+        match self {
+            Verified::KeyValue(r) => r.damaged(),
+            Verified::Block(r) => r.damaged(),
+        }
+    }
+
+    pub fn text_table(&self) -> String {
+        match self {
+            Verified::KeyValue(r) => r.text_table(),
+            Verified::Block(r) => r.text_table(),
+        }
+    }
+
+    /// Per class: its name, blocks or keys, and the first offsets or keys (space-separated),
+    /// as the results store keeps them.
+    pub fn class_rows(&self) -> Vec<(&'static str, u64, String)> {
+        match self {
+            Verified::KeyValue(r) => crate::verify::kv::KvClass::ALL
+                .iter()
+                .map(|c| {
+                    let x = r.class(*c);
+                    (c.name(), x.keys, x.first_keys.join(" "))
+                })
+                .collect(),
+            Verified::Block(r) => VerifyClass::ALL
+                .iter()
+                .map(|c| {
+                    let x = r.class(*c);
+                    let offs: Vec<String> = x.first_offsets.iter().map(|o| o.to_string()).collect();
+                    (c.name(), x.blocks, offs.join(" "))
+                })
+                .collect(),
+        }
     }
 }

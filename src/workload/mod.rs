@@ -435,6 +435,13 @@ impl Workload {
         }
     }
 
+    pub fn as_ycsb(&self) -> Option<&ycsb::workload::YcsbWorkload> {
+        match self {
+            Workload::Ycsb(w) => Some(w),
+            _ => None,
+        }
+    }
+
     pub fn as_block(&self) -> Option<&BlockWorkload> {
         match self {
             Workload::Block(w) => Some(w),

@@ -77,7 +77,11 @@ pub fn failures(array: &str, summaries: &[RunSummary]) -> Vec<FailureRun> {
             if events.is_empty() {
                 return None;
             }
-            let verify = target.verify.as_ref().map(|v| VerifyCounts {
+            let verify = match target.verify.as_ref() {
+                Some(crate::verify::Verified::Block(v)) => Some(v),
+                _ => None,
+            }
+            .map(|v| VerifyCounts {
                 checked: v.blocks_checked,
                 intact: v.intact.blocks,
                 lost: v.lost.blocks,

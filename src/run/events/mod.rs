@@ -37,7 +37,7 @@ pub struct Recorded {
     pub detail: String,
     pub recovery: bool,
     /// What a `verify` event's pass found.
-    pub verify: Option<Box<crate::verify::VerifyReport>>,
+    pub verify: Option<Box<crate::verify::Verified>>,
 }
 
 /// An event that failed and stops its step.
@@ -297,26 +297,27 @@ fn execute(e: &EventPlan, ctx: &Context, processes: &mut Processes) -> Recorded 
         }
         Action::Verify { state } => match crate::verify::verify_state_file(state) {
             Ok(v) => {
-                let checked = format!(
-                    "verify of `{}` (target `{}`): {} blocks checked",
+                let (checked, unit) = match &v {
+                    crate::verify::Verified::Block(b) => (b.blocks_checked, "blocks"),
+                    crate::verify::Verified::KeyValue(k) => (k.keys_checked, "keys"),
+                };
+                let head = format!(
+                    "verify of `{}` (target `{}`): {checked} {unit} checked",
                     state.display(),
-                    v.target,
-                    v.blocks_checked
+                    v.target()
                 );
                 (r.status, r.detail) = if v.damaged() == 0 {
-                    (EventStatus::Ok, format!("{checked}, all intact"))
+                    (EventStatus::Ok, format!("{head}, all intact"))
                 } else {
+                    let classes: Vec<String> = v
+                        .class_rows()
+                        .into_iter()
+                        .filter(|(class, n, _)| *n > 0 && *class != "intact")
+                        .map(|(class, n, _)| format!("{class} {n}"))
+                        .collect();
                     (
                         EventStatus::Failed,
-                        format!(
-                            "{checked}, {} damaged (lost {}, torn {}, misplaced {}, foreign {}, unreadable {})",
-                            v.damaged(),
-                            v.lost.blocks,
-                            v.torn.blocks,
-                            v.misplaced.blocks,
-                            v.foreign.blocks,
-                            v.unreadable.blocks
-                        ),
+                        format!("{head}, {} damaged ({})", v.damaged(), classes.join(", ")),
                     )
                 };
                 r.verify = Some(Box::new(v));

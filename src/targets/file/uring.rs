@@ -564,6 +564,7 @@ mod tests {
             kv: None,
             ycsb: None,
             verify: None,
+            kv_verify: None,
         };
         let buf = AlignedBuf::new(4, 4096, &p).unwrap();
         UringSession::new(file, buf, (0, 1 << 16), 4, false, None, options).unwrap()

@@ -4,9 +4,17 @@
 //! once when the session opens; nothing here allocates once its buffers have grown to size.
 //!
 //! Values are random printable bytes of a length from `fieldlengthdistribution`, or YCSB's
-//! deterministic value of (key, field) with `dataintegrity`. [`encode_record`] and
+//! deterministic value of (key, field) with `dataintegrity`. With `verify` (see
+//! [`crate::verify::kv`]) the buffer also holds the session's [`KvStamper`]: a write started
+//! with [`RecordBuf::begin_write`] fills YCSB's deterministic values stamped with the write's
+//! generation, and [`RecordBuf::end_write`] records how it ended; values read back are checked
+//! against their stamp. During a verify pass, [`RecordBuf::start_probe`] makes it note what
+//! every field read holds instead of judging it. [`encode_record`] and
 //! [`decode_record`] give the one-value encoding of a whole record that key-value stores
 //! without fields (RocksDB) keep under the key.
+
+use std::cell::Cell;
+use std::sync::Arc;
 
 use rand::SeedableRng;
 use rand::rngs::SmallRng;
@@ -14,6 +22,7 @@ use rand::rngs::SmallRng;
 use super::core::CoreWorkload;
 use super::generators::LengthGenerator;
 use super::keys::{self, InsertOrder};
+use crate::verify::kv::{KvStamper, KvTable, Observation, WriteOutcome, header};
 
 /// Key, field names and values of one record, in reused buffers.
 #[derive(Debug)]
@@ -31,6 +40,14 @@ pub struct RecordBuf {
     pub key: Vec<u8>,
     /// One value buffer per field; [`RecordBuf::fill`] writes the fields an operation sets.
     pub values: Vec<Vec<u8>>,
+    /// The key number of [`RecordBuf::key`] (set by [`RecordBuf::set_key`]).
+    keynum: u64,
+    /// Verified writes: the session's stamper, and the generation of the write being built
+    /// (0: none, values are not stamped).
+    stamper: Option<KvStamper>,
+    generation: u64,
+    /// During a verify pass: what the fields read so far hold.
+    probe: Option<Cell<Observation>>,
 }
 
 impl RecordBuf {
@@ -57,7 +74,46 @@ impl RecordBuf {
             names,
             key: Vec::with_capacity(keys::MAX_UNPADDED_KEY_BYTES + w.zero_padding as usize),
             values: (0..n).map(|_| Vec::with_capacity(max_len.max(1))).collect(),
+            keynum: 0,
+            stamper: None,
+            generation: 0,
+            probe: None,
         }
+    }
+
+    /// Verified writes into `table` from a session with `slots` slots (`None`: none).
+    pub fn with_verify(mut self, table: Option<&Arc<KvTable>>, slots: u32) -> RecordBuf {
+        self.stamper = table.map(|t| KvStamper::new(Arc::clone(t), slots as usize));
+        self
+    }
+
+    /// Starts a write of the current key from `slot` (None: a write the session runs on the
+    /// spot): values filled from now on carry its generation. Does nothing without `verify`.
+    #[inline]
+    pub fn begin_write(&mut self, slot: Option<u32>) {
+        if let Some(s) = &mut self.stamper {
+            self.generation = s.begin(slot, self.keynum);
+        }
+    }
+
+    /// Ends the write of `slot`: acknowledged, nothing written, or failed.
+    #[inline]
+    pub fn end_write(&mut self, slot: Option<u32>, outcome: WriteOutcome) {
+        if let Some(s) = &mut self.stamper {
+            s.end(slot, outcome);
+            self.generation = 0;
+        }
+    }
+
+    /// Verify pass: from now on, fields read are noted (see [`RecordBuf::take_probe`]) and
+    /// never judged, so that the pass classifies them itself.
+    pub fn start_probe(&mut self) {
+        self.probe = Some(Cell::new(Observation::default()));
+    }
+
+    /// What the fields read since [`RecordBuf::start_probe`] held.
+    pub fn take_probe(&mut self) -> Observation {
+        self.probe.take().map(Cell::into_inner).unwrap_or_default()
     }
 
     pub fn field_count(&self) -> usize {
@@ -78,6 +134,7 @@ impl RecordBuf {
     /// Writes the key of `keynum` into [`RecordBuf::key`].
     #[inline]
     pub fn set_key(&mut self, keynum: u64) {
+        self.keynum = keynum;
         keys::write_key(keynum, self.zero_padding, self.insert_order, &mut self.key);
     }
 
@@ -92,7 +149,10 @@ impl RecordBuf {
     pub fn fill(&mut self, i: usize) {
         let len = self.lengths.next(&mut self.rng) as usize;
         let v = &mut self.values[i];
-        if self.data_integrity {
+        if self.generation != 0 {
+            keys::write_deterministic_value(&self.key, &self.names[i], len, v);
+            header::stamp(v, &self.key, &self.names[i], self.keynum, self.generation);
+        } else if self.data_integrity {
             keys::write_deterministic_value(&self.key, &self.names[i], len, v);
         } else {
             keys::fill_random_value(&mut self.rng, len, v);
@@ -113,16 +173,34 @@ impl RecordBuf {
         ascii(&self.values[i])
     }
 
-    /// Whether values are checked on read (`dataintegrity`).
+    /// Whether values are checked on read (`dataintegrity`), so that a record read must have
+    /// every field. False during a verify pass, which judges records itself.
     #[inline]
     pub fn verifying(&self) -> bool {
-        self.data_integrity
+        self.data_integrity && self.probe.is_none()
     }
 
-    /// Whether `value`, read for field `i` of the current key, is the one written. Always true
-    /// unless `dataintegrity` is on.
+    /// Whether `value`, read for field `i` of the current key, is the one written: with
+    /// `verify`, a stamped value's checksum must match; an unstamped one (written without
+    /// `verify`) and any value without `dataintegrity` pass; with `dataintegrity`, it must be
+    /// YCSB's deterministic value. During a verify pass it notes the value and says true.
     #[inline]
     pub fn verify(&self, i: usize, value: &[u8]) -> bool {
+        if let Some(p) = &self.probe {
+            let mut o = p.get();
+            o.field(&self.key, self.keynum, &self.names[i], value);
+            p.set(o);
+            return true;
+        }
+        if self.stamper.is_some() {
+            match header::parse(value) {
+                header::Parsed::Stamped(s) => {
+                    return header::crc_ok(value, &self.key, &self.names[i], &s);
+                }
+                header::Parsed::Malformed => return false,
+                header::Parsed::Unstamped => {}
+            }
+        }
         !self.data_integrity
             || keys::verify_deterministic_value(
                 &self.key,

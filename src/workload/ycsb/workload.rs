@@ -65,6 +65,13 @@ pub struct YcsbWorkload {
     /// The scale `--quick` runs at (`quick = { record-count = .., operation-count = ..,
     /// threads = .. }`); without it, at most 10,000 records, 20,000 operations, 8 threads.
     pub quick: QuickScale,
+    /// Verified key-value writes: every value written carries a stamp, storlab keeps each
+    /// key's acknowledged writes, and a verify pass reads them back after the run (see
+    /// [`crate::verify::kv`]).
+    pub verify: bool,
+    /// Where to save the table of acknowledged writes when the run ends, for `storlab verify
+    /// PATH`. With several targets in one run, `PATH.TARGET` each.
+    pub verify_state: Option<PathBuf>,
     /// The core workload these resolve to.
     #[serde(skip)]
     pub core: Arc<CoreWorkload>,
@@ -236,6 +243,16 @@ impl YcsbWorkload {
             .map(QuickScale::from_value)
             .transpose()?
             .unwrap_or_default();
+        let verify = match take("verify") {
+            None => false,
+            Some(toml::Value::Boolean(b)) => b,
+            Some(_) => return Err(err("verify", "verify is true or false")),
+        };
+        let verify_state = match take("verify-state") {
+            None => None,
+            Some(toml::Value::String(s)) => Some(PathBuf::from(s)),
+            Some(_) => return Err(err("verify-state", "verify-state is a path (a string)")),
+        };
         let raw = match take("properties") {
             None => toml::Table::new(),
             Some(toml::Value::Table(t)) => t,
@@ -279,6 +296,8 @@ impl YcsbWorkload {
         w.seed = seed;
         w.quick = quick;
         w.workload_file = workload_file;
+        w.verify = verify;
+        w.verify_state = verify_state;
         if let Some(p) = props.unclaimed().next() {
             return Err(err(
                 &key_of(p),
@@ -293,6 +312,7 @@ impl YcsbWorkload {
                 "threads and queue-depth must be at most 4096",
             ));
         }
+        w.check_verify()?;
         Ok(w)
     }
 
@@ -362,8 +382,68 @@ impl YcsbWorkload {
             max_execution_seconds,
             seed: 0x5eed,
             quick: QuickScale::default(),
+            verify: false,
+            verify_state: None,
             core: Arc::new(core),
         })
+    }
+
+    /// What `verify = true` needs: writes, fields long enough for the stamp, a bounded key
+    /// space. `verify-state` needs `verify`.
+    fn check_verify(&self) -> Result<(), OptionError> {
+        if self.verify_state.is_some() && !self.verify {
+            return Err(err("verify-state", "verify-state needs verify = true"));
+        }
+        if !self.verify {
+            return Ok(());
+        }
+        if !self.writes() {
+            return Err(err(
+                "verify",
+                "verify checks written records: this workload writes none (give it an update, insert or read-modify-write proportion)",
+            ));
+        }
+        let c = &self.core;
+        let min_len = match c.field_length_distribution {
+            super::core::FieldLengthDistribution::Constant => c.field_length_bytes,
+            _ => c.min_field_length_bytes.min(c.field_length_bytes),
+        };
+        let need = crate::verify::kv::header::HEADER_BYTES as u64;
+        if min_len < need {
+            return Err(err(
+                "verify",
+                format!(
+                    "verify stamps every field value with a {need}-byte header: field values must be at least {need} bytes (field-length{}), here {min_len}",
+                    if c.field_length_distribution == super::core::FieldLengthDistribution::Constant
+                    {
+                        ""
+                    } else {
+                        " and min-field-length"
+                    }
+                ),
+            ));
+        }
+        if self.verify_keys(None).is_none() {
+            return Err(err(
+                "verify",
+                "verify keeps a table entry per key the run can reach, so a run phase that inserts needs operation-count to bound its inserts",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The key numbers a verified workload can write, `0..N`: the records, plus one per
+    /// operation of a run phase that inserts (`ops`: the step's bound, else the workload's).
+    /// None when the inserts are not bounded.
+    pub fn verify_keys(&self, ops: Option<u64>) -> Option<u64> {
+        let c = &self.core;
+        match self.phase {
+            Phase::Load => Some(c.record_count),
+            Phase::Run if c.proportions.insert > 0.0 => ops
+                .or(self.total_ops())
+                .and_then(|n| c.record_count.checked_add(n)),
+            Phase::Run => Some(c.record_count),
+        }
     }
 
     pub fn rate_per_thread(&self) -> Option<f64> {
@@ -543,6 +623,56 @@ mod tests {
         assert_eq!(e.key, "phase");
         let e = table("phase = \"run\"\nrecord-count = 10").unwrap_err();
         assert_eq!(e.key, "operation-count");
+    }
+
+    #[test]
+    fn verify_sizes_the_key_space_and_refuses_what_cannot_work() {
+        let w = table("phase = \"load\"\nrecord-count = 1000\nverify = true").unwrap();
+        assert_eq!(w.verify_keys(None), Some(1000));
+        let run = "phase = \"run\"\nrecord-count = 1000\noperation-count = 500\nverify = true";
+        let w = table(&format!(
+            "{run}\nupdate-proportion = 1\nread-proportion = 0"
+        ))
+        .unwrap();
+        assert_eq!(w.verify_keys(Some(10_000)), Some(1000));
+        // Inserts: one more key per operation, the step's bound first.
+        let w = table(&format!(
+            "{run}\ninsert-proportion = 0.5\nread-proportion = 0.5"
+        ))
+        .unwrap();
+        assert_eq!(w.verify_keys(None), Some(1500));
+        assert_eq!(w.verify_keys(Some(200)), Some(1200));
+        for (text, key, says) in [
+            (
+                "phase = \"run\"\nrecord-count = 10\noperation-count = 10\nread-proportion = 1\nupdate-proportion = 0\nverify = true",
+                "verify",
+                "writes none",
+            ),
+            (
+                "phase = \"load\"\nrecord-count = 10\nfield-length = 45\nverify = true",
+                "verify",
+                "at least 46 bytes",
+            ),
+            (
+                "phase = \"load\"\nrecord-count = 10\nfield-length-distribution = \"uniform\"\nmin-field-length = 10\nverify = true",
+                "verify",
+                "(field-length and min-field-length), here 10",
+            ),
+            (
+                "phase = \"run\"\nrecord-count = 10\nmax-execution-time = 5\ninsert-proportion = 1\nread-proportion = 0\nupdate-proportion = 0\nverify = true",
+                "verify",
+                "needs operation-count",
+            ),
+            (
+                "phase = \"load\"\nrecord-count = 10\nverify-state = \"s\"",
+                "verify-state",
+                "needs verify = true",
+            ),
+        ] {
+            let e = table(text).unwrap_err();
+            assert_eq!(e.key, key, "{text}: {}", e.message);
+            assert!(e.message.contains(says), "{text}: {}", e.message);
+        }
     }
 
     #[test]
