@@ -1,0 +1,453 @@
+//! Block workloads: random or sequential offsets aligned inside the target's region, with a
+//! read share, an fsync every N writes and verified writes ([`BlockWorkload`]), and the
+//! per-worker generator that turns them into [`Op`]s without allocating ([`BlockSource`]).
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use serde::{Deserialize, Serialize};
+
+use super::{DEFAULT_SEED, thread_seed};
+use crate::record::OpKind;
+use crate::targets::{Op, OptionError, Region};
+use crate::units::Bytes;
+
+/// Where in the region operations go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Access {
+    #[default]
+    Random,
+    Sequential,
+}
+
+/// What written blocks hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WriteData {
+    /// Incompressible random bytes, each block stamped with its offset and a generation.
+    #[default]
+    Random,
+    /// Every byte is `write-pattern`.
+    Pattern,
+}
+
+/// A block I/O workload, as written in a study's `[workloads.NAME]` table. Every key here can
+/// be swept.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct BlockWorkload {
+    #[serde(default)]
+    pub access: Access,
+    /// Fraction of operations that are reads, 0.0 to 1.0.
+    #[serde(default = "default_read_share")]
+    pub read_share: f64,
+    #[serde(default = "default_block")]
+    pub block_size: Bytes,
+    /// Offsets are multiples of this (default: the block size).
+    pub alignment: Option<Bytes>,
+    /// Operations each worker keeps in flight (closed loop), or its limit (open loop).
+    #[serde(default = "default_one")]
+    pub queue_depth: u32,
+    /// Worker threads per target.
+    #[serde(default = "default_one")]
+    pub threads: u32,
+    /// Open loop: operations per second for the whole target, spread over its threads.
+    pub rate_ops: Option<f64>,
+    /// Open loop: operations per second for each thread.
+    pub rate_per_thread_ops: Option<f64>,
+    /// Issue an fsync after every N writes (0: never).
+    #[serde(default)]
+    pub fsync_every: u64,
+    #[serde(default)]
+    pub write_data: WriteData,
+    /// The byte written when `write-data = "pattern"`.
+    #[serde(default)]
+    pub write_pattern: u8,
+    /// Verified writes (as fio's `verify=crc32c`): every written block carries a header with
+    /// a crc32c, storlab keeps each block's last acknowledged generation, and a verify pass
+    /// reads them back after the run (see [`crate::verify`]).
+    #[serde(default)]
+    pub verify: bool,
+    /// Where to save the table of acknowledged generations after the run, for a later
+    /// `storlab verify PATH` (fio's `verify_state_save`). With several targets in one run,
+    /// each target's goes to `PATH.TARGET`.
+    pub verify_state: Option<std::path::PathBuf>,
+    /// Base seed of the offset generators (default: the study's `seed`); each run and thread
+    /// draws from a seed derived from it ([`Workload::run_seed`], [`thread_seed`]).
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+}
+
+fn default_read_share() -> f64 {
+    1.0
+}
+fn default_block() -> Bytes {
+    Bytes(4096)
+}
+fn default_one() -> u32 {
+    1
+}
+fn default_seed() -> u64 {
+    DEFAULT_SEED
+}
+
+pub(super) fn err(key: &str, message: impl Into<String>) -> OptionError {
+    OptionError {
+        key: key.into(),
+        message: message.into(),
+    }
+}
+
+impl BlockWorkload {
+    /// Builds a workload from its table, with sweep values already applied.
+    pub fn from_table(table: toml::Table) -> Result<BlockWorkload, OptionError> {
+        let w: BlockWorkload = table.try_into().map_err(crate::targets::option_error)?;
+        w.validate()?;
+        Ok(w)
+    }
+
+    fn validate(&self) -> Result<(), OptionError> {
+        if !(0.0..=1.0).contains(&self.read_share) {
+            return Err(err(
+                "read-share",
+                "read-share is a fraction from 0.0 (all writes) to 1.0 (all reads)",
+            ));
+        }
+        if self.block_size.0 < 512 || self.block_size.0 > 64 << 20 {
+            return Err(err(
+                "block-size",
+                "block-size must be from 512 bytes to 64MiB",
+            ));
+        }
+        let align = self.alignment_bytes();
+        if align == 0 || align > self.block_size.0 && self.access == Access::Sequential {
+            return Err(err(
+                "alignment",
+                "alignment must be above 0 (and at most the block size for sequential access)",
+            ));
+        }
+        if self.queue_depth == 0 || self.queue_depth > 65536 {
+            return Err(err("queue-depth", "queue-depth must be from 1 to 65536"));
+        }
+        if self.threads == 0 || self.threads > 4096 {
+            return Err(err("threads", "threads must be from 1 to 4096"));
+        }
+        if self.rate_ops.is_some() && self.rate_per_thread_ops.is_some() {
+            return Err(err(
+                "rate-per-thread-ops",
+                "give either rate-ops (per target) or rate-per-thread-ops, not both",
+            ));
+        }
+        for (key, rate) in [
+            ("rate-ops", self.rate_ops),
+            ("rate-per-thread-ops", self.rate_per_thread_ops),
+        ] {
+            if let Some(r) = rate {
+                if !(r > 0.0 && r.is_finite()) {
+                    return Err(err(
+                        key,
+                        "a rate is a number of operations per second above 0",
+                    ));
+                }
+            }
+        }
+        if self.verify && self.read_share >= 1.0 {
+            return Err(err(
+                "verify",
+                "verify checks written blocks: lower read-share below 1.0",
+            ));
+        }
+        if self.verify && self.alignment_bytes() != self.block_size.0 {
+            return Err(err(
+                "alignment",
+                "with verify = true, blocks are whole: alignment must equal block-size",
+            ));
+        }
+        if self.verify_state.is_some() && !self.verify {
+            return Err(err("verify-state", "verify-state needs verify = true"));
+        }
+        if self.fsync_every > 0 && self.read_share >= 1.0 {
+            return Err(err(
+                "fsync-every",
+                "fsync-every needs writes: lower read-share below 1.0",
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn alignment_bytes(&self) -> u64 {
+        self.alignment.map(|a| a.0).unwrap_or(self.block_size.0)
+    }
+
+    /// Operations per second each thread is paced at, or None for closed loop.
+    pub fn rate_per_thread(&self) -> Option<f64> {
+        self.rate_per_thread_ops
+            .or(self.rate_ops.map(|r| r / self.threads as f64))
+    }
+
+    pub fn writes(&self) -> bool {
+        self.read_share < 1.0
+    }
+
+    /// The operation kinds this workload issues.
+    pub fn kinds(&self) -> Vec<OpKind> {
+        let mut k = Vec::new();
+        if self.read_share > 0.0 {
+            k.push(OpKind::Read);
+        }
+        if self.writes() {
+            k.push(OpKind::Write);
+            if self.fsync_every > 0 {
+                k.push(OpKind::Fsync);
+            }
+        }
+        k
+    }
+
+    /// The operation source of thread `thread` of a run seeded `run_seed`.
+    pub fn source(&self, region: Region, thread: u32, run_seed: u64) -> BlockSource {
+        let block = self.block_size.0;
+        let align = self.alignment_bytes();
+        let (base, span) = match self.access {
+            Access::Random => (region.offset_bytes, region.size_bytes),
+            Access::Sequential => {
+                // Each thread streams through its own slice of the region.
+                let slice = (region.size_bytes / self.threads as u64) / block * block;
+                let slice = slice.max(block);
+                let start =
+                    region.offset_bytes + (thread as u64 * slice) % region.size_bytes.max(1);
+                (
+                    start,
+                    slice.min(region.offset_bytes + region.size_bytes - start),
+                )
+            }
+        };
+        let positions = if span >= block {
+            (span - block) / align + 1
+        } else {
+            1
+        };
+        // Verified random writes: thread t owns the blocks t, t + threads, ... so that no two
+        // threads write the same block (see crate::verify::table).
+        let (stripe, stripe_of) = if self.verify && self.access == Access::Random {
+            (self.threads as u64, thread as u64)
+        } else {
+            (1, 0)
+        };
+        let positions = if stripe > 1 {
+            positions.saturating_sub(stripe_of).div_ceil(stripe).max(1)
+        } else {
+            positions
+        };
+        let read_threshold = if self.read_share >= 1.0 {
+            u64::MAX
+        } else {
+            (self.read_share * u64::MAX as f64) as u64
+        };
+        BlockSource {
+            rng: SmallRng::seed_from_u64(thread_seed(run_seed, thread)),
+            random: self.access == Access::Random,
+            all_reads: self.read_share >= 1.0,
+            read_threshold,
+            block: block as u32,
+            align,
+            base,
+            positions,
+            stripe,
+            stripe_of,
+            next_position: 0,
+            fsync_every: if self.writes() { self.fsync_every } else { 0 },
+            writes_since_fsync: 0,
+        }
+    }
+}
+
+/// Generates one worker's block operations.
+pub struct BlockSource {
+    rng: SmallRng,
+    random: bool,
+    all_reads: bool,
+    read_threshold: u64,
+    block: u32,
+    align: u64,
+    base: u64,
+    positions: u64,
+    /// Positions drawn are `p * stripe + stripe_of` (verified writes: the thread's blocks).
+    stripe: u64,
+    stripe_of: u64,
+    next_position: u64,
+    fsync_every: u64,
+    writes_since_fsync: u64,
+}
+
+impl BlockSource {
+    /// The next operation.
+    #[inline]
+    pub fn next_op(&mut self) -> Op {
+        if self.fsync_every > 0 && self.writes_since_fsync >= self.fsync_every {
+            self.writes_since_fsync = 0;
+            return Op::Fsync;
+        }
+        let position = if self.random {
+            // Multiply-shift maps 64 random bits onto [0, positions) without a division.
+            ((self.rng.next_u64() as u128 * self.positions as u128) >> 64) as u64
+        } else {
+            let p = self.next_position;
+            self.next_position += 1;
+            if self.next_position >= self.positions {
+                self.next_position = 0;
+            }
+            p
+        };
+        let offset = self.base + (position * self.stripe + self.stripe_of) * self.align;
+        let read = self.all_reads || self.rng.next_u64() < self.read_threshold;
+        if read {
+            Op::Read {
+                offset,
+                len: self.block,
+            }
+        } else {
+            self.writes_since_fsync += 1;
+            Op::Write {
+                offset,
+                len: self.block,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn workload(text: &str) -> Result<BlockWorkload, OptionError> {
+        BlockWorkload::from_table(toml::from_str(text).unwrap())
+    }
+
+    #[test]
+    fn random_offsets_are_aligned_and_inside_the_region() {
+        let w = workload("block-size = \"4KiB\"\nread-share = 0.7").unwrap();
+        let region = Region {
+            offset_bytes: 1 << 20,
+            size_bytes: 64 << 20,
+        };
+        let mut s = w.source(region, 0, 1);
+        let (mut reads, mut writes) = (0, 0);
+        for _ in 0..100_000 {
+            let (offset, len, read) = match s.next_op() {
+                Op::Read { offset, len } => (offset, len, true),
+                Op::Write { offset, len } => (offset, len, false),
+                other => panic!("a block workload issued {other:?}"),
+            };
+            assert_eq!(offset % 4096, 0);
+            assert!(offset >= 1 << 20 && offset + len as u64 <= (1 << 20) + (64 << 20));
+            if read { reads += 1 } else { writes += 1 }
+        }
+        let share = reads as f64 / (reads + writes) as f64;
+        assert!((share - 0.7).abs() < 0.01, "read share {share}");
+    }
+
+    #[test]
+    fn sequential_threads_stream_through_their_own_slices() {
+        let w = workload("access = \"sequential\"\nblock-size = \"1MiB\"\nthreads = 2").unwrap();
+        let region = Region {
+            offset_bytes: 0,
+            size_bytes: 8 << 20,
+        };
+        let mut a = w.source(region, 0, 1);
+        let mut b = w.source(region, 1, 1);
+        let offs: Vec<u64> = (0..5)
+            .map(|_| match a.next_op() {
+                Op::Read { offset, .. } => offset,
+                _ => unreachable!(),
+            })
+            .collect();
+        assert_eq!(offs, vec![0, 1 << 20, 2 << 20, 3 << 20, 0]);
+        match b.next_op() {
+            Op::Read { offset, .. } => assert_eq!(offset, 4 << 20),
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn fsync_follows_every_n_writes() {
+        let w = workload("read-share = 0.0\nfsync-every = 2").unwrap();
+        let mut s = w.source(
+            Region {
+                offset_bytes: 0,
+                size_bytes: 1 << 20,
+            },
+            0,
+            1,
+        );
+        let kinds: Vec<OpKind> = (0..6).map(|_| s.next_op().kind()).collect();
+        assert_eq!(
+            kinds,
+            vec![
+                OpKind::Write,
+                OpKind::Write,
+                OpKind::Fsync,
+                OpKind::Write,
+                OpKind::Write,
+                OpKind::Fsync
+            ]
+        );
+        assert_eq!(w.kinds(), vec![OpKind::Write, OpKind::Fsync]);
+    }
+
+    #[test]
+    fn verified_random_writes_give_each_thread_its_own_blocks() {
+        let w = workload("read-share = 0.0\nthreads = 3\nverify = true").unwrap();
+        let region = Region {
+            offset_bytes: 8192,
+            size_bytes: 100 * 4096,
+        };
+        for thread in 0..3u64 {
+            let mut s = w.source(region, thread as u32, 1);
+            let mut seen = std::collections::BTreeSet::new();
+            for _ in 0..5000 {
+                let Op::Write { offset, .. } = s.next_op() else {
+                    panic!("writes only")
+                };
+                let block = (offset - 8192) / 4096;
+                assert!(
+                    block < 100 && block % 3 == thread,
+                    "thread {thread}: block {block}"
+                );
+                seen.insert(block);
+            }
+            // Every block of its stripe is reachable.
+            assert_eq!(seen.len() as u64, (100 - thread).div_ceil(3));
+        }
+        assert_eq!(
+            workload("verify = true\nread-share = 0.5\nalignment = 512")
+                .unwrap_err()
+                .key,
+            "alignment"
+        );
+        assert_eq!(workload("verify = true").unwrap_err().key, "verify");
+        assert_eq!(
+            workload("read-share = 0.5\nverify-state = \"s\"")
+                .unwrap_err()
+                .key,
+            "verify-state"
+        );
+    }
+
+    #[test]
+    fn bad_values_name_their_key() {
+        assert_eq!(workload("read-share = 1.5").unwrap_err().key, "read-share");
+        assert_eq!(workload("queue-depth = 0").unwrap_err().key, "queue-depth");
+        assert_eq!(
+            workload("block-size = \"12x\"").unwrap_err().key,
+            "block-size"
+        );
+        assert_eq!(workload("blok-size = 4096").unwrap_err().key, "blok-size");
+        assert_eq!(
+            workload("rate-ops = 10\nrate-per-thread-ops = 5")
+                .unwrap_err()
+                .key,
+            "rate-per-thread-ops"
+        );
+    }
+}
