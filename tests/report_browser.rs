@@ -91,6 +91,54 @@ fn artifacts() -> PathBuf {
     dir
 }
 
+/// The study folder of the one study run in `lab`, its HTML report written to
+/// `<lab>/<name>.html` and loaded in Chromium: (folder, page, DOM, charts drawn). Fails on any
+/// console output or an empty chart.
+fn rendered_report(lab: &Lab, name: &str) -> (PathBuf, PathBuf, String, usize) {
+    let folder = std::fs::read_dir(lab.results())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.is_dir())
+        .unwrap();
+    let page = lab.path().join(format!("{name}.html"));
+    let out = lab.run(&[
+        "report",
+        folder.to_str().unwrap(),
+        "-o",
+        page.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out).1);
+    let (dom, stderr) = chromium(&page, &["--dump-dom"]);
+    let problems = console_problems(&stderr);
+    assert!(
+        problems.is_empty(),
+        "console output from the report: {problems:#?}"
+    );
+    let marker = charts_marker(&dom);
+    let n: usize = marker
+        .strip_prefix("OK:")
+        .unwrap_or_else(|| panic!("charts did not render: {marker}"))
+        .parse()
+        .unwrap();
+    (folder, page, dom, n)
+}
+
+/// A screenshot of `page`, saved as `<target dir>/artifacts/<name>.png`.
+fn screenshot(page: &Path, name: &str) {
+    let shot = artifacts().join(format!("{name}.png"));
+    let _ = std::fs::remove_file(&shot);
+    let (_, stderr) = chromium(page, &[&format!("--screenshot={}", shot.display())]);
+    assert!(console_problems(&stderr).is_empty(), "{stderr}");
+    let png = std::fs::read(&shot).expect("screenshot written");
+    assert!(
+        png.len() > 20_000 && &png[1..4] == b"PNG",
+        "screenshot of {} bytes",
+        png.len()
+    );
+    eprintln!("screenshot: {}", shot.display());
+}
+
 #[test]
 fn report_of_a_real_sweep_renders_in_chromium_without_errors_or_empty_charts() {
     if !chromium_available() {
@@ -130,47 +178,10 @@ sweep.queue-depth = [1, 8]
     );
     let out = lab.run(&["run", study.to_str().unwrap(), "-q"]);
     assert!(out.status.success(), "{}", text(&out).1);
-    let folder = std::fs::read_dir(lab.results())
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.is_dir())
-        .unwrap();
-    let page = lab.path().join("report.html");
-    let out = lab.run(&[
-        "report",
-        folder.to_str().unwrap(),
-        "-o",
-        page.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", text(&out).1);
-
-    let (dom, stderr) = chromium(&page, &["--dump-dom"]);
-    let problems = console_problems(&stderr);
-    assert!(
-        problems.is_empty(),
-        "console output from the report: {problems:#?}"
-    );
-    let marker = charts_marker(&dom);
-    let n: usize = marker
-        .strip_prefix("OK:")
-        .unwrap_or_else(|| panic!("charts did not render: {marker}"))
-        .parse()
-        .unwrap();
+    let (_, page, _, n) = rendered_report(&lab, "report");
     // Bars, latency against ops/s, percentiles, and a timeline per run (4 runs).
     assert!(n >= 3 + 4, "only {n} charts");
-
-    let shot = artifacts().join("report.png");
-    let _ = std::fs::remove_file(&shot);
-    let (_, stderr) = chromium(&page, &[&format!("--screenshot={}", shot.display())]);
-    assert!(console_problems(&stderr).is_empty(), "{stderr}");
-    let png = std::fs::read(&shot).expect("screenshot written");
-    assert!(
-        png.len() > 20_000 && &png[1..4] == b"PNG",
-        "screenshot of {} bytes",
-        png.len()
-    );
-    eprintln!("screenshot: {}", shot.display());
+    screenshot(&page, "report");
 }
 
 /// The RocksDB brief's scaling study (quick), reported and rendered: its grouped bars (Figures
@@ -192,20 +203,7 @@ fn rocksdb_scaling_study_report_renders_in_chromium() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out).1);
-    let folder = std::fs::read_dir(lab.results())
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.is_dir())
-        .unwrap();
-    let page = lab.path().join("scaling.html");
-    let out = lab.run(&[
-        "report",
-        folder.to_str().unwrap(),
-        "-o",
-        page.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", text(&out).1);
+    let (_, page, _, n) = rendered_report(&lab, "scaling");
     let html = std::fs::read_to_string(&page).unwrap();
     for step in ["readrandom", "readwhilewriting"] {
         assert!(
@@ -217,26 +215,9 @@ fn rocksdb_scaling_study_report_renders_in_chromium() {
         html.contains("threads=64") || html.contains("threads = 64"),
         "no thread axis"
     );
-    let (dom, stderr) = chromium(&page, &["--dump-dom"]);
-    let problems = console_problems(&stderr);
-    assert!(
-        problems.is_empty(),
-        "console output from the report: {problems:#?}"
-    );
-    let marker = charts_marker(&dom);
-    let n: usize = marker
-        .strip_prefix("OK:")
-        .unwrap_or_else(|| panic!("charts did not render: {marker}"))
-        .parse()
-        .unwrap();
     // Per step (load, readrandom, readwhilewriting): bars, p99 against ops/s, percentiles.
     assert!(n >= 3 * 3, "only {n} charts");
-    let shot = artifacts().join("rocksdb-scaling.png");
-    let _ = std::fs::remove_file(&shot);
-    let (_, stderr) = chromium(&page, &[&format!("--screenshot={}", shot.display())]);
-    assert!(console_problems(&stderr).is_empty(), "{stderr}");
-    assert!(std::fs::read(&shot).expect("screenshot written").len() > 20_000);
-    eprintln!("screenshot: {}", shot.display());
+    screenshot(&page, "rocksdb-scaling");
 }
 
 fn have(program: &str) -> bool {
@@ -277,12 +258,7 @@ fn a_killed_redis_shows_its_recovery_on_the_reports_timeline() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out).1);
-    let folder = std::fs::read_dir(lab.results())
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.is_dir())
-        .unwrap();
+    let (folder, page, dom, _) = rendered_report(&lab, "redis-kill");
     let summary: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(folder.join("run-001/summary.json")).unwrap(),
     )
@@ -292,25 +268,6 @@ fn a_killed_redis_shows_its_recovery_on_the_reports_timeline() {
     assert!(
         recovery["outage-seconds"].as_f64().unwrap() > 0.0,
         "{recovery:#}"
-    );
-    let page = lab.path().join("redis-kill.html");
-    let out = lab.run(&[
-        "report",
-        folder.to_str().unwrap(),
-        "-o",
-        page.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", text(&out).1);
-    let (dom, stderr) = chromium(&page, &["--dump-dom"]);
-    let problems = console_problems(&stderr);
-    assert!(
-        problems.is_empty(),
-        "console output from the report: {problems:#?}"
-    );
-    assert!(
-        charts_marker(&dom).starts_with("OK:"),
-        "{}",
-        charts_marker(&dom)
     );
     // The kill is marked on the timeline at its time, and the recovery after it is shaded.
     let kill_s = summary["events"]
@@ -338,12 +295,7 @@ fn a_killed_redis_shows_its_recovery_on_the_reports_timeline() {
     for heading in ["Events and recovery", "`crash`", "`redis-again`"] {
         assert!(dom.contains(heading), "{heading} missing from the report");
     }
-    let shot = artifacts().join("redis-kill.png");
-    let _ = std::fs::remove_file(&shot);
-    let (_, stderr) = chromium(&page, &[&format!("--screenshot={}", shot.display())]);
-    assert!(console_problems(&stderr).is_empty(), "{stderr}");
-    assert!(std::fs::read(&shot).expect("screenshot written").len() > 20_000);
-    eprintln!("screenshot: {}", shot.display());
+    screenshot(&page, "redis-kill");
 }
 
 /// The checks above can fail: a page with an empty chart and a script error is caught.

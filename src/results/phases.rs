@@ -132,30 +132,17 @@ pub fn for_run(summary: &RunSummary, timeline: &Timeline, interval_s: f64) -> Ve
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::results::summary::{Event, EventOutcome};
-    use crate::results::timeline::parse_timeline;
 
     /// A timeline of 100 ms intervals for target `a`: (ops, io errors) per interval.
     fn timeline(per_interval: &[(u64, u64)]) -> Timeline {
-        let mut t = String::from(
-            "second,phase,target,op,ops,rate_ops,bytes,rate_bytes,errors,p50_ns,p99_ns,max_ns,intended_p99_ns,intended_max_ns,client_cpu_cores,interval_s,error_kinds\n",
-        );
-        for (i, (ops, errors)) in per_interval.iter().enumerate() {
-            let kinds = if *errors > 0 {
-                format!("io:{errors}")
-            } else {
-                String::new()
-            };
-            t.push_str(&format!(
-                "{i},measure,a,write,{ops},0,0,0,{errors},1,2,3,,,0.1,0.1,{kinds}\n"
-            ));
-        }
-        parse_timeline(&t)
+        crate::results::recovery::tests::timeline_with(per_interval, "io")
     }
 
-    fn event(name: &str, start_s: f64, end_s: f64, status: EventStatus) -> Event {
+    /// A study event (`exec`) that ran from `start_s` to `end_s`.
+    pub(crate) fn event(name: &str, start_s: f64, end_s: f64, status: EventStatus) -> Event {
         Event {
             time_seconds: start_s,
             kind: "exec".into(),

@@ -329,18 +329,23 @@ pub fn for_run(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::results::timeline::parse_timeline;
 
     /// A timeline of 100 ms intervals for target `a`: (ops, connection errors) per interval.
     fn timeline(per_interval: &[(u64, u64)]) -> Timeline {
+        timeline_with(per_interval, "connection")
+    }
+
+    /// A timeline of 100 ms intervals for target `a`: (ops, errors of `kind`) per interval.
+    pub(crate) fn timeline_with(per_interval: &[(u64, u64)], kind: &str) -> Timeline {
         let mut t = String::from(
             "second,phase,target,op,ops,rate_ops,bytes,rate_bytes,errors,p50_ns,p99_ns,max_ns,intended_p99_ns,intended_max_ns,client_cpu_cores,interval_s,error_kinds\n",
         );
         for (i, (ops, errors)) in per_interval.iter().enumerate() {
             let kinds = if *errors > 0 {
-                format!("connection:{errors}")
+                format!("{kind}:{errors}")
             } else {
                 String::new()
             };

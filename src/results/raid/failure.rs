@@ -108,24 +108,8 @@ pub fn failures(array: &str, summaries: &[RunSummary]) -> Vec<FailureRun> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::summary::{Event, EventOutcome, EventStatus};
-
-    fn outcome(name: &str, start_ns: i64, duration_seconds: f64) -> Option<EventOutcome> {
-        Some(EventOutcome {
-            name: name.into(),
-            status: EventStatus::Ok,
-            start_ns,
-            end_ns: start_ns + (duration_seconds * 1e9) as i64,
-            duration_seconds,
-            exit_code: Some(0),
-            pid: None,
-            attempts: None,
-            stdout: String::new(),
-            stderr: String::new(),
-            recovery: false,
-            verify: None,
-        })
-    }
+    use crate::results::phases::tests::event;
+    use crate::results::summary::{Event, EventStatus};
 
     #[test]
     fn only_array_runs_with_events_during_measurement() {
@@ -135,26 +119,17 @@ mod tests {
         // Run 1: the array, made by a before-step event only. Run 2: a member failed and a
         // rebuild was waited for. Run 3: another target with events.
         let mut before = cmp(1, "array");
-        before.events.push(Event {
-            time_seconds: -3.0,
-            kind: "exec".into(),
-            detail: String::new(),
-            outcome: outcome("make-array", -3_000_000_000, 1.0),
-        });
+        before
+            .events
+            .push(event("make-array", -3.0, -2.0, EventStatus::Ok));
         let mut failed = cmp(2, "array");
         failed.events.push(Event::mark(0.0, "measure-start", ""));
-        failed.events.push(Event {
-            time_seconds: 1.0,
-            kind: "exec".into(),
-            detail: String::new(),
-            outcome: outcome("fail-member", 1_000_000_000, 0.01),
-        });
-        failed.events.push(Event {
-            time_seconds: 2.0,
-            kind: "wait-for".into(),
-            detail: String::new(),
-            outcome: outcome("rebuild", 2_000_000_000, 2.5),
-        });
+        failed
+            .events
+            .push(event("fail-member", 1.0, 1.01, EventStatus::Ok));
+        let mut rebuild = event("rebuild", 2.0, 4.5, EventStatus::Ok);
+        rebuild.kind = "wait-for".into();
+        failed.events.push(rebuild);
         let mut other = cmp(3, "m0");
         other.events = failed.events.clone();
         let f = failures("array", &[before, failed, other]);
@@ -163,7 +138,13 @@ mod tests {
         let names: Vec<(&str, &str, f64)> = f[0]
             .events
             .iter()
-            .map(|e| (&*e.name, &*e.action, e.duration_seconds))
+            .map(|e| {
+                (
+                    &*e.name,
+                    &*e.action,
+                    (e.duration_seconds * 1e6).round() / 1e6,
+                )
+            })
             .collect();
         assert_eq!(
             names,
