@@ -292,6 +292,14 @@ fn a_killed_redis_shows_its_recovery_on_the_reports_timeline() {
         near(&values_after("class=\"recovery\" data-from=\"")),
         "no recovery shade from {kill_s}"
     );
+    // One run of one target: its single ops/s and p99 are table rows, not charts; the
+    // percentile curve and the timeline remain.
+    for absent in ["id=\"bars-0\"", "id=\"latency-0\""] {
+        assert!(!dom.contains(absent), "a chart of a single value: {absent}");
+    }
+    for present in ["id=\"percentiles-0\"", "id=\"timeline-"] {
+        assert!(dom.contains(present), "{present} missing");
+    }
     for heading in ["Events and recovery", "`crash`", "`redis-again`"] {
         assert!(dom.contains(heading), "{heading} missing from the report");
     }

@@ -16,7 +16,17 @@ use crate::results::summary::EventStatus;
 pub const MOVING_AVERAGE_INTERVALS: usize = 5;
 
 /// The bar chart, the latency against throughput chart and the percentile curves of a group.
+/// A group with a single point (one run of one target, nothing swept) gets no bar and no
+/// latency-against-throughput chart: one value is a table row, not a chart.
 pub fn workload_charts(h: &mut String, gi: usize, g: &Group, runs: &[StoredRun]) {
+    if g.points.len() >= 2 {
+        comparison_charts(h, gi, g);
+    }
+    percentile_chart(h, gi, g, runs);
+}
+
+/// Ops/s bars and p99 against ops/s, over the swept values or the targets.
+fn comparison_charts(h: &mut String, gi: usize, g: &Group) {
     let x_label = g
         .x_param
         .clone()
@@ -101,7 +111,6 @@ pub fn workload_charts(h: &mut String, gi: usize, g: &Group, runs: &[StoredRun])
             "<p class=\"meta\">Lower and farther right is better; labels: the swept value.</p>\n",
         );
     }
-    percentile_chart(h, gi, g, runs);
 }
 
 fn percentile_chart(h: &mut String, gi: usize, g: &Group, runs: &[StoredRun]) {
