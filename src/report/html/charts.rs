@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use crate::report::html::params_text;
 use crate::report::model::{self, Group};
-use crate::report::svg::{self, Highlight, Mark, Series, Shade, XAxis, esc};
+use crate::report::svg::{self, Highlight, Mark, Series, Shade, XAxis, YAxis, esc};
 use crate::results::comparison::CalloutKind;
 use crate::results::histograms::hlog_tag;
 use crate::results::stored::StoredRun;
@@ -96,6 +96,7 @@ fn comparison_charts(h: &mut String, gi: usize, g: &Group) {
         div,
         &series,
         XAxis::Linear,
+        YAxis::Linear,
         &[],
         &[],
         None,
@@ -216,6 +217,7 @@ fn percentile_chart(h: &mut String, gi: usize, g: &Group, runs: &[StoredRun]) {
         div,
         &series,
         XAxis::Nines,
+        YAxis::Log,
         &[],
         &[],
         Some(0.0),
@@ -339,6 +341,7 @@ pub fn timeline_chart(h: &mut String, r: &StoredRun, colors: &[String]) {
         1.0,
         &series,
         XAxis::Linear,
+        YAxis::Linear,
         &marks,
         &shades,
         None,

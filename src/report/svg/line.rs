@@ -44,6 +44,17 @@ pub enum XAxis {
     Nines,
 }
 
+/// How a line chart's y axis is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum YAxis {
+    /// From zero.
+    Linear,
+    /// log10, from the power of 10 at or below the smallest positive value to the one at or
+    /// above the largest, a tick at each power (latency percentiles: the body and the tail
+    /// both readable).
+    Log,
+}
+
 /// Lines (with optional markers and dashed moving averages), vertical marks and shaded x
 /// ranges (warm-up, recoveries). Axes start at zero for linear scales. Values in data units; `y_div`
 /// divides y for the tick labels (e.g. ns to ms).
@@ -56,6 +67,7 @@ pub fn line_chart(
     y_div: f64,
     series: &[Series],
     x_axis: XAxis,
+    y_axis_kind: YAxis,
     marks: &[Mark],
     shades: &[Shade],
     x_min: Option<f64>,
@@ -101,10 +113,14 @@ pub fn line_chart(
     });
     let (mut xmax, mut ymax) = (f64::MIN, 0.0f64);
     let mut xlo = f64::MAX;
+    let mut ylo_positive = f64::MAX;
     for (x, y) in all {
         xmax = xmax.max(x);
         xlo = xlo.min(x);
         ymax = ymax.max(y);
+        if y > 0.0 {
+            ylo_positive = ylo_positive.min(y);
+        }
     }
     for m in marks {
         xmax = xmax.max(m.x);
@@ -117,8 +133,29 @@ pub fn line_chart(
     if xmax == f64::MIN {
         (xmax, xlo) = (1.0, 0.0);
     }
-    let (ytop, ystep) = nice_axis(ymax);
-    y_axis(&mut svg, fr, ytop, ystep, y_div, y_label);
+    let ys = match y_axis_kind {
+        YAxis::Linear => {
+            let (ytop, ystep) = nice_axis(ymax);
+            y_axis(&mut svg, fr, ytop, ystep, y_div, y_label);
+            Scale {
+                d0: 0.0,
+                d1: ytop,
+                r0: fr.y + fr.h,
+                r1: fr.y,
+                log: false,
+            }
+        }
+        YAxis::Log => {
+            let (bottom, top) = if ylo_positive <= ymax && ymax > 0.0 {
+                let b = 10f64.powf(ylo_positive.log10().floor());
+                let t = 10f64.powf(ymax.log10().ceil());
+                (b, if t > b { t } else { b * 10.0 })
+            } else {
+                (1.0, 10.0)
+            };
+            log_y_axis(&mut svg, fr, bottom, top, y_div, y_label)
+        }
+    };
     let x0 = x_min.unwrap_or(0.0f64.min(xlo));
     let (xtop, xstep) = match x_axis {
         XAxis::Linear if x0 < 0.0 => {
@@ -133,13 +170,6 @@ pub fn line_chart(
         d1: xtop,
         r0: fr.x,
         r1: fr.x + fr.w,
-        log: false,
-    };
-    let ys = Scale {
-        d0: 0.0,
-        d1: ytop,
-        r0: fr.y + fr.h,
-        r1: fr.y,
         log: false,
     };
     // x ticks
@@ -346,6 +376,7 @@ mod tests {
             1e6,
             &[s],
             XAxis::Linear,
+            YAxis::Linear,
             &[],
             &[],
             None,
@@ -365,6 +396,52 @@ mod tests {
             let cy: f64 = attr(p, "cy").unwrap().parse().unwrap();
             assert!((cx - (px + x / xmax * pw)).abs() < 0.01);
             assert!((cy - (py + ph - y / ymax * ph)).abs() < 0.01);
+        }
+    }
+
+    #[test]
+    fn a_log_y_axis_spans_whole_powers_of_ten_and_places_points_by_their_logarithm() {
+        let s = Series {
+            name: "A".into(),
+            points: vec![
+                (0.0, 0.0, String::new()),
+                (1.0, 2_000.0, String::new()),
+                (3.0, 300_000.0, String::new()),
+            ],
+            markers: true,
+            dashed: vec![],
+            warmup: vec![],
+            color: None,
+        };
+        let svg = line_chart(
+            "p",
+            "t",
+            "percentile",
+            "latency (µs)",
+            1e3,
+            &[s],
+            XAxis::Nines,
+            YAxis::Log,
+            &[],
+            &[],
+            Some(0.0),
+        );
+        let plot = svg.split("<g class=\"plot\"").nth(1).unwrap();
+        let g = |n: &str| -> f64 { attr(plot, n).unwrap().parse().unwrap() };
+        assert_eq!(attr(plot, "data-ylog").as_deref(), Some("true"));
+        // 2,000 and 300,000 ns: from 1,000 to 1,000,000 ns.
+        assert_eq!((g("data-ymin"), g("data-ymax")), (1_000.0, 1_000_000.0));
+        let (py, ph) = (g("data-py"), g("data-ph"));
+        for p in svg.split("<circle").skip(1) {
+            let y: f64 = attr(p, "data-y").unwrap().parse().unwrap();
+            let cy: f64 = attr(p, "cy").unwrap().parse().unwrap();
+            let want = py + ph - (y.max(1_000.0).log10() - 3.0) / 3.0 * ph;
+            assert!((cy - want).abs() < 0.01, "{y}: {cy} vs {want}");
+        }
+        assert!(svg.contains("latency (µs), log scale"));
+        // A label at each power of ten, in the axis unit.
+        for label in [">1<", ">10<", ">100<", ">1000<"] {
+            assert!(svg.contains(label), "{label}");
         }
     }
 }

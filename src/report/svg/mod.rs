@@ -12,7 +12,7 @@
 
 mod line;
 
-pub use line::{Mark, Series, Shade, XAxis, line_chart, moving_average, nines_label};
+pub use line::{Mark, Series, Shade, XAxis, YAxis, line_chart, moving_average, nines_label};
 
 use std::fmt::Write;
 
@@ -62,7 +62,8 @@ pub struct Scale {
 impl Scale {
     pub fn map(&self, v: f64) -> f64 {
         let t = if self.log {
-            (v.max(f64::MIN_POSITIVE).log10() - self.d0.log10())
+            // Values below the axis (a zero latency) sit on its bottom, not far below it.
+            (v.max(self.d0).max(f64::MIN_POSITIVE).log10() - self.d0.log10())
                 / (self.d1.log10() - self.d0.log10())
         } else {
             (v - self.d0) / (self.d1 - self.d0)
@@ -273,6 +274,44 @@ fn y_axis(svg: &mut Svg, fr: Frame, top: f64, step: f64, div: f64, label: &str) 
         12.0,
         &format!(r#" transform="rotate(-90 14 {})""#, f(cy)),
     );
+}
+
+/// A log10 y axis from `bottom` to `top` (powers of 10): a grid line and a label at each power,
+/// light grid lines at 2 and 5 times it. Returns the scale.
+fn log_y_axis(svg: &mut Svg, fr: Frame, bottom: f64, top: f64, div: f64, label: &str) -> Scale {
+    let ys = Scale {
+        d0: bottom,
+        d1: top,
+        r0: fr.y + fr.h,
+        r1: fr.y,
+        log: true,
+    };
+    let mut power = bottom;
+    while power <= top * 1.000_001 {
+        let y = ys.map(power);
+        svg.line(fr.x, y, fr.x + fr.w, y, "#dddddd", r#" stroke-width="1""#);
+        svg.text(fr.x - 6.0, y + 4.0, &compact(power / div), "end", 11.0, "");
+        for m in [2.0, 5.0] {
+            let v = power * m;
+            if v < top {
+                let y = ys.map(v);
+                svg.line(fr.x, y, fr.x + fr.w, y, "#f0f0f0", r#" stroke-width="1""#);
+            }
+        }
+        power *= 10.0;
+    }
+    svg.line(fr.x, fr.y, fr.x, fr.y + fr.h, "#333333", "");
+    svg.line(fr.x, fr.y + fr.h, fr.x + fr.w, fr.y + fr.h, "#333333", "");
+    let cy = fr.y + fr.h / 2.0;
+    svg.text(
+        14.0,
+        cy,
+        &format!("{label}, log scale"),
+        "middle",
+        12.0,
+        &format!(r#" transform="rotate(-90 14 {})""#, f(cy)),
+    );
+    ys
 }
 
 /// Legend entries laid out in lines that fit `width`: (x offset, index, name) per line.
