@@ -83,6 +83,34 @@ pub fn workload_text(w: &serde_json::Value) -> String {
     parts.join(", ")
 }
 
+/// The parameters that say what a workload is, in this order, when it has them: its type,
+/// db_bench benchmark or YCSB phase, access pattern, block size, read share, queue depth.
+fn defining_text(w: &serde_json::Value) -> String {
+    const DEFINING: [&str; 8] = [
+        "type",
+        "benchmark",
+        "phase",
+        "access",
+        "block-size",
+        "read-share",
+        "queue-depth",
+        "value-size",
+    ];
+    DEFINING
+        .iter()
+        .filter_map(|k| {
+            let v = w.get(*k)?;
+            let v = match v {
+                serde_json::Value::String(s) => s.clone(),
+                serde_json::Value::Null => return None,
+                v => v.to_string(),
+            };
+            Some(format!("{k} {v}"))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn config_text(c: &serde_json::Value) -> String {
     let Some(o) = c.as_object() else {
         return String::new();
@@ -143,38 +171,47 @@ pub fn report_html(runs: &[StoredRun]) -> String {
     {
         let _ = write!(h, "<p>{}</p>", esc(&d));
     }
+    // One line per step: the workload's defining parameters, the sweep and the targets by
+    // name and type; every parameter one click away (and in the appendix).
     h.push_str("<h3>What was tested</h3><ul>\n");
     for g in &groups {
         let run = &runs[g.runs[0]];
-        let mut targets = Vec::new();
-        for (i, t) in run.summary.targets.iter().enumerate() {
-            let cfg = run
-                .target_config_json(i)
-                .map(config_text)
-                .unwrap_or_default();
-            targets.push(format!("<b>{}</b> ({})", esc(&t.name), esc(&cfg)));
-        }
-        // Targets from other runs of the group (targets in separate runs).
-        for &ri in &g.runs[1..] {
+        let mut targets: Vec<(String, String, String)> = Vec::new();
+        for &ri in &g.runs {
             for (i, t) in runs[ri].summary.targets.iter().enumerate() {
-                let shown = format!("<b>{}</b> (", esc(&t.name));
-                if !targets.iter().any(|x| x.starts_with(&shown)) {
-                    let cfg = runs[ri]
-                        .target_config_json(i)
-                        .map(config_text)
-                        .unwrap_or_default();
-                    targets.push(format!("{shown}{})", esc(&cfg)));
+                if targets.iter().any(|(n, _, _)| n == &t.name) {
+                    continue;
                 }
+                let cfg = runs[ri].target_config_json(i);
+                let kind = cfg
+                    .as_ref()
+                    .and_then(|c| c.get("type").and_then(|v| v.as_str()).map(str::to_string))
+                    .unwrap_or_else(|| t.target_type.clone());
+                targets.push((
+                    t.name.clone(),
+                    kind,
+                    cfg.map(config_text).unwrap_or_default(),
+                ));
             }
         }
-        let workload = run.workload_json(0).map(workload_text).unwrap_or_default();
+        let workload_json = run.workload_json(0);
+        let workload = workload_json.map(workload_text).unwrap_or_default();
+        let defining = workload_json.map(defining_text).unwrap_or_default();
         let sweep = match &g.x_param {
             Some(p) => format!("; swept {p}: {}", g.x_values.join(", ")),
             None => String::new(),
         };
+        let short_targets: Vec<String> = targets
+            .iter()
+            .map(|(n, kind, _)| format!("<b>{}</b> ({})", esc(n), esc(kind)))
+            .collect();
+        let all_targets: Vec<String> = targets
+            .iter()
+            .map(|(n, _, cfg)| format!("<b>{}</b>: {}", esc(n), esc(cfg)))
+            .collect();
         let _ = writeln!(
             h,
-            "<li><b>{}</b> ({} run{}): workload <i>{}</i> ({}){} on {}</li>",
+            "<li><b>{}</b> ({} run{}): workload <i>{}</i>{}{} on {}<details><summary>all parameters</summary>workload: {}<br>{}</details></li>",
             esc(&g.step),
             g.runs.len(),
             if g.runs.len() == 1 { "" } else { "s" },
@@ -184,9 +221,15 @@ pub fn report_html(runs: &[StoredRun]) -> String {
                 .first()
                 .map(|t| t.workload.clone())
                 .unwrap_or_default()),
-            esc(&workload),
+            if defining.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", esc(&defining))
+            },
             esc(&sweep),
-            targets.join(", ")
+            short_targets.join(", "),
+            esc(&workload),
+            all_targets.join("<br>")
         );
     }
     h.push_str("</ul>\n");
