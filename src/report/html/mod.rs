@@ -83,6 +83,18 @@ pub fn workload_text(w: &serde_json::Value) -> String {
     parts.join(", ")
 }
 
+/// A warning's kind: for `run N (step): KIND: text`, `KIND`; else the whole text.
+fn warning_kind(w: &str) -> String {
+    let rest = w
+        .strip_prefix("run ")
+        .and_then(|r| r.split_once("): ").map(|(_, rest)| rest))
+        .unwrap_or(w);
+    match rest.split_once(": ") {
+        Some((kind, _)) if kind.len() <= 40 => kind.to_string(),
+        _ => rest.to_string(),
+    }
+}
+
 /// The parameters that say what a workload is, in this order, when it has them: its type,
 /// db_bench benchmark or YCSB phase, access pattern, block size, read share, queue depth.
 fn defining_text(w: &serde_json::Value) -> String {
@@ -291,8 +303,33 @@ pub fn report_html(runs: &[StoredRun]) -> String {
         .collect();
     if !warnings.is_empty() {
         h.push_str("<div class=\"warning\" id=\"warnings\"><b>Warnings: read these before the figures.</b><ul>\n");
+        // Warnings of one kind (`run N (step): KIND: ...`): the first few shown, the others
+        // one click away, so that a study of many runs does not open on a wall of them.
+        const SHOWN_PER_KIND: usize = 3;
+        let mut kinds: Vec<(String, Vec<&String>)> = Vec::new();
         for w in &warnings {
-            let _ = writeln!(h, "<li>{}</li>", esc(w));
+            let kind = warning_kind(w);
+            match kinds.iter_mut().find(|(k, _)| *k == kind) {
+                Some((_, list)) => list.push(w),
+                None => kinds.push((kind, vec![w])),
+            }
+        }
+        for (kind, list) in &kinds {
+            for w in list.iter().take(SHOWN_PER_KIND) {
+                let _ = writeln!(h, "<li>{}</li>", esc(w));
+            }
+            if list.len() > SHOWN_PER_KIND {
+                let _ = writeln!(
+                    h,
+                    "<li><details><summary>{} more {}</summary><ul>",
+                    list.len() - SHOWN_PER_KIND,
+                    esc(kind)
+                );
+                for w in &list[SHOWN_PER_KIND..] {
+                    let _ = writeln!(h, "<li>{}</li>", esc(w));
+                }
+                h.push_str("</ul></details></li>\n");
+            }
         }
         h.push_str("</ul></div>\n");
     }
@@ -424,6 +461,21 @@ fn group_warnings(runs: &[&StoredRun]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn warnings_group_by_their_kind() {
+        assert_eq!(
+            warning_kind(
+                "run 4 (readrandom): CPU-bound: the busiest worker thread was on the CPU 26%"
+            ),
+            "CPU-bound"
+        );
+        assert_eq!(
+            warning_kind("run 12 (x): CPU-bound: 3%"),
+            warning_kind("run 4 (y): CPU-bound: 90%")
+        );
+        assert_eq!(warning_kind("no run prefix"), "no run prefix");
+    }
 
     #[test]
     fn description_from_study_text() {
