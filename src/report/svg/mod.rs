@@ -263,6 +263,11 @@ fn y_axis(svg: &mut Svg, fr: Frame, top: f64, step: f64, div: f64, label: &str) 
         svg.text(fr.x - 6.0, y + 4.0, &compact(v / div), "end", 11.0, "");
         v += step;
     }
+    axis_lines(svg, fr, label);
+}
+
+/// The plot's left and bottom axis lines and the y axis label, turned upright.
+fn axis_lines(svg: &mut Svg, fr: Frame, label: &str) {
     svg.line(fr.x, fr.y, fr.x, fr.y + fr.h, "#333333", "");
     svg.line(fr.x, fr.y + fr.h, fr.x + fr.w, fr.y + fr.h, "#333333", "");
     let cy = fr.y + fr.h / 2.0;
@@ -300,17 +305,7 @@ fn log_y_axis(svg: &mut Svg, fr: Frame, bottom: f64, top: f64, div: f64, label: 
         }
         power *= 10.0;
     }
-    svg.line(fr.x, fr.y, fr.x, fr.y + fr.h, "#333333", "");
-    svg.line(fr.x, fr.y + fr.h, fr.x + fr.w, fr.y + fr.h, "#333333", "");
-    let cy = fr.y + fr.h / 2.0;
-    svg.text(
-        14.0,
-        cy,
-        &format!("{label}, log scale"),
-        "middle",
-        12.0,
-        &format!(r#" transform="rotate(-90 14 {})""#, f(cy)),
-    );
+    axis_lines(svg, fr, &format!("{label}, log scale"));
     ys
 }
 
