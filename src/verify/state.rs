@@ -71,8 +71,12 @@ pub fn save(table: &VerifyTable, path: &Path, direct: bool, to: &Path) -> Result
     Ok(())
 }
 
-/// Loads a saved table and what it says about its target.
-pub fn load(from: &Path) -> Result<(StateMeta, VerifyTable), VerifyError> {
+/// Opens a state file of either kind: checks its first line, parses the JSON line after it, and
+/// returns that with the reader positioned at the entries.
+pub(crate) fn read_head<M: serde::de::DeserializeOwned>(
+    from: &Path,
+    first_line: &str,
+) -> Result<(M, BufReader<std::fs::File>), VerifyError> {
     let bad = |why: String| VerifyError::BadState {
         path: from.to_path_buf(),
         why,
@@ -82,13 +86,23 @@ pub fn load(from: &Path) -> Result<(StateMeta, VerifyTable), VerifyError> {
     let mut line = String::new();
     r.read_line(&mut line)
         .map_err(|e| VerifyError::io(from, "reading", e))?;
-    if line.trim_end() != FIRST_LINE {
-        return Err(bad(format!("it does not start with `{FIRST_LINE}`")));
+    if line.trim_end() != first_line {
+        return Err(bad(format!("it does not start with `{first_line}`")));
     }
     line.clear();
     r.read_line(&mut line)
         .map_err(|e| VerifyError::io(from, "reading", e))?;
-    let meta: StateMeta = serde_json::from_str(&line).map_err(|e| bad(e.to_string()))?;
+    let meta = serde_json::from_str(&line).map_err(|e| bad(e.to_string()))?;
+    Ok((meta, r))
+}
+
+/// Loads a saved table and what it says about its target.
+pub fn load(from: &Path) -> Result<(StateMeta, VerifyTable), VerifyError> {
+    let bad = |why: String| VerifyError::BadState {
+        path: from.to_path_buf(),
+        why,
+    };
+    let (meta, mut r): (StateMeta, _) = read_head(from, FIRST_LINE)?;
     let proto = VerifyTable::with_base(
         &meta.target,
         meta.region,

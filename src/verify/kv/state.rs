@@ -10,7 +10,7 @@
 //! refused with the server's error).
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -117,18 +117,7 @@ pub fn load(from: &Path) -> Result<Loaded, VerifyError> {
         path: from.to_path_buf(),
         why,
     };
-    let file = std::fs::File::open(from).map_err(|e| VerifyError::io(from, "opening", e))?;
-    let mut r = BufReader::new(file);
-    let mut line = String::new();
-    r.read_line(&mut line)
-        .map_err(|e| VerifyError::io(from, "reading", e))?;
-    if line.trim_end() != FIRST_LINE {
-        return Err(bad(format!("it does not start with `{FIRST_LINE}`")));
-    }
-    line.clear();
-    r.read_line(&mut line)
-        .map_err(|e| VerifyError::io(from, "reading", e))?;
-    let meta: KvStateMeta = serde_json::from_str(&line).map_err(|e| bad(e.to_string()))?;
+    let (meta, mut r): (KvStateMeta, _) = crate::verify::state::read_head(from, FIRST_LINE)?;
     let ty = crate::targets::find_type(&meta.target_type)
         .ok_or_else(|| bad(format!("unknown target type `{}`", meta.target_type)))?;
     let table: toml::Table = serde_json::from_value(without_nulls(meta.target_options.clone()))
