@@ -69,32 +69,10 @@ cmd_install() {
 # ---------------------------------------------------------------------------------------------
 # helpers for start/stop/status
 
-# Canonical absolute DIR (created if missing). Only plain path characters: DIR ends up in a
-# SQLite URI, a PostgreSQL config and a unix socket path.
-resolve_dir() {
-  [ -n "${1:-}" ] || usage
-  mkdir -p "$1"
-  local d
-  d="$(cd "$1" && pwd -P)"
-  [[ "$d" =~ ^[A-Za-z0-9._/+-]+$ ]] || die "DIR '$d' must contain only letters, digits and . _ / + -"
-  [ "$d" != / ] || die "DIR must not be /"
-  echo "$d"
-}
-
-is_root() { [ "$(id -u)" -eq 0 ]; }
-
 # Runs a command as the user that owns the PostgreSQL cluster (postgres when we are root:
 # PostgreSQL refuses to run as root).
 as_pg() {
   if is_root; then runuser -u postgres -- "$@"; else "$@"; fi
-}
-
-# A pid that exists and is not a zombie.
-alive() {
-  local st
-  [ -n "${1:-}" ] && [ -r "/proc/$1/stat" ] || return 1
-  st="$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1)" || return 1
-  [ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
 }
 
 # Name of the executable of a pid ("" if unknown).
@@ -104,39 +82,6 @@ exe_of() { basename "$(readlink "/proc/$1/exe" 2>/dev/null)" 2>/dev/null || true
 is_server_exe() {
   case "$(exe_of "$1")" in postgres | redis-server | redis-check-rdb | ferretdb) return 0 ;; *) return 1 ;; esac
 }
-
-port_free() {
-  python3 - "$1" <<'EOF'
-import socket, sys
-s = socket.socket()
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-try:
-    s.bind(("127.0.0.1", int(sys.argv[1])))
-except OSError:
-    sys.exit(1)
-EOF
-}
-
-# pick_port NAME DEFAULT FORCED: FORCED if set (must be free), else the first free port from
-# DEFAULT on.
-pick_port() {
-  local name="$1" p="$2" forced="$3" i
-  if [ -n "$forced" ]; then
-    port_free "$forced" || die "$name: port $forced (forced by the environment) is in use"
-    echo "$forced"
-    return
-  fi
-  for ((i = 0; i < 100; i++)); do
-    if port_free $((p + i)); then
-      echo $((p + i))
-      return
-    fi
-  done
-  die "$name: no free port in $p..$((p + 99))"
-}
-
-# Pid from a pid file (first line), or "".
-pidfile_pid() { [ -r "$1" ] && head -n1 "$1" 2>/dev/null | tr -dc 0-9 || true; }
 
 # Processes of our servers (by executable) whose working directory or command line is under
 # DIR, zombies excepted. One python3 process rather than several forks per /proc entry.
@@ -160,44 +105,6 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
     if cwd == d or cwd.startswith(d + "/") or (d + "/") in cmd:
         print(pid)
 EOF
-}
-
-# term_wait NAME PID...: SIGTERM, wait up to STOP_TIMEOUT, then SIGKILL. Returns 1 if a pid
-# survives.
-term_wait() {
-  local name="$1" pid i left
-  shift
-  [ "$#" -gt 0 ] || return 0
-  kill -TERM "$@" 2>/dev/null || true
-  kill -CONT "$@" 2>/dev/null || true # a stopped process handles SIGTERM only once continued
-  for ((i = 0; i < STOP_TIMEOUT * 10; i++)); do
-    left=0
-    for pid in "$@"; do alive "$pid" && left=1; done
-    [ "$left" -eq 0 ] && return 0
-    sleep 0.1
-  done
-  log "$name: still running after ${STOP_TIMEOUT}s, sending SIGKILL to $*"
-  kill -KILL "$@" 2>/dev/null || true
-  for ((i = 0; i < 50; i++)); do
-    left=0
-    for pid in "$@"; do alive "$pid" && left=1; done
-    [ "$left" -eq 0 ] && return 0
-    sleep 0.1
-  done
-  return 1
-}
-
-# fail_server NAME LOG MESSAGE: prints the message with the end of the server's log and exits.
-fail_server() {
-  local name="$1" logfile="$2"
-  shift 2
-  echo "[servers.sh] error: $name: $* (log: $logfile)" >&2
-  if [ -s "$logfile" ]; then
-    echo "----- last lines of $logfile -----" >&2
-    tail -n 20 "$logfile" >&2
-    echo "-----" >&2
-  fi
-  exit 1
 }
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,299 @@
+#!/usr/bin/env bash
+# Installs, starts and stops the file servers that storlab's SMB and NFS tests and benchmarks
+# use: Samba 4.17 and NFS-Ganesha 4.3 (Debian packages), each with five shares (exports).
+#
+#   scripts/fileservers.sh install      install what is missing (idempotent; needs root)
+#   scripts/fileservers.sh start DIR    start both with fresh shares under DIR, wait until
+#                                       each answers, write DIR/env.sh
+#   scripts/fileservers.sh stop DIR     stop everything started under DIR (also half-started)
+#   scripts/fileservers.sh status DIR   show what runs and answers (exit 1 if not all do)
+#
+# Samba: smbd as root on 127.0.0.1 (port 54445, or the next free one; STORLAB_SMB_PORT forces
+# one), every state, lock, private, pid and cache directory under DIR/samba, a tdbsam user
+# `storlab` (mapped to root) with a random password, shares share1..share5 in DIR/samba/shareN.
+# NFS: Ganesha refuses to start without rpcbind even for TCP-only NFSv3, and rpcbind binds
+# every interface, so both run in a network namespace this script creates (named after DIR),
+# reached over a veth link from the host: exports /export1../export5 (VFS FSAL,
+# DIR/nfs/exportN), NFSv3 and NFSv4, TCP, no root squash, no grace period. Needs root.
+# The Debian default instances are neither used nor started.
+set -euo pipefail
+SCRIPTS="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=scripts/tools-lib.sh
+. "$SCRIPTS/tools-lib.sh"
+
+SHARES=5
+START_TIMEOUT=60 # seconds each server gets to answer
+SMB_USER=storlab
+
+usage() {
+  sed -n '5,9p' "$0" | sed 's/^# \{0,1\}//' >&2
+  exit 2
+}
+
+cmd_install() {
+  apt_install samba smbclient nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-dev libnfs-utils iproute2 python3
+}
+
+# The network namespace of DIR's NFS server, and its veth ends (interface names: at most 15
+# characters).
+ns_name() { echo "storlab-nfs-$(printf '%s' "$1" | md5sum | cut -c1-8)"; }
+veth_host() { echo "slnfs$(printf '%s' "$1" | md5sum | cut -c1-8)"; }
+
+# ---------------------------------------------------------------------------------------------
+# Samba
+
+start_samba() {
+  local dir="$1" port="$2" root="$1/samba" i
+  command -v smbd >/dev/null || die "Samba: smbd missing: run scripts/fileservers.sh install"
+  mkdir -p "$root"/{private,lock,state,cache,run,ncalrpc}
+  local password
+  password="$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
+  {
+    cat <<EOF
+# storlab scripts/fileservers.sh: loopback only, every directory under $root
+[global]
+  server role = standalone server
+  workgroup = STORLAB
+  smb ports = $port
+  interfaces = 127.0.0.1
+  bind interfaces only = yes
+  disable netbios = yes
+  passdb backend = tdbsam:$root/private/passdb.tdb
+  username map = $root/users.map
+  private dir = $root/private
+  lock directory = $root/lock
+  state directory = $root/state
+  cache directory = $root/cache
+  pid directory = $root/run
+  ncalrpc dir = $root/ncalrpc
+  log file = $root/smbd.log
+  max log size = 10000
+  load printers = no
+  printcap name = /dev/null
+  disable spoolss = yes
+  server min protocol = SMB2_10
+EOF
+    for ((i = 1; i <= SHARES; i++)); do
+      mkdir -p "$root/share$i"
+      printf '[share%d]\n  path = %s\n  read only = no\n' "$i" "$root/share$i"
+    done
+  } >"$root/smb.conf"
+  # The SMB user `storlab` is the Unix user root (smbd runs as root; the shares are root's).
+  echo "root = $SMB_USER" >"$root/users.map"
+  printf '%s\n%s\n' "$password" "$password" | smbpasswd -c "$root/smb.conf" -s -a root >"$root/smbpasswd.log" 2>&1 ||
+    fail_server Samba "$root/smbpasswd.log" "smbpasswd could not add the user"
+  echo "$password" >"$root/password"
+  chmod 600 "$root/password"
+  (
+    cd "$root" || exit 1
+    exec setsid smbd --foreground --no-process-group -s "$root/smb.conf"
+  ) </dev/null >"$root/smbd.out" 2>&1 &
+  echo "$port" >"$root/port"
+  for ((i = 0; i < START_TIMEOUT * 10; i++)); do
+    if smbclient -p "$port" -U "$SMB_USER%$password" //127.0.0.1/share1 -c ls >/dev/null 2>&1; then
+      echo "smb://$SMB_USER:$password@127.0.0.1:$port" >"$root/url"
+      return 0
+    fi
+    if [ "$i" -gt 20 ] && ! alive "$(pidfile_pid "$root/run/smbd.pid")"; then
+      fail_server Samba "$root/smbd.log" "exited before answering on 127.0.0.1:$port (output: $root/smbd.out)"
+    fi
+    sleep 0.1
+  done
+  fail_server Samba "$root/smbd.log" "did not answer on 127.0.0.1:$port within ${START_TIMEOUT}s"
+}
+
+# smbd's main process and the children it forked for connections: every smbd whose command
+# line names DIR's configuration.
+samba_pids() {
+  local conf="$1/samba/smb.conf" pid
+  for pid in $(pgrep -x smbd 2>/dev/null || true); do
+    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "-s $conf " && echo "$pid"
+  done
+  return 0
+}
+
+# ---------------------------------------------------------------------------------------------
+# NFS-Ganesha, with rpcbind, in its own network namespace
+
+# A free /30 in 10.213.0.0/16 on this host: prints the third octet.
+free_subnet() {
+  local x
+  for ((x = 0; x < 250; x++)); do
+    ip -4 -o addr show | grep -q " 10\.213\.$x\." || {
+      echo "$x"
+      return
+    }
+  done
+  die "NFS: no free 10.213.X.0/30 for the namespace link"
+}
+
+start_ganesha() {
+  local dir="$1" root="$1/nfs" i
+  command -v ganesha.nfsd >/dev/null || die "NFS: ganesha.nfsd missing: run scripts/fileservers.sh install"
+  is_root || die "NFS: creating the network namespace for rpcbind and Ganesha needs root"
+  local ns veth x
+  ns="$(ns_name "$dir")"
+  veth="$(veth_host "$dir")"
+  x="$(free_subnet)"
+  mkdir -p "$root/recovery"
+  echo "$ns" >"$root/netns"
+  ip netns add "$ns"
+  ip link add "$veth" type veth peer name "${veth}n"
+  ip link set "${veth}n" netns "$ns"
+  ip addr add "10.213.$x.1/30" dev "$veth"
+  ip link set "$veth" up
+  ip netns exec "$ns" ip addr add "10.213.$x.2/30" dev "${veth}n"
+  ip netns exec "$ns" ip link set "${veth}n" up
+  ip netns exec "$ns" ip link set lo up
+  local addr="10.213.$x.2"
+  {
+    cat <<EOF
+# storlab scripts/fileservers.sh: inside network namespace $ns ($addr)
+NFS_CORE_PARAM {
+  Protocols = 3, 4;
+  NFS_Port = 2049;
+  MNT_Port = 20048;
+  NLM_Port = 32803;
+  Enable_RQUOTA = false;
+  Mount_Path_Pseudo = true;
+}
+NFSV4 {
+  Graceless = true;
+  RecoveryBackend = fs;
+  RecoveryRoot = "$root/recovery";
+}
+NFS_KRB5 { Active_krb5 = false; }
+EOF
+    for ((i = 1; i <= SHARES; i++)); do
+      mkdir -p "$root/export$i"
+      cat <<EOF
+EXPORT {
+  Export_Id = $i;
+  Path = "$root/export$i";
+  Pseudo = "/export$i";
+  Access_Type = RW;
+  Squash = No_Root_Squash;
+  Protocols = 3, 4;
+  Transports = TCP;
+  SecType = sys;
+  FSAL { Name = VFS; }
+}
+EOF
+    done
+  } >"$root/ganesha.conf"
+  # rpcbind daemonizes; it is found again as a process of the namespace (stop_ganesha).
+  ip netns exec "$ns" rpcbind -w >"$root/rpcbind.out" 2>&1 ||
+    fail_server rpcbind "$root/rpcbind.out" "did not start in namespace $ns"
+  ip netns exec "$ns" ganesha.nfsd -f "$root/ganesha.conf" -L "$root/ganesha.log" \
+    -p "$root/ganesha.pid" -N NIV_EVENT >"$root/ganesha.out" 2>&1 ||
+    fail_server NFS-Ganesha "$root/ganesha.log" "ganesha.nfsd failed to start (output: $root/ganesha.out)"
+  for ((i = 0; i < START_TIMEOUT * 10; i++)); do
+    if nfs-ls "nfs://$addr/export1?version=3" >/dev/null 2>&1; then
+      echo "nfs://$addr" >"$root/url"
+      return 0
+    fi
+    if [ "$i" -gt 30 ] && ! alive "$(pidfile_pid "$root/ganesha.pid")"; then
+      fail_server NFS-Ganesha "$root/ganesha.log" "exited before answering on $addr"
+    fi
+    sleep 0.1
+  done
+  fail_server NFS-Ganesha "$root/ganesha.log" "did not answer on $addr within ${START_TIMEOUT}s"
+}
+
+# Stops Ganesha and rpcbind (every process in DIR's namespace: the namespace is this script's
+# own) and removes the namespace, which removes the veth link.
+stop_ganesha() {
+  local dir="$1" ns
+  ns="$(ns_name "$dir")"
+  ip netns list 2>/dev/null | grep -q "^$ns\b" || return 0
+  local pid pids
+  pid="$(pidfile_pid "$dir/nfs/ganesha.pid")"
+  if alive "$pid"; then term_wait NFS-Ganesha "$pid" || return 1; fi
+  # shellcheck disable=SC2046
+  pids="$(ip netns pids "$ns" 2>/dev/null | tr '\n' ' ')"
+  # shellcheck disable=SC2086
+  [ -z "$pids" ] || term_wait "namespace $ns" $pids || return 1
+  ip netns del "$ns"
+}
+
+stop_all() {
+  local dir="$1" quiet="${2:-}" rc=0 pids
+  pids="$(samba_pids "$dir" | tr '\n' ' ')"
+  if [ -n "$pids" ]; then
+    [ -n "$quiet" ] || log "Samba: stopping $pids"
+    # shellcheck disable=SC2086
+    term_wait Samba $pids || rc=1
+  fi
+  stop_ganesha "$dir" || rc=1
+  return "$rc"
+}
+
+# ---------------------------------------------------------------------------------------------
+# commands
+
+cmd_start() {
+  local dir t
+  dir="$(resolve_dir "${1:-}")"
+  t="$(now)"
+  stop_all "$dir" quiet || die "could not stop the file servers left in $dir"
+  rm -rf "$dir/samba" "$dir/nfs"
+  trap 'rc=$?; if [ "$rc" -ne 0 ]; then log "start failed: stopping what was started in '"$dir"'"; stop_all "'"$dir"'" quiet || true; fi' EXIT
+  local port
+  port="$(pick_port Samba 54445 "${STORLAB_SMB_PORT:-}")"
+  start_samba "$dir" "$port"
+  start_ganesha "$dir"
+  local smb nfs
+  smb="$(cat "$dir/samba/url")"
+  nfs="$(cat "$dir/nfs/url")"
+  cat >"$dir/env.sh" <<EOF
+# written by scripts/fileservers.sh start $dir
+export STORLAB_SMB_SERVER='$smb'
+export STORLAB_SMB_URL='$smb/share1'
+export STORLAB_SMB_SHARES_DIR='$dir/samba'
+export STORLAB_SMB_SHARE_DIR='$dir/samba/share1'
+export STORLAB_SMB_PID_FILE='$dir/samba/run/smbd.pid'
+export STORLAB_NFS_SERVER='$nfs'
+export STORLAB_NFS_URL='$nfs/export1'
+export STORLAB_NFS_EXPORTS_DIR='$dir/nfs'
+export STORLAB_NFS_EXPORT_DIR='$dir/nfs/export1'
+export STORLAB_NFS_PID_FILE='$dir/nfs/ganesha.pid'
+export STORLAB_NFS_NETNS='$(cat "$dir/nfs/netns")'
+export STORLAB_FILE_SHARES=$SHARES
+EOF
+  trap - EXIT
+  log "Samba on 127.0.0.1:$port, NFS-Ganesha on ${nfs#nfs://} (namespace $(cat "$dir/nfs/netns")), $SHARES shares each, up in $(elapsed "$t") s; source $dir/env.sh"
+}
+
+cmd_stop() {
+  local dir
+  dir="$(resolve_dir "${1:-}")"
+  stop_all "$dir" || die "some file server under $dir did not stop"
+  log "stopped the file servers under $dir"
+}
+
+cmd_status() {
+  local dir ok=0
+  dir="$(resolve_dir "${1:-}")"
+  if [ -r "$dir/samba/url" ] && [ -n "$(samba_pids "$dir")" ] &&
+    smbclient -p "$(cat "$dir/samba/port")" -U "$SMB_USER%$(cat "$dir/samba/password")" //127.0.0.1/share1 -c ls >/dev/null 2>&1; then
+    echo "Samba: answers on 127.0.0.1:$(cat "$dir/samba/port")"
+  else
+    echo "Samba: not running or not answering"
+    ok=1
+  fi
+  if [ -r "$dir/nfs/url" ] && nfs-ls "$(cat "$dir/nfs/url")/export1?version=3" >/dev/null 2>&1; then
+    echo "NFS-Ganesha: answers on $(sed 's|nfs://||' "$dir/nfs/url") (namespace $(cat "$dir/nfs/netns"))"
+  else
+    echo "NFS-Ganesha: not running or not answering"
+    ok=1
+  fi
+  return "$ok"
+}
+
+case "${1:-}" in
+install) cmd_install ;;
+start) cmd_start "${2:-}" ;;
+stop) cmd_stop "${2:-}" ;;
+status) cmd_status "${2:-}" ;;
+*) usage ;;
+esac
