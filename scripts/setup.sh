@@ -10,11 +10,12 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 # util-linux, e2fsprogs, xfsprogs and btrfs-progs (loop devices and filesystems for the tests),
 # python3 (bench), librocksdb-dev (RocksDB 7.8.3, linked by the rocksdb target; libclang-dev
 # generates its bindings), rocksdb-tools (Debian's db_bench, the peer in bench/vs-db_bench)
-# and chromium (the headless browser test of the HTML report). The FUSE test of verified writes
+# chromium (the headless browser test of the HTML report) and libnfs-dev (libnfs 4.0, linked
+# by the nfs target). The FUSE test of verified writes
 # (tests/verify_fuse.rs) needs no package: the fuser crate mounts through /dev/fuse with
 # mount(2) itself as root (no libfuse, no fusermount).
 need=(gcc g++ pkg-config fio util-linux e2fsprogs xfsprogs btrfs-progs python3
-      librocksdb-dev libclang-dev rocksdb-tools chromium)
+      librocksdb-dev libclang-dev rocksdb-tools chromium libnfs-dev)
 missing=()
 for p in "${need[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

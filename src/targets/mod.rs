@@ -22,6 +22,7 @@ registry::registry! {
     Redis => redis::RedisConfig,
     Postgres => postgres::PostgresConfig,
     Mongodb => mongodb::MongoConfig,
+    Nfs => nfs::NfsConfig,
 }
 
 pub use registry::{Target, TargetType, check_workload};

@@ -16,14 +16,37 @@ const CHUNK_BYTES: u64 = 1 << 20;
 /// Alignment of the read buffer (enough for O_DIRECT).
 const ALIGN: usize = 4096;
 
-/// Opens `path` for reading back, with O_DIRECT when the target used it.
-pub fn open(path: &Path, direct: bool) -> Result<File, VerifyError> {
+/// Where written blocks are read back from: a local file or device, or a file on a server
+/// read through the target's own client library.
+pub enum Reader {
+    File(File),
+    Nfs(crate::targets::nfs::NfsReader),
+}
+
+impl Reader {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        match self {
+            Reader::File(f) => f.read_at(buf, offset),
+            Reader::Nfs(r) => r.read_at(buf, offset),
+        }
+    }
+}
+
+/// Opens `path` for reading back, with O_DIRECT when the target used it; an `nfs://` URL
+/// through libnfs.
+pub fn open(path: &Path, direct: bool) -> Result<Reader, VerifyError> {
+    if crate::targets::nfs::is_url(path) {
+        return crate::targets::nfs::NfsReader::open(&path.to_string_lossy())
+            .map(Reader::Nfs)
+            .map_err(|e| VerifyError::io(path, "opening to verify", e));
+    }
     let mut o = OpenOptions::new();
     o.read(true);
     if direct {
         o.custom_flags(libc::O_DIRECT);
     }
     o.open(path)
+        .map(Reader::File)
         .map_err(|e| VerifyError::io(path, "opening to verify", e))
 }
 
@@ -61,7 +84,7 @@ impl Drop for Aligned {
 }
 
 /// Reads `buf.len()` bytes at `offset`, or fails.
-fn read_full(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+fn read_full(file: &Reader, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
     let mut done = 0;
     while done < buf.len() {
         match file.read_at(&mut buf[done..], offset + done as u64) {
@@ -103,7 +126,7 @@ pub fn classify(table: &VerifyTable, block: &[u8], offset: u64, acked: u64) -> (
 }
 
 /// Reads back every block of `table` with a known generation from `file`.
-pub fn run(table: &VerifyTable, file: &File) -> Result<VerifyReport, VerifyError> {
+pub fn run(table: &VerifyTable, file: &Reader) -> Result<VerifyReport, VerifyError> {
     let started = std::time::Instant::now();
     let block = table.block_bytes as u64;
     let per_chunk = (CHUNK_BYTES / block).max(1) as usize;
@@ -227,7 +250,7 @@ mod tests {
         t.make_durable(0, 110);
         write(&t, &f, 6, 101, 6);
         // 7: never written: not checked; 0: intact
-        let r = run(&t, &f).unwrap();
+        let r = run(&t, &Reader::File(f)).unwrap();
         assert_eq!(r.blocks_checked, 7);
         assert_eq!(r.intact.first_offsets, vec![0, 5 * 4096]);
         assert_eq!(r.newer_than_acknowledged, 1);
@@ -247,7 +270,7 @@ mod tests {
         t.begin_write(2);
         t.end_write(2, 110, true);
         write(&t, &f, 2, 105, 2);
-        let r = run(&t, &f).unwrap();
+        let r = run(&t, &Reader::File(f)).unwrap();
         assert_eq!(r.lost_unsynced.first_offsets, vec![2 * 4096]);
         assert_eq!(r.lost_durable.blocks, 0);
     }

@@ -41,7 +41,11 @@ pub fn save(table: &VerifyTable, path: &Path, direct: bool, to: &Path) -> Result
     let meta = StateMeta {
         target: table.target.clone(),
         target_id: table.target_id,
-        path: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
+        path: if crate::targets::nfs::is_url(path) {
+            path.to_path_buf()
+        } else {
+            std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+        },
         direct,
         region: table.region,
         block_bytes: table.block_bytes,
