@@ -7,6 +7,10 @@
 #                                       each answers, write DIR/env.sh
 #   scripts/fileservers.sh stop DIR     stop everything started under DIR (also half-started)
 #   scripts/fileservers.sh status DIR   show what runs and answers (exit 1 if not all do)
+#   scripts/fileservers.sh failover DIR NFS node failover: SIGKILL Ganesha and rpcbind on the
+#                                       serving node (its namespace), serve the same exports at
+#                                       the same address from the other (a new namespace)
+#   scripts/fileservers.sh restart-nfs DIR  start Ganesha (and rpcbind) again on its node
 #
 # Samba: smbd as root on 127.0.0.1 (port 54445, or the next free one; STORLAB_SMB_PORT forces
 # one), every state, lock, private, pid and cache directory under DIR/samba, a tdbsam user
@@ -26,7 +30,7 @@ START_TIMEOUT=60 # seconds each server gets to answer
 SMB_USER=storlab
 
 usage() {
-  sed -n '5,9p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '5,13p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -127,16 +131,10 @@ free_subnet() {
   die "NFS: no free 10.213.X.0/30 for the namespace link"
 }
 
-start_ganesha() {
-  local dir="$1" root="$1/nfs" i
-  command -v ganesha.nfsd >/dev/null || die "NFS: ganesha.nfsd missing: run scripts/fileservers.sh install"
-  is_root || die "NFS: creating the network namespace for rpcbind and Ganesha needs root"
-  local ns veth x
-  ns="$(ns_name "$dir")"
-  veth="$(veth_host "$dir")"
-  x="$(free_subnet)"
-  mkdir -p "$root/recovery"
-  echo "$ns" >"$root/netns"
+# make_node NS VETH X: a namespace reached from the host over a veth link, the host at
+# 10.213.X.1, the namespace at 10.213.X.2.
+make_node() {
+  local ns="$1" veth="$2" x="$3"
   ip netns add "$ns"
   ip link add "$veth" type veth peer name "${veth}n"
   ip link set "${veth}n" netns "$ns"
@@ -145,6 +143,48 @@ start_ganesha() {
   ip netns exec "$ns" ip addr add "10.213.$x.2/30" dev "${veth}n"
   ip netns exec "$ns" ip link set "${veth}n" up
   ip netns exec "$ns" ip link set lo up
+}
+
+# run_ganesha NS ROOT: rpcbind and Ganesha in namespace NS, serving ROOT/ganesha.conf, both in
+# a mount namespace of their own with a private /run: rpcbind locks /run/rpcbind.lock and
+# Ganesha registers through /run/rpcbind.sock, so two nodes (two DIRs) never meet there.
+run_ganesha() {
+  local ns="$1" root="$2"
+  # Both daemonize; they are found again as the processes of the namespace (stop_node).
+  ip netns exec "$ns" unshare --mount --propagation private sh -c '
+    mount -t tmpfs -o mode=755 storlab-run /run && mkdir -p /run/rpcbind || exit 1
+    rpcbind -w || { echo "rpcbind did not start"; exit 1; }
+    exec ganesha.nfsd -f "$1/ganesha.conf" -L "$1/ganesha.log" -p "$1/ganesha.pid" -N NIV_EVENT
+  ' sh "$root" >"$root/ganesha.out" 2>&1 ||
+    fail_server NFS-Ganesha "$root/ganesha.log" "rpcbind or ganesha.nfsd failed to start in namespace $ns (output: $root/ganesha.out)"
+}
+
+# wait_nfs ROOT ADDR: until the first export answers.
+wait_nfs() {
+  local root="$1" addr="$2" i
+  for ((i = 0; i < START_TIMEOUT * 10; i++)); do
+    if nfs-ls "nfs://$addr/export1?version=3" >/dev/null 2>&1; then
+      return 0
+    fi
+    if [ "$i" -gt 30 ] && ! alive "$(pidfile_pid "$root/ganesha.pid")"; then
+      fail_server NFS-Ganesha "$root/ganesha.log" "exited before answering on $addr"
+    fi
+    sleep 0.1
+  done
+  fail_server NFS-Ganesha "$root/ganesha.log" "did not answer on $addr within ${START_TIMEOUT}s"
+}
+
+start_ganesha() {
+  local dir="$1" root="$1/nfs" i
+  command -v ganesha.nfsd >/dev/null || die "NFS: ganesha.nfsd missing: run scripts/fileservers.sh install"
+  is_root || die "NFS: creating the network namespace for rpcbind and Ganesha needs root"
+  local ns x
+  ns="$(ns_name "$dir")"
+  x="$(free_subnet)"
+  mkdir -p "$root/recovery"
+  echo "$ns" >"$root/netns"
+  echo "$x" >"$root/subnet"
+  make_node "$ns" "$(veth_host "$dir")" "$x"
   local addr="10.213.$x.2"
   {
     cat <<EOF
@@ -181,39 +221,28 @@ EXPORT {
 EOF
     done
   } >"$root/ganesha.conf"
-  # rpcbind daemonizes; it is found again as a process of the namespace (stop_ganesha).
-  ip netns exec "$ns" rpcbind -w >"$root/rpcbind.out" 2>&1 ||
-    fail_server rpcbind "$root/rpcbind.out" "did not start in namespace $ns"
-  ip netns exec "$ns" ganesha.nfsd -f "$root/ganesha.conf" -L "$root/ganesha.log" \
-    -p "$root/ganesha.pid" -N NIV_EVENT >"$root/ganesha.out" 2>&1 ||
-    fail_server NFS-Ganesha "$root/ganesha.log" "ganesha.nfsd failed to start (output: $root/ganesha.out)"
-  for ((i = 0; i < START_TIMEOUT * 10; i++)); do
-    if nfs-ls "nfs://$addr/export1?version=3" >/dev/null 2>&1; then
-      echo "nfs://$addr" >"$root/url"
-      return 0
-    fi
-    if [ "$i" -gt 30 ] && ! alive "$(pidfile_pid "$root/ganesha.pid")"; then
-      fail_server NFS-Ganesha "$root/ganesha.log" "exited before answering on $addr"
-    fi
-    sleep 0.1
-  done
-  fail_server NFS-Ganesha "$root/ganesha.log" "did not answer on $addr within ${START_TIMEOUT}s"
+  run_ganesha "$ns" "$root"
+  wait_nfs "$root" "$addr"
+  echo "nfs://$addr" >"$root/url"
 }
 
-# Stops Ganesha and rpcbind (every process in DIR's namespace: the namespace is this script's
-# own) and removes the namespace, which removes the veth link.
-stop_ganesha() {
-  local dir="$1" ns
-  ns="$(ns_name "$dir")"
-  ip netns list 2>/dev/null | grep -q "^$ns\b" || return 0
-  local pid pids
-  pid="$(pidfile_pid "$dir/nfs/ganesha.pid")"
-  if alive "$pid"; then term_wait NFS-Ganesha "$pid" || return 1; fi
-  # shellcheck disable=SC2046
+# stop_node NS: stops every process in namespace NS (the namespace is this script's own:
+# rpcbind and Ganesha) and removes it, which removes its veth link.
+stop_node() {
+  local ns="$1" pids
+  ip netns list 2>/dev/null | grep -Eq "^$ns( |$)" || return 0
   pids="$(ip netns pids "$ns" 2>/dev/null | tr '\n' ' ')"
   # shellcheck disable=SC2086
   [ -z "$pids" ] || term_wait "namespace $ns" $pids || return 1
   ip netns del "$ns"
+}
+
+# Stops Ganesha and rpcbind on node A and, after a failover, node B.
+stop_ganesha() {
+  local dir="$1" ns
+  ns="$(ns_name "$dir")"
+  stop_node "$ns" || return 1
+  stop_node "${ns}-b"
 }
 
 stop_all() {
@@ -259,6 +288,8 @@ export STORLAB_NFS_EXPORT_DIR='$dir/nfs/export1'
 export STORLAB_NFS_PID_FILE='$dir/nfs/ganesha.pid'
 export STORLAB_NFS_NETNS='$(cat "$dir/nfs/netns")'
 export STORLAB_FILE_SHARES=$SHARES
+export STORLAB_FILESERVERS_DIR='$dir'
+export STORLAB_FILESERVERS_SCRIPT='$SCRIPTS/fileservers.sh'
 EOF
   trap - EXIT
   log "Samba on 127.0.0.1:$port, NFS-Ganesha on ${nfs#nfs://} (namespace $(cat "$dir/nfs/netns")), $SHARES shares each, up in $(elapsed "$t") s; source $dir/env.sh"
@@ -290,10 +321,67 @@ cmd_status() {
   return "$ok"
 }
 
+# The failover of the RAID brief's node: the serving node's Ganesha and rpcbind die at once
+# (SIGKILL, as a node losing power), its namespace and link go; the other node (B after A, A
+# after B), a new namespace at the same address, serves the same exports (the same storage)
+# once it answers. Prints the seconds from
+# the kill to node B answering.
+cmd_failover() {
+  local dir t
+  dir="$(resolve_dir "${1:-}")"
+  local root="$dir/nfs" ns x pids
+  [ -r "$root/subnet" ] || die "no NFS server was started under $dir"
+  ns="$(cat "$root/netns")"
+  x="$(cat "$root/subnet")"
+  # The other node: B after A, A after B.
+  local ns_b veth_b
+  if [ "$ns" = "$(ns_name "$dir")" ]; then
+    ns_b="${ns}-b"
+    veth_b="slnfb$(printf '%s' "$dir" | md5sum | cut -c1-8)"
+  else
+    ns_b="$(ns_name "$dir")"
+    veth_b="$(veth_host "$dir")"
+  fi
+  t="$(now)"
+  pids="$(ip netns pids "$ns" 2>/dev/null | tr '\n' ' ')"
+  # shellcheck disable=SC2086
+  [ -z "$pids" ] || kill -KILL $pids
+  ip netns del "$ns"
+  local i
+  for ((i = 0; i < 50; i++)); do
+    ip -4 -o addr show | grep -q " 10\.213\.$x\.1/" || break
+    sleep 0.1
+  done
+  make_node "$ns_b" "$veth_b" "$x"
+  echo "$ns_b" >"$root/netns"
+  run_ganesha "$ns_b" "$root"
+  wait_nfs "$root" "10.213.$x.2"
+  log "NFS failed over from $ns to $ns_b (10.213.$x.2) in $(elapsed "$t") s"
+  elapsed "$t"
+  echo
+}
+
+# Starts the NFS node's rpcbind and Ganesha again (after an event killed Ganesha): whatever is
+# left in the node's namespace is stopped first.
+cmd_restart_nfs() {
+  local dir
+  dir="$(resolve_dir "${1:-}")"
+  local root="$dir/nfs" ns pids
+  [ -r "$root/netns" ] || die "no NFS server was started under $dir"
+  ns="$(cat "$root/netns")"
+  pids="$(ip netns pids "$ns" 2>/dev/null | tr '\n' ' ')"
+  # shellcheck disable=SC2086
+  [ -z "$pids" ] || term_wait "namespace $ns" $pids || die "could not stop what was left in $ns"
+  run_ganesha "$ns" "$root"
+  wait_nfs "$root" "$(sed 's|nfs://||' "$root/url")"
+}
+
 case "${1:-}" in
 install) cmd_install ;;
 start) cmd_start "${2:-}" ;;
 stop) cmd_stop "${2:-}" ;;
 status) cmd_status "${2:-}" ;;
+failover) cmd_failover "${2:-}" ;;
+restart-nfs) cmd_restart_nfs "${2:-}" ;;
 *) usage ;;
 esac

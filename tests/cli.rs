@@ -313,6 +313,22 @@ fn every_example_study_runs_in_quick_mode() {
             eprintln!("skipped {}: redis-server is not installed", p.display());
             continue;
         }
+        // An example on the test file servers (scripts/fileservers.sh) needs them started.
+        let uses_file_servers = std::fs::read_to_string(&p)
+            .unwrap()
+            .contains("${STORLAB_NFS_SERVER}");
+        if uses_file_servers && std::env::var_os("STORLAB_FILESERVERS_DIR").is_none() {
+            assert!(
+                std::env::var_os("STORLAB_REQUIRE_SERVERS").is_none(),
+                "{}: the file servers are not started (STORLAB_FILESERVERS_DIR) and STORLAB_REQUIRE_SERVERS is set",
+                p.display()
+            );
+            eprintln!(
+                "skipped {}: scripts/fileservers.sh start DIR; . DIR/env.sh",
+                p.display()
+            );
+            continue;
+        }
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()

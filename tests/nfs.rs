@@ -201,3 +201,115 @@ ops = 10
         );
     }
 }
+
+fn fileservers_script() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/fileservers.sh")
+}
+
+/// File servers of this test alone (the shared ones stay up for the other tests), stopped
+/// when dropped.
+struct OwnServers {
+    dir: tempfile::TempDir,
+    env: std::collections::HashMap<String, String>,
+}
+
+impl OwnServers {
+    fn start() -> OwnServers {
+        let dir = tempfile::tempdir().unwrap();
+        let script =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/fileservers.sh");
+        let o = std::process::Command::new(&script)
+            .arg("start")
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{:?}", text(&o));
+        let env = std::fs::read_to_string(dir.path().join("env.sh"))
+            .unwrap()
+            .lines()
+            .filter_map(|l| l.strip_prefix("export "))
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.trim_matches('\'').to_string()))
+            .collect();
+        OwnServers { dir, env }
+    }
+}
+
+impl Drop for OwnServers {
+    fn drop(&mut self) {
+        let script =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/fileservers.sh");
+        let _ = std::process::Command::new(script)
+            .arg("stop")
+            .arg(self.dir.path())
+            .output();
+    }
+}
+
+#[test]
+fn a_server_killed_mid_run_shows_as_an_outage_and_the_run_goes_on_after_its_restart() {
+    // Servers installed (the shared ones run) and root (a network namespace of our own).
+    if nfs().is_none() || !common::root_or_skip("starts its own NFS-Ganesha in a network namespace")
+    {
+        return;
+    }
+    let own = OwnServers::start();
+    let (server, pid_file) = (
+        &own.env["STORLAB_NFS_SERVER"],
+        &own.env["STORLAB_NFS_PID_FILE"],
+    );
+    let script = fileservers_script();
+    let lab = Lab::new();
+    let s = lab.write(
+        "kill.toml",
+        &format!(
+            r#"
+name = "nfs-kill"
+[targets.share]
+type = "nfs"
+url = "{server}/export1/iobw.tst"
+size = "8MiB"
+[workloads.w]
+read-share = 0.5
+block-size = "4KiB"
+queue-depth = 4
+[[steps]]
+workload = "w"
+targets = ["share"]
+warmup = "1s"
+duration = "6s"
+[[steps.events]]
+name = "kill-server"
+at = "1500ms"
+action = "kill"
+signal = "KILL"
+pid-file = "{pid_file}"
+[[steps.events]]
+name = "restart-server"
+at = "3s"
+action = "exec"
+command = ["{script}", "restart-nfs", "{dir}"]
+"#,
+            script = script.display(),
+            dir = own.dir.path().display(),
+        ),
+    );
+    let o = lab.run(&["run", s.to_str().unwrap()]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}{err}");
+    let sum = summary(&lab);
+    assert_eq!(sum["status"], "complete", "{sum:#}");
+    assert_eq!(sum["end-reason"], "duration", "{sum:#}");
+    let kill = &sum["recovery"][0];
+    assert_eq!(kill["event"], "kill-server", "{kill:#}");
+    // The server was gone: the timeline shows an outage (the worker does not sit out the
+    // outage inside one long interval), then operations succeed again.
+    assert!(kill["outage-seconds"].as_f64().unwrap() > 0.0, "{kill:#}");
+    assert!(
+        kill["time-to-first-success-seconds"].is_number(),
+        "{kill:#}"
+    );
+    let phases = sum["phases"].as_array().unwrap();
+    assert_eq!(phases.len(), 3, "{phases:#?}");
+    assert!(phases[2]["ops"].as_u64().unwrap() > 0, "{phases:#?}");
+}

@@ -198,7 +198,7 @@ impl Target for NfsConfig {
             ("nfs.max-write-bytes", write_max.to_string()),
             ("nfs.test-file", shared.test_file.clone()),
         ];
-        let session = NfsSession::new(m, p, self.timeout_ms(), used);
+        let session = NfsSession::new(m, &self.url, p, self.timeout_ms(), used);
         Ok(user.run(session))
     }
 

@@ -160,7 +160,10 @@ pub trait Session {
     fn submit(&mut self, slot: u32, op: Op) -> Result<Submitted, OpError>;
 
     /// Hands queued operations to the system and appends completions to `out`, waiting
-    /// until at least `min` have completed (0: do not wait).
+    /// until at least `min` have completed (0: do not wait). A session whose operations wait
+    /// on a network may return fewer after a bounded wait (a poll slice): the worker then
+    /// closes its timeline intervals and checks its stop before it calls again, so a server
+    /// that stops answering shows as an outage on the timeline.
     fn complete(&mut self, min: u32, out: &mut Completions) -> Result<(), OpError>;
 
     /// What the session actually uses, where it can differ from what was asked (registered

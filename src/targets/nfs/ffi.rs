@@ -382,6 +382,14 @@ impl Mounted {
     }
 }
 
+impl Mounted {
+    /// Destroys the context without closing the file on the server (its connection is
+    /// broken): every call still queued fails, its callback runs, before this returns.
+    pub fn abandon(mut self) {
+        self.fh = std::ptr::null_mut();
+    }
+}
+
 impl Drop for Mounted {
     fn drop(&mut self) {
         // SAFETY: the handle and context are ours; destroying the context fails every call

@@ -23,6 +23,19 @@ use crate::verify::stamper::Prepared as Stamped;
 /// How long one poll waits before libnfs checks its RPC timeouts again.
 const POLL_SLICE_MS: c_int = 100;
 
+/// Errors of a call that say the connection, not the file, failed (libnfs fails a timed-out
+/// or cancelled call with EINTR): the session then opens a new connection.
+const CONNECTION_ERRNOS: &[i32] = &[
+    libc::EINTR,
+    libc::ETIMEDOUT,
+    libc::ECONNRESET,
+    libc::ECONNREFUSED,
+    libc::EPIPE,
+    libc::ENOTCONN,
+    libc::EHOSTUNREACH,
+    libc::ENETUNREACH,
+];
+
 /// The callbacks' side: finished (slot, result) pairs, in completion order. Written only by
 /// [`on_done`], which runs inside `nfs_service` on the session's own thread.
 struct DoneQueue {
@@ -70,10 +83,20 @@ pub struct NfsSession {
     /// Finished operations not yet handed to the worker (capacity: one per slot).
     held: Vec<Completion>,
     generation: u64,
-    /// Poll slices `complete` waits without any completion before it fails the session.
-    stall_slices: u32,
+    /// How long `complete` waits without any completion before it fails the session.
+    stall: std::time::Duration,
+    /// Since when `complete` has seen nothing finish with calls in flight.
+    stalled_since: Option<std::time::Instant>,
     /// Times `nfs_service` reported a failed connection.
     connection_failures: u64,
+    /// Per slot: a call is in flight on the current connection.
+    busy: Box<[bool]>,
+    /// A call failed as a broken connection does: reconnect at the next `complete`.
+    suspect: bool,
+    /// New connections the session opened after one broke.
+    reconnects: u64,
+    url: String,
+    timeout_ms: u32,
     stamp: bool,
     verify: Option<Stamper>,
     used: Vec<(&'static str, String)>,
@@ -99,6 +122,7 @@ impl NfsSession {
     /// timeout.
     pub fn new(
         mounted: Mounted,
+        url: &str,
         p: &SessionParams,
         timeout_ms: u32,
         used: Vec<(&'static str, String)>,
@@ -136,8 +160,14 @@ impl NfsSession {
             in_flight: 0,
             held: Vec::with_capacity(slots),
             generation: 0,
-            stall_slices: (timeout_ms / POLL_SLICE_MS as u32).saturating_mul(2).max(600),
+            stall: std::time::Duration::from_millis((timeout_ms as u64 * 2).max(60_000)),
+            stalled_since: None,
             connection_failures: 0,
+            busy: vec![false; slots].into_boxed_slice(),
+            suspect: false,
+            reconnects: 0,
+            url: url.to_string(),
+            timeout_ms,
             stamp: p.random_data,
             verify: p.verify.as_ref().map(|v| Stamper::new(v, slots)),
             used,
@@ -173,6 +203,12 @@ impl NfsSession {
             } else {
                 Ok(want)
             };
+            if let Err(e) = result
+                && CONNECTION_ERRNOS.contains(&e.code)
+            {
+                self.suspect = true;
+            }
+            self.busy[slot as usize] = false;
             if let Some(v) = &mut self.verify {
                 v.completed(slot, result.is_ok());
             }
@@ -219,6 +255,32 @@ impl NfsSession {
             v.completed(slot, false);
         }
         OpError::errno(if rc < 0 { -rc } else { libc::EIO })
+    }
+
+    /// Opens a new connection (mount and open again) and drops the old one: its calls still
+    /// in flight fail (counted as errors; the worker issues new ones). When the server does
+    /// not answer yet, the old connection stays and the next `complete` tries again.
+    #[cold]
+    fn reconnect(&mut self) {
+        let Ok((fresh, _)) = Mounted::open(&self.url, false, self.timeout_ms) else {
+            std::thread::sleep(std::time::Duration::from_millis(POLL_SLICE_MS as u64));
+            self.suspect = true;
+            return;
+        };
+        std::mem::replace(&mut self.mounted, fresh).abandon();
+        self.reconnects += 1;
+        // Calls whose callbacks ran as the old context went, then those it never reported.
+        self.settle_done();
+        self.suspect = false;
+        // SAFETY: no callback runs outside `service`; the old context is gone.
+        let items = unsafe { &mut *self.done.items.get() };
+        for slot in 0..self.busy.len() as u32 {
+            if self.busy[slot as usize] && items.len() < items.capacity() {
+                items.push((slot, -libc::ECONNRESET));
+            }
+        }
+        self.settle_done();
+        self.suspect = false;
     }
 
     /// Reaps until the verified write in flight to block `index` has completed, keeping what
@@ -291,6 +353,7 @@ impl Session for NfsSession {
         if rc != 0 {
             return Err(self.not_queued(slot, rc));
         }
+        self.busy[slot as usize] = true;
         self.in_flight += 1;
         Ok(Submitted::Queued)
     }
@@ -301,17 +364,36 @@ impl Session for NfsSession {
         self.poll_once(0)?;
         self.settle_done();
         let min = min.min(self.in_flight + self.held.len() as u32);
-        let mut idle_slices = 0u32;
+        // Wait one poll slice at a time; after a slice with nothing new, return what there
+        // is (maybe nothing), so that the worker closes its timeline intervals on time and a
+        // stalled server shows as an outage rather than one long interval.
         while (self.held.len() as u32) < min {
             self.poll_once(POLL_SLICE_MS)?;
             let before = self.held.len();
             self.settle_done();
-            idle_slices = if self.held.len() > before { 0 } else { idle_slices + 1 };
-            if idle_slices > self.stall_slices {
-                // libnfs neither answered nor timed the calls out: give up on the session
-                // rather than hang the run.
-                return Err(OpError::errno(libc::ETIMEDOUT));
+            if self.held.len() == before {
+                break;
             }
+        }
+        // A broken connection: libnfs 4.0 does not always recover one (after a server's
+        // node went away, calls can stay queued on a dead context, failing one timeout after
+        // another), so the session opens a new one, as a kernel client would.
+        let dead = self.in_flight > 0 && self.mounted.poll_fd().0 < 0;
+        if self.suspect || dead {
+            self.suspect = false;
+            self.reconnect();
+        }
+        // A watchdog, not a measurement: when nothing completes for `stall` (libnfs neither
+        // answered nor timed the calls out), the session fails rather than hang the run.
+        if !self.held.is_empty() || self.in_flight == 0 {
+            self.stalled_since = None;
+        } else if self
+            .stalled_since
+            .get_or_insert_with(std::time::Instant::now)
+            .elapsed()
+            > self.stall
+        {
+            return Err(OpError::errno(libc::ETIMEDOUT));
         }
         for c in self.held.drain(..) {
             out.push(c);
@@ -321,6 +403,9 @@ impl Session for NfsSession {
 
     fn used(&self) -> Vec<(&'static str, String)> {
         let mut used = self.used.clone();
+        if self.reconnects > 0 {
+            used.push(("nfs.reconnects", self.reconnects.to_string()));
+        }
         if self.connection_failures > 0 {
             used.push((
                 "nfs.connection-failures",
