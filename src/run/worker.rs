@@ -5,6 +5,10 @@
 //! start times (a constant gap per worker); an operation that starts late, because all slots
 //! were busy or the worker was stalled, carries its lateness in the latency from intended start.
 //!
+//! An IOmeter burst's delay (see [`crate::workload::access_spec`]) holds the operation that
+//! begins the burst until the delay has passed: meanwhile nothing is issued and what is in
+//! flight completes and is recorded, as IOmeter's workers do.
+//!
 //! The loop reads the clock once per batch of completions, not per operation, and touches no
 //! shared state per operation: stop flags are polled every few milliseconds, and figures go to
 //! the recorder, whose intervals rotate on time boundaries.
@@ -418,6 +422,9 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
     let mut next_intended = start_ns as f64;
     let mut measured_ops = 0u64;
     let mut published_ops = 0u64;
+    // An operation held back by its burst's delay, and until when.
+    let mut held: Option<crate::targets::Op> = None;
+    let mut hold_until = 0u64;
 
     'run: loop {
         if now >= next_boundary {
@@ -464,6 +471,9 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
                     t.end_reason = EndReason::Ops;
                     break;
                 }
+                if now < hold_until {
+                    break;
+                }
                 let intended = match gap_ns {
                     Some(gap) => {
                         if next_intended > now as f64 {
@@ -475,11 +485,23 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
                     }
                     None => now,
                 };
-                let Some(op) = t.source.next_op() else {
-                    // The source is done (a YCSB load thread's share of the records).
-                    t.issuing = false;
-                    t.end_reason = EndReason::Ops;
-                    break;
+                let op = match held.take() {
+                    Some(op) => op,
+                    None => {
+                        let Some(op) = t.source.next_op() else {
+                            // The source is done (a YCSB load thread's share of the records).
+                            t.issuing = false;
+                            t.end_reason = EndReason::Ops;
+                            break;
+                        };
+                        let delay_ns = t.source.take_delay_ns();
+                        if delay_ns > 0 {
+                            held = Some(op);
+                            hold_until = now.saturating_add(delay_ns);
+                            break;
+                        }
+                        op
+                    }
                 };
                 let kind = op.kind();
                 if f.outstanding > 0 && !cfg.overlap.queues(kind) {
@@ -533,8 +555,14 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
             if !t.issuing {
                 break;
             }
-            if gap_ns.is_some() {
-                let mut until = (next_intended as u64).min(next_boundary).min(next_poll);
+            let holding = t.issuing && now < hold_until;
+            if gap_ns.is_some() || holding {
+                let next_start = if holding {
+                    hold_until
+                } else {
+                    next_intended as u64
+                };
+                let mut until = next_start.min(next_boundary).min(next_poll);
                 if let Some(end) = measure_end {
                     until = until.min(end);
                 }
@@ -544,8 +572,10 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
             continue;
         }
 
-        // Open loop with a free slot and the next start not yet due: do not block.
-        let waiting_to_issue = t.issuing && gap_ns.is_some() && !f.free.is_empty();
+        // Open loop, or a burst's delay, with a free slot and the next start not yet due: do
+        // not block.
+        let holding = now < hold_until;
+        let waiting_to_issue = t.issuing && (gap_ns.is_some() || holding) && !f.free.is_empty();
         let min = if waiting_to_issue { 0 } else { 1 };
         let before = f.outstanding;
         match reap(&mut s, &mut f, &mut t, &clock, min) {
@@ -553,7 +583,12 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
             Err(()) => break,
         }
         if before == f.outstanding && waiting_to_issue {
-            let mut until = (next_intended as u64).min(next_boundary).min(next_poll);
+            let next_start = if holding {
+                hold_until
+            } else {
+                next_intended as u64
+            };
+            let mut until = next_start.min(next_boundary).min(next_poll);
             if let Some(end) = measure_end {
                 until = until.min(end);
             }
@@ -682,6 +717,99 @@ mod tests {
             }
         }
         reads
+    }
+
+    /// Queues every operation and completes all queued ones at each `complete`; notes how
+    /// many were in flight when each was submitted.
+    struct Instant_ {
+        queued: Vec<u32>,
+        in_flight_at_submit: std::rc::Rc<std::cell::RefCell<Vec<usize>>>,
+    }
+
+    impl Session for Instant_ {
+        fn submit(&mut self, slot: u32, _op: Op) -> Result<Submitted, OpError> {
+            self.in_flight_at_submit
+                .borrow_mut()
+                .push(self.queued.len());
+            self.queued.push(slot);
+            Ok(Submitted::Queued)
+        }
+
+        fn complete(&mut self, _min: u32, out: &mut Completions) -> Result<(), OpError> {
+            for slot in self.queued.drain(..) {
+                out.push(Completion {
+                    slot,
+                    result: Ok(0),
+                    found: true,
+                });
+            }
+            Ok(())
+        }
+    }
+
+    /// Runs an IOmeter access spec of bursts of 2 at queue depth 4 for 24 operations; how
+    /// many were in flight at each submission.
+    fn in_flight_with_burst_delay(delay: &str) -> Vec<usize> {
+        let workload = Workload::from_table(
+            toml::from_str(&format!(
+                "queue-depth = 4\n[[access-spec]]\nblock-size = 4096\nburst-ios = 2\nburst-delay = \"{delay}\""
+            ))
+            .expect("workload"),
+        )
+        .expect("workload");
+        let kinds = workload.kinds();
+        let (tx, _rx) = sync_channel::<Box<Interval>>(64);
+        let (spare_tx, spare_rx) = sync_channel(64);
+        for _ in 0..4 {
+            spare_tx
+                .send(Interval::new(0, 0, &kinds, false))
+                .expect("spare");
+        }
+        let recorder = Recorder::new(Interval::new(0, 0, &kinds, false), tx, spare_rx);
+        let control = Control::new(std::sync::Arc::new(AtomicBool::new(false)));
+        let gate = StartGate::new(0);
+        let region = crate::targets::Region {
+            offset_bytes: 0,
+            size_bytes: 1 << 20,
+        };
+        let w = Worker {
+            config: WorkerConfig {
+                worker: 0,
+                queue_depth: 4,
+                overlap: Overlap::Concurrent { max_queue_depth: 4 },
+                interval_ns: 1_000_000_000,
+                warmup_ns: 0,
+                duration_ns: None,
+                max_ops: Some(24),
+                rate_ops: None,
+                stop_on_error: false,
+            },
+            clock: Clock::new(),
+            control: &control,
+            gate: &gate,
+            source: workload.source(region, 0, 1),
+            recorder,
+        };
+        let in_flight = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        let session = Instant_ {
+            queued: Vec::new(),
+            in_flight_at_submit: in_flight.clone(),
+        };
+        let outcome = run_loop(session, w, 0);
+        assert_eq!(outcome.measured_ops, 24);
+        in_flight.take()
+    }
+
+    /// An IOmeter burst's delay holds the next burst while what is in flight completes: with
+    /// bursts of 2 and a delay, at most 1 other operation is in flight at a submission; without
+    /// the delay the queue depth of 4 fills.
+    #[test]
+    fn a_burst_delay_holds_issuing_while_completions_drain() {
+        let held = in_flight_with_burst_delay("1ms");
+        assert_eq!(held.len(), 24);
+        assert!(held.iter().all(|&n| n <= 1), "{held:?}");
+        let free = in_flight_with_burst_delay("0ms");
+        assert!(free.iter().any(|&n| n >= 3), "{free:?}");
     }
 
     /// Issue "every number honest" 1.1: operations that run one after another are timed
