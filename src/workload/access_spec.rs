@@ -132,7 +132,8 @@ pub fn validate(lines: &[AccessSpecLine]) -> Result<(), OptionError> {
         return Err(err(
             "access-spec",
             format!(
-                "the lines' spec-share must add up to 1.0; they add up to {sum} ({})",
+                "the lines' spec-share must add up to 1.0; they add up to {} ({})",
+                (sum * 1e9).round() / 1e9,
                 shares.join(" + ")
             ),
         ));
