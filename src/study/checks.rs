@@ -71,18 +71,6 @@ pub(super) fn region_problem(
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_nul_byte_is_no_path() {
-        assert!(path_problem(Path::new("data/x.dat")).is_none());
-        let bad = path_problem(Path::new("data/x\0.dat")).unwrap();
-        assert!(bad.contains("NUL"), "{bad}");
-    }
-}
-
 impl super::Source<'_> {
     /// The line of `key` in workload `name` (its table at `span`): `access-spec[N].KEY` is
     /// found in the N-th `[[workloads.NAME.access-spec]]` table, `access-spec` at the first;
@@ -126,5 +114,17 @@ impl super::Source<'_> {
             pos += line.len();
         }
         self.locate_in(span, "access-spec")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_nul_byte_is_no_path() {
+        assert!(path_problem(Path::new("data/x.dat")).is_none());
+        let bad = path_problem(Path::new("data/x\0.dat")).unwrap();
+        assert!(bad.contains("NUL"), "{bad}");
     }
 }

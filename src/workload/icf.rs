@@ -197,10 +197,10 @@ pub fn parse(text: &str) -> Result<Icf, IcfError> {
         } else if starts_ci(l, "'Assigned access specs") {
             i += 1;
             while let Some(s) = lines.get(i).filter(|s| !is_comment(s)) {
-                if let Some(w) = icf.workers.last_mut() {
-                    if !s.trim().is_empty() {
-                        w.specs.push(s.trim().to_string());
-                    }
+                if let Some(w) = icf.workers.last_mut()
+                    && !s.trim().is_empty()
+                {
+                    w.specs.push(s.trim().to_string());
                 }
                 i += 1;
             }
