@@ -131,7 +131,7 @@ pub fn run_plan(plan: &Plan, opts: &RunOptions) -> Result<StudyOutcome, RunError
         .runs
         .iter()
         .any(|r| r.targets.iter().any(|t| t.workload.as_block().is_some()));
-    if block_runs {
+    if block_runs && !summaries.is_empty() {
         let path = study_folder.join(crate::report::iometer::FILE);
         let runs = crate::results::stored::read_study_folder(&study_folder)
             .map_err(|e| std::io::Error::other(e.to_string()));
