@@ -150,6 +150,28 @@ fn null_target_loop_allocates_nothing_per_operation() {
     );
 }
 
+/// IOmeter's model: lines chosen per burst, bursts held by their delay.
+#[test]
+fn iometer_access_spec_on_the_null_target_allocates_nothing_per_operation() {
+    let t = TargetConfig::Null(NullConfig {
+        size: Bytes(1 << 30),
+        stall_after_ops: None,
+        stall: None,
+        stall_worker: None,
+    });
+    let w = workload(
+        "queue-depth = 16\n[[access-spec]]\nspec-share = 0.7\nblock-size = 8192\nread-share = 0.67\n\
+         [[access-spec]]\nspec-share = 0.3\nblock-size = 65536\nrandom-share = 0.0\nburst-ios = 64\nburst-delay = \"10us\"\n",
+    );
+    let prepared = t.prepare(&Default::default()).unwrap();
+    let short = loop_allocations(&t, &w, &prepared, 100_000);
+    let long = loop_allocations(&t, &w, &prepared, 1_000_000);
+    assert_eq!(
+        short, long,
+        "allocations grew with operations: {short} for 100k ops, {long} for 1M ops"
+    );
+}
+
 #[test]
 fn file_target_loop_allocates_nothing_per_operation() {
     let dir = tempfile::tempdir().unwrap();

@@ -548,3 +548,93 @@ fn event_with_a_bad_signal() {
         "unknown signal `NOPE`",
     );
 }
+
+/// A study with IOmeter's access specification in workload `oltp` (`lines` appended).
+fn with_spec(lines: &str) -> String {
+    format!(
+        "name = \"t\"\n\n[targets.disk]\ntype = \"null\"\n\n[workloads.oltp]\nqueue-depth = 12\n{lines}\n[[steps]]\nworkload = \"oltp\"\ntargets = [\"disk\"]\nduration = \"1s\"\n"
+    )
+}
+
+const LINE_A: &str =
+    "[[workloads.oltp.access-spec]]\nspec-share = 0.6\nblock-size = \"64KiB\"\nread-share = 0.67\n";
+const LINE_B: &str = "[[workloads.oltp.access-spec]]\nspec-share = 0.4\nblock-size = \"8KiB\"\nread-share = 1.0\nrandom-share = 0.0\n";
+
+#[test]
+fn access_spec_shares_must_add_up_to_one() {
+    let text = with_spec(&format!("{LINE_A}{}", LINE_B.replace("0.4", "0.3")));
+    check(
+        &text,
+        8,
+        "workloads.oltp.access-spec",
+        "must add up to 1.0; they add up to 0.9 (0.6 + 0.3)",
+    );
+}
+
+#[test]
+fn access_spec_line_key_points_at_its_line() {
+    let text = with_spec(&format!(
+        "{LINE_A}{}",
+        LINE_B.replace("read-share = 1.0", "read-share = 67")
+    ));
+    check(
+        &text,
+        15,
+        "workloads.oltp.access-spec[2].read-share",
+        "fraction from 0.0 to 1.0",
+    );
+}
+
+#[test]
+fn access_spec_replaces_the_workloads_own_block_size() {
+    let text = with_spec(&format!("block-size = \"4KiB\"\n{LINE_A}"))
+        .replace("spec-share = 0.6", "spec-share = 1.0");
+    check(
+        &text,
+        8,
+        "workloads.oltp.block-size",
+        "give block-size in each of its lines",
+    );
+}
+
+#[test]
+fn client_is_a_string() {
+    check(
+        &GOOD.replace("type = \"null\"", "type = \"null\"\nclient = 3"),
+        5,
+        "targets.disk.client",
+        "`client` is a non-empty string",
+    );
+}
+
+/// Cycling outstanding I/Os (IOmeter's 1 to 32, doubling) is a sweep of `queue-depth`: one
+/// run per value, each with the whole access specification; `client` goes into the plan.
+#[test]
+fn cycling_outstanding_ios_is_a_queue_depth_sweep() {
+    let text = with_spec(&format!("{LINE_A}{LINE_B}"))
+        .replace("type = \"null\"", "type = \"null\"\nclient = \"client-1\"")
+        .replace(
+            "duration = \"1s\"",
+            "duration = \"1s\"\nsweep.queue-depth = [1, 2, 4, 8, 16, 32]",
+        );
+    let plan = study::parse("good.toml", &text).unwrap();
+    let depths: Vec<u32> = plan
+        .runs
+        .iter()
+        .map(|r| r.targets[0].workload.queue_depth())
+        .collect();
+    assert_eq!(depths, vec![1, 2, 4, 8, 16, 32]);
+    for r in &plan.runs {
+        let t = &r.targets[0];
+        assert_eq!(t.client, "client-1");
+        let w = t.workload.as_block().unwrap();
+        assert_eq!(w.access_spec.len(), 2);
+        // Sessions' buffers hold the largest transfer.
+        assert_eq!(t.workload.block_bytes(), 64 << 10);
+    }
+    let default_client = study::parse("good.toml", GOOD).unwrap();
+    assert_eq!(
+        default_client.runs[0].targets[0].client,
+        study::local_host_name()
+    );
+}

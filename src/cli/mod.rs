@@ -21,7 +21,7 @@ use reports::{
     COMPARE_ABOUT, CompareArgs, REPORT_ABOUT, ReportArgs, compare_command, report_command, results,
     write_brief_html,
 };
-use tools::{brief, dbbench, ycsb};
+use tools::{brief, dbbench, iometer_icf, ycsb};
 
 const ABOUT: &str = "storlab: storage and database benchmarking from study files.
 
@@ -122,6 +122,15 @@ enum Command {
     /// refused by name with where it was set. storlab's own options (--results, --json)
     /// go before `load` or `run`.
     Ycsb(YcsbArgs),
+    /// Print the access specifications of an IOmeter configuration file (.icf) as study
+    /// workloads: one [workloads.NAME] per specification with its access-spec lines (IOmeter's
+    /// model), and the queue depth of the first worker it is assigned to.
+    ///
+    /// Example: storlab iometer-icf fileserver.icf >> study.toml
+    IometerIcf {
+        /// The IOmeter configuration file.
+        icf: PathBuf,
+    },
     /// Verify a target from a saved table of acknowledged generations (a workload's
     /// `verify-state`), e.g. after storlab or the machine died: every block read back and
     /// classified (intact, lost-durable, lost-unsynced, torn, misplaced, foreign,
@@ -335,6 +344,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
         Command::Brief(args) => brief(args),
         Command::Dbbench(args) => dbbench(args),
         Command::Ycsb(args) => ycsb(args),
+        Command::IometerIcf { icf } => iometer_icf(&icf),
         Command::Results { command, store } => results(command, &store.results),
         Command::Report(args) => report_command(args),
         Command::Compare(args) => compare_command(args),

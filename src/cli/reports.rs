@@ -89,6 +89,8 @@ pub(super) enum ReportFormat {
     Md,
     /// One row per run, target and operation kind, unrounded values.
     Csv,
+    /// IOmeter's result file (iometer.csv): per run ALL, MANAGER (client) and DISK rows.
+    Iometer,
 }
 
 #[derive(Args)]
@@ -96,8 +98,9 @@ pub(super) struct ReportArgs {
     /// Run folders, study folders or run ids.
     #[arg(required = true, value_name = "RESULT")]
     results_to_report: Vec<String>,
-    /// Output file (default: report.html/.md/.csv in the study folder when one study folder is
-    /// given, else storlab-report.<ext> in the current folder; `-` for stdout).
+    /// Output file (default: report.html/.md/.csv, or iometer.csv, in the study folder when
+    /// one study folder is given, else storlab-report.<ext> or iometer.csv in the current
+    /// folder; `-` for stdout).
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "html")]
@@ -145,6 +148,7 @@ pub(super) fn report_command(args: ReportArgs) -> Result<i32> {
         ReportFormat::Html => (report::html::report_html(&runs), "html"),
         ReportFormat::Md => (report::markdown::report_markdown(&runs), "md"),
         ReportFormat::Csv => (report::csv::report_csv(&runs), "csv"),
+        ReportFormat::Iometer => (report::iometer::iometer_csv(&runs), "csv"),
     };
     let single_study = match args.results_to_report.as_slice() {
         [one] if Path::new(one).is_dir() && !Path::new(one).join("summary.json").exists() => {
@@ -153,7 +157,9 @@ pub(super) fn report_command(args: ReportArgs) -> Result<i32> {
         _ => None,
     };
     let out = args.output.clone().unwrap_or_else(|| match &single_study {
+        Some(d) if args.format == ReportFormat::Iometer => d.join(report::iometer::FILE),
         Some(d) => d.join(format!("report.{ext}")),
+        None if args.format == ReportFormat::Iometer => PathBuf::from(report::iometer::FILE),
         None => PathBuf::from(format!("storlab-report.{ext}")),
     });
     if out == Path::new("-") {

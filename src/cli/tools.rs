@@ -1,5 +1,6 @@
 //! The ready-made commands: `storlab brief` (characterize the storage under a folder),
-//! `storlab dbbench` and `storlab ycsb` (one run in the peer tool's own terms).
+//! `storlab dbbench` and `storlab ycsb` (one run in the peer tool's own terms), and
+//! `storlab iometer-icf` (an IOmeter configuration's access specifications as workloads).
 
 use super::*;
 
@@ -157,6 +158,23 @@ pub(super) fn ycsb(args: YcsbArgs) -> Result<i32> {
     }
     eprintln!("results: {}", outcome.folder.display());
     Ok(code)
+}
+
+pub(super) fn iometer_icf(path: &Path) -> Result<i32> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let toml = crate::workload::icf::parse(&text)
+        .and_then(|icf| crate::workload::icf::to_toml(&icf, &path.display().to_string()));
+    match toml {
+        Ok(t) => {
+            print!("{t}");
+            Ok(0)
+        }
+        Err(e) => {
+            eprintln!("storlab iometer-icf: {}: {e}", path.display());
+            Ok(EXIT_INVALID)
+        }
+    }
 }
 
 /// The brief's closing summary: one line per run.

@@ -1,5 +1,5 @@
 //! Reports: tables for the terminal and Markdown, the self-contained HTML brief with inline SVG
-//! charts, CSV, PNG charts for slides, and comparisons of stored results shown. Everything here
+//! charts, CSV, IOmeter's result file, PNG charts for slides, and comparisons of stored results shown. Everything here
 //! is made from stored run folders and the results store only (never from live state), read and
 //! compared by [`crate::results`], so any stored run can be shown again without re-running it.
 
@@ -8,6 +8,7 @@ pub mod csv;
 pub mod dbbench;
 pub mod events;
 pub mod html;
+pub mod iometer;
 pub mod markdown;
 pub mod model;
 pub mod png;

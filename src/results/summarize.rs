@@ -186,6 +186,7 @@ pub fn summarize(plan: &Plan, run: &RunPlan, m: &Measured<'_>) -> RunSummary {
             .collect();
         let mut r = target_result(&t.name, &kinds, &present, secs);
         r.target_type = t.config.type_name().to_string();
+        r.client = t.client.clone();
         r.workload = t.workload_name.clone();
         r.workload_type = t.workload.result_type().to_string();
         r.threads = t.workload.threads();

@@ -150,6 +150,10 @@ pub struct KindResult {
 pub struct TargetResult {
     pub name: String,
     pub target_type: String,
+    /// The client host whose connections the target used (the plan's `client`; empty for
+    /// the total and in results stored before clients existed).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub client: String,
     pub workload: String,
     /// The workload's type: `block`, `db-bench`, `ycsb-load` or `ycsb-run`.
     #[serde(default)]

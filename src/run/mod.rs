@@ -126,6 +126,18 @@ pub fn run_plan(plan: &Plan, opts: &RunOptions) -> Result<StudyOutcome, RunError
         crate::results::write_json_file(&path, &table)
             .map_err(|source| RunError::Results { path, source })?;
     }
+    // IOmeter's result file, from the stored runs (a study of block workloads).
+    let block_runs = plan
+        .runs
+        .iter()
+        .any(|r| r.targets.iter().any(|t| t.workload.as_block().is_some()));
+    if block_runs && !summaries.is_empty() {
+        let path = study_folder.join(crate::report::iometer::FILE);
+        let runs = crate::results::stored::read_study_folder(&study_folder)
+            .map_err(|e| std::io::Error::other(e.to_string()));
+        runs.and_then(|runs| std::fs::write(&path, crate::report::iometer::iometer_csv(&runs)))
+            .map_err(|source| RunError::Results { path, source })?;
+    }
     let comparison =
         crate::results::comparison::compare_in_folder(&plan.study, &study_folder, &summaries);
     if !comparison.steps.is_empty() {

@@ -5,6 +5,10 @@
 //! start times (a constant gap per worker); an operation that starts late, because all slots
 //! were busy or the worker was stalled, carries its lateness in the latency from intended start.
 //!
+//! An IOmeter burst's delay (see [`crate::workload::access_spec`]) holds the operation that
+//! begins the burst until the delay has passed: meanwhile nothing is issued and what is in
+//! flight completes and is recorded, as IOmeter's workers do.
+//!
 //! The loop reads the clock once per batch of completions, not per operation, and touches no
 //! shared state per operation: stop flags are polled every few milliseconds, and figures go to
 //! the recorder, whose intervals rotate on time boundaries.
@@ -418,6 +422,9 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
     let mut next_intended = start_ns as f64;
     let mut measured_ops = 0u64;
     let mut published_ops = 0u64;
+    // An operation held back by its burst's delay, and until when.
+    let mut held: Option<crate::targets::Op> = None;
+    let mut hold_until = 0u64;
 
     'run: loop {
         if now >= next_boundary {
@@ -464,6 +471,9 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
                     t.end_reason = EndReason::Ops;
                     break;
                 }
+                if now < hold_until {
+                    break;
+                }
                 let intended = match gap_ns {
                     Some(gap) => {
                         if next_intended > now as f64 {
@@ -475,11 +485,23 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
                     }
                     None => now,
                 };
-                let Some(op) = t.source.next_op() else {
-                    // The source is done (a YCSB load thread's share of the records).
-                    t.issuing = false;
-                    t.end_reason = EndReason::Ops;
-                    break;
+                let op = match held.take() {
+                    Some(op) => op,
+                    None => {
+                        let Some(op) = t.source.next_op() else {
+                            // The source is done (a YCSB load thread's share of the records).
+                            t.issuing = false;
+                            t.end_reason = EndReason::Ops;
+                            break;
+                        };
+                        let delay_ns = t.source.take_delay_ns();
+                        if delay_ns > 0 {
+                            held = Some(op);
+                            hold_until = now.saturating_add(delay_ns);
+                            break;
+                        }
+                        op
+                    }
                 };
                 let kind = op.kind();
                 if f.outstanding > 0 && !cfg.overlap.queues(kind) {
@@ -533,8 +555,14 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
             if !t.issuing {
                 break;
             }
-            if gap_ns.is_some() {
-                let mut until = (next_intended as u64).min(next_boundary).min(next_poll);
+            let holding = t.issuing && now < hold_until;
+            if gap_ns.is_some() || holding {
+                let next_start = if holding {
+                    hold_until
+                } else {
+                    next_intended as u64
+                };
+                let mut until = next_start.min(next_boundary).min(next_poll);
                 if let Some(end) = measure_end {
                     until = until.min(end);
                 }
@@ -544,8 +572,10 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
             continue;
         }
 
-        // Open loop with a free slot and the next start not yet due: do not block.
-        let waiting_to_issue = t.issuing && gap_ns.is_some() && !f.free.is_empty();
+        // Open loop, or a burst's delay, with a free slot and the next start not yet due: do
+        // not block.
+        let holding = now < hold_until;
+        let waiting_to_issue = t.issuing && (gap_ns.is_some() || holding) && !f.free.is_empty();
         let min = if waiting_to_issue { 0 } else { 1 };
         let before = f.outstanding;
         match reap(&mut s, &mut f, &mut t, &clock, min) {
@@ -553,7 +583,12 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
             Err(()) => break,
         }
         if before == f.outstanding && waiting_to_issue {
-            let mut until = (next_intended as u64).min(next_boundary).min(next_poll);
+            let next_start = if holding {
+                hold_until
+            } else {
+                next_intended as u64
+            };
+            let mut until = next_start.min(next_boundary).min(next_poll);
             if let Some(end) = measure_end {
                 until = until.min(end);
             }
@@ -585,6 +620,9 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
         used: s.used(),
     }
 }
+
+#[cfg(test)]
+mod burst_tests;
 
 #[cfg(test)]
 mod tests {

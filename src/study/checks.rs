@@ -1,6 +1,7 @@
 //! Checks of a study against what its runs will meet, made at `check` time rather than when a
-//! run starts: a path no file can have (a NUL byte in it), and a target region too small to
-//! hold one block of the workload.
+//! run starts: a path no file can have (a NUL byte in it) and a target region too small to
+//! hold one block of the workload; and where an access-spec line's key is written, for
+//! errors that name it.
 
 use std::path::Path;
 
@@ -67,6 +68,52 @@ pub(super) fn region_problem(
             }
         },
         _ => None,
+    }
+}
+
+impl super::Source<'_> {
+    /// The line of `key` in workload `name` (its table at `span`): `access-spec[N].KEY` is
+    /// found in the N-th `[[workloads.NAME.access-spec]]` table, `access-spec` at the first;
+    /// an inline `access-spec = [...]` and every other key in the workload's own table.
+    pub(super) fn locate_workload_key(
+        &self,
+        span: &std::ops::Range<usize>,
+        name: &str,
+        key: &str,
+    ) -> Option<std::ops::Range<usize>> {
+        let (n, tail) = match key.strip_prefix("access-spec") {
+            Some("") => (1, ""),
+            Some(rest) => match rest
+                .strip_prefix('[')
+                .and_then(|r| r.split_once(']'))
+                .and_then(|(n, t)| Some((n.parse::<usize>().ok()?, t)))
+            {
+                Some((n, tail)) => (n, tail.trim_start_matches('.')),
+                None => return self.locate_in(span, key),
+            },
+            None => return self.locate_in(span, key),
+        };
+        let header = format!("workloads.{name}.access-spec");
+        let mut seen = 0;
+        let mut pos = 0;
+        for line in self.text.split_inclusive('\n') {
+            let t = line.trim();
+            if let Some(inner) = t.strip_prefix("[[") {
+                let inner = inner
+                    .split("]]")
+                    .next()
+                    .unwrap_or("")
+                    .replace([' ', '"'], "");
+                if inner == header {
+                    seen += 1;
+                    if seen == n {
+                        return self.locate_in(&(pos..pos + line.len()), tail);
+                    }
+                }
+            }
+            pos += line.len();
+        }
+        self.locate_in(span, "access-spec")
     }
 }
 

@@ -258,7 +258,8 @@ pub fn parse_with(file: &str, text: &str, limits: Limits) -> Result<Plan, StudyE
     let mut errors = Vec::new();
 
     // Targets, in file order.
-    let mut targets: BTreeMap<String, (TargetConfig, std::ops::Range<usize>)> = BTreeMap::new();
+    let mut targets: BTreeMap<String, (TargetConfig, String, std::ops::Range<usize>)> =
+        BTreeMap::new();
     let mut target_list: Vec<(&String, &Spanned<toml::Table>)> = raw.targets.iter().collect();
     target_list.sort_by_key(|(_, t)| t.span().start);
     for (name, table) in target_list {
@@ -285,6 +286,19 @@ pub fn parse_with(file: &str, text: &str, limits: Limits) -> Result<Plan, StudyE
         if env_error {
             continue;
         }
+        // `client`: the client host (IOmeter's manager) whose connections the target uses.
+        let client = match t.remove("client") {
+            None => local_host_name(),
+            Some(toml::Value::String(c)) if !c.trim().is_empty() => c,
+            Some(_) => {
+                errors.push(src.error(
+                    src.locate_in(&span, "client"),
+                    format!("targets.{name}.client"),
+                    "`client` is a non-empty string naming the client host (IOmeter's manager)",
+                ));
+                continue;
+            }
+        };
         let type_name = match t.remove("type") {
             Some(toml::Value::String(s)) => s,
             Some(_) => {
@@ -331,7 +345,7 @@ pub fn parse_with(file: &str, text: &str, limits: Limits) -> Result<Plan, StudyE
                     }
                 }
                 if !bad_path {
-                    targets.insert(name.clone(), (c, span));
+                    targets.insert(name.clone(), (c, client, span));
                 }
             }
             Err(OptionError { key, message }) => {
@@ -371,7 +385,7 @@ pub fn parse_with(file: &str, text: &str, limits: Limits) -> Result<Plan, StudyE
             }
             Err(OptionError { key, message }) => {
                 errors.push(src.error(
-                    src.locate_in(&span, &key),
+                    src.locate_workload_key(&span, name, &key),
                     format!("workloads.{name}.{key}"),
                     message,
                 ));
@@ -453,9 +467,10 @@ pub fn parse_with(file: &str, text: &str, limits: Limits) -> Result<Plan, StudyE
         }
         for t in s.targets.get_ref() {
             match targets.get(t.get_ref()) {
-                Some((config, span)) => step_targets.push(sweep::StepTarget {
+                Some((config, client, span)) => step_targets.push(sweep::StepTarget {
                     name: t.get_ref().clone(),
                     config: config.clone(),
+                    client: client.clone(),
                     span: span.clone(),
                 }),
                 None if raw.targets.contains_key(t.get_ref()) => {}
@@ -708,6 +723,18 @@ pub const QUICK_WAIT_SECONDS: u64 = 6;
 
 /// Keys of a db-bench workload in quick mode.
 pub const QUICK_KEYS: u64 = 10_000;
+
+/// This machine's host name: the `client` of a target that names none.
+pub fn local_host_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most buf.len() bytes into buf.
+    let ok = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } == 0;
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    match std::str::from_utf8(&buf[..end]) {
+        Ok(name) if ok && !name.is_empty() => name.to_string(),
+        _ => "localhost".to_string(),
+    }
+}
 
 /// Replaces `${NAME}` and `${NAME:-default}` with environment variables.
 pub fn expand_env(text: &str) -> Result<String, String> {

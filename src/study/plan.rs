@@ -55,6 +55,9 @@ pub struct RunPlan {
 pub struct RunTarget {
     pub name: String,
     pub config: TargetConfig,
+    /// The client host whose connections the target uses (IOmeter's manager): the target's
+    /// `client`, by default this machine's host name.
+    pub client: String,
     pub workload_name: String,
     pub workload: Workload,
     /// This run's seed ([`Workload::run_seed`]): thread i draws from

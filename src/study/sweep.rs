@@ -24,6 +24,8 @@ pub const MAX_RUNS: u64 = 10_000;
 pub(super) struct StepTarget {
     pub name: String,
     pub config: TargetConfig,
+    /// The client host whose connections the target uses (`client`).
+    pub client: String,
     /// The target's table in the study text.
     pub span: Range<usize>,
 }
@@ -187,7 +189,7 @@ pub(super) fn expand(
                         src.error(Some(span), format!("{}.sweep.{key}", step.key), message)
                     }
                     None => src.error(
-                        src.locate_in(&step.workload_span, &key),
+                        src.locate_workload_key(&step.workload_span, &step.workload_name, &key),
                         format!("workloads.{}.{key}", step.workload_name),
                         message,
                     ),
@@ -251,6 +253,7 @@ pub(super) fn expand(
                         .map(|t| RunTarget {
                             name: t.name.clone(),
                             config: t.config.clone(),
+                            client: t.client.clone(),
                             workload_name: step.workload_name.clone(),
                             workload: workload.clone(),
                             seed,

@@ -191,13 +191,22 @@ impl Target for FileConfig {
 
     fn check_workload(&self, w: &Workload) -> Option<(&'static str, String)> {
         let b = w.as_block()?;
-        if self.direct && (b.block_size.0 % 512 != 0 || b.alignment_bytes() % 512 != 0) {
+        // Every transfer: the workload's, or each line of its access specification.
+        let odd = b
+            .spec_lines()
+            .into_iter()
+            .find(|l| l.block_size.0 % 512 != 0 || l.alignment_bytes() % 512 != 0);
+        if let Some(l) = odd.filter(|_| self.direct) {
             return Some((
-                "block-size",
+                if b.access_spec.is_empty() {
+                    "block-size"
+                } else {
+                    "access-spec"
+                },
                 format!(
                     "with direct = true, block-size and alignment must be multiples of 512 bytes (got {} and {})",
-                    b.block_size.0,
-                    b.alignment_bytes()
+                    l.block_size.0,
+                    l.alignment_bytes()
                 ),
             ));
         }

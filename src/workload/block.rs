@@ -1,11 +1,15 @@
 //! Block workloads: random or sequential offsets aligned inside the target's region, with a
 //! read share, an fsync every N writes and verified writes ([`BlockWorkload`]), and the
 //! per-worker generator that turns them into [`Op`]s without allocating ([`BlockSource`]).
+//! A workload that gives IOmeter's `random-share`, or a list of IOmeter access-specification
+//! lines (`access-spec`), is generated with IOmeter's semantics instead
+//! ([`super::access_spec`]).
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
+use super::access_spec::{self, AccessSpecLine, AccessSpecSource};
 use super::{DEFAULT_SEED, thread_seed};
 use crate::record::OpKind;
 use crate::targets::{Op, OptionError, Region};
@@ -36,11 +40,22 @@ pub enum WriteData {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct BlockWorkload {
+    /// With `random-share` or an `access-spec`: `sequential` when no I/O is random, else
+    /// `random` (derived).
     #[serde(default)]
     pub access: Access,
-    /// Fraction of operations that are reads, 0.0 to 1.0.
+    /// Fraction of operations that are reads, 0.0 to 1.0. With an `access-spec`: its lines'
+    /// read shares weighted by their spec shares (derived).
     #[serde(default = "default_read_share")]
     pub read_share: f64,
+    /// IOmeter's "% random" as a fraction: each operation is random with this probability,
+    /// else sequential from where this worker's previous one ended (IOmeter's model, see
+    /// [`super::access_spec`]). Not given: `access` decides, with storlab's own model. With
+    /// an `access-spec`: its lines' random shares weighted by their spec shares (derived).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub random_share: Option<f64>,
+    /// The transfer size. With an `access-spec`: its largest line's (derived), the size of
+    /// the sessions' buffers.
     #[serde(default = "default_block")]
     pub block_size: Bytes,
     /// Offsets are multiples of this (default: the block size).
@@ -72,11 +87,26 @@ pub struct BlockWorkload {
     /// `storlab verify PATH` (fio's `verify_state_save`). With several targets in one run,
     /// each target's goes to `PATH.TARGET`.
     pub verify_state: Option<std::path::PathBuf>,
+    /// IOmeter's access specification: lines chosen per burst by their share, each with its
+    /// transfer size, read and random shares, alignment, burst length and delay (see
+    /// [`super::access_spec`]). Replaces `block-size`, `read-share`, `random-share`,
+    /// `access` and `alignment`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub access_spec: Vec<AccessSpecLine>,
     /// Base seed of the offset generators (default: the study's `seed`); each run and thread
     /// draws from a seed derived from it ([`Workload::run_seed`], [`thread_seed`]).
     #[serde(default = "default_seed")]
     pub seed: u64,
 }
+
+/// Keys an `access-spec` gives per line instead.
+const REPLACED_BY_ACCESS_SPEC: &[&str] = &[
+    "block-size",
+    "read-share",
+    "random-share",
+    "access",
+    "alignment",
+];
 
 fn default_read_share() -> f64 {
     1.0
@@ -101,9 +131,82 @@ pub(super) fn err(key: &str, message: impl Into<String>) -> OptionError {
 impl BlockWorkload {
     /// Builds a workload from its table, with sweep values already applied.
     pub fn from_table(table: toml::Table) -> Result<BlockWorkload, OptionError> {
-        let w: BlockWorkload = table.try_into().map_err(crate::targets::option_error)?;
+        let spec = table.contains_key("access-spec");
+        for key in REPLACED_BY_ACCESS_SPEC {
+            if spec && table.contains_key(*key) {
+                return Err(err(
+                    key,
+                    format!("with an access-spec, give {key} in each of its lines, not here"),
+                ));
+            }
+        }
+        if table.contains_key("random-share") && table.contains_key("access") {
+            return Err(err(
+                "random-share",
+                "give either access (storlab's model) or random-share (IOmeter's), not both",
+            ));
+        }
+        let mut w: BlockWorkload = table.try_into().map_err(crate::targets::option_error)?;
+        if !w.access_spec.is_empty() {
+            access_spec::validate(&w.access_spec)?;
+            let weighted = |f: fn(&AccessSpecLine) -> f64| -> f64 {
+                w.access_spec
+                    .iter()
+                    .map(|l| l.spec_share * f(l))
+                    .sum::<f64>()
+            };
+            let (read, random) = (weighted(|l| l.read_share), weighted(|l| l.random_share));
+            w.read_share = read.clamp(0.0, 1.0);
+            w.random_share = Some(random.clamp(0.0, 1.0));
+            w.block_size = Bytes(
+                w.access_spec
+                    .iter()
+                    .map(|l| l.block_size.0)
+                    .max()
+                    .unwrap_or(0),
+            );
+        }
+        if let Some(r) = w.random_share {
+            if !(0.0..=1.0).contains(&r) {
+                return Err(err(
+                    "random-share",
+                    "random-share is a fraction from 0.0 (all sequential) to 1.0 (all random)",
+                ));
+            }
+            w.access = if r > 0.0 {
+                Access::Random
+            } else {
+                Access::Sequential
+            };
+        }
         w.validate()?;
         Ok(w)
+    }
+
+    /// Operations come from IOmeter's model ([`super::access_spec`]): the workload gives
+    /// `random-share` or an `access-spec`.
+    pub fn iometer_model(&self) -> bool {
+        self.random_share.is_some() || !self.access_spec.is_empty()
+    }
+
+    /// The access specification the operations come from: the workload's lines, or one line
+    /// made of its own keys.
+    pub fn spec_lines(&self) -> Vec<AccessSpecLine> {
+        if !self.access_spec.is_empty() {
+            return self.access_spec.clone();
+        }
+        vec![AccessSpecLine {
+            spec_share: 1.0,
+            block_size: self.block_size,
+            read_share: self.read_share,
+            random_share: self.random_share.unwrap_or(match self.access {
+                Access::Random => 1.0,
+                Access::Sequential => 0.0,
+            }),
+            alignment: Some(Bytes(self.alignment_bytes())),
+            burst_ios: 1,
+            burst_delay: access_spec::no_delay(),
+        }]
     }
 
     fn validate(&self) -> Result<(), OptionError> {
@@ -120,7 +223,9 @@ impl BlockWorkload {
             ));
         }
         let align = self.alignment_bytes();
-        if align == 0 || align > self.block_size.0 && self.access == Access::Sequential {
+        // IOmeter's model rounds a sequential offset up to the alignment: any alignment works.
+        let sequential_slices = self.access == Access::Sequential && !self.iometer_model();
+        if align == 0 || align > self.block_size.0 && sequential_slices {
             return Err(err(
                 "alignment",
                 "alignment must be above 0 (and at most the block size for sequential access)",
@@ -150,6 +255,19 @@ impl BlockWorkload {
                     ));
                 }
             }
+        }
+        let delays = self.access_spec.iter().any(|l| !l.burst_delay.0.is_zero());
+        if delays && (self.rate_ops.is_some() || self.rate_per_thread_ops.is_some()) {
+            return Err(err(
+                "access-spec",
+                "burst-delay paces a closed loop, as in IOmeter: remove rate-ops or the delays",
+            ));
+        }
+        if self.verify && self.iometer_model() {
+            return Err(err(
+                "verify",
+                "verify needs storlab's own access model: remove random-share and access-spec",
+            ));
         }
         if self.verify && self.read_share >= 1.0 {
             return Err(err(
@@ -186,13 +304,17 @@ impl BlockWorkload {
     }
 
     pub fn writes(&self) -> bool {
-        self.read_share < 1.0
+        self.read_share < 1.0 || self.access_spec.iter().any(|l| l.read_share < 1.0)
+    }
+
+    fn reads(&self) -> bool {
+        self.read_share > 0.0 || self.access_spec.iter().any(|l| l.read_share > 0.0)
     }
 
     /// The operation kinds this workload issues.
     pub fn kinds(&self) -> Vec<OpKind> {
         let mut k = Vec::new();
-        if self.read_share > 0.0 {
+        if self.reads() {
             k.push(OpKind::Read);
         }
         if self.writes() {
@@ -204,7 +326,19 @@ impl BlockWorkload {
         k
     }
 
-    /// The operation source of thread `thread` of a run seeded `run_seed`.
+    /// The IOmeter-model source of thread `thread` of a run seeded `run_seed` (see
+    /// [`BlockWorkload::iometer_model`]).
+    pub fn spec_source(&self, region: Region, thread: u32, run_seed: u64) -> AccessSpecSource {
+        AccessSpecSource::new(
+            &self.spec_lines(),
+            region,
+            thread_seed(run_seed, thread),
+            self.fsync_every,
+        )
+    }
+
+    /// The operation source of thread `thread` of a run seeded `run_seed` (storlab's own
+    /// model).
     pub fn source(&self, region: Region, thread: u32, run_seed: u64) -> BlockSource {
         let block = self.block_size.0;
         let align = self.alignment_bytes();

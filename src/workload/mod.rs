@@ -2,14 +2,17 @@
 //! file (and its sweeps); a source built from them per worker turns them into [`Op`]s without
 //! allocating. Block workloads ([`block`]) issue random or sequential offsets aligned inside
 //! the target's region, with a read share and an fsync every N writes; key-value workloads
-//! with db_bench's semantics are in [`kv`].
+//! with db_bench's semantics are in [`kv`]; IOmeter's access specifications, which block
+//! workloads may give, in [`access_spec`] (and IOmeter's `.icf` files in [`icf`]).
 //!
 //! Random streams: a run's seed is derived from the workload's `seed` (the study's by default),
 //! the run's place in the study and what the workload does ([`Workload::run_seed`]); each
 //! thread's from the run's seed and its index ([`thread_seed`]). So a read never replays the
 //! key or offset sequence of the fill before it, and the same study draws the same streams.
 
+pub mod access_spec;
 pub mod block;
+pub mod icf;
 pub mod kv;
 
 pub mod ycsb;
@@ -79,6 +82,8 @@ pub const TYPES: &[&str] = &["block", "db-bench", "ycsb"];
 /// A worker's operation source, picked once per worker.
 pub enum Source {
     Block(BlockSource),
+    /// A block workload in IOmeter's model.
+    AccessSpec(access_spec::AccessSpecSource),
     Kv(kv::KvSource),
     Ycsb(ycsb::workload::YcsbSource),
 }
@@ -89,6 +94,7 @@ impl Source {
     pub fn next_op(&mut self) -> Option<Op> {
         match self {
             Source::Block(s) => Some(s.next_op()),
+            Source::AccessSpec(s) => Some(s.next_op()),
             Source::Kv(s) => Some(s.next_op()),
             Source::Ycsb(s) => s.next_op(),
         }
@@ -100,7 +106,17 @@ impl Source {
     pub fn acknowledge_insert(&mut self, keynum: u64) -> Result<(), crate::record::OpError> {
         match self {
             Source::Ycsb(s) => s.acknowledge_insert(keynum),
-            Source::Block(_) | Source::Kv(_) => Ok(()),
+            Source::Block(_) | Source::AccessSpec(_) | Source::Kv(_) => Ok(()),
+        }
+    }
+
+    /// How long the worker issues nothing before the operation `next_op` just returned, ns
+    /// (an IOmeter burst's delay); 0 for most. Taking it clears it.
+    #[inline]
+    pub fn take_delay_ns(&mut self) -> u64 {
+        match self {
+            Source::AccessSpec(s) => s.take_delay_ns(),
+            _ => 0,
         }
     }
 }
@@ -187,7 +203,8 @@ impl Workload {
         }
     }
 
-    /// Bytes per block operation (0 for key-value workloads).
+    /// Bytes per block operation, the largest of an access specification's (0 for key-value
+    /// workloads): the size of the sessions' buffers.
     pub fn block_bytes(&self) -> u64 {
         match self {
             Workload::Block(w) => w.block_size.0,
@@ -264,6 +281,16 @@ impl Workload {
                     what.push(' ');
                     what.push_str(k.name());
                 }
+                if w.iometer_model() {
+                    // IOmeter's model draws its own sequence: never the plain model's.
+                    what.push_str(" iometer");
+                    for l in w.spec_lines() {
+                        what.push_str(&format!(
+                            " {} {} {} {}",
+                            l.block_size.0, l.spec_share, l.read_share, l.random_share
+                        ));
+                    }
+                }
                 mix_seed(w.seed, &[place[0], place[1], place[2], name_hash(&what)])
             }
             Workload::DbBench(w) => mix_seed(
@@ -278,6 +305,9 @@ impl Workload {
     /// workload's threads share state: use [`Workload::sources`]).
     pub fn source(&self, region: Region, thread: u32, run_seed: u64) -> Source {
         match self {
+            Workload::Block(w) if w.iometer_model() => {
+                Source::AccessSpec(w.spec_source(region, thread, run_seed))
+            }
             Workload::Block(w) => Source::Block(w.source(region, thread, run_seed)),
             Workload::DbBench(w) => Source::Kv(w.source(thread, run_seed)),
             Workload::Ycsb(w) => w
@@ -331,11 +361,35 @@ impl Workload {
     /// A one-line description for plan listings.
     pub fn describe(&self) -> String {
         match self {
+            Workload::Block(w) if !w.access_spec.is_empty() => {
+                let lines: Vec<String> = w
+                    .access_spec
+                    .iter()
+                    .map(|l| {
+                        format!(
+                            "{}% {} read {}% random {}%",
+                            l.spec_share * 100.0,
+                            l.block_size,
+                            l.read_share * 100.0,
+                            l.random_share * 100.0
+                        )
+                    })
+                    .collect();
+                format!(
+                    "access-spec [{}] qd {} threads {}",
+                    lines.join("; "),
+                    w.queue_depth,
+                    w.threads
+                )
+            }
             Workload::Block(w) => format!(
-                "{} {} read-share {} qd {} threads {}",
+                "{} {} read-share {}{} qd {} threads {}",
                 format!("{:?}", w.access).to_lowercase(),
                 w.block_size,
                 w.read_share,
+                w.random_share
+                    .map(|r| format!(" random-share {r}"))
+                    .unwrap_or_default(),
                 w.queue_depth,
                 w.threads
             ),
@@ -375,6 +429,7 @@ impl Workload {
 pub const SWEEPABLE: &[&str] = &[
     "access",
     "read-share",
+    "random-share",
     "block-size",
     "alignment",
     "queue-depth",
