@@ -360,8 +360,16 @@ impl Session for NfsSession {
 
     #[inline]
     fn complete(&mut self, min: u32, out: &mut Completions) -> Result<(), OpError> {
-        // Send what is queued and take what has arrived, without waiting.
-        self.poll_once(0)?;
+        // Send what is queued without a poll first (the socket is writable unless the server
+        // is behind; libnfs keeps what it could not write). With nothing to wait for, take
+        // what has arrived without waiting.
+        let (_, events) = self.mounted.poll_fd();
+        if events & libc::POLLOUT != 0 && self.mounted.service(libc::POLLOUT).is_err() {
+            self.connection_failures += 1;
+        }
+        if min == 0 {
+            self.poll_once(0)?;
+        }
         self.settle_done();
         let min = min.min(self.in_flight + self.held.len() as u32);
         // Wait one poll slice at a time; after a slice with nothing new, return what there
