@@ -22,6 +22,7 @@ registry::registry! {
     Redis => redis::RedisConfig,
     Postgres => postgres::PostgresConfig,
     Mongodb => mongodb::MongoConfig,
+    Smb => smb::SmbConfig,
 }
 
 pub use registry::{Target, TargetType, check_workload};
