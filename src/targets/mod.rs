@@ -23,6 +23,7 @@ registry::registry! {
     Postgres => postgres::PostgresConfig,
     Mongodb => mongodb::MongoConfig,
     Nfs => nfs::NfsConfig,
+    Smb => smb::SmbConfig,
 }
 
 pub use registry::{Target, TargetType, check_workload};

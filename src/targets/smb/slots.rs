@@ -1,0 +1,473 @@
+//! The `smb` target's session: how storlab's synchronous worker drives the crate's tokio
+//! futures without allocating, locking or sending a message of its own per operation.
+//!
+//! Each slot of the worker's queue has a task on the target's runtime, spawned when the
+//! session opens, that loops: wait for its [`Notify`], run the slot's operation on the
+//! session's file handle, store the result, set the slot's bit in the completion mask, unpark
+//! the worker thread. `submit` writes the operation into the slot and calls `notify_one`;
+//! `complete` takes the mask's bits and parks until enough are set. A slot's cells belong to
+//! the worker while the slot is idle and to its task between the notification and the bit.
+//!
+//! Per operation, the costs outside storlab's control: tokio wakes the slot task (its
+//! scheduler's queue and, if the runtime thread sleeps, a futex), and the crate allocates a
+//! request (message buffers, a reply channel, a timer) and each reply's bytes, and copies a
+//! read's data from the reply into the slot's buffer. Writes pass the slot's buffer to the crate
+//! without copying (`write_block_zc`, the buffer is shared, not copied); if the crate still holds
+//! it when the slot is refilled, storlab copies it into a new buffer and counts that in `used()`.
+//!
+//! A failed connection: the operation that found it fails (a `connection` or `timeout` error),
+//! and the slot's next operation first reopens the file, on a new connection if no other slot
+//! made one already, retrying for up to the target's timeout.
+
+use std::cell::UnsafeCell;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use rand::{Rng, SeedableRng};
+use tokio::sync::Notify;
+
+use super::link::{Link, LinkError};
+use crate::record::{ErrorKind, OpError};
+use crate::targets::{Completion, Completions, Op, Session, SessionParams, Submitted};
+
+/// An operation a slot runs.
+#[derive(Debug, Clone, Copy)]
+enum SlotOp {
+    Read { offset: u64, len: u32 },
+    Write { offset: u64, len: u32 },
+    Flush,
+}
+
+struct Slot {
+    go: Notify,
+    op: UnsafeCell<SlotOp>,
+    result: UnsafeCell<Result<u32, OpError>>,
+    /// The data of the slot's writes, shared with the crate while a write is in flight.
+    data: UnsafeCell<Arc<[u8]>>,
+}
+
+/// What the worker and its slot tasks share.
+struct Ring {
+    slots: Box<[Slot]>,
+    /// Bit `i % 64` of word `i / 64`: slot `i` completed.
+    done: Box<[AtomicU64]>,
+    worker: std::thread::Thread,
+    closed: AtomicBool,
+    in_flight: AtomicU32,
+    max_in_flight: AtomicU32,
+}
+
+// SAFETY: a slot's cells are accessed by one side at a time: the worker until it notifies the
+// slot's task (Notify orders the writes before the task's reads), the task until it sets the
+// slot's bit with release ordering, which the worker takes with acquire ordering.
+unsafe impl Sync for Slot {}
+
+impl Ring {
+    #[inline]
+    fn finish(&self, index: usize) {
+        self.done[index / 64].fetch_or(1 << (index % 64), Ordering::Release);
+        self.worker.unpark();
+    }
+}
+
+/// The session's handle on the test file, reopened after a connection failed.
+pub(super) struct Files {
+    link: Arc<Link>,
+    writes: bool,
+    state: tokio::sync::Mutex<FileState>,
+}
+
+struct FileState {
+    /// Bumped at each reopen.
+    generation: u64,
+    connection: u64,
+    file: Arc<smb::File>,
+}
+
+impl Files {
+    pub(super) async fn open(link: Arc<Link>, writes: bool) -> Result<Files, LinkError> {
+        let c = link.connection(None).await?;
+        let file = link.open_file(&c, writes).await?.ok_or_else(|| LinkError::Missing {
+            file: link.endpoint.file.clone(),
+            share: link.endpoint.share.clone(),
+        })?;
+        Ok(Files {
+            link,
+            writes,
+            state: tokio::sync::Mutex::new(FileState {
+                generation: 0,
+                connection: c.generation,
+                file: Arc::new(file),
+            }),
+        })
+    }
+
+    async fn current(&self) -> (u64, Arc<smb::File>) {
+        let s = self.state.lock().await;
+        (s.generation, s.file.clone())
+    }
+
+    /// A handle newer than `stale`: another slot's, or a new one on a new connection.
+    async fn reopen(&self, stale: u64) -> Result<(u64, Arc<smb::File>), LinkError> {
+        let mut s = self.state.lock().await;
+        if s.generation != stale {
+            return Ok((s.generation, s.file.clone()));
+        }
+        let c = self.link.connection(Some(s.connection)).await?;
+        let file = self
+            .link
+            .open_file(&c, self.writes)
+            .await?
+            .ok_or_else(|| LinkError::Missing {
+                file: self.link.endpoint.file.clone(),
+                share: self.link.endpoint.share.clone(),
+            })?;
+        s.generation += 1;
+        s.connection = c.generation;
+        s.file = Arc::new(file);
+        Ok((s.generation, s.file.clone()))
+    }
+}
+
+const CONNECTION: OpError = OpError {
+    kind: ErrorKind::Connection,
+    code: 0,
+};
+
+/// What an error of the crate says: the server answered with a status (the connection is
+/// fine), a request timed out, or the connection is gone. The crate hands read and write
+/// errors over as text only.
+fn classify(e: &std::io::Error) -> OpError {
+    let text = e.to_string();
+    let kind = if text.contains("timed out") {
+        ErrorKind::Timeout
+    } else if text.contains("status") {
+        match e.kind() {
+            std::io::ErrorKind::PermissionDenied => ErrorKind::Invalid,
+            _ => ErrorKind::Io,
+        }
+    } else {
+        ErrorKind::Connection
+    };
+    OpError { kind, code: 0 }
+}
+
+/// Whether the slot's next operation should reopen the file first.
+fn broke_connection(e: &OpError) -> bool {
+    matches!(e.kind, ErrorKind::Connection | ErrorKind::Timeout)
+}
+
+/// One slot's loop on the runtime.
+async fn slot_task(ring: Arc<Ring>, index: usize, files: Arc<Files>, block_bytes: usize, timeout: Duration) {
+    let (mut generation, mut file) = files.current().await;
+    let mut buf = vec![0u8; block_bytes];
+    let mut broken = false;
+    let slot = &ring.slots[index];
+    loop {
+        slot.go.notified().await;
+        if ring.closed.load(Ordering::Acquire) {
+            break;
+        }
+        // SAFETY: the worker wrote the operation before notifying and waits for the bit.
+        let op = unsafe { *slot.op.get() };
+        let now = ring.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
+        ring.max_in_flight.fetch_max(now, Ordering::Relaxed);
+        let mut result = Err(CONNECTION);
+        if broken {
+            let deadline = Instant::now() + timeout;
+            loop {
+                match files.reopen(generation).await {
+                    Ok((g, f)) => {
+                        (generation, file) = (g, f);
+                        broken = false;
+                        break;
+                    }
+                    Err(_) if Instant::now() < deadline => {
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                    Err(_) => break,
+                }
+            }
+        }
+        if !broken {
+            result = match op {
+                SlotOp::Read { offset, len } => {
+                    match file.read_block(&mut buf[..len as usize], offset, None, false).await {
+                        Ok(n) => transferred(n, len),
+                        Err(e) => Err(classify(&e)),
+                    }
+                }
+                SlotOp::Write { offset, len } => {
+                    // SAFETY: as the operation above; the worker replaces the buffer only
+                    // while the slot is idle.
+                    let data = unsafe { (*slot.data.get()).clone() };
+                    match file.write_block_zc(data, offset, None).await {
+                        Ok(n) => transferred(n, len),
+                        Err(e) => Err(classify(&e)),
+                    }
+                }
+                SlotOp::Flush => file.flush().await.map(|()| 0).map_err(|e| classify(&e)),
+            };
+            if let Err(e) = &result {
+                broken = broke_connection(e);
+            }
+        }
+        ring.in_flight.fetch_sub(1, Ordering::Relaxed);
+        // SAFETY: the worker reads the result only after the bit below.
+        unsafe { *slot.result.get() = result };
+        ring.finish(index);
+    }
+}
+
+#[inline]
+fn transferred(n: usize, want: u32) -> Result<u32, OpError> {
+    if n == want as usize {
+        Ok(want)
+    } else {
+        Err(OpError {
+            kind: ErrorKind::ShortTransfer,
+            code: n as i32,
+        })
+    }
+}
+
+const OUT_OF_BOUNDS: OpError = OpError {
+    kind: ErrorKind::Invalid,
+    code: libc::ERANGE,
+};
+const NOT_BLOCK_OP: OpError = OpError {
+    kind: ErrorKind::Invalid,
+    code: libc::EINVAL,
+};
+
+/// One worker's session: its slots' tasks on the target's runtime.
+pub struct SmbSession {
+    ring: Arc<Ring>,
+    runtime: tokio::runtime::Handle,
+    /// Taken on drop, inside the runtime (the crate closes handles from there).
+    files: Option<Arc<Files>>,
+    bounds: (u64, u64),
+    /// Written blocks carry their offset and a generation (with random data).
+    stamp: bool,
+    generation: u64,
+    /// The bytes every write starts from (random or the pattern).
+    template: Box<[u8]>,
+    /// Write buffers copied because the crate still held one (should stay 0).
+    copies: u64,
+    /// Write buffers made for a new transfer size.
+    resized: u64,
+    facts: Vec<(&'static str, String)>,
+    link: Arc<Link>,
+}
+
+impl SmbSession {
+    pub(super) fn open(
+        runtime: tokio::runtime::Handle,
+        link: Arc<Link>,
+        files: Files,
+        p: &SessionParams,
+        timeout: Duration,
+        facts: Vec<(&'static str, String)>,
+    ) -> SmbSession {
+        let qd = p.queue_depth.max(1) as usize;
+        let block = p.block_bytes as usize;
+        let mut template = vec![p.pattern; block].into_boxed_slice();
+        if p.random_data {
+            let mut rng = rand::rngs::SmallRng::seed_from_u64(p.seed ^ ((p.worker as u64) << 32));
+            rng.fill_bytes(&mut template);
+        }
+        let slots = (0..qd)
+            .map(|_| Slot {
+                go: Notify::new(),
+                op: UnsafeCell::new(SlotOp::Flush),
+                result: UnsafeCell::new(Ok(0)),
+                data: UnsafeCell::new(Arc::from(&template[..])),
+            })
+            .collect();
+        let ring = Arc::new(Ring {
+            slots,
+            done: (0..qd.div_ceil(64)).map(|_| AtomicU64::new(0)).collect(),
+            worker: std::thread::current(),
+            closed: AtomicBool::new(false),
+            in_flight: AtomicU32::new(0),
+            max_in_flight: AtomicU32::new(0),
+        });
+        let files = Arc::new(files);
+        for i in 0..qd {
+            runtime.spawn(slot_task(ring.clone(), i, files.clone(), block, timeout));
+        }
+        SmbSession {
+            ring,
+            runtime,
+            files: Some(files),
+            bounds: (
+                p.region.offset_bytes,
+                p.region.offset_bytes + p.region.size_bytes,
+            ),
+            stamp: p.random_data,
+            generation: 0,
+            template,
+            copies: 0,
+            resized: 0,
+            facts,
+            link,
+        }
+    }
+
+    /// The slot's write buffer, `len` bytes, ready to be stamped.
+    #[inline]
+    fn write_buffer(&mut self, slot: usize, len: u32) -> &mut [u8] {
+        // SAFETY: the slot is idle (the worker submits only to free slots).
+        let data = unsafe { &mut *self.ring.slots[slot].data.get() };
+        let len = (len as usize).min(self.template.len());
+        if data.len() != len {
+            self.resized += 1;
+            *data = Arc::from(&self.template[..len]);
+        } else if Arc::get_mut(data).is_none() {
+            self.copies += 1;
+            *data = Arc::from(&data[..]);
+        }
+        Arc::get_mut(data).map_or(&mut [][..], |d| &mut d[..])
+    }
+}
+
+impl Session for SmbSession {
+    #[inline]
+    fn submit(&mut self, slot: u32, op: Op) -> Result<Submitted, OpError> {
+        let index = slot as usize;
+        let slot_op = match op {
+            Op::Read { offset, len } | Op::Write { offset, len }
+                if offset < self.bounds.0 || offset + len as u64 > self.bounds.1 =>
+            {
+                return Err(OUT_OF_BOUNDS);
+            }
+            Op::Read { offset, len } => SlotOp::Read { offset, len },
+            Op::Write { offset, len } => {
+                let stamp = self.stamp;
+                self.generation += 1;
+                let generation = self.generation;
+                let buf = self.write_buffer(index, len);
+                if stamp && buf.len() >= 16 {
+                    buf[..8].copy_from_slice(&offset.to_le_bytes());
+                    buf[8..16].copy_from_slice(&generation.to_le_bytes());
+                }
+                SlotOp::Write { offset, len }
+            }
+            Op::Fsync => SlotOp::Flush,
+            _ => return Err(NOT_BLOCK_OP),
+        };
+        let s = &self.ring.slots[index];
+        // SAFETY: the slot is idle until notified.
+        unsafe { *s.op.get() = slot_op };
+        s.go.notify_one();
+        Ok(Submitted::Queued)
+    }
+
+    #[inline]
+    fn complete(&mut self, min: u32, out: &mut Completions) -> Result<(), OpError> {
+        let mut got = 0u32;
+        loop {
+            for (w, word) in self.ring.done.iter().enumerate() {
+                let mut bits = word.swap(0, Ordering::Acquire);
+                while bits != 0 {
+                    let bit = bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    let index = w * 64 + bit;
+                    // SAFETY: the task stored the result before setting the bit.
+                    let result = unsafe { *self.ring.slots[index].result.get() };
+                    out.push(Completion {
+                        slot: index as u32,
+                        result,
+                        found: true,
+                    });
+                    got += 1;
+                }
+            }
+            if got >= min {
+                return Ok(());
+            }
+            // Woken by the next completion; the timeout only guards against a lost wake.
+            std::thread::park_timeout(Duration::from_millis(100));
+        }
+    }
+
+    fn used(&self) -> Vec<(&'static str, String)> {
+        let mut v = self.facts.clone();
+        v.push((
+            "smb.max-in-flight-per-session",
+            self.ring.max_in_flight.load(Ordering::Relaxed).to_string(),
+        ));
+        v.push((
+            "smb.max-in-flight-on-connection",
+            self.link
+                .counters
+                .max_in_flight
+                .load(Ordering::Relaxed)
+                .to_string(),
+        ));
+        v.push((
+            "smb.reconnects",
+            self.link.reconnects.load(Ordering::Relaxed).to_string(),
+        ));
+        v.push((
+            "smb.write-buffers-copied",
+            format!(
+                "{} (the crate still held the buffer), {} made for a new transfer size",
+                self.copies, self.resized
+            ),
+        ));
+        v
+    }
+}
+
+impl Drop for SmbSession {
+    fn drop(&mut self) {
+        self.ring.closed.store(true, Ordering::Release);
+        for s in self.ring.slots.iter() {
+            s.go.notify_one();
+        }
+        let _inside = self.runtime.enter();
+        self.files.take();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_are_classified_from_the_crates_words() {
+        let e = |t: &str| std::io::Error::other(t.to_string());
+        assert_eq!(
+            classify(&e("Client connection is stopped")).kind,
+            ErrorKind::Connection
+        );
+        assert_eq!(
+            classify(&e("Transport error: Not connected")).kind,
+            ErrorKind::Connection
+        );
+        assert_eq!(
+            classify(&e("Operation timed out: ReceiveNextMessage, took >10s")).kind,
+            ErrorKind::Timeout
+        );
+        assert_eq!(
+            classify(&e(
+                "Server returned an error message with status: Disk Full (0xc000007f)."
+            ))
+            .kind,
+            ErrorKind::Io
+        );
+        assert!(broke_connection(&CONNECTION));
+        assert!(!broke_connection(&OpError {
+            kind: ErrorKind::Io,
+            code: 0
+        }));
+    }
+
+    #[test]
+    fn a_short_transfer_is_an_error() {
+        assert_eq!(transferred(4096, 4096), Ok(4096));
+        assert_eq!(transferred(100, 4096).unwrap_err().kind, ErrorKind::ShortTransfer);
+    }
+}

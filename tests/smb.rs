@@ -1,0 +1,322 @@
+//! The `smb` target against a real Samba, through the real binary: written data lands in the
+//! file (checked on the share's own folder), queue depths 12 and 24 keep that many requests in
+//! flight (as the session counted them, not from timing), the test file is created once and
+//! then reused (IOmeter's iobw.tst), the password shows nowhere in the results or the report,
+//! and a wrong password, an unknown share and a server that is down each fail with an error
+//! naming the target.
+//!
+//! The server comes from the environment, as `scripts/fileservers.sh start DIR` writes it to
+//! `DIR/env.sh`: STORLAB_SMB_URL (`smb://user:password@host:port/share`) and
+//! STORLAB_SMB_SHARE_DIR (that share's folder on this machine). Without them the tests are
+//! skipped with a printed reason, unless STORLAB_REQUIRE_SERVERS is set: then they fail.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{Lab, server, text};
+use serde_json::Value;
+
+struct Share {
+    /// smb://user:password@host:port/share
+    url: String,
+    password: String,
+    dir: PathBuf,
+}
+
+fn share() -> Option<Share> {
+    let url = server("STORLAB_SMB_URL")?;
+    let dir = PathBuf::from(server("STORLAB_SMB_SHARE_DIR")?);
+    let userinfo = url
+        .trim_start_matches("smb://")
+        .split_once('@')
+        .map(|(u, _)| u.to_string())
+        .unwrap_or_default();
+    let password = userinfo
+        .split_once(':')
+        .map(|(_, p)| p.to_string())
+        .unwrap_or_default();
+    Some(Share {
+        url: url.trim_end_matches('/').to_string(),
+        password,
+        dir,
+    })
+}
+
+/// A file name of its own for each test, removed when the test ends.
+struct TestFile {
+    local: PathBuf,
+    name: String,
+}
+
+impl TestFile {
+    fn new(share: &Share, test: &str) -> TestFile {
+        let name = format!("storlab-test-{test}-{}.dat", std::process::id());
+        let local = share.dir.join(&name);
+        let _ = std::fs::remove_file(&local);
+        TestFile { local, name }
+    }
+}
+
+impl Drop for TestFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.local);
+    }
+}
+
+fn study(target: &str, workload: &str, step: &str) -> String {
+    format!(
+        "name = \"smb-test\"\n[targets.smb]\ntype = \"smb\"\n{target}\n[workloads.w]\nblock-size = \"4KiB\"\n{workload}\n[[steps]]\nname = \"s\"\nworkload = \"w\"\ntargets = [\"smb\"]\n{step}\n"
+    )
+}
+
+/// Runs a study; returns what storlab printed (stdout, then stderr).
+fn run_ok(lab: &Lab, text_of_study: &str) -> String {
+    // A name of its own: two runs of one study in the same second share a results folder.
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let text_of_study =
+        text_of_study.replace("name = \"smb-test\"", &format!("name = \"smb-test-{n}\""));
+    let path = lab.write("study.toml", &text_of_study);
+    let out = lab.run(&["run", path.to_str().unwrap()]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    format!("{stdout}\n{stderr}")
+}
+
+fn files_named(dir: &Path, name: &str, found: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            files_named(&p, name, found);
+        } else if p.file_name().is_some_and(|n| n == name) {
+            found.push(p);
+        }
+    }
+}
+
+/// The `session-used` of the smb target in each run of the study whose results folder
+/// `stdout` names (`results: PATH`), in run order.
+fn used_of_runs(lab: &Lab, stdout: &str) -> Vec<serde_json::Map<String, Value>> {
+    let folder = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("results: "))
+        .unwrap_or_else(|| panic!("no results folder in {stdout}"));
+    let mut found = Vec::new();
+    files_named(&lab.path().join(folder.trim()), "summary.json", &mut found);
+    found.sort();
+    found
+        .iter()
+        .map(|p| {
+            let v: Value = serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap();
+            v["targets"][0]["session-used"]
+                .as_object()
+                .cloned()
+                .unwrap_or_else(|| panic!("no session-used in {}", p.display()))
+        })
+        .collect()
+}
+
+fn used<'a>(u: &'a serde_json::Map<String, Value>, key: &str) -> &'a str {
+    u.get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_else(|| panic!("{key} missing from {u:?}"))
+}
+
+#[test]
+fn written_blocks_land_in_the_file_with_their_offsets_and_bytes() {
+    let Some(share) = share() else { return };
+    let f = TestFile::new(&share, "write");
+    let lab = Lab::new();
+    let target = format!("url = \"{}/{}\"\nsize = \"1MiB\"", share.url, f.name);
+    // Every byte the pattern: the whole of each block travelled.
+    let first = run_ok(
+        &lab,
+        &study(
+            &target,
+            "access = \"sequential\"\nread-share = 0.0\nqueue-depth = 12\nwrite-data = \"pattern\"\nwrite-pattern = 165",
+            "ops = 256",
+        ),
+    );
+    let bytes = std::fs::read(&f.local).unwrap();
+    assert_eq!(bytes.len(), 1 << 20);
+    assert!(bytes.iter().all(|&b| b == 165), "a byte is not the pattern");
+    // Random data: each block carries its own offset (it went where it was meant to).
+    let second = run_ok(
+        &lab,
+        &study(
+            &target,
+            "access = \"sequential\"\nread-share = 0.0\nqueue-depth = 12",
+            "ops = 256",
+        ),
+    );
+    let bytes = std::fs::read(&f.local).unwrap();
+    let mut generations = std::collections::HashSet::new();
+    for (i, block) in bytes.chunks(4096).enumerate() {
+        let offset = u64::from_le_bytes(block[..8].try_into().unwrap());
+        assert_eq!(
+            offset,
+            i as u64 * 4096,
+            "block {i} holds another block's data"
+        );
+        generations.insert(u64::from_le_bytes(block[8..16].try_into().unwrap()));
+    }
+    assert_eq!(generations.len(), 256, "every block was written once");
+    // Read back through the target: every read succeeds.
+    let stdout = run_ok(
+        &lab,
+        &study(
+            &target,
+            "access = \"sequential\"\nread-share = 1.0\nqueue-depth = 12",
+            "ops = 256",
+        ),
+    );
+    assert!(stdout.contains("read"), "{stdout}");
+    let layouts: Vec<String> = [first, second, stdout]
+        .iter()
+        .map(|out| used(&used_of_runs(&lab, out)[0], "smb.test-file").to_string())
+        .collect();
+    assert_eq!(layouts[0], "created and filled (1048576 bytes)");
+    assert!(layouts[1].starts_with("reused"), "{layouts:?}");
+    assert!(layouts[2].starts_with("reused"), "{layouts:?}");
+}
+
+#[test]
+fn queue_depths_12_and_24_keep_that_many_requests_in_flight() {
+    let Some(share) = share() else { return };
+    let f = TestFile::new(&share, "qd");
+    let lab = Lab::new();
+    let target = format!("url = \"{}/{}\"\nsize = \"4MiB\"", share.url, f.name);
+    let stdout = run_ok(
+        &lab,
+        &study(
+            &target,
+            "read-share = 1.0",
+            "ops = 3000\nsweep.queue-depth = [12, 24]",
+        ),
+    );
+    let runs = used_of_runs(&lab, &stdout);
+    assert_eq!(runs.len(), 2);
+    for (u, qd) in runs.iter().zip(["12", "24"]) {
+        assert_eq!(used(u, "smb.max-in-flight-per-session"), qd, "{u:?}");
+        assert_eq!(used(u, "smb.max-in-flight-on-connection"), qd, "{u:?}");
+        assert!(used(u, "smb.tcp-nodelay").starts_with("yes"), "{u:?}");
+        assert_eq!(used(u, "smb.reconnects"), "0");
+        assert!(used(u, "smb.dialect").starts_with('3'), "{u:?}");
+    }
+    // A larger size extends the file.
+    let target = format!("url = \"{}/{}\"\nsize = \"5MiB\"", share.url, f.name);
+    let stdout = run_ok(&lab, &study(&target, "read-share = 1.0", "ops = 100"));
+    let runs = used_of_runs(&lab, &stdout);
+    assert_eq!(
+        used(&runs[0], "smb.test-file"),
+        "extended from 4194304 to 5242880 bytes and filled"
+    );
+    assert_eq!(std::fs::metadata(&f.local).unwrap().len(), 5 << 20);
+}
+
+#[test]
+fn the_password_shows_nowhere() {
+    let Some(share) = share() else { return };
+    assert!(
+        !share.password.is_empty(),
+        "STORLAB_SMB_URL has no password"
+    );
+    let f = TestFile::new(&share, "redact");
+    let lab = Lab::new();
+    let target = format!("url = \"{}/{}\"\nsize = \"1MiB\"", share.url, f.name);
+    let stdout = run_ok(&lab, &study(&target, "read-share = 1.0", "ops = 100"));
+    assert!(!stdout.contains(&share.password));
+    let mut studies = Vec::new();
+    files_named(&lab.results(), "study.toml", &mut studies);
+    studies.sort();
+    let folder = studies[0].parent().unwrap().to_str().unwrap().to_string();
+    let out = lab.run(&["report", &folder, "--format", "md", "-o", "-"]);
+    let (report, stderr) = text(&out);
+    assert!(out.status.success(), "{report}\n{stderr}");
+    assert!(report.contains("smb"), "{report}");
+    assert!(
+        !report.contains(&share.password),
+        "the report shows the password"
+    );
+    let mut files = Vec::new();
+    for name in ["plan.json", "summary.json", "study.toml", "system.json"] {
+        files_named(&lab.results(), name, &mut files);
+    }
+    assert!(files.len() >= 4, "{files:?}");
+    for p in files {
+        let t = std::fs::read_to_string(&p).unwrap();
+        assert!(
+            !t.contains(&share.password),
+            "{} shows the password",
+            p.display()
+        );
+    }
+}
+
+fn refused(lab: &Lab, url: &str) -> String {
+    let path = lab.write(
+        "bad.toml",
+        &study(
+            &format!("url = \"{url}\"\nsize = \"1MiB\""),
+            "read-share = 1.0",
+            "ops = 10",
+        ),
+    );
+    let out = lab.run(&["run", path.to_str().unwrap()]);
+    let (stdout, stderr) = text(&out);
+    assert!(!out.status.success(), "{url} was accepted: {stdout}");
+    assert!(stderr.contains("target `smb`"), "{stderr}");
+    stderr
+}
+
+#[test]
+fn a_wrong_password_an_unknown_share_and_a_server_that_is_down_are_named() {
+    let Some(share) = share() else { return };
+    let lab = Lab::new();
+    let rest = share
+        .url
+        .split_once('@')
+        .map(|(_, r)| r.to_string())
+        .unwrap();
+    let user = share
+        .url
+        .trim_start_matches("smb://")
+        .split_once(':')
+        .map(|(u, _)| u.to_string())
+        .unwrap();
+    let e = refused(
+        &lab,
+        &format!("smb://{user}:not-{}@{rest}/f.dat", share.password),
+    );
+    assert!(e.contains("wrong user name or password"), "{e}");
+    assert!(e.contains("<redacted>"), "{e}");
+    let (server, _) = rest.split_once('/').unwrap();
+    let e = refused(
+        &lab,
+        &format!(
+            "smb://{user}:{}@{server}/no-such-share/f.dat",
+            share.password
+        ),
+    );
+    assert!(e.contains("no share `no-such-share`"), "{e}");
+    assert!(!e.contains(&share.password), "{e}");
+    // A port nobody listens on: bound, then closed.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let e = refused(
+        &lab,
+        &format!(
+            "smb://{user}:{}@127.0.0.1:{port}/share1/f.dat",
+            share.password
+        ),
+    );
+    assert!(
+        e.contains(&format!("cannot connect to 127.0.0.1:{port}")),
+        "{e}"
+    );
+    assert!(e.contains("is the SMB server running?"), "{e}");
+}
