@@ -30,6 +30,7 @@ use crate::units::{Bytes, Dur};
 use crate::verify::Stamper;
 use crate::verify::stamper::Prepared as Stamped;
 use crate::workload::Workload;
+use crate::targets::session::{NOT_BLOCK_OP, OUT_OF_BOUNDS, in_bounds};
 use uring::UringOptions;
 pub use uring::UringSession;
 
@@ -576,22 +577,6 @@ impl Drop for AlignedBuf {
         unsafe { std::alloc::dealloc(self.ptr, self.layout) };
     }
 }
-
-#[inline]
-fn in_bounds(bounds: (u64, u64), offset: u64, len: u32) -> bool {
-    offset >= bounds.0 && offset + len as u64 <= bounds.1
-}
-
-/// A key-value operation sent to a block target (the plan refuses such studies).
-const NOT_BLOCK_OP: OpError = OpError {
-    kind: ErrorKind::Invalid,
-    code: libc::EINVAL,
-};
-
-const OUT_OF_BOUNDS: OpError = OpError {
-    kind: ErrorKind::Invalid,
-    code: libc::ERANGE,
-};
 
 /// pread/pwrite, executed in `submit`.
 pub struct PsyncSession {

@@ -116,6 +116,24 @@ impl Completions {
     }
 }
 
+/// A key-value operation sent to a block target (the plan refuses such studies).
+pub const NOT_BLOCK_OP: OpError = OpError {
+    kind: crate::record::ErrorKind::Invalid,
+    code: libc::EINVAL,
+};
+
+/// A block operation outside the session's region (never issued).
+pub const OUT_OF_BOUNDS: OpError = OpError {
+    kind: crate::record::ErrorKind::Invalid,
+    code: libc::ERANGE,
+};
+
+/// Whether `len` bytes at `offset` lie inside `bounds` (first byte, end).
+#[inline]
+pub fn in_bounds(bounds: (u64, u64), offset: u64, len: u32) -> bool {
+    offset >= bounds.0 && offset + len as u64 <= bounds.1
+}
+
 /// What `submit` did with an operation: fio's FIO_Q_COMPLETED and FIO_Q_QUEUED.
 #[derive(Debug, Clone, Copy)]
 pub enum Submitted {

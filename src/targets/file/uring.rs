@@ -20,7 +20,8 @@ use std::time::{Duration, Instant};
 
 use io_uring::{IoUring, opcode, types};
 
-use super::{AlignedBuf, NOT_BLOCK_OP, OUT_OF_BOUNDS, in_bounds};
+use super::AlignedBuf;
+use crate::targets::session::{NOT_BLOCK_OP, OUT_OF_BOUNDS, in_bounds};
 use crate::record::{ErrorKind, OpError};
 use crate::targets::{Completion, Completions, Op, Session, Submitted};
 use crate::verify::Stamper;

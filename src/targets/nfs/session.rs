@@ -16,6 +16,7 @@ use super::ffi::{Mounted, RawContext};
 use crate::record::{ErrorKind, OpError};
 use rand::{Rng, SeedableRng};
 
+use crate::targets::session::{NOT_BLOCK_OP, OUT_OF_BOUNDS, in_bounds};
 use crate::targets::{Completion, Completions, Op, Session, SessionParams, Submitted};
 use crate::verify::Stamper;
 use crate::verify::stamper::Prepared as Stamped;
@@ -105,17 +106,6 @@ pub struct NfsSession {
 // SAFETY: the raw pointers point into the session's own boxes; the session moves between
 // threads only as a whole, with no call running.
 unsafe impl Send for NfsSession {}
-
-/// An operation the session refuses (the plan refuses key-value workloads on this target).
-const NOT_BLOCK_OP: OpError = OpError {
-    kind: ErrorKind::Invalid,
-    code: libc::EINVAL,
-};
-
-const OUT_OF_BOUNDS: OpError = OpError {
-    kind: ErrorKind::Invalid,
-    code: libc::ERANGE,
-};
 
 impl NfsSession {
     /// A session on `mounted` for the worker `p` describes; `timeout_ms`: the calls'
@@ -302,7 +292,7 @@ impl Session for NfsSession {
         let private = self.private(slot);
         let rc = match op {
             Op::Read { offset, len } => {
-                if offset < self.bounds.0 || offset + len as u64 > self.bounds.1 {
+                if !in_bounds(self.bounds, offset, len) {
                     return Err(OUT_OF_BOUNDS);
                 }
                 self.want[slot as usize] = len;
@@ -310,7 +300,7 @@ impl Session for NfsSession {
                 unsafe { self.mounted.pread_async(offset, len, on_done, private) }
             }
             Op::Write { offset, len } => {
-                if offset < self.bounds.0 || offset + len as u64 > self.bounds.1 {
+                if !in_bounds(self.bounds, offset, len) {
                     return Err(OUT_OF_BOUNDS);
                 }
                 while self.verify.is_some() {

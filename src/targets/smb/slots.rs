@@ -19,6 +19,7 @@
 //! and the slot's next operation first reopens the file, on a new connection if no other slot
 //! made one already, retrying for up to the target's timeout.
 
+use crate::targets::session::{NOT_BLOCK_OP, OUT_OF_BOUNDS};
 use std::cell::UnsafeCell;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -231,15 +232,6 @@ fn transferred(n: usize, want: u32) -> Result<u32, OpError> {
         })
     }
 }
-
-const OUT_OF_BOUNDS: OpError = OpError {
-    kind: ErrorKind::Invalid,
-    code: libc::ERANGE,
-};
-const NOT_BLOCK_OP: OpError = OpError {
-    kind: ErrorKind::Invalid,
-    code: libc::EINVAL,
-};
 
 /// One worker's session: its slots' tasks on the target's runtime.
 pub struct SmbSession {
