@@ -14,9 +14,8 @@ mod session;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
-use crate::record::OpKind;
 use crate::targets::{
-    Capabilities, OptionError, Overlap, PrepareOptions, Region, SessionParams, SessionUser,
+    Capabilities, OptionError, PrepareOptions, Region, SessionParams, SessionUser,
     Target, TargetConfig, TargetError, TargetType, option_error,
 };
 use crate::units::{Bytes, Dur};
@@ -119,14 +118,7 @@ impl Target for NfsConfig {
     type Shared = NfsShared;
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            workloads: &["block"],
-            ops: &[OpKind::Read, OpKind::Write, OpKind::Fsync],
-            overlap: Overlap::Concurrent {
-                max_queue_depth: 1024,
-            },
-            in_process: false,
-        }
+        Capabilities::FILE_ON_SERVER
     }
 
     fn prepare(&self, opts: &PrepareOptions) -> Result<(Region, NfsShared), TargetError> {

@@ -281,3 +281,16 @@ pub struct Capabilities {
     /// their CPU time is the target's work too.
     pub in_process: bool,
 }
+
+impl Capabilities {
+    /// A file on a file server (SMB, NFS): block reads, writes and flushes, many in flight per
+    /// connection, the server out of storlab's process.
+    pub const FILE_ON_SERVER: Capabilities = Capabilities {
+        workloads: &["block"],
+        ops: &[OpKind::Read, OpKind::Write, OpKind::Fsync],
+        overlap: Overlap::Concurrent {
+            max_queue_depth: 1024,
+        },
+        in_process: false,
+    };
+}

@@ -23,9 +23,8 @@ use serde::{Deserialize, Serialize};
 use smb::Dialect;
 use smb::connection::EncryptionMode;
 
-use crate::record::OpKind;
 use crate::targets::{
-    Capabilities, OptionError, Overlap, PrepareOptions, Region, SessionParams, SessionUser,
+    Capabilities, OptionError, PrepareOptions, Region, SessionParams, SessionUser,
     Target, TargetConfig, TargetError, TargetType, option_error, redact_url,
 };
 use crate::units::{Bytes, Dur};
@@ -310,14 +309,7 @@ impl Target for SmbConfig {
     type Shared = SmbShared;
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            workloads: &["block"],
-            ops: &[OpKind::Read, OpKind::Write, OpKind::Fsync],
-            overlap: Overlap::Concurrent {
-                max_queue_depth: 1024,
-            },
-            in_process: false,
-        }
+        Capabilities::FILE_ON_SERVER
     }
 
     fn prepare(&self, opts: &PrepareOptions) -> Result<(Region, SmbShared), TargetError> {
