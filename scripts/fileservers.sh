@@ -12,6 +12,13 @@
 #                                       the same address from the other (a new namespace)
 #   scripts/fileservers.sh restart-nfs DIR  start Ganesha (and rpcbind) again on its node
 #
+# The client LAN: a bridge on the host (10.214.Y.1/24), five client network namespaces on it
+# (client1..client5 at 10.214.Y.11..15) and the NFS node (10.214.Y.2, after a failover too).
+# Samba also listens on the bridge's address. A client namespace's traffic crosses a veth link
+# and the bridge, as a real client's crosses its NIC and a switch: storlab runs a target's
+# workers there with `[clients.NAME] netns = "..."` (env.sh: STORLAB_CLIENT1_NETNS..,
+# STORLAB_LAN_SMB_SERVER, STORLAB_LAN_NFS_SERVER).
+#
 # Samba: smbd as root on 127.0.0.1 (port 54445, or the next free one; STORLAB_SMB_PORT forces
 # one), every state, lock, private, pid and cache directory under DIR/samba, a tdbsam user
 # `storlab` (mapped to root) with a random password, shares share1..share5 in DIR/samba/shareN.
@@ -26,6 +33,7 @@ SCRIPTS="$(cd "$(dirname "$0")" && pwd)"
 . "$SCRIPTS/tools-lib.sh"
 
 SHARES=5
+CLIENTS=5
 START_TIMEOUT=60 # seconds each server gets to answer
 SMB_USER=storlab
 
@@ -42,6 +50,65 @@ cmd_install() {
 # characters).
 ns_name() { echo "storlab-nfs-$(printf '%s' "$1" | md5sum | cut -c1-8)"; }
 veth_host() { echo "slnfs$(printf '%s' "$1" | md5sum | cut -c1-8)"; }
+# The client LAN's bridge, and client N's namespace.
+lan_bridge() { echo "slbr$(printf '%s' "$1" | md5sum | cut -c1-8)"; }
+client_ns() { echo "storlab-cl-$(printf '%s' "$1" | md5sum | cut -c1-8)-$2"; }
+
+# ---------------------------------------------------------------------------------------------
+# The client LAN
+
+# A free /24 in 10.214.0.0/16 on this host: prints the third octet.
+free_lan() {
+  local y
+  for ((y = 0; y < 250; y++)); do
+    ip -4 -o addr show | grep -q " 10\.214\.$y\." || {
+      echo "$y"
+      return
+    }
+  done
+  die "no free 10.214.Y.0/24 for the client LAN"
+}
+
+# lan_attach DIR NS VETH ADDR: a veth link from namespace NS (its end named lan0, at ADDR/24)
+# to the LAN's bridge.
+lan_attach() {
+  local dir="$1" ns="$2" veth="$3" addr="$4"
+  ip link add "$veth" type veth peer name lan0 netns "$ns"
+  ip link set "$veth" master "$(lan_bridge "$dir")" up
+  ip netns exec "$ns" ip addr add "$addr/24" dev lan0
+  ip netns exec "$ns" ip link set lan0 up
+  ip netns exec "$ns" ip link set lo up
+}
+
+# start_lan DIR: the bridge and the client namespaces (nothing runs in them).
+start_lan() {
+  local dir="$1" y br i ns h
+  y="$(free_lan)"
+  br="$(lan_bridge "$dir")"
+  h="$(printf '%s' "$dir" | md5sum | cut -c1-8)"
+  mkdir -p "$dir/lan"
+  echo "$y" >"$dir/lan/subnet"
+  ip link add "$br" type bridge
+  ip addr add "10.214.$y.1/24" dev "$br"
+  ip link set "$br" up
+  for ((i = 1; i <= CLIENTS; i++)); do
+    ns="$(client_ns "$dir" "$i")"
+    ip netns add "$ns"
+    lan_attach "$dir" "$ns" "slc$h$i" "10.214.$y.$((10 + i))"
+    echo "$ns" >>"$dir/lan/clients"
+  done
+}
+
+# stop_lan DIR: the client namespaces (and anything left running in them) and the bridge.
+stop_lan() {
+  local dir="$1" i ns br
+  for ((i = 1; i <= CLIENTS; i++)); do
+    ns="$(client_ns "$dir" "$i")"
+    stop_node "$ns" || return 1
+  done
+  br="$(lan_bridge "$dir")"
+  if ip link show "$br" >/dev/null 2>&1; then ip link del "$br"; fi
+}
 
 # ---------------------------------------------------------------------------------------------
 # Samba
@@ -59,7 +126,7 @@ start_samba() {
   server role = standalone server
   workgroup = STORLAB
   smb ports = $port
-  interfaces = 127.0.0.1
+  interfaces = 127.0.0.1 10.214.$(cat "$dir/lan/subnet").1
   bind interfaces only = yes
   disable netbios = yes
   passdb backend = tdbsam:$root/private/passdb.tdb
@@ -131,10 +198,10 @@ free_subnet() {
   die "NFS: no free 10.213.X.0/30 for the namespace link"
 }
 
-# make_node NS VETH X: a namespace reached from the host over a veth link, the host at
-# 10.213.X.1, the namespace at 10.213.X.2.
+# make_node NS VETH X DIR: a namespace reached from the host over a veth link, the host at
+# 10.213.X.1, the namespace at 10.213.X.2, and on DIR's client LAN at 10.214.Y.2.
 make_node() {
-  local ns="$1" veth="$2" x="$3"
+  local ns="$1" veth="$2" x="$3" dir="$4"
   ip netns add "$ns"
   ip link add "$veth" type veth peer name "${veth}n"
   ip link set "${veth}n" netns "$ns"
@@ -143,6 +210,7 @@ make_node() {
   ip netns exec "$ns" ip addr add "10.213.$x.2/30" dev "${veth}n"
   ip netns exec "$ns" ip link set "${veth}n" up
   ip netns exec "$ns" ip link set lo up
+  lan_attach "$dir" "$ns" "${veth}l" "10.214.$(cat "$dir/lan/subnet").2"
 }
 
 # run_ganesha NS ROOT: rpcbind and Ganesha in namespace NS, serving ROOT/ganesha.conf, both in
@@ -184,7 +252,7 @@ start_ganesha() {
   mkdir -p "$root/recovery"
   echo "$ns" >"$root/netns"
   echo "$x" >"$root/subnet"
-  make_node "$ns" "$(veth_host "$dir")" "$x"
+  make_node "$ns" "$(veth_host "$dir")" "$x" "$dir"
   local addr="10.213.$x.2"
   {
     cat <<EOF
@@ -254,6 +322,7 @@ stop_all() {
     term_wait Samba $pids || rc=1
   fi
   stop_ganesha "$dir" || rc=1
+  stop_lan "$dir" || rc=1
   return "$rc"
 }
 
@@ -265,10 +334,12 @@ cmd_start() {
   dir="$(resolve_dir "${1:-}")"
   t="$(now)"
   stop_all "$dir" quiet || die "could not stop the file servers left in $dir"
-  rm -rf "$dir/samba" "$dir/nfs"
+  rm -rf "$dir/samba" "$dir/nfs" "$dir/lan"
   trap 'rc=$?; if [ "$rc" -ne 0 ]; then log "start failed: stopping what was started in '"$dir"'"; stop_all "'"$dir"'" quiet || true; fi' EXIT
   local port
   port="$(pick_port Samba 54445 "${STORLAB_SMB_PORT:-}")"
+  is_root || die "the client LAN (a bridge and client network namespaces) needs root"
+  start_lan "$dir"
   start_samba "$dir" "$port"
   start_ganesha "$dir"
   local smb nfs
@@ -290,6 +361,9 @@ export STORLAB_NFS_NETNS='$(cat "$dir/nfs/netns")'
 export STORLAB_FILE_SHARES=$SHARES
 export STORLAB_FILESERVERS_DIR='$dir'
 export STORLAB_FILESERVERS_SCRIPT='$SCRIPTS/fileservers.sh'
+export STORLAB_LAN_SMB_SERVER='smb://$SMB_USER:$(cat "$dir/samba/password")@10.214.$(cat "$dir/lan/subnet").1:$port'
+export STORLAB_LAN_NFS_SERVER='nfs://10.214.$(cat "$dir/lan/subnet").2'
+$(i=0; while read -r ns; do i=$((i + 1)); echo "export STORLAB_CLIENT${i}_NETNS='$ns'"; done <"$dir/lan/clients")
 EOF
   trap - EXIT
   log "Samba on 127.0.0.1:$port, NFS-Ganesha on ${nfs#nfs://} (namespace $(cat "$dir/nfs/netns")), $SHARES shares each, up in $(elapsed "$t") s; source $dir/env.sh"
@@ -352,7 +426,7 @@ cmd_failover() {
     ip -4 -o addr show | grep -q " 10\.213\.$x\.1/" || break
     sleep 0.1
   done
-  make_node "$ns_b" "$veth_b" "$x"
+  make_node "$ns_b" "$veth_b" "$x" "$dir"
   echo "$ns_b" >"$root/netns"
   run_ganesha "$ns_b" "$root"
   wait_nfs "$root" "10.213.$x.2"

@@ -1,7 +1,9 @@
 //! `studies/fileserver.toml` in quick mode against the test file servers (Samba and
 //! NFS-Ganesha from scripts/fileservers.sh): the brief's experiment end to end, 5 clients x 5
 //! shares over SMB and over NFS, every point with its 25 share targets, no error, and
-//! IOmeter's result file with its ALL, MANAGER (client) and DISK (share) rows.
+//! IOmeter's result file with its ALL, MANAGER (client) and DISK (share) rows. Each client
+//! runs in a network namespace of its own on the test servers' client LAN: its link's
+//! counters show that its targets' bytes crossed it.
 
 mod common;
 
@@ -9,13 +11,26 @@ use common::{Lab, server, text};
 
 #[test]
 fn the_file_server_study_runs_25_shares_over_smb_and_nfs_with_iometers_rows() {
-    if server("STORLAB_SMB_SERVER").is_none() || server("STORLAB_NFS_SERVER").is_none() {
+    let (Some(smb), Some(nfs)) = (
+        server("STORLAB_LAN_SMB_SERVER"),
+        server("STORLAB_LAN_NFS_SERVER"),
+    ) else {
         return;
-    }
+    };
+    let netns: Vec<String> = (1..=5)
+        .map(|c| std::env::var(format!("STORLAB_CLIENT{c}_NETNS")).unwrap())
+        .collect();
+    let received_before: Vec<u64> = netns.iter().map(|ns| lan_rx_bytes(ns)).collect();
     let study = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("studies/fileserver.toml");
     let lab = Lab::new();
-    let o = lab
-        .cmd()
+    let mut cmd = lab.cmd();
+    for (c, ns) in netns.iter().enumerate() {
+        cmd.env(format!("STORLAB_FILESERVER_CLIENT{}_NETNS", c + 1), ns);
+    }
+    let o = cmd
+        // The servers as the client LAN reaches them.
+        .env("STORLAB_SMB_SERVER", &smb)
+        .env("STORLAB_NFS_SERVER", &nfs)
         // Small test files: 50 of them are created (and filled) on the servers.
         .env("STORLAB_FILESERVER_SIZE", "2MiB")
         .args(["run", study.to_str().unwrap(), "--quick", "--json", "-q"])
@@ -38,6 +53,23 @@ fn the_file_server_study_runs_25_shares_over_smb_and_nfs_with_iometers_rows() {
             assert_eq!(t["errors"], 0, "{t}");
         }
     }
+    // What each client's targets read crossed its own link: its namespace's interface
+    // received at least those bytes (warm-up, preparation and protocol come on top).
+    for (c, ns) in netns.iter().enumerate() {
+        let client = format!("client-{}", c + 1);
+        let read_bytes: u64 = runs
+            .iter()
+            .flat_map(|r| r["targets"].as_array().unwrap())
+            .filter(|t| t["client"] == client.as_str())
+            .map(|t| t["kinds"]["read"]["bytes"].as_u64().unwrap_or(0))
+            .sum();
+        let received = lan_rx_bytes(ns) - received_before[c];
+        assert!(read_bytes > 0, "{client}");
+        assert!(
+            received >= read_bytes,
+            "{client} ({ns}): its link received {received} bytes, its targets read {read_bytes}"
+        );
+    }
     let folder = std::fs::read_dir(lab.results())
         .unwrap()
         .flatten()
@@ -52,13 +84,31 @@ fn the_file_server_study_runs_25_shares_over_smb_and_nfs_with_iometers_rows() {
     };
     assert_eq!(rows("ALL"), 16, "{csv}");
     assert_eq!(rows("MANAGER"), 16 * 5, "{csv}");
-    assert_eq!(rows("DISK"), 16 * 25, "{csv}");
+    // A WORKER row per worker (1 or 2 per share), each followed by its share's DISK row.
+    let workers: u64 = runs
+        .iter()
+        .flat_map(|r| r["targets"].as_array().unwrap())
+        .map(|t| t["threads"].as_u64().unwrap())
+        .sum();
+    assert!(workers > 16 * 25, "{workers}");
+    assert_eq!(rows("WORKER") as u64, workers, "{csv}");
+    assert_eq!(rows("DISK") as u64, workers, "{csv}");
+    // Each worker's own figures add up to its target's.
+    for t in runs.iter().flat_map(|r| r["targets"].as_array().unwrap()) {
+        let ws = t["workers"].as_array().unwrap();
+        assert_eq!(ws.len() as u64, t["threads"].as_u64().unwrap(), "{t}");
+        let ops: u64 = ws
+            .iter()
+            .flat_map(|w| w["kinds"].as_object().unwrap().values())
+            .map(|k| k["ops"].as_u64().unwrap())
+            .sum();
+        assert_eq!(ops, t["ops"].as_u64().unwrap(), "{t}");
+    }
     for c in 1..=5 {
         assert!(csv.contains(&format!("MANAGER,client-{c},")), "{csv}");
     }
     // The password is in no result file.
-    let password = std::env::var("STORLAB_SMB_SERVER")
-        .unwrap()
+    let password = smb
         .split_once("://")
         .and_then(|(_, r)| r.split_once('@'))
         .and_then(|(u, _)| u.split_once(':'))
@@ -82,4 +132,15 @@ fn the_file_server_study_runs_25_shares_over_smb_and_nfs_with_iometers_rows() {
             assert!(!text.contains(&password), "{}", f.display());
         }
     }
+}
+
+/// Bytes received by the client LAN interface (`lan0`) of namespace `ns`.
+fn lan_rx_bytes(ns: &str) -> u64 {
+    let o = std::process::Command::new("ip")
+        .args(["-n", ns, "-s", "-j", "link", "show", "lan0"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    v[0]["stats64"]["rx"]["bytes"].as_u64().unwrap()
 }

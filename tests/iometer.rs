@@ -67,6 +67,27 @@ fn row(csv: &str, kind: &str, name: &str) -> std::collections::BTreeMap<String, 
         .collect()
 }
 
+/// Every row of `kind` named `name`, in file order.
+fn rows(csv: &str, kind: &str, name: &str) -> Vec<std::collections::BTreeMap<String, String>> {
+    let header: Vec<&str> = csv
+        .lines()
+        .find(|l| l.starts_with("'Target Type"))
+        .expect("header")
+        .split(',')
+        .collect();
+    csv.lines()
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .filter(|c| c[0] == kind && c[1] == name)
+        .map(|c| {
+            header
+                .iter()
+                .zip(c)
+                .map(|(h, v)| (h.to_string(), v.to_string()))
+                .collect()
+        })
+        .collect()
+}
+
 fn num(r: &std::collections::BTreeMap<String, String>, col: &str) -> f64 {
     r[col]
         .parse()
@@ -105,10 +126,35 @@ fn iometer_csv_adds_up_to_the_summary() {
         let name = t["name"].as_str().unwrap();
         let read = &t["kinds"]["read"];
         let write = &t["kinds"]["write"];
-        let disk = row(&csv, "DISK", name);
         let manager = row(&csv, "MANAGER", client);
+        // A DISK row under each of the target's two workers, with that worker's figures:
+        // together they are the target's.
+        let disks = rows(&csv, "DISK", name);
+        assert_eq!(disks.len(), 2, "{csv}");
+        let mut disk = disks[0].clone();
+        for col in ["Read I/Os", "Write I/Os", "Bytes Read", "IOps"] {
+            let sum: f64 = disks.iter().map(|d| num(d, col)).sum();
+            disk.insert(col.to_string(), sum.to_string());
+        }
+        // Means weighted by each worker's reads (exact sums; the target's mean is from its
+        // histogram, within its 0.1% precision).
+        let reads: f64 = disks.iter().map(|d| num(d, "Read I/Os")).sum();
+        let mean: f64 = disks
+            .iter()
+            .map(|d| num(d, "Average Read Response Time") * num(d, "Read I/Os"))
+            .sum::<f64>()
+            / reads;
+        let target_mean_ms = read["service-latency"]["mean-ns"].as_f64().unwrap() / 1e6;
+        assert!(
+            (mean - target_mean_ms).abs() <= target_mean_ms * 2e-3,
+            "{mean} vs {target_mean_ms}"
+        );
+        disk.insert(
+            "Average Read Response Time".into(),
+            target_mean_ms.to_string(),
+        );
         for r in [&disk, &manager] {
-            assert_eq!(num(r, "Read I/Os"), read["ops"].as_f64().unwrap());
+            assert_eq!(num(r, "Read I/Os"), read["ops"].as_f64().unwrap(), "{csv}");
             assert_eq!(num(r, "Write I/Os"), write["ops"].as_f64().unwrap());
             assert_eq!(num(r, "Bytes Read"), read["bytes"].as_f64().unwrap());
             let iops = read["rate-ops"].as_f64().unwrap() + write["rate-ops"].as_f64().unwrap();
@@ -141,6 +187,9 @@ fn iometer_csv_adds_up_to_the_summary() {
         sums[2] += read["rate-ops"].as_f64().unwrap() + write["rate-ops"].as_f64().unwrap();
         sums[3] += t["errors"].as_f64().unwrap();
     }
+    // Each client's two workers, numbered per client as IOmeter numbers them per manager.
+    assert_eq!(rows(&csv, "WORKER", "Worker 1").len(), 2, "{csv}");
+    assert_eq!(rows(&csv, "WORKER", "Worker 2").len(), 2, "{csv}");
     let all = row(&csv, "ALL", "All");
     assert_eq!(num(&all, "Read I/Os"), sums[0]);
     assert_eq!(num(&all, "Write I/Os"), sums[1]);

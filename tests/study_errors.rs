@@ -638,3 +638,59 @@ fn cycling_outstanding_ios_is_a_queue_depth_sweep() {
         study::local_host_name()
     );
 }
+
+/// `[clients.NAME]`: its namespace goes into the plan of every target that names the client.
+const CLIENT: &str = "[clients.c1]\nnetns = \"storlab-cl-1\"\n\n[targets.disk]";
+
+#[test]
+fn a_clients_namespace_goes_to_its_targets() {
+    let text = GOOD
+        .replace("[targets.disk]", CLIENT)
+        .replace("type = \"null\"", "type = \"null\"\nclient = \"c1\"");
+    let plan = study::parse("good.toml", &text).unwrap();
+    assert_eq!(
+        plan.runs[0].targets[0].netns.as_deref(),
+        Some(std::path::Path::new("/run/netns/storlab-cl-1"))
+    );
+    // An empty `netns` (`${VAR:-}` unset) is this machine's own network.
+    let none = text.replace("\"storlab-cl-1\"", "\"\"");
+    assert_eq!(
+        study::parse("good.toml", &none).unwrap().runs[0].targets[0].netns,
+        None
+    );
+}
+
+#[test]
+fn a_clients_netns_is_a_name_or_an_absolute_path() {
+    let text = GOOD
+        .replace("[targets.disk]", CLIENT)
+        .replace("type = \"null\"", "type = \"null\"\nclient = \"c1\"");
+    check(
+        &text.replace("\"storlab-cl-1\"", "\"run/netns/x\""),
+        4,
+        "clients.c1.netns",
+        "neither a namespace name nor an absolute path",
+    );
+    check(
+        &text.replace("\"storlab-cl-1\"", "7"),
+        4,
+        "clients.c1.netns",
+        "`netns` is a string",
+    );
+    check(
+        &text.replace("netns = ", "namespace = "),
+        4,
+        "clients.c1.namespace",
+        "unknown key `namespace` of a client",
+    );
+}
+
+#[test]
+fn a_client_no_target_names_is_refused() {
+    check(
+        &GOOD.replace("[targets.disk]", CLIENT),
+        3,
+        "clients.c1",
+        "no target names client `c1`",
+    );
+}

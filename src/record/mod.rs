@@ -185,6 +185,9 @@ pub struct KindStats {
     /// Successful operations that found nothing (a get of a missing key); counted in `ops`.
     pub misses: u64,
     pub errors: [u64; ErrorKind::COUNT],
+    /// Sum of the service times recorded in `service`, ns (exact, not bucket values): a
+    /// worker's mean without its histogram.
+    pub service_sum_ns: u64,
 }
 
 impl KindStats {
@@ -196,6 +199,7 @@ impl KindStats {
             bytes: 0,
             misses: 0,
             errors: [0; ErrorKind::COUNT],
+            service_sum_ns: 0,
         }
     }
 
@@ -208,6 +212,7 @@ impl KindStats {
         self.bytes = 0;
         self.misses = 0;
         self.errors = [0; ErrorKind::COUNT];
+        self.service_sum_ns = 0;
     }
 }
 
@@ -331,6 +336,7 @@ impl Recorder {
             k.ops += 1;
             k.bytes += bytes;
             k.misses += u64::from(!found);
+            k.service_sum_ns = k.service_sum_ns.saturating_add(service_ns);
         }
     }
 

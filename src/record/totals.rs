@@ -60,6 +60,30 @@ impl KindTotals {
     }
 }
 
+/// One worker's totals of one operation kind: counts, and its exact latency sum and maximum,
+/// without a histogram (a run may have hundreds of workers): IOmeter's per-worker rows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WorkerKindTotals {
+    pub ops: u64,
+    pub bytes: u64,
+    pub errors: u64,
+    pub service_sum_ns: u64,
+    pub service_max_ns: u64,
+}
+
+impl WorkerKindTotals {
+    /// Adds one of the worker's intervals.
+    pub fn add(&mut self, k: &crate::record::KindStats) {
+        self.ops += k.ops;
+        self.bytes += k.bytes;
+        self.errors += k.errors.iter().sum::<u64>();
+        self.service_sum_ns = self.service_sum_ns.saturating_add(k.service_sum_ns);
+        if k.ops > 0 {
+            self.service_max_ns = self.service_max_ns.max(k.service.max());
+        }
+    }
+}
+
 /// Adds the counts of `src` into `dst` (same bounds and precision, any counter type).
 pub fn merge<A: Counter, B: Counter>(dst: &mut Histogram<A>, src: &Histogram<B>) {
     for v in src.iter_recorded() {

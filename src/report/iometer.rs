@@ -31,16 +31,19 @@
 //! network counters; a response time of a kind with no operation; the latency bins when
 //! `histograms.hlog` is not stored.
 //!
-//! No `WORKER` rows: the results store keeps each target's figures (all its workers merged)
-//! and no per-worker operation counts or latencies, so a target's `DISK` row follows its
-//! `MANAGER` row directly, once per target (IOmeter writes a disk once under each worker that
-//! drives it). `# Workers` and `# Disks` count the workers (a target's `threads`) and, as
+//! `WORKER` rows: under each `MANAGER`, each worker of its targets (`Worker 1`, `Worker 2`,
+//! ... numbered per client), followed by the `DISK` row of the one target it drives with that
+//! worker's figures on it, as IOmeter writes a disk under each worker that drives it. A
+//! worker's figures are exact counts, rates, mean and maximum response times; its latency bins
+//! are left empty (no per-worker histogram is kept) unless it is its target's only worker.
+//! Results stored before per-worker figures existed have one `DISK` row per target and no
+//! `WORKER` rows. `# Workers` and `# Disks` count the workers (a target's `threads`) and, as
 //! IOmeter does, the worker-target pairs.
 
 use crate::report::csv::field;
 use crate::results::histograms::{Histograms, hlog_tag};
 use crate::results::stored::StoredRun;
-use crate::results::summary::{RunStatus, TargetResult};
+use crate::results::summary::{RunStatus, TargetResult, WorkerResult};
 
 /// The file's name in a study folder.
 pub const FILE: &str = "iometer.csv";
@@ -217,6 +220,31 @@ impl Figures {
             }
             bins
         });
+        f
+    }
+
+    /// One worker's figures (no latency bins: no per-worker histogram is kept).
+    fn of_worker(w: &WorkerResult) -> Figures {
+        let mut f = Figures::default();
+        if let Some(r) = w.kinds.get("read") {
+            f.read_ops = r.ops;
+            f.read_bytes = r.bytes;
+            f.read_rate_ops = r.rate_ops;
+            f.read_rate_bytes = r.rate_bytes;
+            f.read_errors = r.errors;
+            f.read_latency_total_ns = r.mean_latency_ns * r.ops as f64;
+            f.read_max_ns = r.max_latency_ns;
+        }
+        if let Some(wr) = w.kinds.get("write") {
+            f.write_ops = wr.ops;
+            f.write_bytes = wr.bytes;
+            f.write_rate_ops = wr.rate_ops;
+            f.write_rate_bytes = wr.rate_bytes;
+            f.write_errors = wr.errors;
+            f.write_latency_total_ns = wr.mean_latency_ns * wr.ops as f64;
+            f.write_max_ns = wr.max_latency_ns;
+        }
+        f.errors = w.kinds.values().map(|k| k.errors).sum();
         f
     }
 
@@ -547,6 +575,7 @@ fn results(out: &mut String, run: &StoredRun) {
         let own: Vec<Figures> = mine.iter().map(|&i| figures[i].clone()).collect();
         out.push_str(&row(&manager, &Figures::total(&own)));
         out.push('\n');
+        let mut worker_number = 0u32;
         for &i in &mine {
             let t = &s.targets[i];
             let disk = Label {
@@ -559,8 +588,36 @@ fn results(out: &mut String, run: &StoredRun) {
                 queue_depth: Some(t.queue_depth),
                 cpu_percent: None,
             };
-            out.push_str(&row(&disk, &figures[i]));
-            out.push('\n');
+            if t.workers.is_empty() {
+                // Results stored before per-worker figures: the target's row alone.
+                out.push_str(&row(&disk, &figures[i]));
+                out.push('\n');
+                continue;
+            }
+            // IOmeter writes each worker, then the disk under it with that worker's figures
+            // on it. A target's one worker is the whole target (its latency bins too).
+            for w in &t.workers {
+                worker_number += 1;
+                let mut f = Figures::of_worker(w);
+                if t.workers.len() == 1 {
+                    f.bins = figures[i].bins;
+                }
+                let name = format!("Worker {worker_number}");
+                let worker = Label {
+                    kind: "WORKER",
+                    name: &name,
+                    spec: &t.workload,
+                    managers: None,
+                    workers: None,
+                    disks: Some(1),
+                    queue_depth: Some(t.queue_depth),
+                    cpu_percent: None,
+                };
+                out.push_str(&row(&worker, &f));
+                out.push('\n');
+                out.push_str(&row(&disk, &f));
+                out.push('\n');
+            }
         }
     }
 }
@@ -721,6 +778,68 @@ mod tests {
         assert!(
             text.contains("'Time Stamp\n2026-01-02 03:04:07:000\n"),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn each_worker_has_its_row_then_its_disk_with_its_own_figures() {
+        use crate::results::summary::WorkerKindResult;
+        let mut r = run();
+        let worker = |n: u32, reads: u64, mean_ns: f64, max_ns: u64| WorkerResult {
+            worker: n,
+            kinds: [(
+                "read".to_string(),
+                WorkerKindResult {
+                    ops: reads,
+                    bytes: reads * 65536,
+                    rate_ops: reads as f64 / 2.0,
+                    rate_bytes: (reads * 65536) as f64 / 2.0,
+                    errors: 0,
+                    mean_latency_ns: mean_ns,
+                    max_latency_ns: max_ns,
+                },
+            )]
+            .into(),
+        };
+        // share-a's two workers; share-b's results predate worker figures.
+        r.summary.targets[0].workers = vec![
+            worker(1, 400, 500_000.0, 2_000_000),
+            worker(2, 200, 2_000_000.0, 3_000_000),
+        ];
+        let text = iometer_csv(&[r]);
+        for line in text.lines().filter(|l| l.starts_with("WORKER,")) {
+            assert_eq!(line.split(',').count(), 80, "{line}");
+        }
+        let w2 = cells(&text, "WORKER", "Worker 2");
+        assert_eq!(w2[col("Access Specification Name")], "oltp");
+        assert_eq!(w2[col("IOps")], "100.000000");
+        assert_eq!(w2[col("Average Read Response Time")], "2.000000");
+        assert_eq!(w2[col("Maximum Response Time")], "3.000000");
+        assert_eq!(w2[col("# Disks")], "1");
+        assert_eq!(w2[col("0 to 50 uS")], "", "no per-worker histogram");
+        let order: Vec<(&str, &str, &str)> = text
+            .lines()
+            .filter(|l| {
+                ["MANAGER,", "WORKER,", "DISK,"]
+                    .iter()
+                    .any(|p| l.starts_with(p))
+            })
+            .map(|l| {
+                let c: Vec<&str> = l.split(',').collect();
+                (c[0], c[1], c[col("IOps")])
+            })
+            .collect();
+        assert_eq!(
+            order,
+            vec![
+                ("MANAGER", "client-1", "400.000000"),
+                ("WORKER", "Worker 1", "200.000000"),
+                ("DISK", "share-a", "200.000000"),
+                ("WORKER", "Worker 2", "100.000000"),
+                ("DISK", "share-a", "100.000000"),
+                ("MANAGER", "client-2", "200.000000"),
+                ("DISK", "share-b", "200.000000"),
+            ]
         );
     }
 

@@ -7,10 +7,11 @@ use std::collections::BTreeMap;
 use std::time::SystemTime;
 
 use crate::record::summary::LatencySummary;
-use crate::record::totals::{KindTotals, merge};
+use crate::record::totals::{KindTotals, WorkerKindTotals, merge};
 use crate::record::{EndReason, ErrorKind, OpError, OpKind, new_histogram};
 use crate::results::summary::{
     ClientUsage, ErrorSample, Event, KindResult, RunStatus, RunSummary, TargetResult,
+    WorkerKindResult, WorkerResult,
 };
 use crate::study::plan::{Plan, RunPlan};
 
@@ -39,6 +40,10 @@ pub struct Measured<'a> {
     pub totals: &'a [Vec<Option<KindTotals>>],
     /// Per worker: CPU time spent in measured intervals, ns.
     pub worker_cpu_ns: &'a [u64],
+    /// Per worker, per operation kind: measured counts, latency sum and maximum.
+    pub worker_totals: &'a [[Option<WorkerKindTotals>; OpKind::COUNT]],
+    /// Per worker: its target's index (background workers: past the targets).
+    pub worker_shape: &'a [u32],
     pub error_samples: &'a [(u32, OpKind, OpError)],
     /// CPU time of the whole process over the run, ns.
     pub cpu_used_ns: u64,
@@ -130,6 +135,47 @@ fn target_result(name: &str, kinds: &[&KindTotals], names: &[OpKind], secs: f64)
     r
 }
 
+/// The figures of target `ti`'s workers, in worker order.
+fn worker_results(
+    ti: usize,
+    worker_shape: &[u32],
+    worker_totals: &[[Option<WorkerKindTotals>; OpKind::COUNT]],
+    secs: f64,
+) -> Vec<WorkerResult> {
+    worker_shape
+        .iter()
+        .zip(worker_totals)
+        .filter(|(shape, _)| **shape as usize == ti)
+        .enumerate()
+        .map(|(n, (_, kinds))| WorkerResult {
+            worker: n as u32 + 1,
+            kinds: OpKind::ALL
+                .into_iter()
+                .filter_map(|k| {
+                    let t = kinds[k as usize]?;
+                    let mean = if t.ops == 0 {
+                        0.0
+                    } else {
+                        t.service_sum_ns as f64 / t.ops as f64
+                    };
+                    Some((
+                        k.name().to_string(),
+                        WorkerKindResult {
+                            ops: t.ops,
+                            bytes: t.bytes,
+                            rate_ops: t.ops as f64 / secs,
+                            rate_bytes: t.bytes as f64 / secs,
+                            errors: t.errors,
+                            mean_latency_ns: mean,
+                            max_latency_ns: t.service_max_ns,
+                        },
+                    ))
+                })
+                .collect(),
+        })
+        .collect()
+}
+
 pub fn summarize(plan: &Plan, run: &RunPlan, m: &Measured<'_>) -> RunSummary {
     let Measured {
         run_id,
@@ -137,6 +183,8 @@ pub fn summarize(plan: &Plan, run: &RunPlan, m: &Measured<'_>) -> RunSummary {
         workers: outcomes,
         totals,
         worker_cpu_ns,
+        worker_totals,
+        worker_shape,
         error_samples,
         cpu_used_ns,
         start_ns,
@@ -193,6 +241,7 @@ pub fn summarize(plan: &Plan, run: &RunPlan, m: &Measured<'_>) -> RunSummary {
         r.queue_depth = t.workload.queue_depth();
         r.block_bytes = t.workload.block_bytes();
         r.session_used = session_used.get(ti).cloned().unwrap_or_default();
+        r.workers = worker_results(ti, worker_shape, worker_totals, secs);
         targets.push(r);
         for (k, kt) in present.iter().zip(kinds) {
             total_kinds

@@ -175,10 +175,39 @@ pub struct TargetResult {
     /// (`execution`: how operations overlapped; `io-uring.registered-buffers`, ...).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub session_used: BTreeMap<String, String>,
+    /// Each worker's own figures (IOmeter's worker rows), in worker order; empty for the
+    /// total and in results stored before they existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workers: Vec<WorkerResult>,
     /// The verify pass after the run (`verify = true`): blocks per class and first offsets
     /// (`kind = "block"`), or keys per class and first keys (`kind = "key-value"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<crate::verify::Verified>,
+}
+
+/// One worker's figures on its target: counts, rates over the run's measured time, and its
+/// mean and maximum service latency. Exact (a sum and a maximum), with no percentiles: no
+/// per-worker histogram is kept, the target's histogram merges its workers'.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct WorkerResult {
+    /// 1-based among the target's workers.
+    pub worker: u32,
+    pub kinds: BTreeMap<String, WorkerKindResult>,
+}
+
+/// One operation kind of one worker.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct WorkerKindResult {
+    pub ops: u64,
+    pub bytes: u64,
+    pub rate_ops: f64,
+    pub rate_bytes: f64,
+    pub errors: u64,
+    /// Mean service latency of its successful operations, ns (0 without any).
+    pub mean_latency_ns: f64,
+    pub max_latency_ns: u64,
 }
 
 /// How much of the client machine storlab used.

@@ -12,7 +12,7 @@ use hdrhistogram::Histogram;
 use hdrhistogram::serialization::V2DeflateSerializer;
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 
-pub use crate::record::totals::{KindTotals, merge};
+pub use crate::record::totals::{KindTotals, WorkerKindTotals, merge};
 use crate::record::{Interval, OpError, OpKind, new_histogram};
 
 /// Per-target layout the collector needs.
@@ -40,6 +40,11 @@ pub struct Collected {
     pub totals: Vec<Vec<Option<KindTotals>>>,
     /// Per worker: CPU time spent in measured intervals, ns.
     pub worker_cpu_ns: Vec<u64>,
+    /// Per worker, per op kind (indexed by `OpKind as usize`): measured counts and latency
+    /// sum and maximum.
+    pub worker_totals: Vec<[Option<WorkerKindTotals>; OpKind::COUNT]>,
+    /// Per worker: the shape (target, then background worker) its figures went to.
+    pub worker_shape: Vec<u32>,
     pub error_samples: Vec<(u32, OpKind, OpError)>,
     pub io_error: Option<std::io::Error>,
 }
@@ -108,6 +113,8 @@ pub fn collect<W1: Write, W2: Write>(
     let mut out = Collected {
         totals: new_kind_table(&targets),
         worker_cpu_ns: vec![0; n_workers],
+        worker_totals: vec![[None; OpKind::COUNT]; n_workers],
+        worker_shape: worker_target,
         error_samples: Vec::new(),
         io_error: None,
     };
@@ -162,6 +169,9 @@ pub fn collect<W1: Write, W2: Write>(
                 if let Some(dst) = &mut out.totals[t][k] {
                     dst.add(stats);
                 }
+                out.worker_totals[w][k]
+                    .get_or_insert_with(WorkerKindTotals::default)
+                    .add(stats);
             }
         }
         if iv.index >= 0 {

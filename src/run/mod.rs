@@ -296,6 +296,14 @@ fn run_one(
             let h = std::thread::Builder::new()
                 .name(format!("storlab-w{}", config.worker))
                 .spawn_scoped(scope, move || {
+                    // The worker's thread lives in its client's network namespace.
+                    let _netns = match crate::targets::netns::enter(t.netns.as_deref()) {
+                        Ok(entered) => entered,
+                        Err(e) => {
+                            gate.fail();
+                            return Err((t.name.clone(), TargetError::Netns(e)));
+                        }
+                    };
                     let worker = Worker {
                         config,
                         clock,
@@ -403,6 +411,8 @@ fn run_one(
                 .collect(),
             totals: &collected.totals,
             worker_cpu_ns: &collected.worker_cpu_ns,
+            worker_totals: &collected.worker_totals,
+            worker_shape: &collected.worker_shape,
             error_samples: &collected.error_samples,
             cpu_used_ns,
             start_ns,

@@ -12,7 +12,7 @@ use super::{RunError, RunOptions, SPARES_PER_WORKER};
 use crate::record::{Interval, OpKind, Recorder};
 use crate::results::{RunFolder, system};
 use crate::study::plan::RunPlan;
-use crate::targets::{PrepareOptions, Prepared, Region, SessionParams};
+use crate::targets::{PrepareOptions, Prepared, Region, SessionParams, TargetError};
 use crate::verify::{VerifyParams, VerifyTable};
 use crate::workload::Source;
 
@@ -45,6 +45,13 @@ pub fn prepare_targets(
             verbose: true,
             ycsb: t.workload.ycsb(),
         };
+        // A client's target is prepared from its client's network namespace: connections
+        // (and threads) a target opens here live there.
+        let entered =
+            crate::targets::netns::enter(t.netns.as_deref()).map_err(|e| RunError::Target {
+                target: t.name.clone(),
+                source: TargetError::Netns(e),
+            })?;
         let p = t
             .config
             .prepare(&popts)
@@ -52,6 +59,12 @@ pub fn prepare_targets(
                 target: t.name.clone(),
                 source,
             })?;
+        if let Some(entered) = entered {
+            entered.leave().map_err(|e| RunError::Target {
+                target: t.name.clone(),
+                source: TargetError::Netns(e),
+            })?;
+        }
         prepared.insert(t.name.clone(), p.region);
         regions.push(p.region);
         for (name, version) in t.config.software(&p) {

@@ -10,6 +10,7 @@
 
 pub mod brief;
 mod checks;
+pub mod clients;
 pub mod dbbench;
 pub mod events;
 pub mod plan;
@@ -97,6 +98,9 @@ struct RawStudy {
     interval: Option<Spanned<Dur>>,
     #[serde(default)]
     targets: BTreeMap<String, Spanned<toml::Table>>,
+    /// `[clients.NAME]`: see [`clients`].
+    #[serde(default)]
+    clients: BTreeMap<String, Spanned<toml::Table>>,
     #[serde(default)]
     workloads: BTreeMap<String, Spanned<toml::Table>>,
     #[serde(default)]
@@ -359,6 +363,19 @@ pub fn parse_with(file: &str, text: &str, limits: Limits) -> Result<Plan, StudyE
         }
     }
 
+    // Clients: every declared one is some target's `client` (a typo would otherwise leave a
+    // target outside its namespace, silently).
+    let clients = clients::parse(&raw.clients, &src, &mut errors);
+    for (name, c) in &clients {
+        if !targets.values().any(|(_, client, _)| client == name) {
+            errors.push(src.error(
+                Some(c.span.clone()),
+                format!("clients.{name}"),
+                format!("no target names client `{name}`: set `client = \"{name}\"` on the targets it drives"),
+            ));
+        }
+    }
+
     // Workloads: validated as written; sweeps are checked per point below.
     let mut workloads: BTreeMap<String, (toml::Table, std::ops::Range<usize>)> = BTreeMap::new();
     for (name, table) in &raw.workloads {
@@ -471,6 +488,7 @@ pub fn parse_with(file: &str, text: &str, limits: Limits) -> Result<Plan, StudyE
                     name: t.get_ref().clone(),
                     config: config.clone(),
                     client: client.clone(),
+                    netns: clients.get(client).and_then(|c| c.netns.clone()),
                     span: span.clone(),
                 }),
                 None if raw.targets.contains_key(t.get_ref()) => {}

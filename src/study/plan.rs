@@ -58,6 +58,10 @@ pub struct RunTarget {
     /// The client host whose connections the target uses (IOmeter's manager): the target's
     /// `client`, by default this machine's host name.
     pub client: String,
+    /// The network namespace its client's threads run in (`[clients.NAME] netns`): prepare,
+    /// every worker's session and the verify pass enter it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub netns: Option<PathBuf>,
     pub workload_name: String,
     pub workload: Workload,
     /// This run's seed ([`Workload::run_seed`]): thread i draws from

@@ -26,6 +26,8 @@ pub(super) struct StepTarget {
     pub config: TargetConfig,
     /// The client host whose connections the target uses (`client`).
     pub client: String,
+    /// The network namespace of its client (`[clients.NAME] netns`).
+    pub netns: Option<std::path::PathBuf>,
     /// The target's table in the study text.
     pub span: Range<usize>,
 }
@@ -254,6 +256,7 @@ pub(super) fn expand(
                             name: t.name.clone(),
                             config: t.config.clone(),
                             client: t.client.clone(),
+                            netns: t.netns.clone(),
                             workload_name: step.workload_name.clone(),
                             workload: workload.clone(),
                             seed,

@@ -11,6 +11,7 @@
 //! [`registry!`]: registry::registry
 
 pub mod guard;
+pub mod netns;
 pub mod registry;
 pub mod session;
 pub mod ycsb_store;
@@ -53,6 +54,8 @@ pub enum TargetError {
     Refused(#[from] guard::GuardError),
     #[error("{0}")]
     Invalid(String),
+    #[error("{0}")]
+    Netns(#[from] netns::NetnsError),
 }
 
 impl TargetError {

@@ -130,6 +130,15 @@ pub fn after_run_kv(
     let several = run.targets.len() > 1;
     for ((t, table), p) in run.targets.iter().zip(tables).zip(prepared) {
         let Some(table) = table else { continue };
+        let _netns = match crate::targets::netns::enter(t.netns.as_deref()) {
+            Ok(entered) => entered,
+            Err(e) => {
+                summary
+                    .warnings
+                    .push(format!("target `{}`: verify not run: {e}", t.name));
+                continue;
+            }
+        };
         let path = t.workload.as_ycsb().and_then(|y| y.verify_state.as_deref());
         let to = state_file(t, several, path);
         let mut warnings = Vec::new();
@@ -178,6 +187,16 @@ pub fn after_run(
         let Some(table) = table else { continue };
         let Some((path, direct)) = t.config.verify_file() else {
             continue;
+        };
+        // A client's target is read back from its client's network namespace.
+        let _netns = match crate::targets::netns::enter(t.netns.as_deref()) {
+            Ok(entered) => entered,
+            Err(e) => {
+                summary
+                    .warnings
+                    .push(format!("target `{}`: verify not run: {e}", t.name));
+                continue;
+            }
         };
         let state_file = state_file(
             t,

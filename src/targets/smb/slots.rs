@@ -15,6 +15,8 @@
 //! without copying (`write_block_zc`, the buffer is shared, not copied); if the crate still holds
 //! it when the slot is refilled, storlab copies it into a new buffer and counts that in `used()`.
 //!
+//! Every request has storlab's own deadline (the target's `timeout`): one that gets no
+//! response by then fails as a `timeout` error.
 //! A failed connection: the operation that found it fails (a `connection` or `timeout` error),
 //! and the slot's next operation first reopens the file, on a new connection if no other slot
 //! made one already, retrying for up to the target's timeout.
@@ -136,6 +138,11 @@ const CONNECTION: OpError = OpError {
     code: 0,
 };
 
+const TIMED_OUT: OpError = OpError {
+    kind: ErrorKind::Timeout,
+    code: 0,
+};
+
 /// What an error of the crate says: the server answered with a status (the connection is
 /// fine), a request timed out, or the connection is gone. The crate hands read and write
 /// errors over as text only.
@@ -192,23 +199,33 @@ async fn slot_task(ring: Arc<Ring>, index: usize, files: Arc<Files>, block_bytes
             }
         }
         if !broken {
-            result = match op {
-                SlotOp::Read { offset, len } => {
-                    match file.read_block(&mut buf[..len as usize], offset, None, false).await {
-                        Ok(n) => transferred(n, len),
-                        Err(e) => Err(classify(&e)),
+            let request = async {
+                match op {
+                    SlotOp::Read { offset, len } => {
+                        match file.read_block(&mut buf[..len as usize], offset, None, false).await
+                        {
+                            Ok(n) => transferred(n, len),
+                            Err(e) => Err(classify(&e)),
+                        }
                     }
-                }
-                SlotOp::Write { offset, len } => {
-                    // SAFETY: as the operation above; the worker replaces the buffer only
-                    // while the slot is idle.
-                    let data = unsafe { (*slot.data.get()).clone() };
-                    match file.write_block_zc(data, offset, None).await {
-                        Ok(n) => transferred(n, len),
-                        Err(e) => Err(classify(&e)),
+                    SlotOp::Write { offset, len } => {
+                        // SAFETY: as the operation above; the worker replaces the buffer only
+                        // while the slot is idle.
+                        let data = unsafe { (*slot.data.get()).clone() };
+                        match file.write_block_zc(data, offset, None).await {
+                            Ok(n) => transferred(n, len),
+                            Err(e) => Err(classify(&e)),
+                        }
                     }
+                    SlotOp::Flush => file.flush().await.map(|()| 0).map_err(|e| classify(&e)),
                 }
-                SlotOp::Flush => file.flush().await.map(|()| 0).map_err(|e| classify(&e)),
+            };
+            // storlab's own deadline on every request: a response that never comes (a server
+            // or the crate losing it) fails the operation as a timeout and the slot moves to
+            // a new connection, instead of holding the worker forever.
+            result = match tokio::time::timeout(timeout, request).await {
+                Ok(r) => r,
+                Err(_) => Err(TIMED_OUT),
             };
             if let Err(e) = &result {
                 broken = broke_connection(e);
