@@ -14,6 +14,7 @@ pub mod dbbench;
 pub mod events;
 pub mod plan;
 mod raid;
+pub mod signal;
 pub mod sweep;
 pub mod ycsb;
 
