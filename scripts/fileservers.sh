@@ -94,7 +94,7 @@ start_lan() {
   for ((i = 1; i <= CLIENTS; i++)); do
     ns="$(client_ns "$dir" "$i")"
     ip netns add "$ns"
-    lan_attach "$dir" "$ns" "slc$h$i" "10.214.$y.$((10 + i))"
+    lan_attach "$dir" "$ns" "slcl$h$i" "10.214.$y.$((10 + i))"
     echo "$ns" >>"$dir/lan/clients"
   done
 }

@@ -295,3 +295,159 @@ command = {server}
         "the recovery shaded"
     );
 }
+
+/// A network namespace of the test's own, with a veth link to the host, removed when dropped.
+struct Netns {
+    name: String,
+    veth: String,
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args(["netns", "pids", &self.name])
+            .output()
+            .map(|o| {
+                for pid in String::from_utf8_lossy(&o.stdout).split_whitespace() {
+                    let _ = Command::new("kill").args(["-KILL", pid]).status();
+                }
+            });
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.name])
+            .status();
+        let _ = Command::new("ip")
+            .args(["link", "del", &self.veth])
+            .status();
+    }
+}
+
+fn ip_brief(args: &[&str]) -> String {
+    let out = Command::new("ip").args(args).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn power_off_kills_every_process_of_a_namespace_and_sets_its_link_down() {
+    if !common::root_or_skip("network namespaces") {
+        return;
+    }
+    let lab = Lab::new();
+    let tag = format!("{:x}", std::process::id() & 0xffff_ff);
+    let ns = Netns {
+        name: format!("storlab-t-{tag}"),
+        veth: format!("slt{tag}"),
+    };
+    let pid_file = lab.path().join("sleep.pid");
+    let outside = lab.path().join("outside.pid");
+    // Made by the study itself (before-step exec): the namespace, a veth link up on both
+    // ends, two processes inside (one with a pid file), one outside with a pid file.
+    let make = format!(
+        "set -e; ip netns add {n}; ip link add {v} type veth peer name {v}p; ip link set {v}p netns {n}; \
+         ip -n {n} link set {v}p up; ip -n {n} link set lo up; ip link set {v} up; \
+         ip netns exec {n} setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $! > {p}; \
+         ip netns exec {n} setsid sleep 301 </dev/null >/dev/null 2>&1 & \
+         setsid sleep 302 </dev/null >/dev/null 2>&1 & echo $! > {o}; sleep 0.2",
+        n = ns.name,
+        v = ns.veth,
+        p = pid_file.display(),
+        o = outside.display(),
+    );
+    let study = |power_off: &str| {
+        format!(
+            "{NULL_STUDY}\n[[steps.events]]\naction = \"exec\"\nbefore-step = true\ncommand = [\"sh\", \"-c\", \"{}\"]\n\n[[steps.events]]\nname = \"node-lost\"\naction = \"power-off\"\nat = \"0.3s\"\n{power_off}\n",
+            make.replace('"', "\\\"")
+        )
+    };
+
+    // A pid file naming a process outside the namespace: refused, nothing touched.
+    let s = lab.write(
+        "refused.toml",
+        &study(&format!(
+            "netns = \"{}\"\npid-files = [\"{}\"]",
+            ns.name,
+            outside.display()
+        )),
+    );
+    let out = lab.run(&["run", s.to_str().unwrap()]);
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("event `node-lost` (power-off) failed")
+            && stderr.contains("not in network namespace"),
+        "{stderr}"
+    );
+    let alive = |f: &Path| {
+        let pid: i32 = std::fs::read_to_string(f).unwrap().trim().parse().unwrap();
+        (pid, storlab::run::events::power_off::alive(pid))
+    };
+    assert!(alive(&pid_file).1, "nothing killed when refused");
+    assert!(alive(&outside).1, "nothing killed when refused");
+    let pids = ip_brief(&["netns", "pids", &ns.name]);
+    assert_eq!(
+        pids.lines().count(),
+        2,
+        "both still in the namespace: {pids}"
+    );
+    assert!(ip_brief(&["-n", &ns.name, "-br", "link"]).contains("UP"));
+    drop(ns);
+    let ns = Netns {
+        name: format!("storlab-t-{tag}"),
+        veth: format!("slt{tag}"),
+    };
+    let _ = Command::new("kill")
+        .args(["-KILL", &alive(&outside).0.to_string()])
+        .status();
+
+    // The namespace and its pid file: every process killed, the link down.
+    let lab = Lab::new();
+    let s = lab.write(
+        "s.toml",
+        &study(&format!(
+            "netns = \"{}\"\npid-files = [\"{}\"]",
+            ns.name,
+            pid_file.display()
+        )),
+    );
+    let out = lab.run(&["run", s.to_str().unwrap()]);
+    let (_, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    let sum = first_summary(&lab);
+    let ev = study_events(&sum);
+    let off = ev.iter().find(|e| e["name"] == "node-lost").unwrap();
+    assert_eq!(off["status"], "ok", "{off}");
+    assert_eq!(off["kind"], "power-off", "{off}");
+    assert_eq!(off["pids-killed"], 2, "{off}");
+    assert!(off["start-ns"].as_i64().unwrap() >= 300_000_000, "{off}");
+    let detail = off["detail"].as_str().unwrap();
+    assert!(detail.contains("SIGKILL to 2 processes"), "{detail}");
+    assert!(!alive(&pid_file).1, "the pid file's process was killed");
+    assert_eq!(
+        ip_brief(&["netns", "pids", &ns.name]).trim(),
+        "",
+        "no process left"
+    );
+    let inside = ip_brief(&["-n", &ns.name, "-br", "link"]);
+    for line in inside.lines() {
+        assert!(line.split_whitespace().nth(1) == Some("DOWN"), "{inside}");
+    }
+    let host_end = ip_brief(&["link", "show", &ns.veth]);
+    assert!(host_end.contains("NO-CARRIER"), "{host_end}");
+
+    // A namespace that does not exist at run time: a run error naming it.
+    let lab = Lab::new();
+    let s = lab.write(
+        "missing.toml",
+        &format!(
+            "{NULL_STUDY}\n[[steps.events]]\nname = \"node-lost\"\naction = \"power-off\"\nat = \"0.3s\"\nnetns = \"storlab-t-{tag}-none\"\n"
+        ),
+    );
+    let out = lab.run(&["run", s.to_str().unwrap()]);
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains(&format!(
+            "network namespace `storlab-t-{tag}-none` does not exist"
+        )),
+        "{stderr}"
+    );
+}

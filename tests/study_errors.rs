@@ -694,3 +694,75 @@ fn a_client_no_target_names_is_refused() {
         "no target names client `c1`",
     );
 }
+
+#[test]
+fn power_off_names_what_to_power_off() {
+    check(
+        &with_event("action = \"power-off\"\nat = \"0.5s\"\n"),
+        15,
+        "steps[1].events[1]",
+        "missing what to power off",
+    );
+}
+
+#[test]
+fn power_off_with_a_bad_namespace_name() {
+    check(
+        &with_event("action = \"power-off\"\nat = \"0.5s\"\nnetns = \"../etc\"\n"),
+        18,
+        "steps[1].events[1].netns",
+        "not a network namespace name",
+    );
+}
+
+#[test]
+fn power_off_with_bad_pid_files() {
+    check(
+        &with_event("action = \"power-off\"\nat = \"0.5s\"\npid-files = \"/run/x.pid\"\n"),
+        18,
+        "steps[1].events[1].pid-files",
+        "non-empty array of pid file paths",
+    );
+    check(
+        &with_event("action = \"power-off\"\nat = \"0.5s\"\npid-files = [\"/run/x.pid\", 3]\n"),
+        18,
+        "steps[1].events[1].pid-files",
+        "every element of `pid-files`",
+    );
+}
+
+#[test]
+fn power_off_keys_belong_to_power_off() {
+    check(
+        &with_event(
+            "action = \"kill\"\nat = \"0.5s\"\npid-file = \"/run/x.pid\"\nnetns = \"n1\"\n",
+        ),
+        19,
+        "steps[1].events[1].netns",
+        "does not apply to `kill` events (it is for power-off)",
+    );
+}
+
+#[test]
+fn a_valid_power_off_is_in_the_plan_with_recovery() {
+    let plan = study::parse(
+        "good.toml",
+        &with_event(
+            "name = \"lose-node\"\naction = \"power-off\"\nat = \"0.5s\"\nnetns = \"node1\"\npid-files = [\"/run/a.pid\", \"/run/b.pid\"]\n",
+        ),
+    )
+    .unwrap();
+    let e = &plan.runs[0].events[0];
+    assert_eq!(e.action.name(), "power-off");
+    assert!(
+        e.recovery.is_some(),
+        "a power-off measures recovery by default"
+    );
+    match &e.action {
+        study::events::Action::PowerOff { netns, pid_files } => {
+            assert_eq!(netns.as_deref(), Some("node1"));
+            assert_eq!(pid_files.len(), 2);
+        }
+        other => panic!("{other:?}"),
+    }
+}

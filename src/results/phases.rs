@@ -156,6 +156,7 @@ pub(crate) mod tests {
                 exit_code: Some(0),
                 pid: None,
                 attempts: None,
+                pids_killed: None,
                 stdout: String::new(),
                 stderr: String::new(),
                 recovery: false,

@@ -110,6 +110,9 @@ pub struct EventOutcome {
     /// Times a `wait-for` command ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempts: Option<u32>,
+    /// Processes a `power-off` event sent SIGKILL to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pids_killed: Option<u32>,
     /// The first bytes of the command's output (of its last try, for `wait-for`).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub stdout: String,

@@ -10,6 +10,8 @@ use std::time::Duration;
 use serde::Serialize;
 use toml::Spanned;
 
+use super::signal::SIGNALS;
+pub use super::signal::Signal;
 use super::{Source, StudyError, expand_env};
 use crate::units::{Dur, parse_duration};
 
@@ -45,70 +47,6 @@ pub enum ProcessRef {
     Process(String),
 }
 
-/// A signal by number, with the name it was given.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub struct Signal {
-    pub number: i32,
-    pub name: &'static str,
-}
-
-const SIGNALS: [(&str, i32); 12] = [
-    ("TERM", libc::SIGTERM),
-    ("KILL", libc::SIGKILL),
-    ("INT", libc::SIGINT),
-    ("HUP", libc::SIGHUP),
-    ("QUIT", libc::SIGQUIT),
-    ("USR1", libc::SIGUSR1),
-    ("USR2", libc::SIGUSR2),
-    ("STOP", libc::SIGSTOP),
-    ("CONT", libc::SIGCONT),
-    ("ABRT", libc::SIGABRT),
-    ("ALRM", libc::SIGALRM),
-    ("PIPE", libc::SIGPIPE),
-];
-
-impl Signal {
-    pub const TERM: Signal = Signal {
-        number: libc::SIGTERM,
-        name: "TERM",
-    };
-    pub const KILL: Signal = Signal {
-        number: libc::SIGKILL,
-        name: "KILL",
-    };
-    pub const STOP: Signal = Signal {
-        number: libc::SIGSTOP,
-        name: "STOP",
-    };
-    pub const CONT: Signal = Signal {
-        number: libc::SIGCONT,
-        name: "CONT",
-    };
-
-    /// `TERM`, `SIGTERM` or `15`.
-    pub fn parse(text: &str) -> Option<Signal> {
-        let t = text.trim().to_ascii_uppercase();
-        let t = t.strip_prefix("SIG").unwrap_or(&t);
-        if let Ok(n) = t.parse::<i32>() {
-            return SIGNALS
-                .iter()
-                .find(|(_, v)| *v == n)
-                .map(|(name, number)| Signal {
-                    number: *number,
-                    name,
-                });
-        }
-        SIGNALS
-            .iter()
-            .find(|(name, _)| *name == t)
-            .map(|(name, number)| Signal {
-                number: *number,
-                name,
-            })
-    }
-}
-
 /// What an event does.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "kebab-case", tag = "action")]
@@ -130,6 +68,12 @@ pub enum Action {
         poll: Dur,
         timeout: Dur,
     },
+    /// Powers a node off abruptly: every interface of network namespace `netns` set down, then
+    /// SIGKILL to the processes of `pid-files` and to every process in `netns`.
+    PowerOff {
+        netns: Option<String>,
+        pid_files: Vec<PathBuf>,
+    },
     /// Runs the verify pass of a saved verify state (`verify-state` of an earlier run, as
     /// `storlab verify`): fails when a block is damaged.
     Verify { state: std::path::PathBuf },
@@ -145,6 +89,7 @@ impl Action {
             Action::Cont { .. } => "cont",
             Action::WaitFor { .. } => "wait-for",
             Action::Verify { .. } => "verify",
+            Action::PowerOff { .. } => "power-off",
         }
     }
 }
@@ -185,7 +130,7 @@ pub struct EventPlan {
     pub recovery: Option<RecoveryPlan>,
 }
 
-const KEYS: [&str; 18] = [
+const KEYS: [&str; 20] = [
     "name",
     "action",
     "at",
@@ -199,6 +144,8 @@ const KEYS: [&str; 18] = [
     "pid-file",
     "process",
     "state",
+    "netns",
+    "pid-files",
     "on-failure",
     "recovery",
     "baseline",
@@ -206,8 +153,15 @@ const KEYS: [&str; 18] = [
     "settle",
 ];
 
-const ACTIONS: [&str; 7] = [
-    "exec", "start", "kill", "stop", "cont", "wait-for", "verify",
+const ACTIONS: [&str; 8] = [
+    "exec",
+    "start",
+    "kill",
+    "stop",
+    "cont",
+    "wait-for",
+    "verify",
+    "power-off",
 ];
 
 /// The keys an action takes besides the common ones.
@@ -219,6 +173,7 @@ fn action_keys(action: &str) -> &'static [&'static str] {
         "stop" | "cont" => &["pid-file", "process"],
         "wait-for" => &["command", "poll", "timeout"],
         "verify" => &["state"],
+        "power-off" => &["netns", "pid-files"],
         _ => &[],
     }
 }
@@ -617,6 +572,7 @@ impl EventReader<'_, '_> {
                     _ => None,
                 }
             }
+            "power-off" => self.power_off(),
             "stop" => self
                 .process(kept, started)
                 .map(|process| Action::Stop { process }),
@@ -659,7 +615,10 @@ impl EventReader<'_, '_> {
         // (making an array, starting a server) has no throughput before it to compare with.
         let recovery_default = matches!(
             action,
-            Action::Kill { .. } | Action::Stop { .. } | Action::Exec { .. }
+            Action::Kill { .. }
+                | Action::Stop { .. }
+                | Action::Exec { .. }
+                | Action::PowerOff { .. }
         ) && !before_step;
         let recovery_on = self.boolean("recovery").unwrap_or(recovery_default);
         let baseline = self.duration("baseline");
@@ -706,6 +665,60 @@ impl EventReader<'_, '_> {
         })
     }
 
+    /// `netns = "NAME"` and/or `pid-files = ["/path", ...]`. Whether the namespace exists is
+    /// a question for the run (a study may create it in a `before-step` event).
+    fn power_off(&mut self) -> Option<Action> {
+        let netns = self.string("netns");
+        if let Some(n) = &netns
+            && (n.is_empty() || n == "." || n == ".." || n.contains('/') || n.contains('\0'))
+        {
+            self.err(
+                "netns",
+                format!("`{n}` is not a network namespace name (as `ip netns` names them: no `/`, not empty)"),
+            );
+            return None;
+        }
+        let mut pid_files = Vec::new();
+        match self.table.get("pid-files") {
+            None => {}
+            Some(toml::Value::Array(items)) if !items.is_empty() => {
+                for item in items {
+                    match item.as_str().map(expand_env) {
+                        Some(Ok(p)) if !p.is_empty() => pid_files.push(PathBuf::from(p)),
+                        Some(Err(m)) => {
+                            self.err("pid-files", m);
+                            return None;
+                        }
+                        _ => {
+                            self.err(
+                                "pid-files",
+                                "every element of `pid-files` is the path of a pid file",
+                            );
+                            return None;
+                        }
+                    }
+                }
+            }
+            Some(_) => {
+                self.err(
+                    "pid-files",
+                    "`pid-files` is a non-empty array of pid file paths, e.g. [\"/run/node1/postmaster.pid\"]",
+                );
+                return None;
+            }
+        }
+        if netns.is_none() && pid_files.is_empty() {
+            if !self.table.contains_key("netns") {
+                self.err(
+                    "",
+                    "missing what to power off: `netns = \"NAME\"` (every process in that network namespace is killed and its interfaces set down) and/or `pid-files = [\"/path\"]`",
+                );
+            }
+            return None;
+        }
+        Some(Action::PowerOff { netns, pid_files })
+    }
+
     fn positive(&mut self, key: &str, d: Dur) {
         if d.0.is_zero() && self.table.contains_key(key) {
             self.err(key, format!("`{key}` must be above 0"));
@@ -731,14 +744,6 @@ pub fn scale_events(events: &mut [EventPlan], factor: f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn signals_by_name_and_number() {
-        assert_eq!(Signal::parse("kill"), Some(Signal::KILL));
-        assert_eq!(Signal::parse("SIGTERM"), Some(Signal::TERM));
-        assert_eq!(Signal::parse("19").map(|s| s.name), Some("STOP"));
-        assert_eq!(Signal::parse("NOPE"), None);
-    }
 
     #[test]
     fn quick_scaling_shrinks_times_not_timeouts() {

@@ -15,6 +15,7 @@ pub mod dbbench;
 pub mod events;
 pub mod plan;
 mod raid;
+pub mod signal;
 pub mod sweep;
 pub mod ycsb;
 

@@ -190,14 +190,20 @@ crate::targets::ycsb_store::server_target!(
 
 impl PostgresConfig {
     fn config(&self) -> Result<postgres::Config, postgres::Error> {
-        let mut c: postgres::Config = self.url.parse()?;
+        let (url, tcp_user_timeout_ms) = libpq_tcp_user_timeout(&self.url);
+        let mut c: postgres::Config = url.parse()?;
+        if let Some(ms) = tcp_user_timeout_ms {
+            c.tcp_user_timeout(std::time::Duration::from_millis(ms));
+        }
         if let Some(u) = &self.user {
             c.user(u);
         }
         if let Some(p) = &self.password {
             c.password(p);
         }
-        c.connect_timeout(std::time::Duration::from_secs(10));
+        if c.get_connect_timeout().is_none() {
+            c.connect_timeout(std::time::Duration::from_secs(10));
+        }
         if c.get_application_name().is_none() {
             // How a DBA tells storlab's sessions apart in pg_stat_activity.
             c.application_name("storlab");
@@ -370,6 +376,49 @@ const INTEGRITY: OpError = OpError {
     kind: ErrorKind::Integrity,
     code: 0,
 };
+
+/// Takes libpq's `tcp_user_timeout` (milliseconds) out of a URL or key-value connection string:
+/// the `postgres` crate reads that key as seconds, so a libpq URL given to both would mean a
+/// thousand times more here. 0 (libpq: the system default) gives None.
+fn libpq_tcp_user_timeout(url: &str) -> (String, Option<u64>) {
+    const KEY: &str = "tcp_user_timeout=";
+    let mut ms = None;
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        let Some((head, query)) = url.split_once('?') else {
+            return (url.to_string(), None);
+        };
+        let kept: Vec<&str> = query
+            .split('&')
+            .filter(|kv| match kv.strip_prefix(KEY).map(str::parse::<u64>) {
+                Some(Ok(v)) => {
+                    ms = Some(v).filter(|v| *v > 0);
+                    false
+                }
+                _ => true,
+            })
+            .collect();
+        let url = if kept.is_empty() {
+            head.to_string()
+        } else {
+            format!("{head}?{}", kept.join("&"))
+        };
+        return (url, ms);
+    }
+    let kept: Vec<&str> = url
+        .split_whitespace()
+        .filter(|kv| match kv.strip_prefix(KEY).map(str::parse::<u64>) {
+            Some(Ok(v)) => {
+                ms = Some(v).filter(|v| *v > 0);
+                false
+            }
+            _ => true,
+        })
+        .collect();
+    if ms.is_none() && !url.split_whitespace().any(|kv| kv.starts_with(KEY)) {
+        return (url.to_string(), None);
+    }
+    (kept.join(" "), ms)
+}
 
 fn error_of(e: &postgres::Error) -> OpError {
     let kind = if e.is_closed() {
@@ -664,6 +713,52 @@ impl Session for PgSession {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tcp_user_timeout_is_libpqs_milliseconds_and_connect_timeout_the_urls() {
+        let c = |url: &str| {
+            PostgresConfig {
+                url: url.into(),
+                user: None,
+                password: None,
+                pool_size: None,
+                pool: Default::default(),
+            }
+            .config()
+            .unwrap()
+        };
+        let multi = c(
+            "postgresql://u:p@10.0.0.1:5432,10.0.0.2:5432/db?target_session_attrs=read-write&connect_timeout=2&tcp_user_timeout=3000&keepalives_idle=2",
+        );
+        assert_eq!(multi.get_hosts().len(), 2);
+        assert_eq!(
+            multi.get_tcp_user_timeout(),
+            Some(&std::time::Duration::from_millis(3000))
+        );
+        assert_eq!(
+            multi.get_connect_timeout(),
+            Some(&std::time::Duration::from_secs(2))
+        );
+        assert_eq!(
+            multi.get_target_session_attrs(),
+            postgres::config::TargetSessionAttrs::ReadWrite
+        );
+        let plain = c("postgresql://u@h/db");
+        assert_eq!(plain.get_tcp_user_timeout(), None);
+        assert_eq!(
+            plain.get_connect_timeout(),
+            Some(&std::time::Duration::from_secs(10))
+        );
+        let kv = c("host=h dbname=db tcp_user_timeout=1500");
+        assert_eq!(
+            kv.get_tcp_user_timeout(),
+            Some(&std::time::Duration::from_millis(1500))
+        );
+        assert_eq!(
+            libpq_tcp_user_timeout("postgresql://h/db?tcp_user_timeout=5").0,
+            "postgresql://h/db"
+        );
+    }
 
     #[test]
     fn statements_follow_ycsb_schema() {

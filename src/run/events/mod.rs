@@ -8,6 +8,7 @@
 //! measurement; a failing event is recorded and, unless `on-failure = "continue"`, stops the
 //! step: the workers are told to stop and the events after it are recorded as skipped.
 
+pub mod power_off;
 pub mod process;
 
 use std::path::PathBuf;
@@ -32,6 +33,8 @@ pub struct Recorded {
     pub exit_code: Option<i32>,
     pub pid: Option<i32>,
     pub attempts: Option<u32>,
+    /// Processes a `power-off` event sent SIGKILL to.
+    pub pids_killed: Option<u32>,
     pub stdout: String,
     pub stderr: String,
     pub detail: String,
@@ -76,6 +79,7 @@ fn not_run(e: &EventPlan, status: EventStatus, detail: String) -> Recorded {
         exit_code: None,
         pid: None,
         attempts: None,
+        pids_killed: None,
         stdout: String::new(),
         stderr: String::new(),
         detail,
@@ -295,6 +299,15 @@ fn execute(e: &EventPlan, ctx: &Context, processes: &mut Processes) -> Recorded 
             }
             r.attempts = Some(attempts);
         }
+        Action::PowerOff { netns, pid_files } => {
+            match power_off::power_off(netns.as_deref(), pid_files) {
+                Ok(done) => {
+                    r.pids_killed = Some(done.killed.len() as u32);
+                    r.detail = done.describe(netns.as_deref(), pid_files);
+                }
+                Err(m) => (r.status, r.detail) = (EventStatus::Failed, m),
+            }
+        }
         Action::Verify { state } => match crate::verify::verify_state_file(state) {
             Ok(v) => {
                 let (checked, unit) = match &v {
@@ -376,6 +389,7 @@ pub fn to_summary(recorded: &[Recorded], measure_start_ns: u64, end_seconds: f64
                     exit_code: r.exit_code,
                     pid: r.pid,
                     attempts: r.attempts,
+                    pids_killed: r.pids_killed,
                     stdout: r.stdout.clone(),
                     stderr: r.stderr.clone(),
                     recovery: r.recovery,
