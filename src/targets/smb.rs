@@ -13,6 +13,7 @@
 //! the URL is serialized and shown without it.
 
 mod link;
+mod reader;
 mod slots;
 mod transport;
 
@@ -29,6 +30,7 @@ use crate::targets::{
 };
 use crate::units::{Bytes, Dur};
 use link::{Endpoint, Layout, Link, LinkError, Negotiated, Protocol};
+pub use reader::{PASSWORD_ENV, SmbReader, is_url};
 pub use slots::SmbSession;
 
 /// The `smb` crate storlab is built with (Cargo.toml pins it).
@@ -412,6 +414,12 @@ impl Target for SmbConfig {
             ("smb-crate".into(), SMB_CRATE_VERSION.into()),
             ("smb-dialect".into(), shared.negotiated.dialect.clone()),
         ]
+    }
+
+    /// The verify pass reads the file back through the same connection code, from its URL
+    /// (the password stays in memory; a saved state holds the URL without it).
+    fn verify_file(&self) -> Option<(std::path::PathBuf, bool)> {
+        Some((self.url.clone().into(), false))
     }
 
     /// `--quick`: at most 64 MiB.

@@ -15,6 +15,11 @@
 //! without copying (`write_block_zc`, the buffer is shared, not copied); if the crate still holds
 //! it when the slot is refilled, storlab copies it into a new buffer and counts that in `used()`.
 //!
+//! Verified writes (`verify = true`): the slot's buffer is stamped by the worker's
+//! [`Stamper`] before the write leaves, and the completion is recorded when the worker takes it
+//! (never in the slot's task). A write to a block whose earlier write is still in flight waits
+//! for it, keeping what completes meanwhile for the next `complete`.
+//!
 //! A failed connection: the operation that found it fails (a `connection` or `timeout` error),
 //! and the slot's next operation first reopens the file, on a new connection if no other slot
 //! made one already, retrying for up to the target's timeout.
@@ -31,6 +36,8 @@ use tokio::sync::Notify;
 use super::link::{Link, LinkError};
 use crate::record::{ErrorKind, OpError};
 use crate::targets::{Completion, Completions, Op, Session, SessionParams, Submitted};
+use crate::verify::Stamper;
+use crate::verify::stamper::Prepared as Stamped;
 
 /// An operation a slot runs.
 #[derive(Debug, Clone, Copy)]
@@ -233,6 +240,30 @@ fn transferred(n: usize, want: u32) -> Result<u32, OpError> {
     }
 }
 
+/// An idle slot's write buffer, `len` bytes (at most the template's), ready to be stamped:
+/// made anew for a new length, copied if the crate still holds it (`counts`: copies, resized).
+#[inline]
+#[allow(clippy::mut_from_ref)]
+fn slot_buffer<'a>(
+    slot: &'a Slot,
+    template: &[u8],
+    counts: (&mut u64, &mut u64),
+    len: u32,
+) -> &'a mut [u8] {
+    // SAFETY: the slot is idle (the worker submits only to free slots), so its buffer is the
+    // worker's alone until the slot is notified.
+    let data = unsafe { &mut *slot.data.get() };
+    let len = (len as usize).min(template.len());
+    if data.len() != len {
+        *counts.1 += 1;
+        *data = Arc::from(&template[..len]);
+    } else if Arc::get_mut(data).is_none() {
+        *counts.0 += 1;
+        *data = Arc::from(&data[..]);
+    }
+    Arc::get_mut(data).map_or(&mut [][..], |d| &mut d[..])
+}
+
 /// One worker's session: its slots' tasks on the target's runtime.
 pub struct SmbSession {
     ring: Arc<Ring>,
@@ -249,6 +280,10 @@ pub struct SmbSession {
     copies: u64,
     /// Write buffers made for a new transfer size.
     resized: u64,
+    /// Verified writes (`verify = true`).
+    verify: Option<Stamper>,
+    /// Completions taken while a verified write waited for its block, for the next `complete`.
+    held: Vec<Completion>,
     facts: Vec<(&'static str, String)>,
     link: Arc<Link>,
 }
@@ -302,6 +337,8 @@ impl SmbSession {
             template,
             copies: 0,
             resized: 0,
+            verify: p.verify.as_ref().map(|v| Stamper::new(v, qd)),
+            held: Vec::with_capacity(qd),
             facts,
             link,
         }
@@ -310,17 +347,47 @@ impl SmbSession {
     /// The slot's write buffer, `len` bytes, ready to be stamped.
     #[inline]
     fn write_buffer(&mut self, slot: usize, len: u32) -> &mut [u8] {
-        // SAFETY: the slot is idle (the worker submits only to free slots).
-        let data = unsafe { &mut *self.ring.slots[slot].data.get() };
-        let len = (len as usize).min(self.template.len());
-        if data.len() != len {
-            self.resized += 1;
-            *data = Arc::from(&self.template[..len]);
-        } else if Arc::get_mut(data).is_none() {
-            self.copies += 1;
-            *data = Arc::from(&data[..]);
+        slot_buffer(
+            &self.ring.slots[slot],
+            &self.template,
+            (&mut self.copies, &mut self.resized),
+            len,
+        )
+    }
+
+    /// Moves the completed slots' results to `held`, recording verified writes and fsyncs.
+    #[inline]
+    fn take_done(&mut self) {
+        for (w, word) in self.ring.done.iter().enumerate() {
+            let mut bits = word.swap(0, Ordering::Acquire);
+            while bits != 0 {
+                let bit = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let index = w * 64 + bit;
+                // SAFETY: the task stored the result before setting the bit.
+                let result = unsafe { *self.ring.slots[index].result.get() };
+                if let Some(v) = &mut self.verify {
+                    v.completed(index as u32, result.is_ok());
+                }
+                self.held.push(Completion {
+                    slot: index as u32,
+                    result,
+                    found: true,
+                });
+            }
         }
-        Arc::get_mut(data).map_or(&mut [][..], |d| &mut d[..])
+    }
+
+    /// Takes completions until the verified write in flight to block `index` has completed.
+    #[cold]
+    fn wait_for_block(&mut self, index: usize) {
+        loop {
+            self.take_done();
+            if !self.verify.as_ref().is_some_and(|v| v.block_busy(index)) {
+                return;
+            }
+            std::thread::park_timeout(Duration::from_millis(100));
+        }
     }
 }
 
@@ -335,6 +402,26 @@ impl Session for SmbSession {
                 return Err(OUT_OF_BOUNDS);
             }
             Op::Read { offset, len } => SlotOp::Read { offset, len },
+            Op::Write { offset, len } if self.verify.is_some() => {
+                loop {
+                    let buf = slot_buffer(
+                        &self.ring.slots[index],
+                        &self.template,
+                        (&mut self.copies, &mut self.resized),
+                        len,
+                    );
+                    let prepared = match &mut self.verify {
+                        Some(v) => v.prepare(slot, buf, offset),
+                        None => Stamped::Ready,
+                    };
+                    match prepared {
+                        Stamped::Ready => break,
+                        Stamped::Busy(block) => self.wait_for_block(block),
+                        Stamped::Outside => return Err(OUT_OF_BOUNDS),
+                    }
+                }
+                SlotOp::Write { offset, len }
+            }
             Op::Write { offset, len } => {
                 let stamp = self.stamp;
                 self.generation += 1;
@@ -346,7 +433,12 @@ impl Session for SmbSession {
                 }
                 SlotOp::Write { offset, len }
             }
-            Op::Fsync => SlotOp::Flush,
+            Op::Fsync => {
+                if let Some(v) = &mut self.verify {
+                    v.fsync_submitted(slot);
+                }
+                SlotOp::Flush
+            }
             _ => return Err(NOT_BLOCK_OP),
         };
         let s = &self.ring.slots[index];
@@ -358,25 +450,12 @@ impl Session for SmbSession {
 
     #[inline]
     fn complete(&mut self, min: u32, out: &mut Completions) -> Result<(), OpError> {
-        let mut got = 0u32;
         loop {
-            for (w, word) in self.ring.done.iter().enumerate() {
-                let mut bits = word.swap(0, Ordering::Acquire);
-                while bits != 0 {
-                    let bit = bits.trailing_zeros() as usize;
-                    bits &= bits - 1;
-                    let index = w * 64 + bit;
-                    // SAFETY: the task stored the result before setting the bit.
-                    let result = unsafe { *self.ring.slots[index].result.get() };
-                    out.push(Completion {
-                        slot: index as u32,
-                        result,
-                        found: true,
-                    });
-                    got += 1;
+            self.take_done();
+            if self.held.len() >= min as usize {
+                for c in self.held.drain(..) {
+                    out.push(c);
                 }
-            }
-            if got >= min {
                 return Ok(());
             }
             // Woken by the next completion; the timeout only guards against a lost wake.
