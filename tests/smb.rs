@@ -3,7 +3,9 @@
 //! flight (as the session counted them, not from timing), the test file is created once and
 //! then reused (IOmeter's iobw.tst), the password shows nowhere in the results or the report,
 //! and a wrong password, an unknown share and a server that is down each fail with an error
-//! naming the target.
+//! naming the target. Verified writes read back through SMB are intact, and a block damaged
+//! on the share's folder afterwards is found by `storlab verify` from the saved state (the
+//! password from STORLAB_SMB_PASSWORD, never from the state).
 //!
 //! The server comes from the environment, as `scripts/fileservers.sh start DIR` writes it to
 //! `DIR/env.sh`: STORLAB_SMB_URL (`smb://user:password@host:port/share`) and
@@ -319,4 +321,93 @@ fn a_wrong_password_an_unknown_share_and_a_server_that_is_down_are_named() {
         "{e}"
     );
     assert!(e.contains("is the SMB server running?"), "{e}");
+}
+
+#[test]
+fn verified_writes_read_back_intact_and_a_damaged_block_is_found_later() {
+    let Some(share) = share() else { return };
+    let f = TestFile::new(&share, "verify");
+    let lab = Lab::new();
+    let target = format!("url = \"{}/{}\"\nsize = \"4MiB\"", share.url, f.name);
+    let state = lab.path().join("share.vstate");
+    let stdout = run_ok(
+        &lab,
+        &study(
+            &target,
+            "read-share = 0.3\nqueue-depth = 12\nthreads = 2\nfsync-every = 64\nverify = true\nverify-state = \"share.vstate\"",
+            "ops = 4000",
+        ),
+    );
+    let folder = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("results: "))
+        .unwrap_or_else(|| panic!("no results folder in {stdout}"));
+    let mut summaries = Vec::new();
+    files_named(
+        &lab.path().join(folder.trim()),
+        "summary.json",
+        &mut summaries,
+    );
+    assert_eq!(summaries.len(), 1, "{summaries:?}");
+    let sum: Value = serde_json::from_slice(&std::fs::read(&summaries[0]).unwrap()).unwrap();
+    let t = &sum["targets"][0];
+    assert_eq!(t["errors"], 0, "{t:#}");
+    let v = &t["verify"];
+    let checked = v["blocks-checked"].as_u64().unwrap();
+    // About 2800 writes over 1024 blocks: most blocks were written.
+    assert!(checked > 500 && checked <= 1024, "{v:#}");
+    assert_eq!(v["intact"]["blocks"].as_u64(), Some(checked), "{v:#}");
+    assert_eq!(v["lost"]["blocks"], 0, "{v:#}");
+    let saved = std::fs::read(&state).unwrap();
+    assert!(
+        !String::from_utf8_lossy(&saved).contains(&share.password),
+        "the state holds the password"
+    );
+
+    // Without the password, `storlab verify` says where to give it.
+    let o = lab
+        .cmd()
+        .args(["verify", "share.vstate"])
+        .env_remove("STORLAB_SMB_PASSWORD")
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}{err}");
+    assert!(err.contains("STORLAB_SMB_PASSWORD"), "{err}");
+    assert!(err.contains("<redacted>"), "{err}");
+    assert!(!err.contains(&share.password), "{err}");
+
+    // Damage one acknowledged block in the share's folder: read back through Samba, exactly
+    // that block is found.
+    let first = v["intact"]["first-offsets"][1].as_u64().unwrap();
+    {
+        use std::os::unix::fs::FileExt;
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&f.local)
+            .unwrap();
+        file.write_all_at(&[0u8; 4096], first).unwrap();
+        file.sync_all().unwrap();
+    }
+    let o = lab
+        .cmd()
+        .args(["verify", "share.vstate", "--json"])
+        .env("STORLAB_SMB_PASSWORD", &share.password)
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{out}{err}");
+    assert!(!out.contains(&share.password) && !err.contains(&share.password));
+    let r: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(r["blocks-checked"].as_u64(), Some(checked), "{r:#}");
+    assert_eq!(r["foreign"]["blocks"], 1, "{r:#}");
+    assert_eq!(
+        r["foreign"]["first-offsets"][0].as_u64(),
+        Some(first),
+        "{r:#}"
+    );
+    assert_eq!(r["intact"]["blocks"].as_u64(), Some(checked - 1), "{r:#}");
+    for class in ["lost", "torn", "misplaced", "unreadable"] {
+        assert_eq!(r[class]["blocks"], 0, "{class}: {r:#}");
+    }
 }

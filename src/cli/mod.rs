@@ -135,6 +135,9 @@ enum Command {
     /// `verify-state`), e.g. after storlab or the machine died: every block read back and
     /// classified (intact, lost-durable, lost-unsynced, torn, misplaced, foreign,
     /// unreadable). Exits 0 when all are intact, 3 when any is damaged.
+    ///
+    /// A state never holds a password: for an `smb` target, set STORLAB_SMB_PASSWORD to the
+    /// password of the user its URL names.
     Verify {
         /// The state file.
         state: PathBuf,

@@ -88,6 +88,9 @@ pub fn find_ycsb_binding(name: &str) -> Option<&'static TargetType> {
         .find(|t| t.ycsb_options.is_some() && (t.name == name || t.ycsb_names.contains(&name)))
 }
 
+/// What stands for a password in a redacted URL.
+pub const REDACTED: &str = "<redacted>";
+
 /// A connection URL without its password (`scheme://user:secret@host` becomes
 /// `scheme://user:<redacted>@host`), for results and plans.
 pub fn redact_url(url: &str) -> String {
@@ -101,9 +104,9 @@ pub fn redact_url(url: &str) -> String {
             let userinfo = &rest[..at];
             let user = userinfo.split(':').next().unwrap_or("");
             let hidden = if userinfo.contains(':') {
-                ":<redacted>"
+                format!(":{REDACTED}")
             } else {
-                ""
+                String::new()
             };
             format!("{}{user}{hidden}{}", &url[..scheme_end + 3], &rest[at..])
         }

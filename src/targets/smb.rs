@@ -13,6 +13,7 @@
 //! the URL is serialized and shown without it.
 
 mod link;
+mod reader;
 mod slots;
 mod transport;
 
@@ -29,6 +30,7 @@ use crate::targets::{
 };
 use crate::units::{Bytes, Dur};
 use link::{Endpoint, Layout, Link, LinkError, Negotiated, Protocol};
+pub use reader::{PASSWORD_ENV, SmbReader, is_url};
 pub use slots::SmbSession;
 
 /// The `smb` crate storlab is built with (Cargo.toml pins it).
@@ -60,7 +62,7 @@ pub const TYPE: TargetType = TargetType {
         ),
         (
             "io-threads",
-            "threads of the runtime that drives the connection (default 1)",
+            "threads of a runtime of their own that drive the connection; 0 (default): the workers drive it themselves while they wait for completions (no hand-off between threads per operation)",
         ),
     ],
     parse,
@@ -139,7 +141,7 @@ fn default_timeout() -> Dur {
 }
 
 fn default_io_threads() -> u32 {
-    1
+    0
 }
 
 fn parse(table: toml::Table) -> Result<TargetConfig, OptionError> {
@@ -160,10 +162,10 @@ fn parse(table: toml::Table) -> Result<TargetConfig, OptionError> {
             message: "timeout must be above 0".into(),
         });
     }
-    if !(1..=64).contains(&c.io_threads) {
+    if c.io_threads > 64 {
         return Err(OptionError {
             key: "io-threads".into(),
-            message: format!("io-threads must be 1 to 64 (got {})", c.io_threads),
+            message: format!("io-threads must be 0 to 64 (got {})", c.io_threads),
         });
     }
     Ok(TargetConfig::Smb(c))
@@ -248,7 +250,8 @@ fn parse_url(url: &str) -> Result<Endpoint, String> {
 /// What a prepared target's sessions share: the runtime that drives the connection, the
 /// connection, and what preparing found.
 pub struct SmbShared {
-    runtime: Option<tokio::runtime::Runtime>,
+    /// With `io-threads = 0` a current-thread runtime, driven by whichever worker waits.
+    runtime: Option<Arc<tokio::runtime::Runtime>>,
     link: Arc<Link>,
     layout: Layout,
     negotiated: Negotiated,
@@ -262,7 +265,9 @@ impl Drop for SmbShared {
             rt.block_on(async move {
                 let _ = tokio::time::timeout(Duration::from_secs(2), link.close()).await;
             });
-            rt.shutdown_timeout(Duration::from_secs(2));
+            if let Ok(rt) = Arc::try_unwrap(rt) {
+                rt.shutdown_timeout(Duration::from_secs(2));
+            }
         }
     }
 }
@@ -299,7 +304,13 @@ impl SmbConfig {
                 "smb.connection",
                 "one per target, shared by its workers; each worker opens its own file handle".into(),
             ),
-            ("smb.io-threads", shared.io_threads.to_string()),
+            (
+                "smb.io-threads",
+                match shared.io_threads {
+                    0 => "0 (the workers drive the connection while they wait)".into(),
+                    n => format!("{n} (a runtime of their own drives the connection)"),
+                },
+            ),
         ]
     }
 }
@@ -314,12 +325,18 @@ impl Target for SmbConfig {
 
     fn prepare(&self, opts: &PrepareOptions) -> Result<(Region, SmbShared), TargetError> {
         let endpoint = self.endpoint()?;
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(self.io_threads as usize)
-            .thread_name("storlab-smb")
-            .enable_all()
-            .build()
-            .map_err(|e| self.failed(LinkError::Runtime(e.to_string())))?;
+        let runtime = match self.io_threads {
+            0 => tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build(),
+            n => tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(n as usize)
+                .thread_name("storlab-smb")
+                .enable_all()
+                .build(),
+        }
+        .map(Arc::new)
+        .map_err(|e| self.failed(LinkError::Runtime(e.to_string())))?;
         let link = Arc::new(Link::new(
             endpoint,
             Protocol {
@@ -396,8 +413,13 @@ impl Target for SmbConfig {
         let files = rt
             .block_on(slots::Files::open(shared.link.clone(), params.writes))
             .map_err(|e| self.failed(e))?;
+        let driver = if self.io_threads == 0 {
+            slots::Driver::Workers(rt.clone())
+        } else {
+            slots::Driver::Threads(rt.handle().clone())
+        };
         let session = SmbSession::open(
-            rt.handle().clone(),
+            driver,
             shared.link.clone(),
             files,
             params,
@@ -412,6 +434,12 @@ impl Target for SmbConfig {
             ("smb-crate".into(), SMB_CRATE_VERSION.into()),
             ("smb-dialect".into(), shared.negotiated.dialect.clone()),
         ]
+    }
+
+    /// The verify pass reads the file back through the same connection code, from its URL
+    /// (the password stays in memory; a saved state holds the URL without it).
+    fn verify_file(&self) -> Option<(std::path::PathBuf, bool)> {
+        Some((self.url.clone().into(), false))
     }
 
     /// `--quick`: at most 64 MiB.
@@ -480,7 +508,7 @@ mod tests {
             ("url = \"smb://u:p@h/s\"", "url"),
             ("url = \"smb://u:p@h/s/f\"\nsize = 0", "size"),
             ("url = \"smb://u:p@h/s/f\"\ndialect = \"3.2\"", "dialect"),
-            ("url = \"smb://u:p@h/s/f\"\nio-threads = 0", "io-threads"),
+            ("url = \"smb://u:p@h/s/f\"\nio-threads = 65", "io-threads"),
             ("url = \"smb://u:p@h/s/f\"\nsigning = true", "signing"),
         ] {
             let e = parse_text(text).expect_err(text);

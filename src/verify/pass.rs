@@ -21,6 +21,7 @@ const ALIGN: usize = 4096;
 pub enum Reader {
     File(File),
     Nfs(crate::targets::nfs::NfsReader),
+    Smb(crate::targets::smb::SmbReader),
 }
 
 impl Reader {
@@ -28,13 +29,23 @@ impl Reader {
         match self {
             Reader::File(f) => f.read_at(buf, offset),
             Reader::Nfs(r) => r.read_at(buf, offset),
+            Reader::Smb(r) => r.read_at(buf, offset),
         }
     }
 }
 
 /// Opens `path` for reading back, with O_DIRECT when the target used it; an `nfs://` URL
-/// through libnfs.
+/// through libnfs, an `smb://` URL through the smb target's connection code (errors show it
+/// without its password).
 pub fn open(path: &Path, direct: bool) -> Result<Reader, VerifyError> {
+    if crate::targets::smb::is_url(path) {
+        let url = path.to_string_lossy();
+        return crate::targets::smb::SmbReader::open(&url)
+            .map(Reader::Smb)
+            .map_err(|e| {
+                VerifyError::io(crate::targets::redact_url(&url), "opening to verify", e)
+            });
+    }
     if crate::targets::nfs::is_url(path) {
         return crate::targets::nfs::NfsReader::open(&path.to_string_lossy())
             .map(Reader::Nfs)

@@ -333,10 +333,11 @@ impl Link {
             }
         };
         let want = size.unwrap_or(had);
+        let file = Arc::new(file);
         let layout = if had >= want {
             Layout::Reused { file_bytes: had }
         } else {
-            self.fill(&c, Arc::new(file), had, want).await?;
+            self.fill(&c, file.clone(), had, want).await?;
             if had == 0 {
                 Layout::Created { file_bytes: want }
             } else {
@@ -346,6 +347,12 @@ impl Link {
                 }
             }
         };
+        // Closed here rather than by the crate's drop, which sends the CLOSE from a task of
+        // its own: on a runtime driven by the workers, that task would run during the
+        // measurement.
+        file.close()
+            .await
+            .map_err(|e| self.open_error(format!("closing it: {e}")))?;
         Ok((want, layout))
     }
 

@@ -3,17 +3,34 @@
 //!
 //! Each slot of the worker's queue has a task on the target's runtime, spawned when the
 //! session opens, that loops: wait for its [`Notify`], run the slot's operation on the
-//! session's file handle, store the result, set the slot's bit in the completion mask, unpark
-//! the worker thread. `submit` writes the operation into the slot and calls `notify_one`;
-//! `complete` takes the mask's bits and parks until enough are set. A slot's cells belong to
-//! the worker while the slot is idle and to its task between the notification and the bit.
+//! session's file handle, store the result, set the slot's bit in the completion mask, wake
+//! the worker. A slot's cells belong to the worker while the slot is idle and to its task
+//! between the notification and the bit. Who runs the tasks ([`Driver`]):
+//!
+//! - `io-threads = 0` (the default): a current-thread runtime that the workers drive
+//!   themselves. `submit` writes the operation into the slot and marks it pending; `complete`
+//!   enters the runtime (`block_on`), notifies the pending slots from inside it and runs the
+//!   tasks, the crate's send and receive loops and the socket's events until enough bits are
+//!   set. Everything of an operation happens on the worker's thread, with no hand-off between
+//!   threads (measured by bench/vs-smb: the hand-offs of the other mode cost about half the
+//!   IOPS at 12 in flight on this project's 2-core test machine). With two workers on one
+//!   target, the one inside `complete` runs the other's tasks too (tokio hands the runtime
+//!   over when it leaves). Polling (`complete(0)`, open loop) runs what is ready and returns.
+//! - `io-threads = N`: a runtime with N threads of its own. `submit` notifies the slot at
+//!   once; `complete` takes the mask's bits and parks the worker thread until enough are set
+//!   (each completion unparks it).
 //!
 //! Per operation, the costs outside storlab's control: tokio wakes the slot task (its
-//! scheduler's queue and, if the runtime thread sleeps, a futex), and the crate allocates a
+//! scheduler's queue and, with threads of its own, a futex if one sleeps), and the crate allocates a
 //! request (message buffers, a reply channel, a timer) and each reply's bytes, and copies a
 //! read's data from the reply into the slot's buffer. Writes pass the slot's buffer to the crate
 //! without copying (`write_block_zc`, the buffer is shared, not copied); if the crate still holds
 //! it when the slot is refilled, storlab copies it into a new buffer and counts that in `used()`.
+//!
+//! Verified writes (`verify = true`): the slot's buffer is stamped by the worker's
+//! [`Stamper`] before the write leaves, and the completion is recorded when the worker takes it
+//! (never in the slot's task). A write to a block whose earlier write is still in flight waits
+//! for it, keeping what completes meanwhile for the next `complete`.
 //!
 //! Every request has storlab's own deadline (the target's `timeout`): one that gets no
 //! response by then fails as a `timeout` error.
@@ -33,6 +50,8 @@ use tokio::sync::Notify;
 use super::link::{Link, LinkError};
 use crate::record::{ErrorKind, OpError};
 use crate::targets::{Completion, Completions, Op, Session, SessionParams, Submitted};
+use crate::verify::Stamper;
+use crate::verify::stamper::Prepared as Stamped;
 
 /// An operation a slot runs.
 #[derive(Debug, Clone, Copy)]
@@ -55,7 +74,11 @@ struct Ring {
     slots: Box<[Slot]>,
     /// Bit `i % 64` of word `i / 64`: slot `i` completed.
     done: Box<[AtomicU64]>,
+    /// With threads of its own: the worker thread, unparked at each completion.
     worker: std::thread::Thread,
+    /// Driven by the workers: notified at each completion.
+    any_done: Notify,
+    driven: bool,
     closed: AtomicBool,
     in_flight: AtomicU32,
     max_in_flight: AtomicU32,
@@ -70,7 +93,34 @@ impl Ring {
     #[inline]
     fn finish(&self, index: usize) {
         self.done[index / 64].fetch_or(1 << (index % 64), Ordering::Release);
-        self.worker.unpark();
+        if self.driven {
+            self.any_done.notify_one();
+        } else {
+            self.worker.unpark();
+        }
+    }
+
+    /// Completed slots not yet taken.
+    #[inline]
+    fn ready(&self) -> usize {
+        self.done
+            .iter()
+            .map(|w| w.load(Ordering::Acquire).count_ones() as usize)
+            .sum()
+    }
+
+    /// Notifies the slots marked in `pending` (from inside the runtime: no wake-up of another
+    /// thread) and clears them.
+    #[inline]
+    fn kick(&self, pending: &mut [u64]) {
+        for (w, word) in pending.iter_mut().enumerate() {
+            let mut bits = std::mem::take(word);
+            while bits != 0 {
+                let bit = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                self.slots[w * 64 + bit].go.notify_one();
+            }
+        }
     }
 }
 
@@ -250,10 +300,53 @@ fn transferred(n: usize, want: u32) -> Result<u32, OpError> {
     }
 }
 
+/// An idle slot's write buffer, `len` bytes (at most the template's), ready to be stamped:
+/// made anew for a new length, copied if the crate still holds it (`counts`: copies, resized).
+#[inline]
+#[allow(clippy::mut_from_ref)]
+fn slot_buffer<'a>(
+    slot: &'a Slot,
+    template: &[u8],
+    counts: (&mut u64, &mut u64),
+    len: u32,
+) -> &'a mut [u8] {
+    // SAFETY: the slot is idle (the worker submits only to free slots), so its buffer is the
+    // worker's alone until the slot is notified.
+    let data = unsafe { &mut *slot.data.get() };
+    let len = (len as usize).min(template.len());
+    if data.len() != len {
+        *counts.1 += 1;
+        *data = Arc::from(&template[..len]);
+    } else if Arc::get_mut(data).is_none() {
+        *counts.0 += 1;
+        *data = Arc::from(&data[..]);
+    }
+    Arc::get_mut(data).map_or(&mut [][..], |d| &mut d[..])
+}
+
+/// Who runs the slots' tasks and the connection (see the module's documentation).
+pub enum Driver {
+    /// A runtime with threads of its own.
+    Threads(tokio::runtime::Handle),
+    /// A current-thread runtime, driven by the workers inside `complete`.
+    Workers(Arc<tokio::runtime::Runtime>),
+}
+
+impl Driver {
+    fn handle(&self) -> &tokio::runtime::Handle {
+        match self {
+            Driver::Threads(h) => h,
+            Driver::Workers(rt) => rt.handle(),
+        }
+    }
+}
+
 /// One worker's session: its slots' tasks on the target's runtime.
 pub struct SmbSession {
     ring: Arc<Ring>,
-    runtime: tokio::runtime::Handle,
+    driver: Driver,
+    /// Driven by the workers: slots submitted but not yet notified (bit per slot).
+    pending: Box<[u64]>,
     /// Taken on drop, inside the runtime (the crate closes handles from there).
     files: Option<Arc<Files>>,
     bounds: (u64, u64),
@@ -266,13 +359,17 @@ pub struct SmbSession {
     copies: u64,
     /// Write buffers made for a new transfer size.
     resized: u64,
+    /// Verified writes (`verify = true`).
+    verify: Option<Stamper>,
+    /// Completions taken while a verified write waited for its block, for the next `complete`.
+    held: Vec<Completion>,
     facts: Vec<(&'static str, String)>,
     link: Arc<Link>,
 }
 
 impl SmbSession {
     pub(super) fn open(
-        runtime: tokio::runtime::Handle,
+        driver: Driver,
         link: Arc<Link>,
         files: Files,
         p: &SessionParams,
@@ -298,17 +395,22 @@ impl SmbSession {
             slots,
             done: (0..qd.div_ceil(64)).map(|_| AtomicU64::new(0)).collect(),
             worker: std::thread::current(),
+            any_done: Notify::new(),
+            driven: matches!(driver, Driver::Workers(_)),
             closed: AtomicBool::new(false),
             in_flight: AtomicU32::new(0),
             max_in_flight: AtomicU32::new(0),
         });
         let files = Arc::new(files);
         for i in 0..qd {
-            runtime.spawn(slot_task(ring.clone(), i, files.clone(), block, timeout));
+            driver
+                .handle()
+                .spawn(slot_task(ring.clone(), i, files.clone(), block, timeout));
         }
         SmbSession {
             ring,
-            runtime,
+            driver,
+            pending: vec![0; qd.div_ceil(64)].into_boxed_slice(),
             files: Some(files),
             bounds: (
                 p.region.offset_bytes,
@@ -319,6 +421,8 @@ impl SmbSession {
             template,
             copies: 0,
             resized: 0,
+            verify: p.verify.as_ref().map(|v| Stamper::new(v, qd)),
+            held: Vec::with_capacity(qd),
             facts,
             link,
         }
@@ -327,17 +431,79 @@ impl SmbSession {
     /// The slot's write buffer, `len` bytes, ready to be stamped.
     #[inline]
     fn write_buffer(&mut self, slot: usize, len: u32) -> &mut [u8] {
-        // SAFETY: the slot is idle (the worker submits only to free slots).
-        let data = unsafe { &mut *self.ring.slots[slot].data.get() };
-        let len = (len as usize).min(self.template.len());
-        if data.len() != len {
-            self.resized += 1;
-            *data = Arc::from(&self.template[..len]);
-        } else if Arc::get_mut(data).is_none() {
-            self.copies += 1;
-            *data = Arc::from(&data[..]);
+        slot_buffer(
+            &self.ring.slots[slot],
+            &self.template,
+            (&mut self.copies, &mut self.resized),
+            len,
+        )
+    }
+
+    /// Moves the completed slots' results to `held`, recording verified writes and fsyncs.
+    #[inline]
+    fn take_done(&mut self) {
+        for (w, word) in self.ring.done.iter().enumerate() {
+            let mut bits = word.swap(0, Ordering::Acquire);
+            while bits != 0 {
+                let bit = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let index = w * 64 + bit;
+                // SAFETY: the task stored the result before setting the bit.
+                let result = unsafe { *self.ring.slots[index].result.get() };
+                if let Some(v) = &mut self.verify {
+                    v.completed(index as u32, result.is_ok());
+                }
+                self.held.push(Completion {
+                    slot: index as u32,
+                    result,
+                    found: true,
+                });
+            }
         }
-        Arc::get_mut(data).map_or(&mut [][..], |d| &mut d[..])
+    }
+
+    /// Takes completions until the verified write in flight to block `index` has completed.
+    #[cold]
+    fn wait_for_block(&mut self, index: usize) {
+        loop {
+            self.take_done();
+            if !self.verify.as_ref().is_some_and(|v| v.block_busy(index)) {
+                return;
+            }
+            self.wait_ready(1);
+        }
+    }
+
+    /// Waits for `want` completions not yet taken (0: runs what is ready, or polls once);
+    /// may return early (the caller checks again).
+    #[inline]
+    fn wait_ready(&mut self, want: usize) {
+        match &self.driver {
+            Driver::Threads(_) => {
+                if self.ring.ready() < want.max(1) {
+                    // Woken by the next completion; the timeout only guards against a lost
+                    // wake.
+                    std::thread::park_timeout(Duration::from_millis(100));
+                }
+            }
+            Driver::Workers(rt) => {
+                let ring = &*self.ring;
+                let pending = &mut self.pending[..];
+                rt.block_on(async move {
+                    ring.kick(pending);
+                    if want == 0 {
+                        // Let the tasks and the socket's events run twice, then return.
+                        tokio::task::yield_now().await;
+                        tokio::task::yield_now().await;
+                        return;
+                    }
+                    while ring.ready() < want {
+                        // A permit left by an earlier completion only costs one more check.
+                        ring.any_done.notified().await;
+                    }
+                });
+            }
+        }
     }
 }
 
@@ -352,6 +518,26 @@ impl Session for SmbSession {
                 return Err(OUT_OF_BOUNDS);
             }
             Op::Read { offset, len } => SlotOp::Read { offset, len },
+            Op::Write { offset, len } if self.verify.is_some() => {
+                loop {
+                    let buf = slot_buffer(
+                        &self.ring.slots[index],
+                        &self.template,
+                        (&mut self.copies, &mut self.resized),
+                        len,
+                    );
+                    let prepared = match &mut self.verify {
+                        Some(v) => v.prepare(slot, buf, offset),
+                        None => Stamped::Ready,
+                    };
+                    match prepared {
+                        Stamped::Ready => break,
+                        Stamped::Busy(block) => self.wait_for_block(block),
+                        Stamped::Outside => return Err(OUT_OF_BOUNDS),
+                    }
+                }
+                SlotOp::Write { offset, len }
+            }
             Op::Write { offset, len } => {
                 let stamp = self.stamp;
                 self.generation += 1;
@@ -363,41 +549,41 @@ impl Session for SmbSession {
                 }
                 SlotOp::Write { offset, len }
             }
-            Op::Fsync => SlotOp::Flush,
+            Op::Fsync => {
+                if let Some(v) = &mut self.verify {
+                    v.fsync_submitted(slot);
+                }
+                SlotOp::Flush
+            }
             _ => return Err(NOT_BLOCK_OP),
         };
         let s = &self.ring.slots[index];
         // SAFETY: the slot is idle until notified.
         unsafe { *s.op.get() = slot_op };
-        s.go.notify_one();
+        match self.driver {
+            Driver::Threads(_) => s.go.notify_one(),
+            // Notified from inside the runtime by the next `complete`.
+            Driver::Workers(_) => self.pending[index / 64] |= 1 << (index % 64),
+        }
         Ok(Submitted::Queued)
     }
 
     #[inline]
     fn complete(&mut self, min: u32, out: &mut Completions) -> Result<(), OpError> {
-        let mut got = 0u32;
+        let min = min as usize;
+        if min == 0 && matches!(self.driver, Driver::Workers(_)) {
+            // Nobody else runs the operations in flight: poll them once.
+            self.wait_ready(0);
+        }
         loop {
-            for (w, word) in self.ring.done.iter().enumerate() {
-                let mut bits = word.swap(0, Ordering::Acquire);
-                while bits != 0 {
-                    let bit = bits.trailing_zeros() as usize;
-                    bits &= bits - 1;
-                    let index = w * 64 + bit;
-                    // SAFETY: the task stored the result before setting the bit.
-                    let result = unsafe { *self.ring.slots[index].result.get() };
-                    out.push(Completion {
-                        slot: index as u32,
-                        result,
-                        found: true,
-                    });
-                    got += 1;
+            self.take_done();
+            if self.held.len() >= min {
+                for c in self.held.drain(..) {
+                    out.push(c);
                 }
-            }
-            if got >= min {
                 return Ok(());
             }
-            // Woken by the next completion; the timeout only guards against a lost wake.
-            std::thread::park_timeout(Duration::from_millis(100));
+            self.wait_ready(min - self.held.len());
         }
     }
 
@@ -436,7 +622,7 @@ impl Drop for SmbSession {
         for s in self.ring.slots.iter() {
             s.go.notify_one();
         }
-        let _inside = self.runtime.enter();
+        let _inside = self.driver.handle().enter();
         self.files.take();
     }
 }
