@@ -109,6 +109,7 @@ fn loop_allocations(
             }
         }),
         kv_verify: None,
+        pgbench: None,
     };
     let (n, outcome) = target
         .open(
