@@ -86,22 +86,16 @@ pub fn init(client: &mut Client, scale: u32) -> Result<String, postgres::Error> 
         ));
     }
     client.batch_execute(CREATE)?;
-    let mut tx = client.transaction()?;
-    tx.execute(
-        "INSERT INTO pgbench_branches (bid, bbalance) SELECT bid, 0 FROM generate_series(1, $1) AS bid",
-        &[&s],
-    )?;
-    tx.execute(
-        "INSERT INTO pgbench_tellers (tid, bid, tbalance) \
-         SELECT tid, (tid - 1) / 10 + 1, 0 FROM generate_series(1, $1) AS tid",
-        &[&(TELLERS_PER_SCALE * s)],
-    )?;
-    tx.execute(
-        "INSERT INTO pgbench_accounts (aid, bid, abalance, filler) \
-         SELECT aid, (aid - 1) / 100000 + 1, 0, '' FROM generate_series(1, $1) AS aid",
-        &[&(ACCOUNTS_PER_SCALE * s)],
-    )?;
-    tx.commit()?;
+    // Whole numbers only: written into the statements.
+    client.batch_execute(&format!(
+        "BEGIN;
+INSERT INTO pgbench_branches (bid, bbalance) SELECT bid, 0 FROM generate_series(1, {s}) AS bid;
+INSERT INTO pgbench_tellers (tid, bid, tbalance) SELECT tid, (tid - 1) / 10 + 1, 0 FROM generate_series(1, {}) AS tid;
+INSERT INTO pgbench_accounts (aid, bid, abalance, filler) SELECT aid, (aid - 1) / 100000 + 1, 0, '' FROM generate_series(1, {}) AS aid;
+COMMIT;",
+        TELLERS_PER_SCALE * s,
+        ACCOUNTS_PER_SCALE * s
+    ))?;
     client.batch_execute("VACUUM ANALYZE pgbench_branches, pgbench_tellers, pgbench_accounts, pgbench_history")?;
     client.batch_execute(PRIMARY_KEYS)?;
     Ok(format!(
