@@ -141,10 +141,11 @@ pub fn ledgers(run: &RunPlan) -> Vec<Option<Arc<crate::verify::ledger::Ledger>>>
     run.targets
         .iter()
         .map(|t| {
-            t.workload
-                .as_pgbench()
-                .filter(|p| p.verify)
-                .map(|p| Arc::new(crate::verify::ledger::Ledger::new(&t.name, p.threads, t.seed)))
+            t.workload.as_pgbench().filter(|p| p.verify).map(|p| {
+                Arc::new(crate::verify::ledger::Ledger::new(
+                    &t.name, p.threads, t.seed,
+                ))
+            })
         })
         .collect()
 }

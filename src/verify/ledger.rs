@@ -84,7 +84,11 @@ impl Ledger {
             }
         };
         put(RUN_TAG, WORKER_DIGITS, worker as u64);
-        put(RUN_TAG + WORKER_DIGITS, TAG_BYTES - RUN_TAG - WORKER_DIGITS, txn);
+        put(
+            RUN_TAG + WORKER_DIGITS,
+            TAG_BYTES - RUN_TAG - WORKER_DIGITS,
+            txn,
+        );
     }
 
     /// Reads (worker, transaction) back from a tag of this run.
@@ -216,7 +220,10 @@ mod tests {
         assert_eq!(r.intact.keys, 3);
         assert_eq!(r.missing.keys, 2);
         assert_eq!(r.missing.first_keys, vec!["w0:t4", "w1:t1"]);
-        assert_eq!((r.keys_with_failed_writes, r.newer_than_acknowledged), (1, 1));
+        assert_eq!(
+            (r.keys_with_failed_writes, r.newer_than_acknowledged),
+            (1, 1)
+        );
     }
 
     #[test]
@@ -225,7 +232,9 @@ mod tests {
         for t in 1..=FAILED_PER_WORKER as u64 + 10 {
             l.record(0, t, false);
         }
-        let r = l.check(std::iter::empty::<Result<Option<&str>, ()>>()).unwrap();
+        let r = l
+            .check(std::iter::empty::<Result<Option<&str>, ()>>())
+            .unwrap();
         assert_eq!(r.keys_with_failed_writes, FAILED_PER_WORKER as u64);
         assert_eq!(r.untracked_writes, 10);
         assert_eq!(r.damaged(), 0);

@@ -110,9 +110,7 @@ impl Source {
     pub fn acknowledge_insert(&mut self, keynum: u64) -> Result<(), crate::record::OpError> {
         match self {
             Source::Ycsb(s) => s.acknowledge_insert(keynum),
-            Source::Block(_) | Source::AccessSpec(_) | Source::Kv(_) | Source::Pgbench(_) => {
-                Ok(())
-            }
+            Source::Block(_) | Source::AccessSpec(_) | Source::Kv(_) | Source::Pgbench(_) => Ok(()),
         }
     }
 

@@ -118,7 +118,12 @@ fn err(key: &str, message: impl Into<String>) -> OptionError {
 }
 
 /// A whole number in `[min, max]` under `key`.
-fn whole(table: &mut toml::Table, key: &str, min: i64, max: i64) -> Result<Option<i64>, OptionError> {
+fn whole(
+    table: &mut toml::Table,
+    key: &str,
+    min: i64,
+    max: i64,
+) -> Result<Option<i64>, OptionError> {
     match table.remove(key) {
         None => Ok(None),
         Some(toml::Value::Integer(i)) if (min..=max).contains(&i) => Ok(Some(i)),
@@ -182,7 +187,8 @@ impl PgbenchWorkload {
                 "verify checks the history rows of acknowledged transactions: select-only writes none",
             ));
         }
-        let quick_scale = whole(&mut table, "quick-scale", 1, MAX_SCALE as i64)?.unwrap_or(1) as u32;
+        let quick_scale =
+            whole(&mut table, "quick-scale", 1, MAX_SCALE as i64)?.unwrap_or(1) as u32;
         let seed = match table.remove("seed") {
             None => super::DEFAULT_SEED,
             Some(toml::Value::Integer(i)) => i as u64,
@@ -205,7 +211,11 @@ impl PgbenchWorkload {
 
     /// The source of client `thread` of a run seeded `run_seed`.
     pub fn source(&self, thread: u32, run_seed: u64) -> PgbenchSource {
-        PgbenchSource::new(self.script, self.scale, super::thread_seed(run_seed, thread))
+        PgbenchSource::new(
+            self.script,
+            self.scale,
+            super::thread_seed(run_seed, thread),
+        )
     }
 
     /// `--quick`: the scale at most `quick-scale`.
