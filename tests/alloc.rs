@@ -109,6 +109,12 @@ fn loop_allocations(
             }
         }),
         kv_verify: None,
+        pgbench: workload
+            .as_pgbench()
+            .map(|_| storlab::targets::PgbenchParams {
+                client: 0,
+                ledger: None,
+            }),
     };
     let (n, outcome) = target
         .open(
@@ -130,6 +136,62 @@ fn loop_allocations(
 
 fn workload(text: &str) -> Workload {
     Workload::from_table(toml::from_str(text).unwrap()).unwrap()
+}
+
+/// pgbench's draws on the null target: the client alone.
+#[test]
+fn pgbench_source_on_the_null_target_allocates_nothing_per_transaction() {
+    let t = TargetConfig::Null(NullConfig {
+        size: Bytes(1 << 30),
+        stall_after_ops: None,
+        stall: None,
+        stall_worker: None,
+    });
+    let w = workload("type = \"pgbench\"\nscale = 10");
+    let prepared = t.prepare(&Default::default()).unwrap();
+    let short = loop_allocations(&t, &w, &prepared, 100_000);
+    let long = loop_allocations(&t, &w, &prepared, 1_000_000);
+    assert_eq!(
+        short, long,
+        "allocations grew with transactions: {short} for 100k, {long} for 1M"
+    );
+}
+
+/// pgbench's transactions on PostgreSQL (the test server, `scripts/servers.sh`): what the
+/// `postgres` crate allocates per transaction, measured and printed; storlab's own code adds
+/// nothing per transaction, so the count stays that of the crate's messages (at most a few
+/// per statement; a tpcb-like transaction has 7 statements).
+#[test]
+fn pgbench_on_postgres_allocates_only_the_drivers_messages() {
+    let Some(url) = std::env::var("STORLAB_TEST_POSTGRES_URL").ok() else {
+        assert!(
+            std::env::var_os("STORLAB_REQUIRE_SERVERS").is_none(),
+            "STORLAB_TEST_POSTGRES_URL is not set and STORLAB_REQUIRE_SERVERS is"
+        );
+        eprintln!("skipped: scripts/servers.sh start DIR; . DIR/env.sh");
+        return;
+    };
+    let mut table = toml::Table::new();
+    table.insert("url".into(), url.into());
+    let t = (storlab::targets::find_type("postgres").unwrap().parse)(table).unwrap();
+    let prepared = t
+        .prepare(&PrepareOptions {
+            writes: true,
+            pgbench_scale: Some(1),
+            ..Default::default()
+        })
+        .unwrap();
+    for (script, statements) in [("tpcb-like", 7u64), ("select-only", 1)] {
+        let w = workload(&format!("type = \"pgbench\"\nscript = \"{script}\""));
+        let short = loop_allocations(&t, &w, &prepared, 200);
+        let long = loop_allocations(&t, &w, &prepared, 2_200);
+        let per_txn = (long.saturating_sub(short)) as f64 / 2_000.0;
+        eprintln!("{script}: {per_txn:.1} allocations per transaction ({statements} statements)");
+        assert!(
+            per_txn <= 8.0 * statements as f64,
+            "{script}: {per_txn} allocations per transaction"
+        );
+    }
 }
 
 #[test]

@@ -329,6 +329,22 @@ fn every_example_study_runs_in_quick_mode() {
             );
             continue;
         }
+        // An example on the test database servers (scripts/servers.sh) needs them started.
+        let uses_servers = std::fs::read_to_string(&p)
+            .unwrap()
+            .contains("${STORLAB_TEST_POSTGRES_URL}");
+        if uses_servers && std::env::var_os("STORLAB_TEST_POSTGRES_URL").is_none() {
+            assert!(
+                std::env::var_os("STORLAB_REQUIRE_SERVERS").is_none(),
+                "{}: the test servers are not started (STORLAB_TEST_POSTGRES_URL) and STORLAB_REQUIRE_SERVERS is set",
+                p.display()
+            );
+            eprintln!(
+                "skipped {}: scripts/servers.sh start DIR; . DIR/env.sh",
+                p.display()
+            );
+            continue;
+        }
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()

@@ -69,6 +69,50 @@ fn unknown_top_level_key() {
 }
 
 #[test]
+fn pgbench_workload_errors_name_line_and_key() {
+    let pg = |w: &str| {
+        GOOD.replace(
+            "type = \"null\"",
+            "type = \"postgres\"\nurl = \"postgres://u@h/db\"",
+        )
+        .replace("block-size = \"4KiB\"\nqueue-depth = 4", w)
+    };
+    // The workload's keys start on line 8 once the target gained its url line.
+    check(
+        &pg("type = \"pgbench\"\nscript = \"tpcc\""),
+        9,
+        "workloads.rr.script",
+        "tpcb-like, select-only, simple-update",
+    );
+    check(
+        &pg("type = \"pgbench\"\nscale = 0"),
+        9,
+        "workloads.rr.scale",
+        "from 1 to 20000",
+    );
+    check(
+        &pg("type = \"pgbench\"\nclients = 4"),
+        9,
+        "workloads.rr.clients",
+        "unknown key",
+    );
+    check(
+        &pg("type = \"pgbench\"\nscript = \"select-only\"\nverify = true"),
+        10,
+        "workloads.rr.verify",
+        "select-only writes none",
+    );
+    // A target that keeps no ledger cannot verify pgbench's transactions.
+    let null_verify = GOOD.replace(
+        "block-size = \"4KiB\"\nqueue-depth = 4",
+        "type = \"pgbench\"\nverify = true",
+    );
+    let e = one_error(&null_verify);
+    assert!(e.key.ends_with("verify"), "{e}");
+    assert!(e.message.contains("ledger"), "{e}");
+}
+
+#[test]
 fn unknown_workload_key() {
     check(
         &GOOD.replace("queue-depth = 4", "queue-dept = 4"),

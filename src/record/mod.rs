@@ -35,10 +35,16 @@ pub enum OpKind {
     Scan = 5,
     ReadModifyWrite = 6,
     Delete = 7,
+    /// A pgbench transaction of the TPC-B-like script (one operation = one transaction).
+    TpcbLike = 8,
+    /// A pgbench select-only transaction.
+    SelectOnly = 9,
+    /// A pgbench simple-update transaction.
+    SimpleUpdate = 10,
 }
 
 impl OpKind {
-    pub const COUNT: usize = 8;
+    pub const COUNT: usize = 11;
     pub const ALL: [OpKind; OpKind::COUNT] = [
         OpKind::Read,
         OpKind::Write,
@@ -48,6 +54,9 @@ impl OpKind {
         OpKind::Scan,
         OpKind::ReadModifyWrite,
         OpKind::Delete,
+        OpKind::TpcbLike,
+        OpKind::SelectOnly,
+        OpKind::SimpleUpdate,
     ];
 
     pub fn name(self) -> &'static str {
@@ -60,6 +69,9 @@ impl OpKind {
             OpKind::Scan => "scan",
             OpKind::ReadModifyWrite => "read-modify-write",
             OpKind::Delete => "delete",
+            OpKind::TpcbLike => "tpcb-like",
+            OpKind::SelectOnly => "select-only",
+            OpKind::SimpleUpdate => "simple-update",
         }
     }
 }
@@ -82,10 +94,13 @@ pub enum ErrorKind {
     /// A YCSB insert finished 2^20 or more keys past the oldest insert still in flight: YCSB's
     /// acknowledgement window overflowed ("Too many unacknowledged insertion keys.").
     InsertWindow = 9,
+    /// The database refused to commit a transaction: a serialization failure or a deadlock
+    /// (SQLSTATE 40001, 40P01). The client rolls back and goes on.
+    Serialization = 10,
 }
 
 impl ErrorKind {
-    pub const COUNT: usize = 10;
+    pub const COUNT: usize = 11;
     pub const ALL: [ErrorKind; ErrorKind::COUNT] = [
         ErrorKind::Io,
         ErrorKind::NoSpace,
@@ -97,6 +112,7 @@ impl ErrorKind {
         ErrorKind::Other,
         ErrorKind::Integrity,
         ErrorKind::InsertWindow,
+        ErrorKind::Serialization,
     ];
 
     pub fn name(self) -> &'static str {
@@ -111,6 +127,7 @@ impl ErrorKind {
             ErrorKind::Other => "other",
             ErrorKind::Integrity => "integrity",
             ErrorKind::InsertWindow => "insert-window-full",
+            ErrorKind::Serialization => "serialization",
         }
     }
 

@@ -190,6 +190,7 @@ fn run_one(
     let handles_prepared = &ready.handles;
     let verify_tables = setup::verify_tables(run, &ready.regions)?;
     let kv_tables = setup::kv_tables(run)?;
+    let ledgers = setup::ledgers(run);
     let software = ready.software.clone();
 
     let started = SystemTime::now();
@@ -226,7 +227,14 @@ fn run_one(
         worker_target,
         shapes,
         background_names,
-    } = setup::plan_workers(run, &ready.regions, &verify_tables, &kv_tables, interval_ns);
+    } = setup::plan_workers(
+        run,
+        &ready.regions,
+        &verify_tables,
+        &kv_tables,
+        &ledgers,
+        interval_ns,
+    );
 
     let timeline =
         File::create(folder.path.join("timeline.csv")).map_err(|source| RunError::Results {
@@ -431,6 +439,7 @@ fn run_one(
     // Read back every key written (not part of any latency figure), while the servers the
     // step's events started still run.
     crate::verify::after_run_kv(run, &kv_tables, &ready.handles, &mut summary);
+    crate::verify::after_run_ledgers(run, &ledgers, &ready.handles, &mut summary);
     // The study's events, the processes they started stopped at the step's end, and the
     // recovery around each fault, from the stored timeline.
     let measure_start_ns = start_ns + warmup_ns;

@@ -44,6 +44,7 @@ pub fn prepare_targets(
             fresh: t.workload.fresh(),
             verbose: true,
             ycsb: t.workload.ycsb(),
+            pgbench_scale: t.workload.as_pgbench().map(|p| p.scale),
         };
         // A client's target is prepared from its client's network namespace: connections
         // (and threads) a target opens here live there.
@@ -148,6 +149,20 @@ pub fn kv_tables(run: &RunPlan) -> Result<Vec<Option<Arc<crate::verify::kv::KvTa
     crate::verify::kv_tables(run).map_err(|(target, source)| RunError::Verify { target, source })
 }
 
+/// Per target of the run: the lost-transaction ledger of a verified `pgbench` workload.
+pub fn ledgers(run: &RunPlan) -> Vec<Option<Arc<crate::verify::ledger::Ledger>>> {
+    run.targets
+        .iter()
+        .map(|t| {
+            t.workload.as_pgbench().filter(|p| p.verify).map(|p| {
+                Arc::new(crate::verify::ledger::Ledger::new(
+                    &t.name, p.threads, t.seed,
+                ))
+            })
+        })
+        .collect()
+}
+
 /// One worker, ready to start.
 pub struct WorkerInput {
     /// Index of its target in the run.
@@ -181,6 +196,7 @@ pub fn plan_workers(
     regions: &[Region],
     verify_tables: &[Option<Arc<VerifyTable>>],
     kv_tables: &[Option<Arc<crate::verify::kv::KvTable>>],
+    ledgers: &[Option<Arc<crate::verify::ledger::Ledger>>],
     interval_ns: u64,
 ) -> Workers {
     let backgrounds: Vec<(usize, crate::workload::Background)> = run
@@ -236,6 +252,10 @@ pub fn plan_workers(
                 .zip(thread)
                 .map(|(table, thread)| VerifyParams { table, thread }),
             kv_verify: kv_tables.get(ti).and_then(|t| t.clone()),
+            pgbench: w.as_pgbench().map(|_| crate::targets::PgbenchParams {
+                client: thread.unwrap_or(0),
+                ledger: ledgers.get(ti).and_then(|l| l.clone()),
+            }),
         }
     };
     for (ti, t) in run.targets.iter().enumerate() {

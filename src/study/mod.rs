@@ -704,6 +704,9 @@ impl Plan {
                 if let Workload::DbBench(w) = &mut t.workload {
                     w.num = w.num.min(QUICK_KEYS);
                 }
+                if let Workload::Pgbench(w) = &mut t.workload {
+                    w.make_quick();
+                }
                 if let Workload::Ycsb(w) = &mut t.workload {
                     // Counts are capped in the workload: a load must insert every record.
                     w.make_quick();

@@ -149,6 +149,23 @@ pub struct SessionParams {
     pub verify: Option<crate::verify::VerifyParams>,
     /// Verified key-value writes: the table of acknowledged writes of every key.
     pub kv_verify: Option<std::sync::Arc<crate::verify::kv::KvTable>>,
+    /// A pgbench workload's session: its client index and the ledger, if verified.
+    pub pgbench: Option<PgbenchParams>,
+}
+
+/// What a session of a pgbench workload needs besides the operations.
+#[derive(Clone)]
+pub struct PgbenchParams {
+    /// The worker's index among its target's clients (its ledger entry).
+    pub client: u32,
+    /// The lost-transaction ledger (`verify = true`).
+    pub ledger: Option<std::sync::Arc<crate::verify::ledger::Ledger>>,
+}
+
+impl std::fmt::Debug for PgbenchParams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "client {} ledger {}", self.client, self.ledger.is_some())
+    }
 }
 
 /// A target readied for a run: the region operations address, and what its sessions share
@@ -174,6 +191,9 @@ pub struct PrepareOptions {
     pub verbose: bool,
     /// The YCSB workload the run uses (servers create its table in `prepare`).
     pub ycsb: Option<std::sync::Arc<CoreWorkload>>,
+    /// A pgbench workload's scale: the target initializes pgbench's tables in `prepare` (or
+    /// reuses them at that scale).
+    pub pgbench_scale: Option<u32>,
 }
 
 /// Turns a serde error from a target's table into an [`OptionError`].

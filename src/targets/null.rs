@@ -95,7 +95,7 @@ impl Target for NullConfig {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities {
-            workloads: &["block", "db-bench", "ycsb"],
+            workloads: &["block", "db-bench", "ycsb", "pgbench"],
             ops: &OpKind::ALL,
             // As fio's null engine: queued operations all complete at the next reap.
             overlap: Overlap::Concurrent {
@@ -197,7 +197,7 @@ impl Session for NullSession {
         }
         let bytes = match op {
             Op::Read { len, .. } | Op::Write { len, .. } => len,
-            Op::Fsync | Op::Delete { .. } => 0,
+            Op::Fsync | Op::Delete { .. } | Op::Pgbench(_) => 0,
             Op::Get { .. } | Op::Put { .. } | Op::Next | Op::ReadModifyWrite { .. } => {
                 self.value_bytes
             }

@@ -89,6 +89,25 @@ pub trait Target {
         false
     }
 
+    /// Whether it keeps pgbench's lost-transaction ledger (`verify = true` on a pgbench
+    /// workload): history rows tagged per transaction, read back after the run.
+    fn keeps_ledger(&self) -> bool {
+        false
+    }
+
+    /// Reads the history rows of a pgbench run back and checks its ledger (see
+    /// [`crate::verify::ledger`]).
+    fn check_ledger(
+        &self,
+        _shared: &Self::Shared,
+        _ledger: &crate::verify::ledger::Ledger,
+    ) -> Result<crate::verify::kv::KvVerifyReport, TargetError> {
+        Err(TargetError::Invalid(format!(
+            "a {} target keeps no transaction ledger",
+            Self::TYPE.name
+        )))
+    }
+
     /// Cleans up after the study (removes files storlab created when asked to).
     fn finish(&self) {}
 }
@@ -209,6 +228,29 @@ macro_rules! registry {
                 }
             }
 
+            /// Reads a pgbench run's history back and checks its ledger.
+            pub fn check_ledger(
+                &self,
+                prepared: &Prepared,
+                ledger: &crate::verify::ledger::Ledger,
+            ) -> Result<crate::verify::kv::KvVerifyReport, TargetError> {
+                #[allow(unreachable_patterns)]
+                match (self, &prepared.handle) {
+                    $((TargetConfig::$variant(c), Handle::$variant(shared)) =>
+                        registry::Target::check_ledger(c, shared, ledger),)*
+                    _ => Err(TargetError::Invalid(
+                        "the target was not prepared before its ledger was checked".into(),
+                    )),
+                }
+            }
+
+            /// Whether it keeps pgbench's lost-transaction ledger.
+            pub fn keeps_ledger(&self) -> bool {
+                match self {
+                    $(TargetConfig::$variant(c) => registry::Target::keeps_ledger(c),)*
+                }
+            }
+
             /// Scales the target down for `--quick`.
             pub fn make_quick(&mut self) {
                 match self {
@@ -250,6 +292,7 @@ pub fn check_workload(t: &TargetConfig, w: &Workload) -> Option<(&'static str, S
             let key = match wtype {
                 "block" => "read-share",
                 "db-bench" => "benchmark",
+                "pgbench" => "script",
                 _ => "type",
             };
             return Some((key, format!("a {name} target cannot {}", k.name())));
@@ -265,6 +308,12 @@ pub fn check_workload(t: &TargetConfig, w: &Workload) -> Option<(&'static str, S
         return Some((
             "verify",
             format!("a {name} target cannot read records back to verify them"),
+        ));
+    }
+    if w.as_pgbench().is_some_and(|p| p.verify) && !t.keeps_ledger() {
+        return Some((
+            "verify",
+            format!("a {name} target keeps no ledger of transactions to verify"),
         ));
     }
     let qd = w.queue_depth();

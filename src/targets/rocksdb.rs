@@ -714,7 +714,7 @@ impl Session for RocksSession<'_> {
                     true,
                 )
             }
-            Op::Read { .. } | Op::Write { .. } | Op::Fsync => {
+            Op::Read { .. } | Op::Write { .. } | Op::Fsync | Op::Pgbench(_) => {
                 return Err(OpError {
                     kind: ErrorKind::Invalid,
                     code: libc::EINVAL,

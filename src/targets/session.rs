@@ -39,6 +39,8 @@ pub enum Op {
     /// A YCSB operation on a record of fields (key numbers and field indexes; the session
     /// builds the bytes with its [`crate::workload::ycsb::RecordBuf`]).
     Ycsb(YcsbOp),
+    /// A pgbench transaction with its random values.
+    Pgbench(crate::workload::pgbench::PgbenchOp),
 }
 
 impl Op {
@@ -57,6 +59,7 @@ impl Op {
                 YcsbOp::Scan { .. } => OpKind::Scan,
                 YcsbOp::ReadModifyWrite { .. } => OpKind::ReadModifyWrite,
             },
+            Op::Pgbench(p) => p.script.kind(),
         }
     }
 

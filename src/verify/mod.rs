@@ -14,6 +14,7 @@
 
 pub mod header;
 pub mod kv;
+pub mod ledger;
 pub mod pass;
 pub mod report;
 pub mod stamper;
@@ -170,6 +171,47 @@ pub fn after_run_kv(
             Err(e) => summary
                 .warnings
                 .push(format!("target `{}`: verify pass not run: {e}", t.name)),
+        }
+    }
+}
+
+/// After a run's workers stopped, beside [`after_run_kv`]: checks the lost-transaction ledger
+/// of every pgbench target that kept one (see [`ledger`]) into the target's result, as a
+/// key-value report whose keys are transactions. A failure is a warning of the run.
+pub fn after_run_ledgers(
+    run: &crate::study::plan::RunPlan,
+    ledgers: &[Option<std::sync::Arc<ledger::Ledger>>],
+    prepared: &[crate::targets::Prepared],
+    summary: &mut crate::results::summary::RunSummary,
+) {
+    for ((t, l), p) in run.targets.iter().zip(ledgers).zip(prepared) {
+        let Some(l) = l else { continue };
+        let started = std::time::Instant::now();
+        match t.config.check_ledger(p, l) {
+            Ok(mut r) => {
+                r.seconds = started.elapsed().as_secs_f64();
+                r.rate_keys = r.keys_checked as f64 / r.seconds.max(1e-9);
+                let warning = (r.damaged() > 0).then(|| {
+                    format!(
+                        "target `{}`: the ledger found {} of {} acknowledged transactions lost (history rows missing: {}, duplicated: {})",
+                        t.name,
+                        r.damaged(),
+                        r.keys_checked,
+                        r.missing.keys,
+                        r.corrupt.keys
+                    )
+                });
+                if r.untracked_writes > 0 {
+                    summary.warnings.push(format!(
+                        "target `{}`: {} transactions after too many failures were not tracked (not checked)",
+                        t.name, r.untracked_writes
+                    ));
+                }
+                record(summary, &t.name, Verified::KeyValue(r), warning);
+            }
+            Err(e) => summary
+                .warnings
+                .push(format!("target `{}`: ledger check not run: {e}", t.name)),
         }
     }
 }

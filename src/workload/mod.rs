@@ -2,7 +2,7 @@
 //! file (and its sweeps); a source built from them per worker turns them into [`Op`]s without
 //! allocating. Block workloads ([`block`]) issue random or sequential offsets aligned inside
 //! the target's region, with a read share and an fsync every N writes; key-value workloads
-//! with db_bench's semantics are in [`kv`]; IOmeter's access specifications, which block
+//! with db_bench's semantics are in [`kv`]; pgbench's transactions in [`pgbench`]; IOmeter's access specifications, which block
 //! workloads may give, in [`access_spec`] (and IOmeter's `.icf` files in [`icf`]).
 //!
 //! Random streams: a run's seed is derived from the workload's `seed` (the study's by default),
@@ -14,6 +14,7 @@ pub mod access_spec;
 pub mod block;
 pub mod icf;
 pub mod kv;
+pub mod pgbench;
 
 pub mod ycsb;
 
@@ -67,17 +68,18 @@ pub fn writer_seed(run_seed: u64) -> u64 {
 }
 
 /// A workload of any type, as a study's `[workloads.NAME]` table gives it: `type = "block"`
-/// (the default) or `type = "db-bench"`.
+/// (the default), `type = "db-bench"`, `"ycsb"` or `"pgbench"`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]
 pub enum Workload {
     Block(BlockWorkload),
     DbBench(kv::KvWorkload),
     Ycsb(ycsb::workload::YcsbWorkload),
+    Pgbench(pgbench::PgbenchWorkload),
 }
 
 /// The workload types, for messages.
-pub const TYPES: &[&str] = &["block", "db-bench", "ycsb"];
+pub const TYPES: &[&str] = &["block", "db-bench", "ycsb", "pgbench"];
 
 /// A worker's operation source, picked once per worker.
 pub enum Source {
@@ -86,6 +88,7 @@ pub enum Source {
     AccessSpec(access_spec::AccessSpecSource),
     Kv(kv::KvSource),
     Ycsb(ycsb::workload::YcsbSource),
+    Pgbench(pgbench::PgbenchSource),
 }
 
 impl Source {
@@ -97,6 +100,7 @@ impl Source {
             Source::AccessSpec(s) => Some(s.next_op()),
             Source::Kv(s) => Some(s.next_op()),
             Source::Ycsb(s) => s.next_op(),
+            Source::Pgbench(s) => Some(s.next_op()),
         }
     }
 
@@ -106,7 +110,7 @@ impl Source {
     pub fn acknowledge_insert(&mut self, keynum: u64) -> Result<(), crate::record::OpError> {
         match self {
             Source::Ycsb(s) => s.acknowledge_insert(keynum),
-            Source::Block(_) | Source::AccessSpec(_) | Source::Kv(_) => Ok(()),
+            Source::Block(_) | Source::AccessSpec(_) | Source::Kv(_) | Source::Pgbench(_) => Ok(()),
         }
     }
 
@@ -147,6 +151,7 @@ impl Workload {
             "block" => BlockWorkload::from_table(table).map(Workload::Block),
             "db-bench" => kv::KvWorkload::from_table(table).map(Workload::DbBench),
             "ycsb" => ycsb::workload::YcsbWorkload::from_table(table).map(Workload::Ycsb),
+            "pgbench" => pgbench::PgbenchWorkload::from_table(table).map(Workload::Pgbench),
             other => Err(err(
                 "type",
                 format!(
@@ -162,6 +167,7 @@ impl Workload {
         match table.get("type").and_then(|t| t.as_str()) {
             Some("db-bench") => kv::SWEEPABLE,
             Some("ycsb") => ycsb::workload::SWEEPABLE,
+            Some("pgbench") => pgbench::SWEEPABLE,
             _ => SWEEPABLE,
         }
     }
@@ -171,6 +177,7 @@ impl Workload {
             Workload::Block(_) => "block",
             Workload::DbBench(_) => "db-bench",
             Workload::Ycsb(_) => "ycsb",
+            Workload::Pgbench(_) => "pgbench",
         }
     }
 
@@ -184,6 +191,7 @@ impl Workload {
                 ycsb::workload::Phase::Load => "ycsb-load",
                 ycsb::workload::Phase::Run => "ycsb-run",
             },
+            Workload::Pgbench(_) => "pgbench",
         }
     }
 
@@ -192,6 +200,7 @@ impl Workload {
             Workload::Block(w) => w.threads,
             Workload::DbBench(w) => w.threads,
             Workload::Ycsb(w) => w.threads,
+            Workload::Pgbench(w) => w.threads,
         }
     }
 
@@ -200,6 +209,7 @@ impl Workload {
             Workload::Block(w) => w.queue_depth,
             Workload::DbBench(_) => 1,
             Workload::Ycsb(w) => w.queue_depth,
+            Workload::Pgbench(_) => 1,
         }
     }
 
@@ -208,7 +218,7 @@ impl Workload {
     pub fn block_bytes(&self) -> u64 {
         match self {
             Workload::Block(w) => w.block_size.0,
-            Workload::DbBench(_) | Workload::Ycsb(_) => 0,
+            Workload::DbBench(_) | Workload::Ycsb(_) | Workload::Pgbench(_) => 0,
         }
     }
 
@@ -217,6 +227,7 @@ impl Workload {
             Workload::Block(w) => w.rate_per_thread(),
             Workload::DbBench(w) => w.rate_per_thread(),
             Workload::Ycsb(w) => w.rate_per_thread(),
+            Workload::Pgbench(w) => w.rate_per_thread(),
         }
     }
 
@@ -226,13 +237,14 @@ impl Workload {
             Workload::Block(w) => w.writes(),
             Workload::DbBench(w) => w.benchmark.writes() || w.has_writer(),
             Workload::Ycsb(w) => w.writes(),
+            Workload::Pgbench(w) => w.script.writes(),
         }
     }
 
     /// The workload starts from an empty database.
     pub fn fresh(&self) -> bool {
         match self {
-            Workload::Block(_) | Workload::Ycsb(_) => false,
+            Workload::Block(_) | Workload::Ycsb(_) | Workload::Pgbench(_) => false,
             Workload::DbBench(w) => w.benchmark.fresh(),
         }
     }
@@ -243,6 +255,7 @@ impl Workload {
             Workload::Block(w) => w.kinds(),
             Workload::DbBench(w) => vec![w.benchmark.kind()],
             Workload::Ycsb(w) => w.kinds(),
+            Workload::Pgbench(w) => vec![w.script.kind()],
         }
     }
 
@@ -259,7 +272,7 @@ impl Workload {
 
     pub fn kv_shape(&self) -> Option<kv::KvShape> {
         match self {
-            Workload::Block(_) | Workload::Ycsb(_) => None,
+            Workload::Block(_) | Workload::Ycsb(_) | Workload::Pgbench(_) => None,
             Workload::DbBench(w) => Some(w.shape()),
         }
     }
@@ -298,6 +311,10 @@ impl Workload {
                 &[place[0], place[1], place[2], name_hash(w.benchmark.name())],
             ),
             Workload::Ycsb(w) => w.seed,
+            Workload::Pgbench(w) => mix_seed(
+                w.seed,
+                &[place[0], place[1], place[2], name_hash(w.script.name())],
+            ),
         }
     }
 
@@ -316,6 +333,7 @@ impl Workload {
                 .nth(thread as usize)
                 .map(Source::Ycsb)
                 .expect("thread below threads"),
+            Workload::Pgbench(w) => Source::Pgbench(w.source(thread, run_seed)),
         }
     }
 
@@ -349,7 +367,7 @@ impl Workload {
     /// The background worker of a run seeded `run_seed`, if the workload has one.
     pub fn background(&self, run_seed: u64) -> Option<Background> {
         match self {
-            Workload::Block(_) | Workload::Ycsb(_) => None,
+            Workload::Block(_) | Workload::Ycsb(_) | Workload::Pgbench(_) => None,
             Workload::DbBench(w) => w.writer(run_seed).map(|(source, rate_ops)| Background {
                 source: Source::Kv(source),
                 kinds: vec![OpKind::Write],
@@ -407,6 +425,7 @@ impl Workload {
                 }
             ),
             Workload::Ycsb(w) => w.describe(),
+            Workload::Pgbench(w) => w.describe(),
         }
     }
 
@@ -420,7 +439,14 @@ impl Workload {
     pub fn as_block(&self) -> Option<&BlockWorkload> {
         match self {
             Workload::Block(w) => Some(w),
-            Workload::DbBench(_) | Workload::Ycsb(_) => None,
+            Workload::DbBench(_) | Workload::Ycsb(_) | Workload::Pgbench(_) => None,
+        }
+    }
+
+    pub fn as_pgbench(&self) -> Option<&pgbench::PgbenchWorkload> {
+        match self {
+            Workload::Pgbench(w) => Some(w),
+            _ => None,
         }
     }
 }

@@ -566,6 +566,7 @@ mod tests {
             ycsb: None,
             verify: None,
             kv_verify: None,
+            pgbench: None,
         };
         let buf = AlignedBuf::new(4, 4096, &p).unwrap();
         UringSession::new(file, buf, (0, 1 << 16), 4, false, None, options).unwrap()

@@ -156,6 +156,7 @@ pub fn run(
         ycsb: Some(Arc::clone(workload)),
         verify: None,
         kv_verify: None,
+        pgbench: None,
     };
     let user = PassUser { table, workload };
     config

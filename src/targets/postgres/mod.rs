@@ -16,6 +16,11 @@
 //! YCSB properties (its JDBC binding's): `db.url` (`jdbc:postgresql://host:port/db`, the
 //! `jdbc:` prefix optional), `db.user`, `db.passwd`, `db.driver` (must be PostgreSQL's); and
 //! storlab's `db.poolsize`.
+//!
+//! pgbench workloads (`type = "pgbench"`) run pgbench's tables and transactions: see
+//! [`pgbench`].
+
+pub mod pgbench;
 
 use std::sync::{Arc, Condvar, Mutex};
 
@@ -24,16 +29,17 @@ use postgres::{Client, NoTls, Statement};
 use serde::{Deserialize, Serialize};
 
 use crate::record::{ErrorKind, OpError};
+use crate::record::OpKind;
 use crate::targets::{
-    Completions, Op, OptionError, Overlap, PrepareOptions, Session, SessionParams, SessionUser,
-    Submitted, TargetConfig, TargetError, TargetType, YcsbBindingError, YcsbStore, claim_value,
-    option_error, ycsb_op,
+    Capabilities, Completions, Op, OptionError, Overlap, PrepareOptions, Region, Session,
+    SessionParams, SessionUser, Submitted, Target, TargetConfig, TargetError, TargetType,
+    YcsbBindingError, YcsbStore, claim_value, option_error, ycsb_op,
 };
 use crate::workload::ycsb::{CoreWorkload, Properties, RecordBuf, YcsbOp};
 
 pub const TYPE: TargetType = TargetType {
     name: "postgres",
-    summary: "a PostgreSQL server: YCSB's JDBC schema (usertable: YCSB_KEY, FIELD0..n)",
+    summary: "a PostgreSQL server: YCSB's JDBC schema (usertable: YCSB_KEY, FIELD0..n), or pgbench's tables and transactions",
     options: &[
         (
             "url",
@@ -182,11 +188,103 @@ fn identifier(s: &str) -> bool {
         && !s.as_bytes()[0].is_ascii_digit()
 }
 
-// One statement at a time per session.
-crate::targets::ycsb_store::server_target!(
-    PostgresConfig,
-    Overlap::None
-);
+/// What a prepared postgres target's sessions share: the server's version, and what
+/// `prepare` did with pgbench's tables.
+pub struct PgShared {
+    software: Vec<(String, String)>,
+    pgbench_database: Option<String>,
+}
+
+/// YCSB's operations and pgbench's transactions.
+const OPS: [OpKind; 8] = [
+    OpKind::Read,
+    OpKind::Update,
+    OpKind::Insert,
+    OpKind::Scan,
+    OpKind::ReadModifyWrite,
+    OpKind::TpcbLike,
+    OpKind::SelectOnly,
+    OpKind::SimpleUpdate,
+];
+
+impl Target for PostgresConfig {
+    const TYPE: TargetType = TYPE;
+    type Shared = PgShared;
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            workloads: &["ycsb", "pgbench"],
+            ops: &OPS,
+            // One statement at a time per session.
+            overlap: Overlap::None,
+            in_process: false,
+        }
+    }
+
+    fn prepare(&self, opts: &PrepareOptions) -> Result<(Region, PgShared), TargetError> {
+        let software = self.server_version(opts)?;
+        let pgbench_database = match opts.pgbench_scale {
+            Some(scale) => {
+                let mut client = self.connect().map_err(|e| {
+                    TargetError::Invalid(format!("{}: connecting: {e}", self.describe()))
+                })?;
+                Some(pgbench::init(&mut client, scale).map_err(|e| {
+                    TargetError::Invalid(format!(
+                        "{}: initializing pgbench's tables: {e}",
+                        self.describe()
+                    ))
+                })?)
+            }
+            None => None,
+        };
+        Ok((
+            Region::default(),
+            PgShared {
+                software,
+                pgbench_database,
+            },
+        ))
+    }
+
+    fn open<U: SessionUser>(
+        &self,
+        shared: &PgShared,
+        params: &SessionParams,
+        user: U,
+    ) -> Result<U::Output, TargetError> {
+        match &params.pgbench {
+            Some(p) => {
+                let database = shared
+                    .pgbench_database
+                    .clone()
+                    .unwrap_or_else(|| "not prepared".into());
+                let session = pgbench::PgbenchSession::open(self, p.clone(), database)?;
+                Ok(user.run(session))
+            }
+            None => self.open_session(params, user),
+        }
+    }
+
+    fn software(&self, shared: &PgShared) -> Vec<(String, String)> {
+        shared.software.clone()
+    }
+
+    fn reads_records_back(&self) -> bool {
+        true
+    }
+
+    fn keeps_ledger(&self) -> bool {
+        true
+    }
+
+    fn check_ledger(
+        &self,
+        _shared: &PgShared,
+        ledger: &crate::verify::ledger::Ledger,
+    ) -> Result<crate::verify::kv::KvVerifyReport, TargetError> {
+        pgbench::check_ledger(self, ledger)
+    }
+}
 
 impl PostgresConfig {
     fn config(&self) -> Result<postgres::Config, postgres::Error> {
