@@ -21,7 +21,9 @@
 #
 # Samba: smbd as root on 127.0.0.1 (port 54445, or the next free one; STORLAB_SMB_PORT forces
 # one), every state, lock, private, pid and cache directory under DIR/samba, a tdbsam user
-# `storlab` (mapped to root) with a random password, shares share1..share5 in DIR/samba/shareN.
+# `storlab` (mapped to root) with a random password, shares share1..share5 in DIR/samba/shareN,
+# and a share `mount` on the empty directory DIR/samba/mount, for a test to mount a filesystem of
+# its own on (tests/smb.rs mounts a slow FUSE file there: every request goes asynchronous).
 # NFS: Ganesha refuses to start without rpcbind even for TCP-only NFSv3, and rpcbind binds
 # every interface, so both run in a network namespace this script creates (named after DIR),
 # reached over a veth link from the host: exports /export1../export5 (VFS FSAL,
@@ -148,6 +150,8 @@ EOF
       mkdir -p "$root/share$i"
       printf '[share%d]\n  path = %s\n  read only = no\n' "$i" "$root/share$i"
     done
+    mkdir -p "$root/mount"
+    printf '[mount]\n  path = %s\n  read only = no\n' "$root/mount"
   } >"$root/smb.conf"
   # The SMB user `storlab` is the Unix user root (smbd runs as root; the shares are root's).
   echo "root = $SMB_USER" >"$root/users.map"
@@ -351,6 +355,7 @@ export STORLAB_SMB_SERVER='$smb'
 export STORLAB_SMB_URL='$smb/share1'
 export STORLAB_SMB_SHARES_DIR='$dir/samba'
 export STORLAB_SMB_SHARE_DIR='$dir/samba/share1'
+export STORLAB_SMB_MOUNT_SHARE_DIR='$dir/samba/mount'
 export STORLAB_SMB_PID_FILE='$dir/samba/run/smbd.pid'
 export STORLAB_NFS_SERVER='$nfs'
 export STORLAB_NFS_URL='$nfs/export1'

@@ -5,7 +5,9 @@
 //! and a wrong password, an unknown share and a server that is down each fail with an error
 //! naming the target. Verified writes read back through SMB are intact, and a block damaged
 //! on the share's folder afterwards is found by `storlab verify` from the saved state (the
-//! password from STORLAB_SMB_PASSWORD, never from the state).
+//! password from STORLAB_SMB_PASSWORD, never from the state). A server that answers every read
+//! asynchronously (an interim STATUS_PENDING response first, granting the credits, then the
+//! final one) keeps the client's credits flowing: a long run does not stall.
 //!
 //! The server comes from the environment, as `scripts/fileservers.sh start DIR` writes it to
 //! `DIR/env.sh`: STORLAB_SMB_URL (`smb://user:password@host:port/share`) and
@@ -13,10 +15,11 @@
 //! skipped with a printed reason, unless STORLAB_REQUIRE_SERVERS is set: then they fail.
 
 mod common;
+mod faulty_fuse;
 
 use std::path::{Path, PathBuf};
 
-use common::{Lab, server, text};
+use common::{Lab, root_or_skip, server, text};
 use serde_json::Value;
 
 struct Share {
@@ -410,4 +413,76 @@ fn verified_writes_read_back_intact_and_a_damaged_block_is_found_later() {
     for class in ["lost", "torn", "misplaced", "unreadable"] {
         assert_eq!(r[class]["blocks"], 0, "{class}: {r:#}");
     }
+}
+
+/// Samba answers a read that takes it more than 0.5 ms with an interim response (STATUS_PENDING,
+/// asynchronous) that grants the request's credits, and the final response then grants none.
+/// A client that counts only the final responses' credits (the smb crate 0.12.1 did) loses one
+/// credit per such read and stalls once they are gone: every request then waits for a credit
+/// and none is sent (a loaded server saw it after about 1,200 reads). Here every read is slow:
+/// the share `mount` of the test servers gets a FUSE file whose reads take 1 ms each, one at a
+/// time; 2,000 reads at queue depth 12 must all succeed, nearly each with its interim response.
+#[test]
+fn a_server_answering_every_read_asynchronously_keeps_the_credits_flowing() {
+    let Some(server_url) = server("STORLAB_SMB_SERVER") else {
+        return;
+    };
+    let Some(dir) = server("STORLAB_SMB_MOUNT_SHARE_DIR") else {
+        return;
+    };
+    if !root_or_skip("mounting a FUSE filesystem") {
+        return;
+    }
+    let mounted = match faulty_fuse::mount_at(
+        Path::new(&dir),
+        None,
+        4 << 20,
+        Default::default(),
+        std::time::Duration::from_millis(1),
+    ) {
+        Ok(m) => m,
+        Err(why) => {
+            assert!(
+                std::env::var_os("STORLAB_REQUIRE_ROOT").is_none(),
+                "FUSE unavailable ({why}) and STORLAB_REQUIRE_ROOT is set"
+            );
+            eprintln!("SKIPPED: FUSE unavailable: {why}");
+            return;
+        }
+    };
+    let lab = Lab::new();
+    // A short timeout: a stalled request fails the test in seconds, not minutes.
+    let target = format!(
+        "url = \"{}/mount/data\"\ntimeout = \"5s\"",
+        server_url.trim_end_matches('/')
+    );
+    let stdout = run_ok(
+        &lab,
+        &study(
+            &target,
+            "read-share = 1.0\nqueue-depth = 12",
+            "ops = 2000\nstop-on-error = true",
+        ),
+    );
+    let runs = used_of_runs(&lab, &stdout);
+    let summary = summary_of_first_run(&lab, &stdout);
+    let t = &summary["targets"][0];
+    assert_eq!(t["errors"], 0, "{t}");
+    assert_eq!(t["ops"], 2000, "{t}");
+    let interim = used(&runs[0], "smb.interim-responses");
+    let count: u64 = interim.split(' ').next().unwrap().parse().unwrap();
+    assert!(count >= 1000, "only {count} interim responses: {interim}");
+    assert!(mounted.state.lock().unwrap().reads >= 2000);
+}
+
+/// The summary.json of the first run of the study whose results folder `stdout` names.
+fn summary_of_first_run(lab: &Lab, stdout: &str) -> Value {
+    let folder = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("results: "))
+        .unwrap_or_else(|| panic!("no results folder in {stdout}"));
+    let mut found = Vec::new();
+    files_named(&lab.path().join(folder.trim()), "summary.json", &mut found);
+    found.sort();
+    serde_json::from_slice(&std::fs::read(&found[0]).unwrap()).unwrap()
 }

@@ -4,7 +4,9 @@
 //! stores only its first half (torn) or stores it at another offset (misplaced). It keeps a
 //! durable copy updated by fsync, and `crash` puts the file back to it: writes acknowledged
 //! but never synced are lost, as LazyFS does. The file is opened with FOPEN_DIRECT_IO, so
-//! every read and write reaches the filesystem (no page cache hides what it stored).
+//! every read and write reaches the filesystem (no page cache hides what it stored). Reads can
+//! be made slow (`read_delay`): the filesystem answers one request at a time, so a queue of
+//! reads waits that long per read.
 #![allow(dead_code)]
 
 use std::collections::HashMap;
@@ -41,6 +43,9 @@ pub struct State {
     pub applied: Vec<(u64, Fault)>,
     pub writes: u64,
     pub fsyncs: u64,
+    /// How long each read takes.
+    pub read_delay: Duration,
+    pub reads: u64,
 }
 
 pub struct FaultyFile {
@@ -112,6 +117,12 @@ impl Filesystem for FaultyFile {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
+        let delay = {
+            let mut s = self.state.lock().unwrap();
+            s.reads += 1;
+            s.read_delay
+        };
+        std::thread::sleep(delay);
         let s = self.state.lock().unwrap();
         let start = (offset as usize).min(s.current.len());
         let end = (start + size as usize).min(s.current.len());
@@ -180,14 +191,16 @@ impl Filesystem for FaultyFile {
 /// A mounted [`FaultyFile`], unmounted when dropped.
 pub struct Mounted {
     pub state: Arc<Mutex<State>>,
-    pub dir: tempfile::TempDir,
+    /// The mount point.
+    pub dir: std::path::PathBuf,
+    _temp: Option<tempfile::TempDir>,
     session: Option<fuser::BackgroundSession>,
 }
 
 impl Mounted {
     /// The file's path.
     pub fn file(&self) -> std::path::PathBuf {
-        self.dir.path().join("data")
+        self.dir.join("data")
     }
 
     /// A simulated crash: the file goes back to what was last synced. Returns the offsets of
@@ -214,16 +227,30 @@ impl Drop for Mounted {
     }
 }
 
-/// Mounts a faulty file of `size` zero bytes with `faults`, or says why it cannot.
+/// Mounts a faulty file of `size` zero bytes with `faults` in a temporary directory, or says
+/// why it cannot.
 pub fn mount(size: usize, faults: HashMap<(u64, u32), Fault>) -> Result<Mounted, String> {
+    let temp = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let dir = temp.path().to_path_buf();
+    mount_at(&dir, Some(temp), size, faults, Duration::ZERO)
+}
+
+/// Mounts a faulty file on the existing directory `dir`, each read taking `read_delay`.
+pub fn mount_at(
+    dir: &Path,
+    temp: Option<tempfile::TempDir>,
+    size: usize,
+    faults: HashMap<(u64, u32), Fault>,
+    read_delay: Duration,
+) -> Result<Mounted, String> {
     if !Path::new("/dev/fuse").exists() {
         return Err("/dev/fuse does not exist".into());
     }
-    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let state = Arc::new(Mutex::new(State {
         current: vec![0; size],
         durable: vec![0; size],
         faults,
+        read_delay,
         ..State::default()
     }));
     let fs = FaultyFile {
@@ -233,11 +260,12 @@ pub fn mount(size: usize, faults: HashMap<(u64, u32), Fault>) -> Result<Mounted,
     config
         .mount_options
         .push(fuser::MountOption::FSName("storlab-faulty".into()));
-    let session = fuser::spawn_mount(fs, dir.path(), &config)
-        .map_err(|e| format!("mounting FUSE at {}: {e}", dir.path().display()))?;
+    let session = fuser::spawn_mount(fs, dir, &config)
+        .map_err(|e| format!("mounting FUSE at {}: {e}", dir.display()))?;
     let m = Mounted {
         state,
-        dir,
+        dir: dir.to_path_buf(),
+        _temp: temp,
         session: Some(session),
     };
     // Wait until the mount answers.

@@ -601,6 +601,15 @@ impl Session for SmbSession {
                 .load(Ordering::Relaxed)
                 .to_string(),
         ));
+        let counters = &self.link.counters;
+        v.push((
+            "smb.interim-responses",
+            format!(
+                "{} (credits granted in them: {})",
+                counters.interim.load(Ordering::Relaxed),
+                counters.interim_credits.load(Ordering::Relaxed)
+            ),
+        ));
         v.push((
             "smb.reconnects",
             self.link.reconnects.load(Ordering::Relaxed).to_string(),

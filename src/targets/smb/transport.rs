@@ -9,7 +9,10 @@
 //!   EOF and aborts so, and its receive loop retries other errors (a reset) without end.
 //!
 //! It also counts requests sent and messages received, so that a session can say how many
-//! requests were in flight on the wire at most (measured, not assumed from the queue depth).
+//! requests were in flight on the wire at most (measured, not assumed from the queue depth),
+//! and the interim responses (STATUS_PENDING: the server went asynchronous on a request that
+//! took it longer than it waits before answering, 0.5 ms for Samba's reads and writes) with the
+//! credits they granted.
 
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -31,6 +34,25 @@ pub struct WireCounters {
     pub received: AtomicU64,
     in_flight: AtomicI64,
     pub max_in_flight: AtomicI64,
+    /// Interim (STATUS_PENDING) responses received.
+    pub interim: AtomicU64,
+    /// Credits the interim responses granted.
+    pub interim_credits: AtomicU64,
+}
+
+/// SMB2's protocol id at the start of a plain (not encrypted or compressed) message.
+const SMB2_MAGIC: [u8; 4] = [0xFE, b'S', b'M', b'B'];
+const STATUS_PENDING: u32 = 0x0000_0103;
+const FLAG_ASYNC: u32 = 0x0000_0002;
+
+/// The credits an interim response grants, if `message` is one.
+fn interim_credits(message: &[u8]) -> Option<u16> {
+    if message.len() < 64 || message[..4] != SMB2_MAGIC {
+        return None;
+    }
+    let le32 = |at: usize| u32::from_le_bytes([message[at], message[at + 1], message[at + 2], message[at + 3]]);
+    (le32(8) == STATUS_PENDING && le32(16) & FLAG_ASYNC != 0)
+        .then(|| u16::from_le_bytes([message[14], message[15]]))
 }
 
 impl WireCounters {
@@ -44,7 +66,12 @@ impl WireCounters {
     /// An interim response (STATUS_PENDING) is a message too: the count of messages in
     /// flight never goes below zero.
     #[inline]
-    fn on_receive(&self) {
+    fn on_receive(&self, message: &[u8]) {
+        if let Some(credits) = interim_credits(message) {
+            self.interim.fetch_add(1, Ordering::Relaxed);
+            self.interim_credits
+                .fetch_add(credits as u64, Ordering::Relaxed);
+        }
         self.received.fetch_add(1, Ordering::Relaxed);
         let _ = self
             .in_flight
@@ -133,7 +160,7 @@ impl ReadPart {
         // The crate's interface returns each message as its own vector.
         let mut data = vec![0u8; len];
         self.half.read_exact(&mut data).await.map_err(ended)?;
-        self.counters.on_receive();
+        self.counters.on_receive(&data);
         Ok(data)
     }
 }
@@ -231,12 +258,39 @@ mod tests {
         let c = WireCounters::default();
         c.on_send();
         c.on_send();
-        c.on_receive();
-        c.on_receive();
-        c.on_receive(); // an interim response
+        c.on_receive(&[]);
+        c.on_receive(&[]);
+        c.on_receive(&[]); // an interim response
         c.on_send();
         assert_eq!(c.max_in_flight.load(Ordering::Relaxed), 2);
         assert_eq!(c.in_flight.load(Ordering::Relaxed), 1);
+    }
+
+    /// A 64-byte SMB2 header with the given status, flags and credits.
+    fn header(status: u32, flags: u32, credits: u16) -> Vec<u8> {
+        let mut h = vec![0u8; 64];
+        h[..4].copy_from_slice(&SMB2_MAGIC);
+        h[8..12].copy_from_slice(&status.to_le_bytes());
+        h[14..16].copy_from_slice(&credits.to_le_bytes());
+        h[16..20].copy_from_slice(&flags.to_le_bytes());
+        h
+    }
+
+    #[test]
+    fn interim_responses_and_their_credits_are_counted() {
+        let c = WireCounters::default();
+        c.on_receive(&header(STATUS_PENDING, FLAG_ASYNC | 1, 7));
+        // The final response of the same request (async, success, no credits), a synchronous
+        // success, a pending status without the async flag, an encrypted message.
+        c.on_receive(&header(0, FLAG_ASYNC | 1, 0));
+        c.on_receive(&header(0, 1, 3));
+        c.on_receive(&header(STATUS_PENDING, 1, 5));
+        let mut encrypted = header(STATUS_PENDING, FLAG_ASYNC, 9);
+        encrypted[0] = 0xFD;
+        c.on_receive(&encrypted);
+        assert_eq!(c.interim.load(Ordering::Relaxed), 1);
+        assert_eq!(c.interim_credits.load(Ordering::Relaxed), 7);
+        assert_eq!(c.received.load(Ordering::Relaxed), 5);
     }
 
     #[test]
