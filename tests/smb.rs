@@ -100,9 +100,9 @@ fn files_named(dir: &Path, name: &str, found: &mut Vec<PathBuf>) {
     }
 }
 
-/// The `session-used` of the smb target in each run of the study whose results folder
-/// `stdout` names (`results: PATH`), in run order.
-fn used_of_runs(lab: &Lab, stdout: &str) -> Vec<serde_json::Map<String, Value>> {
+/// The summary.json of each run of the study whose results folder `stdout` names
+/// (`results: PATH`), in run order.
+fn summaries_of_runs(lab: &Lab, stdout: &str) -> Vec<Value> {
     let folder = stdout
         .lines()
         .find_map(|l| l.strip_prefix("results: "))
@@ -112,12 +112,19 @@ fn used_of_runs(lab: &Lab, stdout: &str) -> Vec<serde_json::Map<String, Value>> 
     found.sort();
     found
         .iter()
-        .map(|p| {
-            let v: Value = serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap();
+        .map(|p| serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap())
+        .collect()
+}
+
+/// The `session-used` of the smb target in each run, in run order.
+fn used_of_runs(lab: &Lab, stdout: &str) -> Vec<serde_json::Map<String, Value>> {
+    summaries_of_runs(lab, stdout)
+        .iter()
+        .map(|v| {
             v["targets"][0]["session-used"]
                 .as_object()
                 .cloned()
-                .unwrap_or_else(|| panic!("no session-used in {}", p.display()))
+                .unwrap_or_else(|| panic!("no session-used in {v}"))
         })
         .collect()
 }
@@ -465,24 +472,12 @@ fn a_server_answering_every_read_asynchronously_keeps_the_credits_flowing() {
         ),
     );
     let runs = used_of_runs(&lab, &stdout);
-    let summary = summary_of_first_run(&lab, &stdout);
-    let t = &summary["targets"][0];
+    let summaries = summaries_of_runs(&lab, &stdout);
+    let t = &summaries[0]["targets"][0];
     assert_eq!(t["errors"], 0, "{t}");
     assert_eq!(t["ops"], 2000, "{t}");
     let interim = used(&runs[0], "smb.interim-responses");
     let count: u64 = interim.split(' ').next().unwrap().parse().unwrap();
     assert!(count >= 1000, "only {count} interim responses: {interim}");
     assert!(mounted.state.lock().unwrap().reads >= 2000);
-}
-
-/// The summary.json of the first run of the study whose results folder `stdout` names.
-fn summary_of_first_run(lab: &Lab, stdout: &str) -> Value {
-    let folder = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("results: "))
-        .unwrap_or_else(|| panic!("no results folder in {stdout}"));
-    let mut found = Vec::new();
-    files_named(&lab.path().join(folder.trim()), "summary.json", &mut found);
-    found.sort();
-    serde_json::from_slice(&std::fs::read(&found[0]).unwrap()).unwrap()
 }
