@@ -48,12 +48,7 @@ ops = 4000
 }
 
 fn summary(lab: &Lab) -> serde_json::Value {
-    let dir = std::fs::read_dir(lab.results())
-        .unwrap()
-        .flatten()
-        .next()
-        .expect("a study folder")
-        .path();
+    let dir = lab.study_folder();
     serde_json::from_str(&std::fs::read_to_string(dir.join("run-001/summary.json")).unwrap())
         .unwrap()
 }
@@ -135,12 +130,7 @@ ops = 500
     let o = lab.run(&["run", s.to_str().unwrap()]);
     let (out, err) = text(&o);
     assert!(o.status.success(), "{out}{err}");
-    let study = std::fs::read_dir(lab.results())
-        .unwrap()
-        .flatten()
-        .next()
-        .unwrap()
-        .path();
+    let study = lab.study_folder();
     let used = |run: &str| -> String {
         let s: serde_json::Value = serde_json::from_str(
             &std::fs::read_to_string(study.join(run).join("summary.json")).unwrap(),

@@ -28,6 +28,19 @@ impl Lab {
         self.dir.path().join("results")
     }
 
+    /// The one study folder under `results/` (files beside it, such as the results index, are
+    /// not study folders).
+    pub fn study_folder(&self) -> PathBuf {
+        let dirs: Vec<PathBuf> = std::fs::read_dir(self.results())
+            .expect("a results folder")
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_dir())
+            .collect();
+        assert_eq!(dirs.len(), 1, "one study folder expected: {dirs:?}");
+        dirs[0].clone()
+    }
+
     pub fn write(&self, name: &str, text: &str) -> PathBuf {
         let p = self.dir.path().join(name);
         std::fs::write(&p, text).expect("write study");
