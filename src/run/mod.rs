@@ -8,6 +8,7 @@
 pub mod collector;
 pub mod console;
 pub mod events;
+pub mod pacer;
 pub mod setup;
 pub mod worker;
 
