@@ -5,7 +5,8 @@
 //! rate exactly. A rate of 0 pauses the worker until the next change. Taking a start does not
 //! allocate, lock or read the clock: the changes are laid out before the run.
 
-/// From `at_ns` (run clock) on, the worker starts `rate_ops` operations per second.
+/// From `at_ns` on, the worker starts `rate_ops` operations per second. Laid out before the
+/// run relative to the start of measurement; [`Pacer::new`] moves them onto the run clock.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RateChange {
     pub at_ns: u64,
@@ -33,8 +34,17 @@ fn gap_of(rate_ops: f64) -> f64 {
 }
 
 impl Pacer {
-    /// Starts at `start_ns` at `rate_ops`, then follows `changes` (sorted by time).
-    pub fn new(start_ns: u64, rate_ops: f64, changes: Box<[RateChange]>) -> Pacer {
+    /// Starts at `start_ns` at `rate_ops`, then follows `changes` (sorted by time), whose
+    /// times count from `base_ns` (the start of measurement on the run clock).
+    pub fn new(
+        start_ns: u64,
+        rate_ops: f64,
+        mut changes: Box<[RateChange]>,
+        base_ns: u64,
+    ) -> Pacer {
+        for c in changes.iter_mut() {
+            c.at_ns = c.at_ns.saturating_add(base_ns);
+        }
         let mut p = Pacer {
             next_ns: start_ns as f64,
             gap_ns: gap_of(rate_ops),
@@ -113,7 +123,7 @@ mod tests {
 
     #[test]
     fn a_constant_rate_is_evenly_spaced() {
-        let mut p = Pacer::new(1_000, 1000.0, Box::new([]));
+        let mut p = Pacer::new(1_000, 1000.0, Box::new([]), 0);
         assert_eq!(
             starts(&mut p, 5_000_000),
             vec![1_000, 1_001_000, 2_001_000, 3_001_000, 4_001_000]
@@ -137,7 +147,7 @@ mod tests {
                 rate_ops: 10.0,
             },
         ];
-        let mut p = Pacer::new(0, 10.0, changes.into_boxed_slice());
+        let mut p = Pacer::new(0, 10.0, changes.into_boxed_slice(), 0);
         let all = starts(&mut p, 4_000_000_000);
         let in_range = |a: u64, b: u64| all.iter().filter(|&&t| t >= a && t < b).count();
         assert_eq!(in_range(0, 1_000_000_000), 10);
@@ -157,10 +167,23 @@ mod tests {
             at_ns: 1_000_000_000,
             rate_ops: 2.0,
         }];
-        let mut p = Pacer::new(500_000_000, 1.0, changes.into_boxed_slice());
+        let mut p = Pacer::new(500_000_000, 1.0, changes.into_boxed_slice(), 0);
         assert_eq!(p.take(), 500_000_000);
         assert_eq!(p.take(), 1_250_000_000);
         assert_eq!(p.take(), 1_750_000_000);
+    }
+
+    #[test]
+    fn changes_count_from_the_start_of_measurement() {
+        // Warm-up from 0 to 1 s at 2 op/s; measurement from 1 s, the change 1 s into it.
+        let changes = vec![RateChange {
+            at_ns: 1_000_000_000,
+            rate_ops: 4.0,
+        }];
+        let mut p = Pacer::new(0, 2.0, changes.into_boxed_slice(), 1_000_000_000);
+        let all = starts(&mut p, 3_000_000_000);
+        assert_eq!(all.iter().filter(|&&t| t < 2_000_000_000).count(), 4);
+        assert_eq!(all.iter().filter(|&&t| t >= 2_000_000_000).count(), 4);
     }
 
     #[test]
@@ -175,10 +198,10 @@ mod tests {
                 rate_ops: 1e9,
             },
         ];
-        let mut p = Pacer::new(0, 0.0, changes.into_boxed_slice());
+        let mut p = Pacer::new(0, 0.0, changes.into_boxed_slice(), 0);
         assert_eq!(p.take(), 7);
         assert_eq!(p.take(), 8);
-        let mut never = Pacer::new(0, 0.0, Box::new([]));
+        let mut never = Pacer::new(0, 0.0, Box::new([]), 0);
         assert!(never.next_ns().is_infinite());
     }
 }
