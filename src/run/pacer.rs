@@ -201,7 +201,7 @@ mod tests {
         let mut p = Pacer::new(0, 0.0, changes.into_boxed_slice(), 0);
         assert_eq!(p.take(), 7);
         assert_eq!(p.take(), 8);
-        let mut never = Pacer::new(0, 0.0, Box::new([]), 0);
+        let never = Pacer::new(0, 0.0, Box::new([]), 0);
         assert!(never.next_ns().is_infinite());
     }
 }

@@ -665,11 +665,9 @@ fn list(names: &[&String]) -> String {
 }
 
 impl Plan {
-    /// Shrinks every run for a quick check: warm-up at most 0.2 s, measurement at most 1 s (3 s
-    /// with timed events, 6 s with a timed `wait-for`) and 20,000 operations, regular files at
-    /// most 64 MiB.
-    /// Quick mode: short runs, small files and key spaces, for checking a study end to end
-    /// (not for figures).
+    /// Quick mode, for checking a study end to end (not for figures): warm-up at most 0.2 s,
+    /// measurement at most 1 s (3 s with timed events, 6 s with a timed `wait-for`; a rate
+    /// schedule's phases at `quick-phase` each) and 20,000 operations, files at most 64 MiB.
     pub fn make_quick(&mut self) {
         for r in &mut self.runs {
             r.warmup = Dur(r.warmup.0.min(std::time::Duration::from_millis(200)));

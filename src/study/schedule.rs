@@ -464,7 +464,7 @@ pub(super) fn parse(
             "a scheduled step needs a `duration` (its phases are laid out over it)".into(),
         ),
     }
-    (errors.len() == before).then(|| Schedule {
+    (errors.len() == before).then_some(Schedule {
         total_rate_ops: total,
         phase: Dur(phase),
         quick_phase: Dur(quick_phase),
