@@ -1,13 +1,15 @@
 //! The worker loop allocates nothing per operation: a counting global allocator shows that a
 //! run of ten times more operations (and ten times more interval rotations) makes exactly as
 //! many allocations on the worker's thread as a short one, for the null, file and rocksdb
-//! targets, with block, db-bench and YCSB (A to F) workloads.
+//! targets, with block, db-bench and YCSB (A to F) workloads, closed loop and open loop paced
+//! by a rate schedule.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::sync_channel;
 
 use storlab::record::{Interval, Recorder};
+use storlab::run::pacer::RateChange;
 use storlab::run::worker::{
     Clock, Control, StartGate, Worker, WorkerConfig, WorkerOutcome, run_loop,
 };
@@ -49,6 +51,22 @@ fn loop_allocations(
     prepared: &Prepared,
     ops: u64,
 ) -> u64 {
+    loop_allocations_paced(target, workload, prepared, ops, None)
+}
+
+/// [`loop_allocations`], open loop at `pacing`'s first rate and then its rate changes (laid
+/// out before the loop, as a run does).
+fn loop_allocations_paced(
+    target: &TargetConfig,
+    workload: &Workload,
+    prepared: &Prepared,
+    ops: u64,
+    pacing: Option<(f64, Box<[RateChange]>)>,
+) -> u64 {
+    let (rate_ops, rate_changes) = match pacing {
+        Some((rate, changes)) => (Some(rate), changes),
+        None => (None, Box::default()),
+    };
     let region = prepared.region;
     let kinds = workload.kinds();
     let (tx, rx) = sync_channel::<Box<Interval>>(256);
@@ -82,7 +100,7 @@ fn loop_allocations(
             warmup_ns: 0,
             duration_ns: None,
             max_ops: Some(ops),
-            rate_ops: None,
+            rate_ops,
             stop_on_error: false,
         },
         clock: Clock::new(),
@@ -90,6 +108,7 @@ fn loop_allocations(
         gate: &gate,
         source: workload.source(region, 0, 1),
         recorder,
+        rate_changes,
     };
     let params = SessionParams {
         worker: 0,
@@ -219,6 +238,36 @@ fn null_target_loop_allocates_nothing_per_operation() {
     assert_eq!(
         short, long,
         "allocations grew with operations: {short} for 200k ops, {long} for 2M ops"
+    );
+}
+
+/// A rate schedule's pacing: intended starts at a rate that changes every 2 ms (pauses
+/// included), taken from the Pacer without an allocation per operation.
+#[test]
+fn scheduled_open_loop_allocates_nothing_per_operation() {
+    let t = TargetConfig::Null(NullConfig {
+        size: Bytes(1 << 30),
+        stall_after_ops: None,
+        stall: None,
+        stall_worker: None,
+    });
+    let w = workload("read-share = 0.5\nqueue-depth = 4");
+    let prepared = t.prepare(&Default::default()).unwrap();
+    let pacing = || {
+        let rates = [400_000.0, 0.0, 800_000.0, 200_000.0];
+        let changes: Vec<RateChange> = (1..2_000u64)
+            .map(|i| RateChange {
+                at_ns: i * 2_000_000,
+                rate_ops: rates[i as usize % rates.len()],
+            })
+            .collect();
+        Some((rates[0], changes.into_boxed_slice()))
+    };
+    let short = loop_allocations_paced(&t, &w, &prepared, 20_000, pacing());
+    let long = loop_allocations_paced(&t, &w, &prepared, 200_000, pacing());
+    assert_eq!(
+        short, long,
+        "allocations grew with operations: {short} for 20k ops, {long} for 200k ops"
     );
 }
 

@@ -1,6 +1,8 @@
 //! Bad study files: every error names the file, the line and the key, and says what is expected.
 
 mod common;
+#[path = "study_errors/schedule.rs"]
+mod schedule;
 
 use storlab::study;
 

@@ -45,6 +45,11 @@ fn events_markdown(summaries: &[RunSummary]) -> String {
         out.push_str(&t.markdown());
         out.push_str(&format!("\n{}\n", crate::report::events::PHASES_NOTE));
     }
+    if let Some(t) = crate::report::schedule::schedule_table(summaries) {
+        out.push_str("\n## Rate schedule\n\n");
+        out.push_str(&t.markdown());
+        out.push_str(&format!("\n{}\n", crate::report::schedule::SCHEDULE_NOTE));
+    }
     out
 }
 

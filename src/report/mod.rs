@@ -13,6 +13,7 @@ pub mod markdown;
 pub mod model;
 pub mod png;
 pub mod raid;
+pub mod schedule;
 pub mod svg;
 pub mod table;
 pub mod verify;

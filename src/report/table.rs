@@ -200,6 +200,7 @@ pub fn run_table(s: &RunSummary) -> String {
         s.client.worker_busy_max * 100.0
     ));
     out.push_str(&crate::report::events::event_lines(s));
+    out.push_str(&crate::report::schedule::schedule_lines(s));
     for w in &s.warnings {
         out.push_str(&format!("WARNING: {w}\n"));
     }

@@ -11,6 +11,7 @@ pub mod phases;
 pub mod raid;
 pub mod recovery;
 pub mod redact;
+pub mod schedule;
 pub mod store;
 pub mod stored;
 pub mod summarize;

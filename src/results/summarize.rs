@@ -84,6 +84,7 @@ pub fn failed_summary(
         events: Vec::new(),
         recovery: Vec::new(),
         phases: Vec::new(),
+        schedule: None,
         error_samples: Vec::new(),
     }
 }
@@ -403,6 +404,7 @@ pub fn summarize(plan: &Plan, run: &RunPlan, m: &Measured<'_>) -> RunSummary {
         events,
         recovery: Vec::new(),
         phases: Vec::new(),
+        schedule: None,
         error_samples,
     }
 }

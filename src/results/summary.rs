@@ -277,5 +277,9 @@ pub struct RunSummary {
     /// Throughput between the events that ran during measurement (see `results::phases`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub phases: Vec<crate::results::phases::Phase>,
+    /// A run with a rate schedule: each phase's and group's measured rate and share (see
+    /// `results::schedule`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<crate::results::schedule::ScheduleResult>,
     pub error_samples: Vec<ErrorSample>,
 }

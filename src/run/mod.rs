@@ -8,6 +8,7 @@
 pub mod collector;
 pub mod console;
 pub mod events;
+pub mod pacer;
 pub mod setup;
 pub mod worker;
 
@@ -290,6 +291,7 @@ fn run_one(
             recorder,
             source,
             background,
+            rate_changes,
         } in worker_inputs
         {
             let t = &run.targets[ti];
@@ -319,6 +321,7 @@ fn run_one(
                         gate,
                         source,
                         recorder,
+                        rate_changes,
                     };
                     match t.config.open(prepared, &params, worker) {
                         Ok(outcome) => Ok(outcome),
@@ -451,6 +454,10 @@ fn run_one(
         measure_start_ns,
         summary.measured_seconds,
     ));
+    if let Some(s) = &run.schedule {
+        let marks = crate::results::schedule::phase_marks(s, summary.measured_seconds);
+        summary.events.extend(marks);
+    }
     for p in processes.stop(false) {
         summary.events.push(Event::mark(
             stopped_at,
@@ -464,21 +471,22 @@ fn run_one(
     summary
         .events
         .sort_by(|a, b| a.time_seconds.total_cmp(&b.time_seconds));
-    if !run.events.is_empty() {
+    if !run.events.is_empty() || run.schedule.is_some() {
         let timeline = std::fs::read_to_string(folder.path.join("timeline.csv"))
             .map(|t| crate::results::timeline::parse_timeline(&t))
             .map_err(|source| RunError::Results {
                 path: folder.path.join("timeline.csv"),
                 source,
             })?;
-        summary.recovery = crate::results::recovery::for_run(
-            &summary,
-            &timeline,
-            run.interval.0.as_secs_f64(),
-            &run.events,
-        );
-        summary.phases =
-            crate::results::phases::for_run(&summary, &timeline, run.interval.0.as_secs_f64());
+        let interval_s = run.interval.0.as_secs_f64();
+        if !run.events.is_empty() {
+            summary.recovery =
+                crate::results::recovery::for_run(&summary, &timeline, interval_s, &run.events);
+            summary.phases = crate::results::phases::for_run(&summary, &timeline, interval_s);
+        }
+        summary.schedule = run.schedule.as_ref().map(|s| {
+            crate::results::schedule::for_run(s, summary.measured_seconds, &timeline, interval_s)
+        });
     }
     for r in &recorded {
         if r.status != crate::results::summary::EventStatus::Ok {

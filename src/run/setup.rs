@@ -173,6 +173,8 @@ pub struct WorkerInput {
     pub source: Source,
     /// A background worker (readwhilewriting's writer).
     pub background: bool,
+    /// Where its rate changes (a step's rate schedule), from the start of measurement.
+    pub rate_changes: Box<[super::pacer::RateChange]>,
 }
 
 /// A run's workers and what connects them to the collector.
@@ -261,7 +263,7 @@ pub fn plan_workers(
     for (ti, t) in run.targets.iter().enumerate() {
         let w = &t.workload;
         let kinds = w.kinds();
-        let open = w.rate_per_thread().is_some();
+        let open = w.rate_per_thread().is_some() || run.schedule.is_some();
         shapes.push(TargetShape {
             name: t.name.clone(),
             kinds: kinds.clone(),
@@ -277,6 +279,14 @@ pub fn plan_workers(
             _ => None,
         });
         let mut sources = w.sources(regions[ti], t.seed).into_iter();
+        // A rate schedule: this target's share of its group's rate, per phase, per thread.
+        let scheduled = run.schedule.as_ref().and_then(|s| {
+            s.worker_rates(
+                &t.name,
+                threads,
+                run.duration.map_or(0, |d| d.0.as_nanos() as u64),
+            )
+        });
         for thread in 0..threads {
             let recorder = new_worker(ti, &kinds, open, worker_index);
             let max_ops =
@@ -289,7 +299,10 @@ pub fn plan_workers(
                 warmup_ns: run.warmup.0.as_nanos() as u64,
                 duration_ns: duration,
                 max_ops,
-                rate_ops: w.rate_per_thread(),
+                rate_ops: scheduled
+                    .as_ref()
+                    .map(|(first, _)| *first)
+                    .or(w.rate_per_thread()),
                 stop_on_error: run.stop_on_error,
             };
             let source = sources.next().expect("one source per thread");
@@ -300,6 +313,10 @@ pub fn plan_workers(
                 recorder,
                 source,
                 background: false,
+                rate_changes: scheduled
+                    .as_ref()
+                    .map(|(_, changes)| changes.clone().into_boxed_slice())
+                    .unwrap_or_default(),
             });
             worker_index += 1;
         }
@@ -335,6 +352,7 @@ pub fn plan_workers(
             recorder,
             source: b.source,
             background: true,
+            rate_changes: Box::new([]),
         });
         worker_index += 1;
     }

@@ -2,7 +2,8 @@
 //!
 //! Closed loop: every free slot is filled at once, so `queue-depth` operations stay in flight
 //! and a completion issues the next. Open loop: operations start on a schedule of intended
-//! start times (a constant gap per worker); an operation that starts late, because all slots
+//! start times laid out by the worker's [`Pacer`] (a constant gap, or a rate that changes at
+//! the phases of a step's rate schedule); an operation that starts late, because all slots
 //! were busy or the worker was stalled, carries its lateness in the latency from intended start.
 //!
 //! An IOmeter burst's delay (see [`crate::workload::access_spec`]) holds the operation that
@@ -16,6 +17,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 
+use super::pacer::{Pacer, RateChange};
 pub use crate::record::EndReason;
 use crate::record::{OpError, OpKind, Recorder, thread_cpu_ns};
 use crate::targets::{Completions, Overlap, Session, SessionUser, Submitted};
@@ -140,7 +142,8 @@ pub struct WorkerConfig {
     pub duration_ns: Option<u64>,
     /// Measurement bound by operations this worker issues.
     pub max_ops: Option<u64>,
-    /// Open loop: operations per second of this worker.
+    /// Open loop: operations per second of this worker (from the start of the run; a rate
+    /// schedule changes it at [`Worker::rate_changes`]).
     pub rate_ops: Option<f64>,
     pub stop_on_error: bool,
 }
@@ -171,6 +174,9 @@ pub struct Worker<'a> {
     pub gate: &'a StartGate,
     pub source: Source,
     pub recorder: Recorder,
+    /// Open loop with a rate schedule: where this worker's rate changes, from the start of
+    /// measurement (empty: `rate_ops` throughout).
+    pub rate_changes: Box<[RateChange]>,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -361,6 +367,7 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
         control,
         source,
         recorder,
+        rate_changes,
         ..
     } = w;
     if cfg.rate_ops.is_some() {
@@ -371,7 +378,12 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
     let measure_start = start_ns.saturating_add(cfg.warmup_ns);
     let measure_end = cfg.duration_ns.map(|d| measure_start.saturating_add(d));
     let max_ops = cfg.max_ops.unwrap_or(u64::MAX);
-    let gap_ns = cfg.rate_ops.map(|r| 1e9 / r);
+    // Open loop: the intended starts, laid out without a clock reading or an allocation.
+    let mut pacer = cfg
+        .rate_ops
+        .map(|r| Pacer::new(start_ns, r, rate_changes, measure_start));
+    let open = pacer.is_some();
+    let next_intended = |p: &Option<Pacer>| p.as_ref().map_or(u64::MAX, |p| p.next_ns() as u64);
 
     let mut f = Flight {
         slots: vec![SlotInfo::default(); qd],
@@ -419,7 +431,6 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
     let mut cpu_mark = thread_cpu_ns();
     // Time spent spinning while waiting for the next intended start (not work).
     let mut spin_ns = 0u64;
-    let mut next_intended = start_ns as f64;
     let mut measured_ops = 0u64;
     let mut published_ops = 0u64;
     // An operation held back by its burst's delay, and until when.
@@ -474,14 +485,12 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
                 if now < hold_until {
                     break;
                 }
-                let intended = match gap_ns {
-                    Some(gap) => {
-                        if next_intended > now as f64 {
+                let intended = match &mut pacer {
+                    Some(p) => {
+                        if p.next_ns() > now as f64 {
                             break;
                         }
-                        let at = next_intended as u64;
-                        next_intended += gap;
-                        at
+                        p.take()
                     }
                     None => now,
                 };
@@ -556,11 +565,11 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
                 break;
             }
             let holding = t.issuing && now < hold_until;
-            if gap_ns.is_some() || holding {
+            if open || holding {
                 let next_start = if holding {
                     hold_until
                 } else {
-                    next_intended as u64
+                    next_intended(&pacer)
                 };
                 let mut until = next_start.min(next_boundary).min(next_poll);
                 if let Some(end) = measure_end {
@@ -575,7 +584,7 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
         // Open loop, or a burst's delay, with a free slot and the next start not yet due: do
         // not block.
         let holding = now < hold_until;
-        let waiting_to_issue = t.issuing && (gap_ns.is_some() || holding) && !f.free.is_empty();
+        let waiting_to_issue = t.issuing && (open || holding) && !f.free.is_empty();
         let min = if waiting_to_issue { 0 } else { 1 };
         let before = f.outstanding;
         match reap(&mut s, &mut f, &mut t, &clock, min) {
@@ -586,7 +595,7 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
             let next_start = if holding {
                 hold_until
             } else {
-                next_intended as u64
+                next_intended(&pacer)
             };
             let mut until = next_start.min(next_boundary).min(next_poll);
             if let Some(end) = measure_end {
@@ -701,6 +710,7 @@ mod tests {
             clock: Clock::new(),
             control: &control,
             gate: &gate,
+            rate_changes: Box::new([]),
             source: workload.source(
                 crate::targets::Region {
                     offset_bytes: 0,

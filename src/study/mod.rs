@@ -15,6 +15,7 @@ pub mod dbbench;
 pub mod events;
 pub mod plan;
 mod raid;
+pub mod schedule;
 pub mod signal;
 pub mod sweep;
 pub mod ycsb;
@@ -131,6 +132,8 @@ struct RawStep {
     /// `[[steps.events]]`: see [`events`].
     #[serde(default)]
     events: Vec<Spanned<toml::Table>>,
+    /// `[steps.schedule]`: see [`schedule`].
+    schedule: Option<Spanned<schedule::RawSchedule>>,
 }
 
 /// Maps byte offsets in the source to lines and keys.
@@ -507,6 +510,10 @@ pub fn parse_with(file: &str, text: &str, limits: Limits) -> Result<Plan, StudyE
                 }
             }
         }
+        let schedule = s.schedule.as_ref().and_then(|raw| {
+            let facts = schedule::StepFacts::of(&src, step, &step_key, interval, (wtable, wspan));
+            schedule::parse(&src, raw, &facts, &mut errors)
+        });
         let bounded_by_workload = wtable.get("type").and_then(|t| t.as_str()) == Some("ycsb");
         if s.duration.is_none() && s.ops.is_none() && !bounded_by_workload {
             errors.push(src.error(Some(step_span.clone()), step_key.clone(), "a step needs a bound: `duration` (e.g. \"30s\"), `ops` (measured operations per target), or both"));
@@ -588,6 +595,7 @@ pub fn parse_with(file: &str, text: &str, limits: Limits) -> Result<Plan, StudyE
             stop_on_error: s.stop_on_error,
             drop_caches: s.drop_caches,
             events: step_events,
+            schedule,
         });
     }
 
@@ -657,11 +665,9 @@ fn list(names: &[&String]) -> String {
 }
 
 impl Plan {
-    /// Shrinks every run for a quick check: warm-up at most 0.2 s, measurement at most 1 s (3 s
-    /// with timed events, 6 s with a timed `wait-for`) and 20,000 operations, regular files at
-    /// most 64 MiB.
-    /// Quick mode: short runs, small files and key spaces, for checking a study end to end
-    /// (not for figures).
+    /// Quick mode, for checking a study end to end (not for figures): warm-up at most 0.2 s,
+    /// measurement at most 1 s (3 s with timed events, 6 s with a timed `wait-for`; a rate
+    /// schedule's phases at `quick-phase` each) and 20,000 operations, files at most 64 MiB.
     pub fn make_quick(&mut self) {
         for r in &mut self.runs {
             r.warmup = Dur(r.warmup.0.min(std::time::Duration::from_millis(200)));
@@ -690,14 +696,17 @@ impl Plan {
                 .map(|d| d.0)
                 .unwrap_or(std::time::Duration::from_secs(1))
                 .min(quick_cap);
-            if let Some(d) = r.duration.filter(|d| !d.0.is_zero() && timed_events) {
-                events::scale_events(
-                    &mut r.events,
-                    quick_duration.as_secs_f64() / d.0.as_secs_f64(),
-                );
-                r.interval = Dur(r.interval.0.min(std::time::Duration::from_millis(100)));
+            if r.schedule.is_some() {
+                // Every phase of the schedule shrunk to its quick length, events with them.
+                schedule::make_quick(r);
+            } else {
+                if let Some(d) = r.duration.filter(|d| !d.0.is_zero() && timed_events) {
+                    let factor = quick_duration.as_secs_f64() / d.0.as_secs_f64();
+                    events::scale_events(&mut r.events, factor);
+                    r.interval = Dur(r.interval.0.min(std::time::Duration::from_millis(100)));
+                }
+                r.duration = Some(Dur(quick_duration));
             }
-            r.duration = Some(Dur(quick_duration));
             r.ops = r.ops.map(|o| o.min(20_000));
             let mut ycsb = false;
             for t in &mut r.targets {
@@ -729,7 +738,7 @@ impl Plan {
             }
             if ycsb {
                 r.ops = None;
-                if !timed_events {
+                if !timed_events && r.schedule.is_none() {
                     r.duration = None;
                 }
             }

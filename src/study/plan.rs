@@ -46,6 +46,9 @@ pub struct RunPlan {
     pub events: Vec<super::events::EventPlan>,
     /// Length of one timeline interval.
     pub interval: Dur,
+    /// The step's rate schedule (`[steps.schedule]`): tenant groups and their shares per phase.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<super::schedule::Schedule>,
     /// Targets driven at the same time in this run.
     pub targets: Vec<RunTarget>,
 }

@@ -55,6 +55,7 @@ pub(super) struct Step<'a> {
     pub stop_on_error: bool,
     pub drop_caches: bool,
     pub events: Vec<super::events::EventPlan>,
+    pub schedule: Option<super::schedule::Schedule>,
 }
 
 impl Step<'_> {
@@ -250,6 +251,7 @@ pub(super) fn expand(
                     drop_caches: step.drop_caches,
                     events: step.events.clone(),
                     interval,
+                    schedule: step.schedule.clone(),
                     targets: group
                         .into_iter()
                         .map(|t| RunTarget {

@@ -75,6 +75,7 @@ fn in_flight_with_burst_delay(delay: &str) -> Vec<usize> {
             stop_on_error: false,
         },
         clock: Clock::new(),
+        rate_changes: Box::new([]),
         control: &control,
         gate: &gate,
         source: workload.source(region, 0, 1),

@@ -1,0 +1,207 @@
+//! Open-loop pacing: the intended start of each operation of one worker, at a rate that may
+//! change at given times (a step's `schedule`: a tenant group's share of the total per phase).
+//! The rate is piecewise constant; an operation's gap that spans a change is split there: the
+//! part before it at the old rate, the rest at the new one, so that each phase carries its own
+//! rate exactly. A rate of 0 pauses the worker until the next change. Taking a start does not
+//! allocate, lock or read the clock: the changes are laid out before the run.
+
+/// From `at_ns` on, the worker starts `rate_ops` operations per second. Laid out before the
+/// run relative to the start of measurement; [`Pacer::new`] moves them onto the run clock.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateChange {
+    pub at_ns: u64,
+    pub rate_ops: f64,
+}
+
+/// The intended starts of one worker.
+#[derive(Debug, Clone)]
+pub struct Pacer {
+    /// The next intended start, ns (infinite while paused with no change left).
+    next_ns: f64,
+    /// Time between two starts at the current rate, ns (infinite: paused).
+    gap_ns: f64,
+    changes: Box<[RateChange]>,
+    /// The first change not applied yet.
+    pending: usize,
+}
+
+fn gap_of(rate_ops: f64) -> f64 {
+    if rate_ops > 0.0 {
+        1e9 / rate_ops
+    } else {
+        f64::INFINITY
+    }
+}
+
+impl Pacer {
+    /// Starts at `start_ns` at `rate_ops`, then follows `changes` (sorted by time), whose
+    /// times count from `base_ns` (the start of measurement on the run clock).
+    pub fn new(
+        start_ns: u64,
+        rate_ops: f64,
+        mut changes: Box<[RateChange]>,
+        base_ns: u64,
+    ) -> Pacer {
+        for c in changes.iter_mut() {
+            c.at_ns = c.at_ns.saturating_add(base_ns);
+        }
+        let mut p = Pacer {
+            next_ns: start_ns as f64,
+            gap_ns: gap_of(rate_ops),
+            changes,
+            pending: 0,
+        };
+        // Changes at or before the start apply from the start.
+        while let Some(c) = p.changes.get(p.pending).copied() {
+            if c.at_ns as f64 > p.next_ns {
+                break;
+            }
+            p.gap_ns = gap_of(c.rate_ops);
+            p.pending += 1;
+        }
+        if p.gap_ns.is_infinite() {
+            p.next_ns = p.resume_at();
+        }
+        p
+    }
+
+    /// When a paused worker starts again: at the next change with a rate (applying those
+    /// before it), or never.
+    fn resume_at(&mut self) -> f64 {
+        while let Some(c) = self.changes.get(self.pending).copied() {
+            self.pending += 1;
+            self.gap_ns = gap_of(c.rate_ops);
+            if self.gap_ns.is_finite() {
+                return c.at_ns as f64;
+            }
+        }
+        f64::INFINITY
+    }
+
+    /// The next intended start, ns (infinite: none).
+    #[inline]
+    pub fn next_ns(&self) -> f64 {
+        self.next_ns
+    }
+
+    /// Takes the next intended start and lays out the one after it.
+    #[inline]
+    pub fn take(&mut self) -> u64 {
+        let at = self.next_ns;
+        let mut next = at + self.gap_ns;
+        while let Some(c) = self.changes.get(self.pending).copied() {
+            let change = c.at_ns as f64;
+            if next < change {
+                break;
+            }
+            self.pending += 1;
+            // The share of the gap left after the change runs at the new rate.
+            let left = (next - change) / self.gap_ns;
+            self.gap_ns = gap_of(c.rate_ops);
+            if self.gap_ns.is_infinite() {
+                next = self.resume_at();
+                break;
+            }
+            next = change + left * self.gap_ns;
+        }
+        self.next_ns = next;
+        at as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn starts(p: &mut Pacer, until_ns: u64) -> Vec<u64> {
+        let mut v = Vec::new();
+        while p.next_ns() < until_ns as f64 {
+            v.push(p.take());
+        }
+        v
+    }
+
+    #[test]
+    fn a_constant_rate_is_evenly_spaced() {
+        let mut p = Pacer::new(1_000, 1000.0, Box::new([]), 0);
+        assert_eq!(
+            starts(&mut p, 5_000_000),
+            vec![1_000, 1_001_000, 2_001_000, 3_001_000, 4_001_000]
+        );
+    }
+
+    #[test]
+    fn each_phase_carries_its_own_rate() {
+        // 10 ops/s for 1 s, then 100 ops/s for 1 s, then 0, then 10 again.
+        let changes = vec![
+            RateChange {
+                at_ns: 1_000_000_000,
+                rate_ops: 100.0,
+            },
+            RateChange {
+                at_ns: 2_000_000_000,
+                rate_ops: 0.0,
+            },
+            RateChange {
+                at_ns: 3_000_000_000,
+                rate_ops: 10.0,
+            },
+        ];
+        let mut p = Pacer::new(0, 10.0, changes.into_boxed_slice(), 0);
+        let all = starts(&mut p, 4_000_000_000);
+        let in_range = |a: u64, b: u64| all.iter().filter(|&&t| t >= a && t < b).count();
+        assert_eq!(in_range(0, 1_000_000_000), 10);
+        assert_eq!(in_range(1_000_000_000, 2_000_000_000), 100);
+        assert_eq!(in_range(2_000_000_000, 3_000_000_000), 0);
+        assert_eq!(in_range(3_000_000_000, 4_000_000_000), 10);
+        assert_eq!(all[0], 0);
+        // The pause ends exactly at the change.
+        assert_eq!(all[110], 3_000_000_000);
+    }
+
+    #[test]
+    fn a_gap_across_a_change_is_split_there() {
+        // 1 op/s: the start at 0.5 s is followed, after a change to 2 op/s at 1 s, half a
+        // gap at the old rate (0.5 s) and the rest at the new one.
+        let changes = vec![RateChange {
+            at_ns: 1_000_000_000,
+            rate_ops: 2.0,
+        }];
+        let mut p = Pacer::new(500_000_000, 1.0, changes.into_boxed_slice(), 0);
+        assert_eq!(p.take(), 500_000_000);
+        assert_eq!(p.take(), 1_250_000_000);
+        assert_eq!(p.take(), 1_750_000_000);
+    }
+
+    #[test]
+    fn changes_count_from_the_start_of_measurement() {
+        // Warm-up from 0 to 1 s at 2 op/s; measurement from 1 s, the change 1 s into it.
+        let changes = vec![RateChange {
+            at_ns: 1_000_000_000,
+            rate_ops: 4.0,
+        }];
+        let mut p = Pacer::new(0, 2.0, changes.into_boxed_slice(), 1_000_000_000);
+        let all = starts(&mut p, 3_000_000_000);
+        assert_eq!(all.iter().filter(|&&t| t < 2_000_000_000).count(), 4);
+        assert_eq!(all.iter().filter(|&&t| t >= 2_000_000_000).count(), 4);
+    }
+
+    #[test]
+    fn paused_from_the_start_waits_for_the_first_rate() {
+        let changes = vec![
+            RateChange {
+                at_ns: 5,
+                rate_ops: 0.0,
+            },
+            RateChange {
+                at_ns: 7,
+                rate_ops: 1e9,
+            },
+        ];
+        let mut p = Pacer::new(0, 0.0, changes.into_boxed_slice(), 0);
+        assert_eq!(p.take(), 7);
+        assert_eq!(p.take(), 8);
+        let never = Pacer::new(0, 0.0, Box::new([]), 0);
+        assert!(never.next_ns().is_infinite());
+    }
+}
