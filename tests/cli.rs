@@ -429,3 +429,54 @@ fn help_teaches() {
         "{targets}"
     );
 }
+
+/// Every study in `studies/` (the reference briefs at full scale) is valid as written:
+/// `storlab check` with documentation addresses (192.0.2.0/24) and device names for the
+/// servers and members the studies read from the environment. The studies that need servers
+/// are run in quick mode by their own tests (fileserver, raid), the rest by theirs or not at
+/// all in CI (elastic-failover needs the cluster that tests/cluster.rs powers off); this one
+/// catches a study that no longer parses.
+#[test]
+fn every_study_in_studies_checks_valid() {
+    let studies = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("studies");
+    let mut n = 0;
+    for e in std::fs::read_dir(&studies).unwrap().flatten() {
+        let path = e.path();
+        if path.extension().is_none_or(|x| x != "toml") {
+            continue;
+        }
+        n += 1;
+        let lab = Lab::new();
+        let mut cmd = lab.cmd();
+        // From the checkout: a study names its YCSB workload files relative to it.
+        cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("STORLAB_NFS_SERVER", "nfs://192.0.2.1")
+            .env("STORLAB_SMB_SERVER", "smb://user:pw@192.0.2.1")
+            .env(
+                "STORLAB_PG_CLUSTER_URL",
+                "postgresql://user@192.0.2.1:5432,192.0.2.2:5432/postgres?target_session_attrs=read-write",
+            )
+            .env("STORLAB_RAID_FAIL", "/dev/null")
+            .env("STORLAB_RAID_MNT", "/mnt/storlab-none")
+            .env("STORLAB_RAID_SPARE", "/dev/loop96");
+        for m in 0..6 {
+            cmd.env(format!("STORLAB_RAID_M{m}"), format!("/dev/loop9{m}"));
+        }
+        let o = cmd
+            .args(["check", path.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{}: {out}{err}", path.display());
+        assert!(
+            format!("{out}{err}").contains(": valid"),
+            "{}: {out}{err}",
+            path.display()
+        );
+    }
+    assert!(
+        n >= 5,
+        "expected the reference studies in {}",
+        studies.display()
+    );
+}
