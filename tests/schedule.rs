@@ -114,3 +114,141 @@ fn each_group_gets_its_share_of_a_constant_total_in_every_phase() {
         summary["targets"][0]
     );
 }
+
+/// The `hci-elastic` shape's four groups (ten phases of 0.5 s in quick mode) at a constant
+/// total: the moving averages over one and five phases stay near the reported throughput, and
+/// the HTML report draws the total with them and each group's throughput stacked, the bands
+/// adding up to every operation of the run.
+#[test]
+fn the_hci_elastic_shape_gives_moving_averages_and_a_stacked_group_chart() {
+    let lab = Lab::new();
+    let study = lab.write(
+        "hci.toml",
+        r#"name = "hci"
+[targets.a]
+type = "null"
+[targets.b]
+type = "null"
+[targets.c]
+type = "null"
+[targets.d]
+type = "null"
+[workloads.w]
+block-size = "4KiB"
+[[steps]]
+workload = "w"
+targets = ["a", "b", "c", "d"]
+together = true
+duration = "2h"
+[steps.schedule]
+total-rate-ops = 2000
+phase = "12m"
+quick-phase = "500ms"
+shape = "hci-elastic"
+[[steps.schedule.groups]]
+name = "g1"
+targets = ["a"]
+[[steps.schedule.groups]]
+name = "g2"
+targets = ["b"]
+[[steps.schedule.groups]]
+name = "g3"
+targets = ["c"]
+[[steps.schedule.groups]]
+name = "g4"
+targets = ["d"]
+"#,
+    );
+    let out = lab.run(&["run", "--quick", study.to_str().unwrap()]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("moving average over 5 phases (2.5 s): largest deviation"),
+        "{stdout}"
+    );
+    let folder = lab.study_folder();
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(folder.join("run-001/summary.json")).unwrap(),
+    )
+    .unwrap();
+    let schedule = &summary["schedule"];
+    assert_eq!(schedule["shape"], "hci-elastic");
+    let phases = schedule["phases"].as_array().unwrap();
+    assert_eq!(phases.len(), 10, "{schedule}");
+    // Phase 5: group 1 at its peak (40%), 16x its 2.5% of phase 1.
+    assert_eq!(phases[4]["groups"][0]["scheduled-share"], 0.4);
+    assert_eq!(phases[0]["groups"][0]["scheduled-share"], 0.025);
+    let reported = schedule["reported-rate-ops"].as_f64().unwrap();
+    assert!((reported / 2000.0 - 1.0).abs() <= 0.05, "{reported}");
+    let averages = schedule["moving-averages"].as_array().unwrap();
+    let windows: Vec<u64> = averages
+        .iter()
+        .map(|m| m["window-phases"].as_u64().unwrap())
+        .collect();
+    assert_eq!(windows, vec![1, 5]);
+    for m in averages {
+        assert!(m["windows"].as_u64().unwrap() > 0, "{m}");
+        let d = m["max-deviation"].as_f64().unwrap();
+        assert!(
+            (0.0..=0.10).contains(&d),
+            "a constant total strays little: {m}"
+        );
+    }
+
+    let report = lab.run(&["report", folder.to_str().unwrap()]);
+    assert!(report.status.success(), "{:?}", text(&report));
+    let html = std::fs::read_to_string(folder.join("report.html")).unwrap();
+    assert!(html.contains("Rate schedule and elasticity"));
+    let stacked = html
+        .split("id=\"schedule-groups-1\"")
+        .nth(1)
+        .expect("the stacked group chart")
+        .split("</svg>")
+        .next()
+        .unwrap();
+    let bands: Vec<Vec<f64>> = stacked
+        .split("class=\"band\"")
+        .skip(1)
+        .map(|b| {
+            b.split("data-values=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap()
+                .split(' ')
+                .map(|v| v.parse().unwrap())
+                .collect()
+        })
+        .collect();
+    assert_eq!(bands.len(), 4, "a band per group");
+    let total = html
+        .split("id=\"schedule-total-1\"")
+        .nth(1)
+        .expect("the total throughput chart");
+    assert!(total.contains("moving average, 1 phase (0.5 s)"), "{total}");
+    assert!(total.contains("moving average, 5 phases (2.5 s)"));
+    // In phase 5 (2.0 to 2.5 s) group 1 carries 40% and in phase 1 2.5%: the bands show it.
+    let n = bands[0].len();
+    assert!(n >= 90, "{n} intervals of 50 ms");
+    let g1_phase5: f64 = bands[0][41..50].iter().sum::<f64>() / 9.0;
+    let g1_phase1: f64 = bands[0][1..10].iter().sum::<f64>() / 9.0;
+    assert!(g1_phase5 > 8.0 * g1_phase1, "{g1_phase1} then {g1_phase5}");
+    // Every interval but the last lasts 50 ms: the stack holds the run's operations.
+    let measured = summary["measured-seconds"].as_f64().unwrap();
+    let stacked_ops: f64 = (0..n)
+        .map(|i| {
+            let len = if i + 1 < n {
+                0.05
+            } else {
+                measured - 0.05 * (n - 1) as f64
+            };
+            bands.iter().map(|b| b[i]).sum::<f64>() * len
+        })
+        .sum();
+    let ops = reported * measured;
+    assert!(
+        (stacked_ops - ops).abs() <= 1.0 + ops * 1e-6,
+        "{stacked_ops} vs {ops}"
+    );
+}

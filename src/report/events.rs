@@ -140,6 +140,29 @@ pub fn recovery_table<'a>(runs: impl IntoIterator<Item = &'a RunSummary>) -> Opt
     })
 }
 
+/// One recovery in a sentence: when, the outage, the first success, the return to the baseline.
+pub fn recovery_summary(r: &crate::results::recovery::Recovery) -> String {
+    let back = match (r.time_to_recover_seconds, r.baseline_rate_ops) {
+        (Some(t), Some(b)) => format!(
+            "throughput back within {:.0}% of the {:.0} ops/s before it after {t:.3} s",
+            r.recovered_within * 100.0,
+            b
+        ),
+        (None, Some(_)) => "throughput never back to the level before it".into(),
+        (_, None) => "no baseline before it".into(),
+    };
+    let first = match r.time_to_first_success_seconds {
+        Some(t) => format!("first success after {t:.3} s"),
+        None => "no success after it".into(),
+    };
+    format!(
+        "at {:.3} s: outage {:.3} s, {first}, {back}; errors: {}",
+        r.event_seconds,
+        r.outage_seconds,
+        errors_text(r)
+    )
+}
+
 /// What recovery figures mean, under their table.
 pub const RECOVERY_NOTE: &str = "Recovery, from the stored timeline: baseline = mean ops/s over the window before the event; dip = lowest and mean ops/s from the event until recovered; outage = the longest span after the event in which no operation succeeded; recovered = throughput back to at least (1 - recovered-within) x the baseline and staying there for `settle`. Every time has the timeline interval's resolution.";
 

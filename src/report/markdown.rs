@@ -49,6 +49,14 @@ fn events_markdown(summaries: &[RunSummary]) -> String {
         out.push_str("\n## Rate schedule\n\n");
         out.push_str(&t.markdown());
         out.push_str(&format!("\n{}\n", crate::report::schedule::SCHEDULE_NOTE));
+        if let Some(t) = crate::report::schedule::moving_average_table(summaries) {
+            out.push_str("\n### Moving averages\n\n");
+            out.push_str(&t.markdown());
+            out.push_str(&format!(
+                "\n{}\n",
+                crate::report::schedule::MOVING_AVERAGE_NOTE
+            ));
+        }
     }
     out
 }

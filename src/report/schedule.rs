@@ -1,7 +1,8 @@
 //! A scheduled run's phases as a table: per phase and tenant group, the share of the total and
 //! the rate the schedule asked beside what was measured, and each phase's total against its
-//! target. Built from the stored summary (`results::schedule`); the terminal and Markdown
-//! reports show it.
+//! target; and the moving averages of the total throughput with their largest deviation from
+//! the reported throughput. Built from the stored summary (`results::schedule`); the terminal,
+//! Markdown and HTML reports show them.
 
 use crate::report::table::{Cell, Table, TableRow, render};
 use crate::results::summary::RunSummary;
@@ -90,6 +91,96 @@ pub fn schedule_table<'a>(runs: impl IntoIterator<Item = &'a RunSummary>) -> Opt
     })
 }
 
+const AVERAGE_COLUMNS: [(&str, bool); 8] = [
+    ("run", true),
+    ("window phases", true),
+    ("window s", true),
+    ("windows", true),
+    ("reported ops/s", true),
+    ("largest deviation %", true),
+    ("at s", true),
+    ("average there ops/s", true),
+];
+
+/// The moving averages of `runs`' schedules, or None when none had one.
+pub fn moving_average_table<'a>(runs: impl IntoIterator<Item = &'a RunSummary>) -> Option<Table> {
+    let mut rows = Vec::new();
+    for s in runs {
+        let Some(r) = &s.schedule else { continue };
+        for m in &r.moving_averages {
+            let opt = |v: Option<f64>, digits: usize| match v {
+                Some(v) => num(v, digits),
+                None => text("-"),
+            };
+            rows.push(TableRow {
+                keys: vec![
+                    ("run", s.run_index.to_string()),
+                    ("window", m.window_phases.to_string()),
+                ],
+                cells: vec![
+                    text(s.run_index.to_string()),
+                    num(f64::from(m.window_phases), 0),
+                    num(m.window_seconds, 1),
+                    num(m.windows as f64, 0),
+                    num(r.reported_rate_ops, 1),
+                    opt(m.max_deviation.map(|d| d * 100.0), 2),
+                    opt(m.max_deviation_at_seconds, 1),
+                    opt(m.max_deviation_rate_ops, 1),
+                ],
+            });
+        }
+    }
+    (!rows.is_empty()).then(|| Table {
+        columns: AVERAGE_COLUMNS
+            .iter()
+            .map(|(n, numeric)| (n.to_string(), *numeric))
+            .collect(),
+        rows,
+    })
+}
+
+/// What the moving-average figures mean.
+pub const MOVING_AVERAGE_NOTE: &str = "Moving averages of the total throughput: a window of whole phases slid one timeline interval at a time over the measured intervals (the last, cut interval left out; an interval with no operation counts as 0); largest deviation = the largest |window's average - reported| / reported over every position; reported = every group's successful operations over the measured time. windows = positions that fit (0: the run is shorter than the window, no figure).";
+
+/// One line per moving average of a run, for the terminal.
+pub fn moving_average_lines(s: &RunSummary) -> Vec<String> {
+    let Some(r) = &s.schedule else {
+        return Vec::new();
+    };
+    let mut out = vec![format!(
+        "reported throughput {:.1} ops/s (the schedule's total: {} ops/s){}",
+        r.reported_rate_ops,
+        r.total_rate_ops,
+        r.shape
+            .as_ref()
+            .map(|sh| format!(", shares from the shape `{sh}`"))
+            .unwrap_or_default()
+    )];
+    for m in &r.moving_averages {
+        let window = format!(
+            "moving average over {} phase{} ({} s)",
+            m.window_phases,
+            if m.window_phases == 1 { "" } else { "s" },
+            m.window_seconds
+        );
+        out.push(
+            match (
+                m.max_deviation,
+                m.max_deviation_at_seconds,
+                m.max_deviation_rate_ops,
+            ) {
+                (Some(d), Some(at), Some(avg)) => format!(
+                    "{window}: largest deviation from the reported throughput {:.2}% (the window ending at {at:.1} s: {avg:.1} ops/s), over {} positions",
+                    d * 100.0,
+                    m.windows
+                ),
+                _ => format!("{window}: the run is shorter than the window, no deviation"),
+            },
+        );
+    }
+    out
+}
+
 /// What the schedule figures mean, under their table.
 pub const SCHEDULE_NOTE: &str = "Rate schedule, from the stored timeline: each phase is made of the timeline intervals inside it (the last cut at the end of measurement); ops/s measured = a group's successful operations in the phase over its length; share measured = the group's part of the phase's successful operations. Asked = what the schedule set (open loop, latency from the intended start).";
 
@@ -105,8 +196,13 @@ pub fn schedule_lines(s: &RunSummary) -> String {
         .map(|r| r.cells.iter().skip(1).map(|c| c.shown.clone()).collect())
         .collect();
     let phase_s = s.schedule.as_ref().map_or(0.0, |r| r.phase_seconds);
-    format!(
+    let mut out = format!(
         "rate schedule (phases of {phase_s} s, from the timeline):\n{}",
         render(&header, &rows)
-    )
+    );
+    for l in moving_average_lines(s) {
+        out.push_str(&l);
+        out.push('\n');
+    }
+    out
 }

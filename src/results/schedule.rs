@@ -21,6 +21,172 @@ pub struct ScheduleResult {
     pub total_rate_ops: f64,
     pub phase_seconds: f64,
     pub phases: Vec<SchedulePhase>,
+    /// The groups and their targets (the per-group charts sum their targets' timelines).
+    #[serde(default)]
+    pub groups: Vec<ScheduleGroup>,
+    /// The named shape the shares came from, if any.
+    #[serde(default)]
+    pub shape: Option<String>,
+    /// Successful operations of every group over the measured time, per second: the
+    /// throughput the run reports (the brief's tpsHCI over its measurement interval).
+    #[serde(default)]
+    pub reported_rate_ops: f64,
+    /// Moving averages of the total throughput and their largest deviation from the reported
+    /// throughput (the brief: 7.5% over 12 minutes, 1.2% over one hour).
+    #[serde(default)]
+    pub moving_averages: Vec<MovingAverage>,
+}
+
+/// A tenant group and its targets.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct ScheduleGroup {
+    pub name: String,
+    pub targets: Vec<String>,
+}
+
+/// A trailing moving average of the total throughput over a window of whole phases, slid one
+/// timeline interval at a time over the measured intervals, and how far it strays from the
+/// reported throughput.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct MovingAverage {
+    pub window_phases: u32,
+    pub window_seconds: f64,
+    /// Positions of the window that lie wholly inside measurement (0: the run is shorter
+    /// than the window, and there is no deviation to give).
+    pub windows: usize,
+    /// The largest |window's average - reported| / reported, as a fraction.
+    pub max_deviation: Option<f64>,
+    /// Where the window with that deviation ends (seconds from the start of measurement),
+    /// and its average, operations per second.
+    pub max_deviation_at_seconds: Option<f64>,
+    pub max_deviation_rate_ops: Option<f64>,
+}
+
+/// The schedule's groups interval by interval over the measured time: what the throughput
+/// charts draw and the moving averages are taken over. Intervals with no timeline row count
+/// as intervals with no operation.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PerInterval {
+    /// Each interval's end and length, seconds (the last may be cut at the end of measurement).
+    pub end_s: Vec<f64>,
+    pub length_s: Vec<f64>,
+    /// Per group (in the schedule's order), its successful operations in each interval.
+    pub group_ops: Vec<Vec<u64>>,
+}
+
+impl PerInterval {
+    /// Every group's operations in interval `i`.
+    pub fn total_ops(&self, i: usize) -> u64 {
+        self.group_ops.iter().map(|g| g[i]).sum()
+    }
+
+    /// A group's (or with None, all groups') operations per second, at each interval's end.
+    pub fn rate_points(&self, group: Option<usize>) -> Vec<(f64, f64)> {
+        (0..self.end_s.len())
+            .filter(|i| self.length_s[*i] > 0.0)
+            .map(|i| {
+                let ops = match group {
+                    Some(g) => self.group_ops[g][i],
+                    None => self.total_ops(i),
+                };
+                (self.end_s[i], ops as f64 / self.length_s[i])
+            })
+            .collect()
+    }
+
+    /// The trailing moving average of the total over `window` whole intervals, at the end of
+    /// each interval where a whole window fits (the last, cut interval is left out).
+    pub fn moving_average(&self, window: usize, nominal_s: f64) -> Vec<(f64, f64)> {
+        let whole: Vec<usize> = (0..self.end_s.len())
+            .filter(|i| self.length_s[*i] >= nominal_s - 1e-9)
+            .collect();
+        let w = window.max(1);
+        if whole.len() < w {
+            return Vec::new();
+        }
+        let (mut ops, mut len) = (0u64, 0.0f64);
+        let mut out = Vec::with_capacity(whole.len() + 1 - w);
+        for (k, i) in whole.iter().enumerate() {
+            ops += self.total_ops(*i);
+            len += self.length_s[*i];
+            if k >= w {
+                let gone = whole[k - w];
+                ops -= self.total_ops(gone);
+                len -= self.length_s[gone];
+            }
+            if k + 1 >= w && len > 0.0 {
+                out.push((self.end_s[*i], ops as f64 / len));
+            }
+        }
+        out
+    }
+}
+
+/// The groups' operations interval by interval, from the timeline, up to `measured` seconds.
+pub fn per_interval(
+    groups: &[ScheduleGroup],
+    measured: f64,
+    timeline: &Timeline,
+    interval_s: f64,
+) -> PerInterval {
+    let nominal = if interval_s > 0.0 { interval_s } else { 1.0 };
+    let count = (measured / nominal - 1e-9).ceil().max(0.0) as usize;
+    let mut p = PerInterval {
+        end_s: Vec::with_capacity(count),
+        length_s: Vec::with_capacity(count),
+        group_ops: vec![vec![0; count]; groups.len()],
+    };
+    for i in 0..count {
+        let start = i as f64 * nominal;
+        let end = (start + nominal).min(measured);
+        p.end_s.push(end);
+        p.length_s.push(end - start);
+    }
+    for r in timeline.rows.iter().filter(|r| r.measured) {
+        let Ok(i) = usize::try_from(r.second) else {
+            continue;
+        };
+        if i >= count {
+            continue;
+        }
+        if let Some(g) = groups.iter().position(|g| g.targets.contains(&r.target)) {
+            p.group_ops[g][i] += r.ops;
+        }
+    }
+    p
+}
+
+/// The moving averages over `window_phases` of `phase_s`, against the reported throughput.
+fn moving_averages(
+    p: &PerInterval,
+    window_phases: &[u32],
+    phase_s: f64,
+    nominal_s: f64,
+    reported: f64,
+) -> Vec<MovingAverage> {
+    window_phases
+        .iter()
+        .map(|w| {
+            let window_seconds = f64::from(*w) * phase_s;
+            let k = (window_seconds / nominal_s).round().max(1.0) as usize;
+            let points = p.moving_average(k, nominal_s);
+            let worst = points
+                .iter()
+                .map(|(at, avg)| (at, avg, (avg - reported).abs() / reported))
+                .filter(|d| d.2.is_finite())
+                .max_by(|a, b| a.2.total_cmp(&b.2));
+            MovingAverage {
+                window_phases: *w,
+                window_seconds,
+                windows: points.len(),
+                max_deviation: worst.map(|d| d.2),
+                max_deviation_at_seconds: worst.map(|d| *d.0),
+                max_deviation_rate_ops: worst.map(|d| *d.1),
+            }
+        })
+        .collect()
 }
 
 /// One phase of the run.
@@ -152,10 +318,40 @@ pub fn for_run(
     }
     // Phases with no measured interval (a run cut short) are left out.
     phases.retain(|p| p.to_seconds > p.from_seconds);
+    let groups: Vec<ScheduleGroup> = schedule
+        .groups
+        .iter()
+        .map(|g| ScheduleGroup {
+            name: g.name.clone(),
+            targets: g.targets.clone(),
+        })
+        .collect();
+    let all_ops: u64 = phases.iter().map(|p| p.ops).sum();
+    let reported_rate_ops = if measured > 0.0 {
+        all_ops as f64 / measured
+    } else {
+        0.0
+    };
+    let per = per_interval(&groups, measured, timeline, nominal);
+    let moving_averages = if reported_rate_ops > 0.0 {
+        moving_averages(
+            &per,
+            &schedule.moving_average_phases,
+            phase_s,
+            nominal,
+            reported_rate_ops,
+        )
+    } else {
+        Vec::new()
+    };
     ScheduleResult {
         total_rate_ops: schedule.total_rate_ops,
         phase_seconds: phase_s,
         phases,
+        groups,
+        shape: schedule.shape.clone(),
+        reported_rate_ops,
+        moving_averages,
     }
 }
 
@@ -202,6 +398,8 @@ mod tests {
                     shares: vec![0.75, 0.25],
                 },
             ],
+            shape: None,
+            moving_average_phases: vec![1, 2],
         };
         let mut csv = String::from("second,phase,target,op,ops,errors,interval_s\n");
         // Four 1 s intervals; a 25/75 then 75/25; c fails 2 operations in the last one.
@@ -230,10 +428,59 @@ mod tests {
         assert_eq!(p2.table_phase, 2);
         assert_eq!(p2.groups[0].share, 0.75);
         assert_eq!(p2.groups[1].errors, 2);
+        assert_eq!(r.reported_rate_ops, 100.0);
+        assert_eq!(r.groups[1].targets, vec!["b".to_string(), "c".to_string()]);
         assert_eq!(phase_marks(&schedule, 4.0).len(), 2);
         assert_eq!(
             phase_marks(&schedule, 4.0)[1].detail,
             "phase 2: g1 75% (75 ops/s), g2 25% (25 ops/s)"
         );
+    }
+
+    /// Totals of 100, 100, 60 and 140 operations in four 1 s intervals and 50 in a last one cut
+    /// to 0.5 s: 100 ops/s reported; 2 s windows (one phase) at 100, 80 and 100, so the
+    /// largest deviation is 20%, in the window ending at 3 s; the 4 s window (two phases) is
+    /// on the reported figure; a window longer than the run has no position.
+    #[test]
+    fn moving_averages_slide_over_whole_intervals_and_give_the_largest_deviation() {
+        let schedule = Schedule {
+            total_rate_ops: 100.0,
+            phase: Dur(Duration::from_secs(2)),
+            quick_phase: Dur(Duration::from_secs(1)),
+            groups: vec![Group {
+                name: "g".into(),
+                targets: vec!["a".into()],
+                shares: vec![1.0],
+            }],
+            shape: None,
+            moving_average_phases: vec![1, 2, 3],
+        };
+        let mut csv = String::from("second,phase,target,op,ops,errors,interval_s\n");
+        for (k, ops, len) in [
+            (0, 100, 1.0),
+            (1, 100, 1.0),
+            (2, 60, 1.0),
+            (3, 140, 1.0),
+            (4, 50, 0.5),
+        ] {
+            csv.push_str(&format!("{k},measure,a,read,{ops},0,{len}\n"));
+        }
+        let timeline = parse_timeline(&csv);
+        let r = for_run(&schedule, 4.5, &timeline, 1.0);
+        assert_eq!(r.reported_rate_ops, 100.0);
+        let one = &r.moving_averages[0];
+        assert_eq!((one.window_phases, one.window_seconds), (1, 2.0));
+        assert_eq!(one.windows, 3, "windows ending at 2, 3 and 4 s");
+        assert_eq!(one.max_deviation_rate_ops, Some(80.0));
+        assert_eq!(one.max_deviation_at_seconds, Some(3.0));
+        assert!((one.max_deviation.unwrap() - 0.2).abs() < 1e-12);
+        let two = &r.moving_averages[1];
+        assert_eq!(two.windows, 1);
+        assert_eq!(two.max_deviation, Some(0.0));
+        let three = &r.moving_averages[2];
+        assert_eq!((three.windows, three.max_deviation), (0, None));
+        let per = per_interval(&r.groups, 4.5, &timeline, 1.0);
+        assert_eq!(per.rate_points(None).last(), Some(&(4.5, 100.0)));
+        assert_eq!(per.rate_points(Some(0))[2], (3.0, 60.0));
     }
 }

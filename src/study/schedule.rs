@@ -17,6 +17,11 @@
 //! targets = ["db-1", "db-2"]
 //! shares = [0.10, 0.40, 0.20]   # of the total, per phase
 //! ```
+//!
+//! Instead of the groups' `shares`, `shape = "hci-elastic"` gives four groups the table
+//! modelled on the TPCx-HCI brief ([`HCI_ELASTIC`]). `moving-average-phases` (default
+//! `[1, 5]`: the brief's 12 minutes and one hour) sets the windows of the moving averages
+//! whose largest deviation from the reported throughput the results give.
 
 use std::ops::Range;
 use std::time::Duration;
@@ -34,6 +39,28 @@ const SHARE_TOLERANCE: f64 = 1e-6;
 /// The shortest phase in quick mode: ten timeline intervals of the shortest allowed (10 ms).
 const MIN_QUICK_PHASE: Duration = Duration::from_millis(100);
 
+/// The named shape `hci-elastic`: ten phases (two hours of the brief's 12-minute phases) for
+/// four groups, per group its share of the total in each phase. Modelled on the TPCx-HCI
+/// brief, whose own table is not published with it: the groups carry 10, 20, 30 and 40% of
+/// the total on average, every phase adds up to 100%, and the first group's load changes 16x
+/// (2.5% to 40%); the others 4x, 5x and 6.75x.
+pub const HCI_ELASTIC: [[f64; 10]; 4] = [
+    [
+        0.025, 0.05, 0.10, 0.20, 0.40, 0.10, 0.05, 0.025, 0.025, 0.025,
+    ],
+    [0.40, 0.10, 0.20, 0.30, 0.10, 0.20, 0.30, 0.10, 0.15, 0.15],
+    [0.20, 0.45, 0.30, 0.10, 0.40, 0.50, 0.25, 0.45, 0.20, 0.15],
+    [
+        0.375, 0.40, 0.40, 0.40, 0.10, 0.20, 0.40, 0.425, 0.625, 0.675,
+    ],
+];
+
+/// The named shapes, for messages.
+const SHAPES: [&str; 1] = ["hci-elastic"];
+
+/// The default moving-average windows, in phases: the brief's 12 minutes and one hour.
+const MOVING_AVERAGE_PHASES: [u32; 2] = [1, 5];
+
 /// A validated schedule.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -45,6 +72,10 @@ pub struct Schedule {
     /// Length of each phase in quick mode.
     pub quick_phase: Dur,
     pub groups: Vec<Group>,
+    /// The named shape the shares come from, if any.
+    pub shape: Option<String>,
+    /// Windows of the moving averages of the total throughput, in phases.
+    pub moving_average_phases: Vec<u32>,
 }
 
 /// A tenant group.
@@ -165,6 +196,8 @@ pub(super) struct RawSchedule {
     total_rate_ops: Spanned<f64>,
     phase: Spanned<Dur>,
     quick_phase: Option<Spanned<Dur>>,
+    shape: Option<Spanned<String>>,
+    moving_average_phases: Option<Spanned<Vec<Spanned<u32>>>>,
     #[serde(default)]
     groups: Vec<Spanned<RawGroup>>,
 }
@@ -174,7 +207,7 @@ pub(super) struct RawSchedule {
 struct RawGroup {
     name: Spanned<String>,
     targets: Spanned<Vec<Spanned<String>>>,
-    shares: Spanned<Vec<Spanned<f64>>>,
+    shares: Option<Spanned<Vec<Spanned<f64>>>>,
 }
 
 /// What the schedule is checked against: the step's own keys.
@@ -321,11 +354,67 @@ pub(super) fn parse(
             "list at least one group ([[steps.schedule.groups]] with name, targets, shares)".into(),
         );
     }
+    // A named shape gives every group's shares.
+    let shape_table: Option<&[[f64; 10]]> = match &raw.shape {
+        None => None,
+        Some(sh) if sh.get_ref() == "hci-elastic" => {
+            if raw.groups.len() != HCI_ELASTIC.len() {
+                err(
+                    Some(sh.span()),
+                    "shape",
+                    format!(
+                        "the shape `hci-elastic` is a table for {} groups (10, 20, 30 and 40% on average); the schedule lists {}",
+                        HCI_ELASTIC.len(),
+                        raw.groups.len()
+                    ),
+                );
+            }
+            Some(&HCI_ELASTIC[..])
+        }
+        Some(sh) => {
+            err(
+                Some(sh.span()),
+                "shape",
+                format!(
+                    "unknown shape `{}`: the named shapes are {} (or give each group its `shares`)",
+                    sh.get_ref(),
+                    SHAPES.join(", ")
+                ),
+            );
+            None
+        }
+    };
+    let moving_average_phases: Vec<u32> = match &raw.moving_average_phases {
+        None => MOVING_AVERAGE_PHASES.to_vec(),
+        Some(m) => {
+            if m.get_ref().is_empty() {
+                err(
+                    Some(m.span()),
+                    "moving-average-phases",
+                    "list at least one window, in phases (the default is [1, 5])".into(),
+                );
+            }
+            for w in m.get_ref() {
+                if *w.get_ref() == 0 {
+                    err(
+                        Some(w.span()),
+                        "moving-average-phases",
+                        "a moving average's window is at least 1 phase".into(),
+                    );
+                }
+            }
+            m.get_ref().iter().map(|w| *w.get_ref()).collect()
+        }
+    };
     let mut groups: Vec<Group> = Vec::new();
-    let phases = raw
-        .groups
-        .first()
-        .map_or(0, |g| g.get_ref().shares.get_ref().len());
+    let phases = match shape_table {
+        Some(t) => t[0].len(),
+        None => raw
+            .groups
+            .first()
+            .and_then(|g| g.get_ref().shares.as_ref())
+            .map_or(0, |s| s.get_ref().len()),
+    };
     for (gi, g) in raw.groups.iter().enumerate() {
         let gk = format!("groups[{}]", gi + 1);
         let g = g.get_ref();
@@ -374,35 +463,61 @@ pub(super) fn parse(
                 "a group needs at least one target".into(),
             );
         }
-        for s in g.shares.get_ref() {
-            if !(0.0..=1.0).contains(s.get_ref()) {
+        let shares: Vec<f64> = match (&g.shares, &raw.shape) {
+            (Some(given), Some(_)) => {
                 err(
-                    Some(s.span()),
+                    Some(given.span()),
                     &format!("{gk}.shares"),
-                    format!(
-                        "{} is not a share: a fraction of the total, from 0 to 1 (0.25 for 25%)",
-                        s.get_ref()
-                    ),
+                    "the schedule's `shape` gives every group's shares: give either the shape or each group's `shares`, not both".into(),
                 );
+                Vec::new()
             }
-        }
-        let shares: Vec<f64> = g.shares.get_ref().iter().map(|s| *s.get_ref()).collect();
-        if shares.is_empty() {
-            err(
-                Some(g.shares.span()),
-                &format!("{gk}.shares"),
-                "give the group's share of the total in each phase".into(),
-            );
-        } else if shares.len() != phases {
-            err(
-                Some(g.shares.span()),
-                &format!("{gk}.shares"),
-                format!(
-                    "{} phases here, {phases} in the first group: every group gives one share per phase",
-                    shares.len()
-                ),
-            );
-        }
+            (None, Some(_)) => shape_table
+                .and_then(|t| t.get(gi))
+                .map(|row| row.to_vec())
+                .unwrap_or_default(),
+            (None, None) => {
+                err(
+                    Some(g.targets.span()),
+                    &format!("{gk}.shares"),
+                    "give the group's share of the total in each phase (`shares`), or a `shape` for the schedule".into(),
+                );
+                Vec::new()
+            }
+            (Some(given), None) => {
+                let given_shares = given.get_ref();
+                for s in given_shares {
+                    if !(0.0..=1.0).contains(s.get_ref()) {
+                        err(
+                            Some(s.span()),
+                            &format!("{gk}.shares"),
+                            format!(
+                                "{} is not a share: a fraction of the total, from 0 to 1 (0.25 for 25%)",
+                                s.get_ref()
+                            ),
+                        );
+                    }
+                }
+                let shares: Vec<f64> = given_shares.iter().map(|s| *s.get_ref()).collect();
+                if shares.is_empty() {
+                    err(
+                        Some(given.span()),
+                        &format!("{gk}.shares"),
+                        "give the group's share of the total in each phase".into(),
+                    );
+                } else if shares.len() != phases {
+                    err(
+                        Some(given.span()),
+                        &format!("{gk}.shares"),
+                        format!(
+                            "{} phases here, {phases} in the first group: every group gives one share per phase",
+                            shares.len()
+                        ),
+                    );
+                }
+                shares
+            }
+        };
         groups.push(Group {
             name,
             targets,
@@ -420,7 +535,7 @@ pub(super) fn parse(
             );
         }
     }
-    if found.get() == 0 {
+    if found.get() == 0 && shape_table.is_none() {
         for p in 0..phases {
             let sum: f64 = groups.iter().map(|g| g.shares[p]).sum();
             if (sum - 1.0).abs() > SHARE_TOLERANCE {
@@ -429,7 +544,11 @@ pub(super) fn parse(
                     .map(|g| format!("{} {}", g.name, g.shares[p]))
                     .collect();
                 err(
-                    Some(raw.groups[0].get_ref().shares.get_ref()[p].span()),
+                    raw.groups[0]
+                        .get_ref()
+                        .shares
+                        .as_ref()
+                        .map(|s| s.get_ref()[p].span()),
                     "groups[1].shares",
                     format!(
                         "phase {}'s shares add up to {} ({}), not 1 (100%)",
@@ -469,6 +588,8 @@ pub(super) fn parse(
         phase: Dur(phase),
         quick_phase: Dur(quick_phase),
         groups,
+        shape: raw.shape.as_ref().map(|s| s.get_ref().clone()),
+        moving_average_phases,
     })
 }
 
@@ -493,7 +614,26 @@ mod tests {
                     shares: vec![0.8, 0.4],
                 },
             ],
+            shape: None,
+            moving_average_phases: vec![1, 5],
         }
+    }
+
+    #[test]
+    fn the_hci_elastic_shape_adds_up_per_phase_and_averages_10_20_30_40() {
+        for p in 0..10 {
+            let sum: f64 = HCI_ELASTIC.iter().map(|g| g[p]).sum();
+            assert!((sum - 1.0).abs() < 1e-9, "phase {p}: {sum}");
+        }
+        for (g, want) in HCI_ELASTIC.iter().zip([0.1, 0.2, 0.3, 0.4]) {
+            let mean = g.iter().sum::<f64>() / g.len() as f64;
+            assert!((mean - want).abs() < 1e-9, "{g:?}: {mean}");
+        }
+        let g1 = HCI_ELASTIC[0];
+        let (lo, hi) = g1
+            .iter()
+            .fold((f64::MAX, 0.0f64), |(l, h), v| (l.min(*v), h.max(*v)));
+        assert_eq!(hi / lo, 16.0, "the brief's largest change, 16x");
     }
 
     #[test]

@@ -181,3 +181,126 @@ fn quick_mode_keeps_every_phase_at_a_second() {
     assert_eq!(r.duration.unwrap().0, std::time::Duration::from_secs(4));
     assert_eq!(r.interval.0, std::time::Duration::from_millis(100));
 }
+
+/// Four groups whose shares come from the named shape `hci-elastic` (ten phases).
+const SHAPED: &str = r#"name = "t"
+
+[targets.a]
+type = "null"
+[targets.b]
+type = "null"
+[targets.c]
+type = "null"
+[targets.d]
+type = "null"
+
+[workloads.rr]
+block-size = "4KiB"
+
+[[steps]]
+workload = "rr"
+targets = ["a", "b", "c", "d"]
+together = true
+duration = "10s"
+[steps.schedule]
+total-rate-ops = 1000
+phase = "1s"
+shape = "hci-elastic"
+moving-average-phases = [1, 5]
+[[steps.schedule.groups]]
+name = "g1"
+targets = ["a"]
+[[steps.schedule.groups]]
+name = "g2"
+targets = ["b"]
+[[steps.schedule.groups]]
+name = "g3"
+targets = ["c"]
+[[steps.schedule.groups]]
+name = "g4"
+targets = ["d"]
+"#;
+
+#[test]
+fn the_hci_elastic_shape_fills_four_groups_shares() {
+    let plan = study::parse("good.toml", SHAPED).unwrap();
+    let s = plan.runs[0].schedule.as_ref().expect("the schedule");
+    assert_eq!(s.table_phases(), 10);
+    assert_eq!(s.shape.as_deref(), Some("hci-elastic"));
+    assert_eq!(s.moving_average_phases, vec![1, 5]);
+    // Over the table, the groups carry 10, 20, 30 and 40% of the total.
+    for (g, want) in s.groups.iter().zip([0.1, 0.2, 0.3, 0.4]) {
+        let mean = g.shares.iter().sum::<f64>() / 10.0;
+        assert!((mean - want).abs() < 1e-9, "{}: {mean}", g.name);
+    }
+}
+
+#[test]
+fn an_unknown_shape_is_refused_by_name() {
+    check(
+        &SHAPED.replace("\"hci-elastic\"", "\"sawtooth\""),
+        23,
+        "steps[1].schedule.shape",
+        "unknown shape `sawtooth`: the named shapes are hci-elastic",
+    );
+}
+
+#[test]
+fn a_shape_and_shares_together_are_refused() {
+    check(
+        &SHAPED.replace(
+            "targets = [\"b\"]",
+            "targets = [\"b\"]\nshares = [0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5]",
+        ),
+        31,
+        "steps[1].schedule.groups[2].shares",
+        "give either the shape or each group's `shares`, not both",
+    );
+}
+
+#[test]
+fn the_hci_elastic_shape_needs_four_groups() {
+    let three = SHAPED
+        .replace(
+            "targets = [\"a\", \"b\", \"c\", \"d\"]",
+            "targets = [\"a\", \"b\", \"c\"]",
+        )
+        .replace(
+            "[[steps.schedule.groups]]\nname = \"g4\"\ntargets = [\"d\"]\n",
+            "",
+        );
+    check(
+        &three,
+        23,
+        "steps[1].schedule.shape",
+        "the shape `hci-elastic` is a table for 4 groups (10, 20, 30 and 40% on average); the schedule lists 3",
+    );
+}
+
+#[test]
+fn a_group_without_shares_or_shape_is_refused() {
+    let errs = study::parse("bad.toml", &SHAPED.replace("shape = \"hci-elastic\"\n", ""))
+        .expect_err("no shares anywhere")
+        .0;
+    assert_eq!(errs.len(), 4, "one per group: {errs:?}");
+    let e = &errs[0];
+    assert_eq!(
+        (e.line, e.key.as_str()),
+        (Some(26), "steps[1].schedule.groups[1].shares")
+    );
+    assert!(
+        e.message
+            .contains("give the group's share of the total in each phase (`shares`), or a `shape`"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_moving_average_window_is_at_least_one_phase() {
+    check(
+        &SHAPED.replace("[1, 5]", "[0, 5]"),
+        24,
+        "steps[1].schedule.moving-average-phases",
+        "a moving average's window is at least 1 phase",
+    );
+}

@@ -10,7 +10,7 @@ use crate::report::svg::{self, Highlight, Mark, Series, Shade, XAxis, YAxis, esc
 use crate::results::comparison::CalloutKind;
 use crate::results::histograms::hlog_tag;
 use crate::results::stored::StoredRun;
-use crate::results::summary::EventStatus;
+use crate::results::summary::{EventStatus, RunSummary};
 
 /// Intervals in a timeline's moving average.
 pub const MOVING_AVERAGE_INTERVALS: usize = 5;
@@ -224,6 +224,69 @@ fn percentile_chart(h: &mut String, gi: usize, g: &Group, runs: &[StoredRun]) {
     ));
 }
 
+/// The run's events as vertical marks: a study event with its name, action and status (one
+/// that did not run: no mark), other marks with their kind and detail. `phases`: also the
+/// rate schedule's phase changes.
+pub fn event_marks(s: &RunSummary, phases: bool) -> Vec<Mark> {
+    s.events
+        .iter()
+        .filter(|e| e.kind != "warmup-start" || s.warmup_seconds > 0.0)
+        .filter(|e| e.kind != "process-stopped")
+        .filter(|e| phases || e.kind != "schedule-phase")
+        .filter_map(|e| match &e.outcome {
+            Some(o) if matches!(o.status, EventStatus::NotReached | EventStatus::Skipped) => None,
+            Some(o) => Some(Mark {
+                x: e.time_seconds,
+                label: if o.status == EventStatus::Ok {
+                    format!("{} ({})", o.name, e.kind)
+                } else {
+                    format!("{} ({}, {})", o.name, e.kind, o.status.name())
+                },
+            }),
+            None => Some(Mark {
+                x: e.time_seconds,
+                label: if e.detail.is_empty() {
+                    e.kind.clone()
+                } else {
+                    format!("{} ({})", e.kind, e.detail)
+                },
+            }),
+        })
+        .collect()
+}
+
+/// The warm-up and each recovery (from the event until throughput was back, or to the end:
+/// never) as shaded ranges.
+pub fn run_shades(s: &RunSummary) -> Vec<Shade> {
+    let mut shades = Vec::new();
+    if s.warmup_seconds > 0.0 {
+        shades.push(Shade {
+            from: -s.warmup_seconds,
+            to: 0.0,
+            label: "warm-up".into(),
+            class: "shade",
+            fill: "#eeeeee",
+        });
+    }
+    for r in &s.recovery {
+        let (to, label) = match r.recovered_at_seconds {
+            Some(at) => (at, format!("recovery after {}", r.event)),
+            None => (
+                s.measured_seconds,
+                format!("not recovered after {}", r.event),
+            ),
+        };
+        shades.push(Shade {
+            from: r.event_seconds,
+            to: to.max(r.event_seconds),
+            label,
+            class: "recovery",
+            fill: "#fde2cf",
+        });
+    }
+    shades
+}
+
 /// `colors`: every target name in report order, so a target keeps its colour.
 ///
 /// Each interval is drawn at its end, its rate its operations over its real length (the last,
@@ -280,59 +343,8 @@ pub fn timeline_chart(h: &mut String, r: &StoredRun, colors: &[String]) {
         );
         return;
     }
-    let marks: Vec<Mark> = s
-        .events
-        .iter()
-        .filter(|e| e.kind != "warmup-start" || s.warmup_seconds > 0.0)
-        .filter(|e| e.kind != "process-stopped")
-        .filter_map(|e| match &e.outcome {
-            // A study event: its name, action and status (one that did not run: no mark).
-            Some(o) if matches!(o.status, EventStatus::NotReached | EventStatus::Skipped) => None,
-            Some(o) => Some(Mark {
-                x: e.time_seconds,
-                label: if o.status == EventStatus::Ok {
-                    format!("{} ({})", o.name, e.kind)
-                } else {
-                    format!("{} ({}, {})", o.name, e.kind, o.status.name())
-                },
-            }),
-            None => Some(Mark {
-                x: e.time_seconds,
-                label: if e.detail.is_empty() {
-                    e.kind.clone()
-                } else {
-                    format!("{} ({})", e.kind, e.detail)
-                },
-            }),
-        })
-        .collect();
-    let mut shades = Vec::new();
-    if s.warmup_seconds > 0.0 {
-        shades.push(Shade {
-            from: -s.warmup_seconds,
-            to: 0.0,
-            label: "warm-up".into(),
-            class: "shade",
-            fill: "#eeeeee",
-        });
-    }
-    // Each recovery: from the event until throughput was back (or to the end: never).
-    for r in &s.recovery {
-        let (to, label) = match r.recovered_at_seconds {
-            Some(at) => (at, format!("recovery after {}", r.event)),
-            None => (
-                s.measured_seconds,
-                format!("not recovered after {}", r.event),
-            ),
-        };
-        shades.push(Shade {
-            from: r.event_seconds,
-            to: to.max(r.event_seconds),
-            label,
-            class: "recovery",
-            fill: "#fde2cf",
-        });
-    }
+    let marks = event_marks(s, true);
+    let shades = run_shades(s);
     h.push_str(&svg::line_chart(
         &id,
         &title,

@@ -8,6 +8,7 @@
 
 pub mod charts;
 pub mod disclosure;
+pub mod schedule;
 pub mod tables;
 
 use std::collections::BTreeMap;
@@ -334,6 +335,9 @@ pub fn report_html(runs: &[StoredRun]) -> String {
         h.push_str("</ul></div>\n");
     }
     h.push_str("</section>\n");
+
+    // A rate schedule's figures (the cluster brief): right after the summary.
+    schedule::schedule_section(&mut h, runs);
 
     // Per workload.
     for (gi, g) in groups.iter().enumerate() {

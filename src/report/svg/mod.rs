@@ -11,8 +11,10 @@
 //! mapping from values to coordinates is checkable from outside.
 
 mod line;
+mod stacked;
 
 pub use line::{Mark, Series, Shade, XAxis, YAxis, line_chart, moving_average, nines_label};
+pub use stacked::{Band, stacked_chart};
 
 use std::fmt::Write;
 
