@@ -101,6 +101,7 @@ fn loop_allocations_paced(
             duration_ns: None,
             max_ops: Some(ops),
             rate_ops,
+            skip_late_ns: None,
             stop_on_error: false,
         },
         clock: Clock::new(),

@@ -400,6 +400,7 @@ mod tests {
             ],
             shape: None,
             moving_average_phases: vec![1, 2],
+            latency_limit: None,
         };
         let mut csv = String::from("second,phase,target,op,ops,errors,interval_s\n");
         // Four 1 s intervals; a 25/75 then 75/25; c fails 2 operations in the last one.
@@ -454,6 +455,7 @@ mod tests {
             }],
             shape: None,
             moving_average_phases: vec![1, 2, 3],
+            latency_limit: None,
         };
         let mut csv = String::from("second,phase,target,op,ops,errors,interval_s\n");
         for (k, ops, len) in [

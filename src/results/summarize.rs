@@ -28,6 +28,8 @@ pub struct WorkerEnd {
     pub end_reason: EndReason,
     /// Intervals the recorder had to allocate (0 in a healthy run).
     pub spare_misses: u64,
+    /// Measured intended starts skipped for being later than the latency limit.
+    pub skipped_starts: u64,
 }
 
 /// What a run measured, as its summary reads it.
@@ -243,6 +245,12 @@ pub fn summarize(plan: &Plan, run: &RunPlan, m: &Measured<'_>) -> RunSummary {
         r.block_bytes = t.workload.block_bytes();
         r.session_used = session_used.get(ti).cloned().unwrap_or_default();
         r.workers = worker_results(ti, worker_shape, worker_totals, secs);
+        r.skipped_starts = outcomes
+            .iter()
+            .enumerate()
+            .filter(|(w, _)| worker_shape.get(*w) == Some(&(ti as u32)))
+            .map(|(_, o)| o.skipped_starts)
+            .sum();
         targets.push(r);
         for (k, kt) in present.iter().zip(kinds) {
             total_kinds
@@ -334,6 +342,18 @@ pub fn summarize(plan: &Plan, run: &RunPlan, m: &Measured<'_>) -> RunSummary {
                 ));
             }
         }
+    }
+    let skipped: u64 = targets.iter().map(|t| t.skipped_starts).sum();
+    if skipped > 0 {
+        let limit = run
+            .schedule
+            .as_ref()
+            .and_then(|s| s.latency_limit)
+            .map(|d| crate::units::format_duration(d.0))
+            .unwrap_or_default();
+        warnings.push(format!(
+            "latency limit: {skipped} intended starts were skipped, already more than {limit} late when their turn came (pgbench's skipped transactions); they are neither operations nor errors"
+        ));
     }
     let misses: u64 = outcomes.iter().map(|o| o.spare_misses).sum();
     if misses > 0 {

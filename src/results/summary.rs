@@ -169,6 +169,11 @@ pub struct TargetResult {
     pub rate_ops: f64,
     pub rate_bytes: f64,
     pub errors: u64,
+    /// Open loop with a latency limit: intended starts in measurement that were not sent,
+    /// already further behind than the limit when their turn came (pgbench's skipped
+    /// transactions). Neither operations nor errors.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub skipped_starts: u64,
     /// Service latency over all operation kinds.
     pub service_latency: LatencySummary,
     pub intended_latency: Option<LatencySummary>,
@@ -282,4 +287,8 @@ pub struct RunSummary {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<crate::results::schedule::ScheduleResult>,
     pub error_samples: Vec<ErrorSample>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

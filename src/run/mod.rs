@@ -418,6 +418,7 @@ fn run_one(
                     last_completion_ns: o.last_completion_ns,
                     end_reason: o.end_reason,
                     spare_misses: o.spare_misses,
+                    skipped_starts: o.skipped_starts,
                 })
                 .collect(),
             totals: &collected.totals,

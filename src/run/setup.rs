@@ -303,6 +303,11 @@ pub fn plan_workers(
                     .as_ref()
                     .map(|(first, _)| *first)
                     .or(w.rate_per_thread()),
+                skip_late_ns: run
+                    .schedule
+                    .as_ref()
+                    .and_then(|s| s.latency_limit)
+                    .map(|d| d.0.as_nanos() as u64),
                 stop_on_error: run.stop_on_error,
             };
             let source = sources.next().expect("one source per thread");
@@ -343,6 +348,7 @@ pub fn plan_workers(
             duration_ns: None,
             max_ops: None,
             rate_ops: b.rate_ops,
+            skip_late_ns: None,
             stop_on_error: false,
         };
         worker_inputs.push(WorkerInput {

@@ -145,6 +145,9 @@ pub struct WorkerConfig {
     /// Open loop: operations per second of this worker (from the start of the run; a rate
     /// schedule changes it at [`Worker::rate_changes`]).
     pub rate_ops: Option<f64>,
+    /// Open loop: an intended start already further behind than this when its turn comes is
+    /// not sent but counted as skipped (pgbench's `--latency-limit` with `--rate`), ns.
+    pub skip_late_ns: Option<u64>,
     pub stop_on_error: bool,
 }
 
@@ -161,6 +164,8 @@ pub struct WorkerOutcome {
     pub last_completion_ns: u64,
     /// Intervals the recorder had to allocate (0 in a healthy run).
     pub spare_misses: u64,
+    /// Measured intended starts skipped for being too late (see `WorkerConfig::skip_late_ns`).
+    pub skipped_starts: u64,
     pub fatal: Option<(OpKind, OpError)>,
     /// What the session actually used (see [`Session::used`]).
     pub used: Vec<(&'static str, String)>,
@@ -204,6 +209,7 @@ impl SessionUser for Worker<'_> {
                 measure_start_ns: 0,
                 last_completion_ns: 0,
                 spare_misses: 0,
+                skipped_starts: 0,
                 fatal: None,
                 used: Vec::new(),
             },
@@ -432,6 +438,8 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
     // Time spent spinning while waiting for the next intended start (not work).
     let mut spin_ns = 0u64;
     let mut measured_ops = 0u64;
+    let mut skipped_starts = 0u64;
+    let skip_late = cfg.skip_late_ns.map(|n| n as f64);
     let mut published_ops = 0u64;
     // An operation held back by its burst's delay, and until when.
     let mut held: Option<crate::targets::Op> = None;
@@ -489,6 +497,20 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
                     Some(p) => {
                         if p.next_ns() > now as f64 {
                             break;
+                        }
+                        // Starts already further behind than the latency limit are skipped
+                        // (pgbench's --latency-limit): after a stall the open loop resumes
+                        // at its rate instead of sending the backlog at once.
+                        if let Some(limit) = skip_late {
+                            while now as f64 - p.next_ns() > limit {
+                                let at = p.take();
+                                if at >= measure_start && measure_end.is_none_or(|e| at < e) {
+                                    skipped_starts += 1;
+                                }
+                            }
+                            if p.next_ns() > now as f64 {
+                                break;
+                            }
                         }
                         p.take()
                     }
@@ -625,6 +647,7 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
         measure_start_ns: measure_start,
         last_completion_ns: t.last_completion,
         spare_misses: t.recorder.spare_misses,
+        skipped_starts,
         fatal: t.fatal,
         used: s.used(),
     }
@@ -705,6 +728,7 @@ mod tests {
                 duration_ns: None,
                 max_ops: Some(ops),
                 rate_ops: None,
+                skip_late_ns: None,
                 stop_on_error: false,
             },
             clock: Clock::new(),
@@ -730,6 +754,93 @@ mod tests {
             }
         }
         reads
+    }
+
+    /// Answers at once, but its 100th operation stalls for 300 ms (a failover).
+    struct Stall {
+        n: u32,
+    }
+
+    impl Session for Stall {
+        fn submit(&mut self, _slot: u32, _op: Op) -> Result<Submitted, OpError> {
+            self.n += 1;
+            if self.n == 100 {
+                std::thread::sleep(Duration::from_millis(300));
+            }
+            Ok(Submitted::Done {
+                result: Ok(0),
+                found: true,
+            })
+        }
+
+        fn complete(&mut self, _min: u32, _out: &mut Completions) -> Result<(), OpError> {
+            Ok(())
+        }
+    }
+
+    /// Open loop at 1,000 ops/s for 1 s through a 300 ms stall, with and without a 50 ms
+    /// latency limit: every intended start is either sent or skipped; with the limit, the
+    /// starts more than 50 ms behind when the stall ends (about 250) are skipped, not sent as
+    /// a burst.
+    #[test]
+    fn a_latency_limit_skips_the_starts_a_stall_left_too_late() {
+        let run = |skip_late_ns: Option<u64>| {
+            let workload =
+                Workload::from_table(toml::from_str("read-share = 1.0").expect("workload"))
+                    .expect("workload");
+            let kinds = workload.kinds();
+            let (tx, _rx) = sync_channel::<Box<Interval>>(64);
+            let (spare_tx, spare_rx) = sync_channel(64);
+            for _ in 0..8 {
+                spare_tx
+                    .send(Interval::new(0, 0, &kinds, true))
+                    .expect("spare");
+            }
+            let recorder = Recorder::new(Interval::new(0, 0, &kinds, true), tx, spare_rx);
+            let control = Control::new(std::sync::Arc::new(AtomicBool::new(false)));
+            let gate = StartGate::new(0);
+            let w = Worker {
+                config: WorkerConfig {
+                    worker: 0,
+                    queue_depth: 1,
+                    overlap: Overlap::None,
+                    interval_ns: 100_000_000,
+                    warmup_ns: 0,
+                    duration_ns: Some(1_000_000_000),
+                    max_ops: None,
+                    rate_ops: Some(1000.0),
+                    skip_late_ns,
+                    stop_on_error: false,
+                },
+                clock: Clock::new(),
+                control: &control,
+                gate: &gate,
+                rate_changes: Box::new([]),
+                source: workload.source(
+                    crate::targets::Region {
+                        offset_bytes: 0,
+                        size_bytes: 1 << 30,
+                    },
+                    0,
+                    1,
+                ),
+                recorder,
+            };
+            let o = run_loop(Stall { n: 0 }, w, 0);
+            (o.measured_ops, o.skipped_starts)
+        };
+        let (sent, skipped) = run(None);
+        assert_eq!(skipped, 0);
+        assert!((990..=1001).contains(&sent), "{sent}: the backlog is sent");
+        let (sent, skipped) = run(Some(50_000_000));
+        assert!(
+            (200..=400).contains(&skipped),
+            "{skipped} skipped, {sent} sent"
+        );
+        assert!(
+            (990..=1001).contains(&(sent + skipped)),
+            "every start sent or skipped: {sent} + {skipped}"
+        );
     }
 
     /// Issue "every number honest" 1.1: operations that run one after another are timed

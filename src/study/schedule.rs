@@ -21,7 +21,10 @@
 //! Instead of the groups' `shares`, `shape = "hci-elastic"` gives four groups the table
 //! modelled on the TPCx-HCI brief ([`HCI_ELASTIC`]). `moving-average-phases` (default
 //! `[1, 5]`: the brief's 12 minutes and one hour) sets the windows of the moving averages
-//! whose largest deviation from the reported throughput the results give.
+//! whose largest deviation from the reported throughput the results give. `latency-limit`
+//! (pgbench's `--latency-limit` with `--rate`) skips intended starts already later than it
+//! when their turn comes, counting them (`skipped-starts`), so that after an outage the
+//! groups go on at their rates instead of sending the backlog at once.
 
 use std::ops::Range;
 use std::time::Duration;
@@ -76,6 +79,10 @@ pub struct Schedule {
     pub shape: Option<String>,
     /// Windows of the moving averages of the total throughput, in phases.
     pub moving_average_phases: Vec<u32>,
+    /// An intended start already further behind than this when its turn comes is skipped, not
+    /// sent (pgbench's `--latency-limit` with `--rate`): after an outage the groups go on at
+    /// their rates rather than sending the backlog at once. None: every start is sent.
+    pub latency_limit: Option<Dur>,
 }
 
 /// A tenant group.
@@ -198,6 +205,7 @@ pub(super) struct RawSchedule {
     quick_phase: Option<Spanned<Dur>>,
     shape: Option<Spanned<String>>,
     moving_average_phases: Option<Spanned<Vec<Spanned<u32>>>>,
+    latency_limit: Option<Spanned<Dur>>,
     #[serde(default)]
     groups: Vec<Spanned<RawGroup>>,
 }
@@ -406,6 +414,15 @@ pub(super) fn parse(
             m.get_ref().iter().map(|w| *w.get_ref()).collect()
         }
     };
+    if let Some(l) = &raw.latency_limit
+        && l.get_ref().0.is_zero()
+    {
+        err(
+            Some(l.span()),
+            "latency-limit",
+            "latency-limit is how late an intended start may be and still be sent: above 0s (leave it out to send every start)".into(),
+        );
+    }
     let mut groups: Vec<Group> = Vec::new();
     let phases = match shape_table {
         Some(t) => t[0].len(),
@@ -590,6 +607,7 @@ pub(super) fn parse(
         groups,
         shape: raw.shape.as_ref().map(|s| s.get_ref().clone()),
         moving_average_phases,
+        latency_limit: raw.latency_limit.as_ref().map(|l| *l.get_ref()),
     })
 }
 
@@ -616,6 +634,7 @@ mod tests {
             ],
             shape: None,
             moving_average_phases: vec![1, 5],
+            latency_limit: None,
         }
     }
 

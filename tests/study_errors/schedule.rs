@@ -304,3 +304,13 @@ fn a_moving_average_window_is_at_least_one_phase() {
         "a moving average's window is at least 1 phase",
     );
 }
+
+#[test]
+fn a_latency_limit_is_above_zero() {
+    check(
+        &SHAPED.replace("[1, 5]", "[1, 5]\nlatency-limit = \"0s\""),
+        25,
+        "steps[1].schedule.latency-limit",
+        "latency-limit is how late an intended start may be and still be sent: above 0s",
+    );
+}

@@ -72,6 +72,7 @@ fn in_flight_with_burst_delay(delay: &str) -> Vec<usize> {
             duration_ns: None,
             max_ops: Some(24),
             rate_ops: None,
+            skip_late_ns: None,
             stop_on_error: false,
         },
         clock: Clock::new(),
