@@ -20,6 +20,9 @@ pub struct ScheduleResult {
     /// What the schedule asked of all groups together, operations per second.
     pub total_rate_ops: f64,
     pub phase_seconds: f64,
+    /// The measured seconds the figures cover: up to the step's duration.
+    #[serde(default)]
+    pub measured_seconds: f64,
     pub phases: Vec<SchedulePhase>,
     /// The groups and their targets (the per-group charts sum their targets' timelines).
     #[serde(default)]
@@ -230,7 +233,8 @@ pub struct GroupPhase {
 type IntervalOps = BTreeMap<i64, (f64, f64, BTreeMap<String, (u64, u64)>)>;
 
 /// The figures of a stored scheduled run, from its timeline, up to `measured` seconds (the
-/// run's measured length: the sliver after it is the workers noticing the end).
+/// run's measured length or its step's duration, whichever is shorter: the sliver after the
+/// duration is the workers noticing the end).
 pub fn for_run(
     schedule: &Schedule,
     measured: f64,
@@ -347,6 +351,7 @@ pub fn for_run(
     ScheduleResult {
         total_rate_ops: schedule.total_rate_ops,
         phase_seconds: phase_s,
+        measured_seconds: measured,
         phases,
         groups,
         shape: schedule.shape.clone(),

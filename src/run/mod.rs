@@ -485,9 +485,16 @@ fn run_one(
                 crate::results::recovery::for_run(&summary, &timeline, interval_s, &run.events);
             summary.phases = crate::results::phases::for_run(&summary, &timeline, interval_s);
         }
-        summary.schedule = run.schedule.as_ref().map(|s| {
-            crate::results::schedule::for_run(s, summary.measured_seconds, &timeline, interval_s)
-        });
+        // The schedule's figures end with its step's duration: the sliver after it is the
+        // workers noticing the end, not a phase.
+        let scheduled_s = run
+            .duration
+            .map_or(summary.measured_seconds, |d| d.0.as_secs_f64())
+            .min(summary.measured_seconds);
+        summary.schedule = run
+            .schedule
+            .as_ref()
+            .map(|s| crate::results::schedule::for_run(s, scheduled_s, &timeline, interval_s));
     }
     for r in &recorded {
         if r.status != crate::results::summary::EventStatus::Ok {

@@ -66,12 +66,18 @@ fn run_figures(h: &mut String, r: &StoredRun) {
     }
     h.push_str("</ul>\n");
     let interval_s = r.interval_seconds();
-    let per = per_interval(&sched.groups, s.measured_seconds, &r.timeline, interval_s);
+    // Older results lack the schedule's own length: the run's.
+    let covered_s = if sched.measured_seconds > 0.0 {
+        sched.measured_seconds
+    } else {
+        s.measured_seconds
+    };
+    let per = per_interval(&sched.groups, covered_s, &r.timeline, interval_s);
     // The study's events (a node lost), not the start and end of measurement: the x axis is
     // the measurement.
     let marks: Vec<_> = event_marks(s, false)
         .into_iter()
-        .filter(|m| !m.label.starts_with("measure-"))
+        .filter(|m| !m.label.starts_with("measure-") && !m.label.starts_with("warmup-"))
         .collect();
     let shades: Vec<_> = run_shades(s)
         .into_iter()
@@ -118,7 +124,7 @@ fn run_figures(h: &mut String, r: &StoredRun) {
         name: format!("reported {:.1} ops/s", sched.reported_rate_ops),
         points: vec![
             (0.0, sched.reported_rate_ops, String::new()),
-            (s.measured_seconds, sched.reported_rate_ops, String::new()),
+            (covered_s, sched.reported_rate_ops, String::new()),
         ],
         markers: false,
         dashed: Vec::new(),

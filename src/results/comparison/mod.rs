@@ -332,9 +332,15 @@ pub fn compare_all(runs: &[RunFigures]) -> Vec<StepComparison> {
     // (study, step) -> parameters -> accumulators per target.
     type Points = Vec<(BTreeMap<String, String>, Vec<Acc>)>;
     let mut steps: Vec<((String, String), Points)> = Vec::new();
+    // Steps with a rate schedule: the schedule set each target's rate, so comparing targets
+    // says nothing of them (no call-out).
+    let mut scheduled: Vec<(String, String)> = Vec::new();
     for r in runs {
         let s = r.summary;
         let key = (s.study.clone(), s.step.clone());
+        if s.schedule.is_some() && !scheduled.contains(&key) {
+            scheduled.push(key.clone());
+        }
         let si = match steps.iter().position(|(k, _)| *k == key) {
             Some(i) => i,
             None => {
@@ -391,7 +397,12 @@ pub fn compare_all(runs: &[RunFigures]) -> Vec<StepComparison> {
                     targets: accs.into_iter().map(Acc::finish).collect(),
                 })
                 .collect();
-            let (largest_ops_ratio, largest_p99_improvement) = callouts::of_points(&points);
+            let (largest_ops_ratio, largest_p99_improvement) =
+                if scheduled.contains(&(study.clone(), step.clone())) {
+                    (None, None)
+                } else {
+                    callouts::of_points(&points)
+                };
             StepComparison {
                 study,
                 step,
