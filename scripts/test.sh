@@ -6,8 +6,8 @@
 # (FerretDB is built once from its Go module, a few minutes) and started on 127.0.0.1 for
 # the tests only, then stopped; Samba 4.17 and NFS-Ganesha 4.3 (scripts/fileservers.sh, Ganesha
 # in its own network namespace); a three-node PostgreSQL 15 / Patroni / etcd cluster
-# (scripts/cluster.sh, each node in its own network namespace, tests/cluster.rs powers its leader
-# off); YCSB 0.17.0's jar (Maven) for the draw-for-draw comparison.
+# (scripts/cluster.sh, each node in its own network namespace; tests/cluster.rs then
+# tests/elastic.rs each power its leader off); YCSB 0.17.0's jar (Maven) for the draw-for-draw comparison.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
