@@ -12,6 +12,8 @@
 #   scripts/cluster.sh power-off DIR NODE   node1|node2|node3|leader: its link down, then SIGKILL
 #                                       of every process in its namespace (a power loss)
 #   scripts/cluster.sh leader DIR       print the leader's node name (exit 1 if none)
+#   scripts/cluster.sh leader-netns DIR print the leader's network namespace (a power-off
+#                                       event's `netns-command`)
 #   scripts/cluster.sh redundant DIR    exit 0 only when a leader has a synchronous standby
 #                                       streaming (a `wait-for` command)
 #
@@ -440,6 +442,13 @@ cmd_leader() {
   cluster_py "$dir" leader
 }
 
+cmd_leader_netns() {
+  local dir leader
+  dir="$(need_cluster "${1:-}")"
+  leader="$(cluster_py "$dir" leader)" || die "no leader"
+  ns_of "$dir" "$leader"
+}
+
 cmd_redundant() {
   local dir
   dir="$(need_cluster "${1:-}")"
@@ -479,6 +488,7 @@ start) cmd_start "${2:-}" ;;
 stop) cmd_stop "${2:-}" ;;
 status) cmd_status "${2:-}" ;;
 leader) cmd_leader "${2:-}" ;;
+leader-netns) cmd_leader_netns "${2:-}" ;;
 redundant) cmd_redundant "${2:-}" ;;
 power-off) cmd_power_off "${2:-}" "${3:-}" ;;
 *) usage ;;

@@ -456,6 +456,8 @@ fn every_study_in_studies_checks_valid() {
                 "STORLAB_PG_CLUSTER_URL",
                 "postgresql://user@192.0.2.1:5432,192.0.2.2:5432/postgres?target_session_attrs=read-write",
             )
+            .env("STORLAB_CLUSTER_SCRIPT", "scripts/cluster.sh")
+            .env("STORLAB_CLUSTER_DIR", "/tmp/storlab-cluster-none")
             .env("STORLAB_RAID_FAIL", "/dev/null")
             .env("STORLAB_RAID_MNT", "/mnt/storlab-none")
             .env("STORLAB_RAID_SPARE", "/dev/loop96");

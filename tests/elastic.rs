@@ -49,6 +49,8 @@ fn the_elastic_failover_study_keeps_its_shares_survives_the_loss_and_loses_nothi
         .find(|e| e["name"] == "leader-lost")
         .expect("the leader-lost event");
     assert_eq!(lost["status"], "ok", "{lost}");
+    assert_eq!(lost["kind"], "power-off", "{lost}");
+    assert!(lost["pids-killed"].as_u64().unwrap() >= 2, "{lost}");
     let loss_s = lost["start-ns"].as_i64().unwrap() as f64 / 1e9;
     assert!(
         (29.0..31.0).contains(&loss_s),
@@ -145,7 +147,7 @@ fn the_elastic_failover_study_keeps_its_shares_survives_the_loss_and_loses_nothi
         .split("</svg>")
         .next()
         .unwrap();
-    assert!(total.contains("leader-lost (exec)"), "the loss marked");
+    assert!(total.contains("leader-lost (power-off)"), "the loss marked");
     assert!(total.contains("class=\"recovery\""), "the recovery shaded");
     assert!(html.contains("moving average over 5 phases (30 s): largest deviation"));
 

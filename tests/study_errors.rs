@@ -778,6 +778,24 @@ fn power_off_with_bad_pid_files() {
 }
 
 #[test]
+fn power_off_takes_a_namespace_or_a_command_naming_it_not_both() {
+    check(
+        &with_event(
+            "action = \"power-off\"\nat = \"0.5s\"\nnetns = \"n1\"\nnetns-command = [\"echo\", \"n2\"]\n",
+        ),
+        19,
+        "steps[1].events[1].netns-command",
+        "give `netns` (a namespace known beforehand) or `netns-command`",
+    );
+    check(
+        &with_event("action = \"power-off\"\nat = \"0.5s\"\nnetns-command = \"echo n2\"\n"),
+        18,
+        "steps[1].events[1].netns-command",
+        "`netns-command` is an argv array of strings",
+    );
+}
+
+#[test]
 fn power_off_keys_belong_to_power_off() {
     check(
         &with_event(
@@ -805,8 +823,13 @@ fn a_valid_power_off_is_in_the_plan_with_recovery() {
         "a power-off measures recovery by default"
     );
     match &e.action {
-        study::events::Action::PowerOff { netns, pid_files } => {
+        study::events::Action::PowerOff {
+            netns,
+            netns_command,
+            pid_files,
+        } => {
             assert_eq!(netns.as_deref(), Some("node1"));
+            assert!(netns_command.is_empty());
             assert_eq!(pid_files.len(), 2);
         }
         other => panic!("{other:?}"),

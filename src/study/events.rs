@@ -69,9 +69,12 @@ pub enum Action {
         timeout: Dur,
     },
     /// Powers a node off abruptly: every interface of network namespace `netns` set down, then
-    /// SIGKILL to the processes of `pid-files` and to every process in `netns`.
+    /// SIGKILL to the processes of `pid-files` and to every process in `netns`. With
+    /// `netns-command`, the namespace is the first line that command prints when the event
+    /// fires (the node leading a cluster at that moment: `cluster.sh leader-netns DIR`).
     PowerOff {
         netns: Option<String>,
+        netns_command: Vec<String>,
         pid_files: Vec<PathBuf>,
     },
     /// Runs the verify pass of a saved verify state (`verify-state` of an earlier run, as
@@ -130,7 +133,7 @@ pub struct EventPlan {
     pub recovery: Option<RecoveryPlan>,
 }
 
-const KEYS: [&str; 20] = [
+const KEYS: [&str; 21] = [
     "name",
     "action",
     "at",
@@ -145,6 +148,7 @@ const KEYS: [&str; 20] = [
     "process",
     "state",
     "netns",
+    "netns-command",
     "pid-files",
     "on-failure",
     "recovery",
@@ -173,7 +177,7 @@ fn action_keys(action: &str) -> &'static [&'static str] {
         "stop" | "cont" => &["pid-file", "process"],
         "wait-for" => &["command", "poll", "timeout"],
         "verify" => &["state"],
-        "power-off" => &["netns", "pid-files"],
+        "power-off" => &["netns", "netns-command", "pid-files"],
         _ => &[],
     }
 }
@@ -314,39 +318,46 @@ impl EventReader<'_, '_> {
     }
 
     fn command(&mut self) -> Option<Vec<String>> {
-        let Some(v) = self.table.get("command") else {
+        if !self.table.contains_key("command") {
             self.err(
                 "",
                 "missing `command`: an argv array, e.g. command = [\"xfs_io\", \"-x\", \"-c\", \"shutdown\", \"/mnt/x\"] (no shell unless you write [\"sh\", \"-c\", \"...\"])",
             );
             return None;
-        };
-        let items = match v {
-            toml::Value::Array(a) => a,
+        }
+        self.argv("command")
+    }
+
+    /// The argv array at `key` (present), each element's `${VAR}` expanded.
+    fn argv(&mut self, key: &str) -> Option<Vec<String>> {
+        let items = match self.table.get(key) {
+            Some(toml::Value::Array(a)) => a.clone(),
             _ => {
                 self.err(
-                    "command",
-                    "`command` is an argv array of strings, e.g. [\"sh\", \"-c\", \"echo hi\"]",
+                    key,
+                    format!(
+                        "`{key}` is an argv array of strings, e.g. [\"sh\", \"-c\", \"echo hi\"]"
+                    ),
                 );
                 return None;
             }
         };
         let mut argv = Vec::new();
-        for item in items {
+        for item in &items {
             let Some(s) = item.as_str() else {
-                self.err("command", "every element of `command` is a string");
+                self.err(key, format!("every element of `{key}` is a string"));
                 return None;
             };
             match expand_env(s) {
                 Ok(s) => argv.push(s),
                 Err(m) => {
-                    self.err("command", m);
+                    self.err(key, m);
                     return None;
                 }
             }
         }
         if argv.first().is_none_or(|p| p.is_empty()) {
-            self.err("command", "`command` names a program first");
+            self.err(key, format!("`{key}` names a program first"));
             return None;
         }
         Some(argv)
@@ -707,16 +718,32 @@ impl EventReader<'_, '_> {
                 return None;
             }
         }
-        if netns.is_none() && pid_files.is_empty() {
+        let netns_command = if self.table.contains_key("netns-command") {
+            if self.table.contains_key("netns") {
+                self.err(
+                    "netns-command",
+                    "give `netns` (a namespace known beforehand) or `netns-command` (a command that names it when the event fires), not both",
+                );
+                return None;
+            }
+            self.argv("netns-command")?
+        } else {
+            Vec::new()
+        };
+        if netns.is_none() && netns_command.is_empty() && pid_files.is_empty() {
             if !self.table.contains_key("netns") {
                 self.err(
                     "",
-                    "missing what to power off: `netns = \"NAME\"` (every process in that network namespace is killed and its interfaces set down) and/or `pid-files = [\"/path\"]`",
+                    "missing what to power off: `netns = \"NAME\"` (every process in that network namespace is killed and its interfaces set down), `netns-command = [...]` (a command that prints that name when the event fires) and/or `pid-files = [\"/path\"]`",
                 );
             }
             return None;
         }
-        Some(Action::PowerOff { netns, pid_files })
+        Some(Action::PowerOff {
+            netns,
+            netns_command,
+            pid_files,
+        })
     }
 
     fn positive(&mut self, key: &str, d: Dur) {

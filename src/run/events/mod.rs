@@ -299,11 +299,23 @@ fn execute(e: &EventPlan, ctx: &Context, processes: &mut Processes) -> Recorded 
             }
             r.attempts = Some(attempts);
         }
-        Action::PowerOff { netns, pid_files } => {
-            match power_off::power_off(netns.as_deref(), pid_files) {
-                Ok(done) => {
+        Action::PowerOff {
+            netns,
+            netns_command,
+            pid_files,
+        } => {
+            let named = if netns_command.is_empty() {
+                Ok((netns.clone(), String::new()))
+            } else {
+                power_off::netns_named_by(netns_command)
+                    .map(|(ns, how)| (Some(ns), format!("{how}; ")))
+            };
+            match named.and_then(|(ns, how)| {
+                power_off::power_off(ns.as_deref(), pid_files).map(|done| (done, ns, how))
+            }) {
+                Ok((done, ns, how)) => {
                     r.pids_killed = Some(done.killed.len() as u32);
-                    r.detail = done.describe(netns.as_deref(), pid_files);
+                    r.detail = format!("{how}{}", done.describe(ns.as_deref(), pid_files));
                 }
                 Err(m) => (r.status, r.detail) = (EventStatus::Failed, m),
             }

@@ -22,6 +22,40 @@ pub const NETNS_DIR: &str = "/run/netns";
 /// How long the namespace's processes have to be gone after SIGKILL.
 const KILL_WAIT: Duration = Duration::from_secs(5);
 
+/// Runs a power-off's `netns-command` and takes the first non-empty line it prints as the
+/// namespace: (namespace, how it was named). A command that fails or names nothing fails the
+/// event.
+pub fn netns_named_by(argv: &[String]) -> Result<(String, String), String> {
+    let shown = argv.join(" ");
+    let out = std::process::Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("`{shown}` (netns-command) did not start: {e}"))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        return Err(format!(
+            "`{shown}` (netns-command) failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    let ns = stdout
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .ok_or_else(|| format!("`{shown}` (netns-command) printed no namespace"))?;
+    if ns.contains('/') || ns == "." || ns == ".." {
+        return Err(format!(
+            "`{shown}` (netns-command) printed `{ns}`, not a network namespace name"
+        ));
+    }
+    Ok((
+        ns.to_string(),
+        format!("namespace `{ns}` named by `{shown}`"),
+    ))
+}
+
 /// What a power-off did.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PoweredOff {
