@@ -50,6 +50,15 @@ fn events_markdown(summaries: &[RunSummary]) -> String {
         out.push_str(&t.markdown());
         out.push_str(&format!("\n{}\n", crate::report::schedule::SCHEDULE_NOTE));
     }
+    for s in summaries {
+        if let Some(d) = &s.distributed {
+            out.push_str(&format!(
+                "\n## Distributed run {}: per rank and per host\n\n{}",
+                s.run_index,
+                crate::results::distributed::markdown(d)
+            ));
+        }
+    }
     out
 }
 

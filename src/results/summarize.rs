@@ -85,6 +85,7 @@ pub fn failed_summary(
         recovery: Vec::new(),
         phases: Vec::new(),
         schedule: None,
+        distributed: None,
         error_samples: Vec::new(),
     }
 }
@@ -405,6 +406,7 @@ pub fn summarize(plan: &Plan, run: &RunPlan, m: &Measured<'_>) -> RunSummary {
         recovery: Vec::new(),
         phases: Vec::new(),
         schedule: None,
+        distributed: None,
         error_samples,
     }
 }
