@@ -43,7 +43,14 @@ pub fn mpirun_or_skip() -> Option<PathBuf> {
 pub fn mpirun(lab: &Lab, mpirun: &Path, n: u32, extra: &[&str], args: &[&str]) -> Command {
     let mut c = Command::new(mpirun);
     c.current_dir(lab.path())
-        .args(["--allow-run-as-root", "--oversubscribe", "-np"])
+        // A hang fails the test instead of holding it forever.
+        .args([
+            "--allow-run-as-root",
+            "--oversubscribe",
+            "--timeout",
+            "120",
+            "-np",
+        ])
         .arg(n.to_string())
         .args(extra)
         .args(["-x", "STORLAB_RESULTS"])
@@ -443,7 +450,8 @@ fn ranks_as_hosts_in_network_namespaces_drive_redis_over_veth() {
     let before: Vec<u64> = (0..4).map(|i| links.rx_bytes(i)).collect();
     let mut c = Command::new(&mpi);
     c.current_dir(lab.path())
-        .args(["--allow-run-as-root", "--oversubscribe", "-np", "4"])
+        .args(["--allow-run-as-root", "--oversubscribe", "--timeout", "120"])
+        .args(["-np", "4"])
         .args(["-x", "STORLAB_RESULTS"])
         .arg(&wrapper)
         .arg(common::bin())

@@ -7,7 +7,7 @@ use hdrhistogram::Histogram;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use serde::{Deserialize, Serialize};
 
-use crate::record::{ERROR_SAMPLES, ErrorKind, Interval, OpError, OpKind};
+use crate::record::{ERROR_SAMPLES, ErrorKind, Interval, KindStats, OpError, OpKind};
 
 /// Message tags.
 pub const TAG_INTERVAL: i32 = 11;
@@ -133,20 +133,27 @@ pub fn decode_interval(
         if present == 0 {
             continue;
         }
-        let mut k = Interval::new(worker, target, &[kind], present == 2).kinds[kind as usize]
-            .take()
-            .expect("the kind asked for");
-        k.ops = r.u64()?;
-        k.bytes = r.u64()?;
-        k.misses = r.u64()?;
-        k.service_sum_ns = r.u64()?;
-        for e in k.errors.iter_mut() {
+        let (ops, bytes, misses, service_sum_ns) = (r.u64()?, r.u64()?, r.u64()?, r.u64()?);
+        let mut errors = [0u64; ErrorKind::COUNT];
+        for e in errors.iter_mut() {
             *e = r.u64()?;
         }
-        k.service = r.histogram(de)?;
-        if present == 2 {
-            k.intended = Some(r.histogram(de)?);
-        }
+        // Straight into the interval: no empty histogram allocated first.
+        let service = r.histogram(de)?;
+        let intended = if present == 2 {
+            Some(r.histogram(de)?)
+        } else {
+            None
+        };
+        let k = KindStats {
+            service,
+            intended,
+            ops,
+            bytes,
+            misses,
+            errors,
+            service_sum_ns,
+        };
         iv.kinds[kind as usize] = Some(k);
     }
     let n = r.u8()? as usize;
