@@ -499,3 +499,40 @@ fn ranks_as_hosts_in_network_namespaces_drive_redis_over_veth() {
     }
     assert_eq!(summary["total"]["ops"], 8000);
 }
+
+/// The stonewall: when the first rank has finished its operations every rank stops, and the
+/// result says which rank and when.
+#[test]
+fn the_stonewall_is_recorded_with_the_first_rank_and_when() {
+    let Some(mpi) = mpirun_or_skip() else { return };
+    let lab = Lab::new();
+    lab.write(
+        "s.toml",
+        "name = \"mpi-stonewall\"\n[targets.null]\ntype = \"null\"\n[workloads.w]\nthreads = 8\nrate-ops = 8000\n[[steps]]\nworkload = \"w\"\ntargets = [\"null\"]\nops = 8000\nstonewall = true\n",
+    );
+    let out = mpirun(&lab, &mpi, 4, &[], &["run", "s.toml", "-q"])
+        .output()
+        .expect("mpirun");
+    let (stdout, stderr) = common::text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(run_folder(&lab).join("summary.json")).unwrap(),
+    )
+    .unwrap();
+    // Stopped by the operation count (its own or the stonewall's), not interrupted.
+    assert_eq!(summary["status"], "complete", "{summary:#}");
+    assert_eq!(summary["end-reason"], "ops", "{summary:#}");
+    let wall = &summary["distributed"]["stonewall"];
+    assert!(wall["first-rank"].as_u64().unwrap() < 4, "{summary:#}");
+    // 1,000 operations per worker at 1,000 ops/s: the first rank is done after about 1 s.
+    let at = wall["at-seconds"].as_f64().unwrap();
+    assert!(at > 0.5 && at < 10.0, "{at}");
+    assert!(
+        summary["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["kind"] == "stonewall"),
+        "{summary:#}"
+    );
+}
