@@ -369,7 +369,6 @@ pub fn plan_workers(
         });
         worker_index += 1;
     }
-    drop(new_worker);
     Workers {
         to_collector: tx,
         inputs: worker_inputs,

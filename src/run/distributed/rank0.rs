@@ -214,13 +214,16 @@ impl Rank0Run {
                 first_done.get_or_insert(0);
             }
             let started = self.start.get().is_some();
-            if self.stonewall && stonewall.is_none() && !stop_sent && started {
-                if let Some(r) = first_done {
-                    stonewall = Some((r, clock.now_ns()));
-                    control.stonewall.store(true, Ordering::Relaxed);
-                    self.stop_all(&ranks, Stop::Stonewall, &remote_done);
-                    stop_sent = true;
-                }
+            if self.stonewall
+                && stonewall.is_none()
+                && !stop_sent
+                && started
+                && let Some(r) = first_done
+            {
+                stonewall = Some((r, clock.now_ns()));
+                control.stonewall.store(true, Ordering::Relaxed);
+                self.stop_all(&ranks, Stop::Stonewall, &remote_done);
+                stop_sent = true;
             }
             if control.interrupted.load(Ordering::Relaxed) && interrupted_at.is_none() {
                 interrupted_at = Some(Instant::now());
