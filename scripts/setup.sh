@@ -13,9 +13,11 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 # chromium (the headless browser test of the HTML report) and libnfs-dev (libnfs 4.0, linked
 # by the nfs target). The FUSE test of verified writes
 # (tests/verify_fuse.rs) needs no package: the fuser crate mounts through /dev/fuse with
-# mount(2) itself as root (no libfuse, no fusermount).
+# mount(2) itself as root (no libfuse, no fusermount). OpenMPI 4.1 (openmpi-bin: mpirun;
+# libopenmpi-dev: the library the `mpi` feature links, its bindings generated with libclang)
+# for distributed runs under mpirun; storlab without mpirun never needs it.
 need=(gcc g++ pkg-config fio util-linux e2fsprogs xfsprogs btrfs-progs python3
-      librocksdb-dev libclang-dev rocksdb-tools chromium libnfs-dev)
+      librocksdb-dev libclang-dev rocksdb-tools chromium libnfs-dev openmpi-bin libopenmpi-dev)
 missing=()
 for p in "${need[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -33,4 +35,6 @@ if ! command -v cargo >/dev/null 2>&1; then
   exit 1
 fi
 
-cargo build --release --locked
+# With distributed runs (`mpirun -np N storlab run STUDY`); `storlab brief` and a plain
+# `storlab run` never start MPI.
+cargo build --release --locked --features mpi

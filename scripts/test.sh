@@ -34,4 +34,5 @@ export STORLAB_REQUIRE_SERVERS=1
 export STORLAB_REQUIRE_CHROMIUM=1
 # Tests that need root (loop devices, filesystems) fail instead of skipping when not root.
 export STORLAB_REQUIRE_ROOT=1
-cargo test --release --locked -- --test-threads=2
+# With the `mpi` feature, as setup.sh builds it (tests/mpi.rs runs the binary under mpirun).
+cargo test --release --locked --features mpi -- --test-threads=2

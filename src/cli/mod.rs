@@ -224,6 +224,10 @@ struct RunArgs {
     /// at most 64 MiB. For checking a study end to end, not for figures.
     #[arg(long)]
     quick: bool,
+    /// Under mpirun: stop every rank when the first has finished its operations (IOR's
+    /// stonewall), in every step (a step's `stonewall = true` sets it for that step).
+    #[arg(long)]
+    stonewall: bool,
     #[command(flatten)]
     common: CommonRunArgs,
 }
@@ -340,7 +344,23 @@ fn dispatch(cli: Cli) -> Result<i32> {
             if args.quick {
                 plan.make_quick();
             }
-            let (outcome, code) = execute(&plan, &args.common)?;
+            if args.stonewall {
+                plan.runs.iter_mut().for_each(|r| r.stonewall = true);
+            }
+            // Under mpirun: one rank of a distributed run (MPI stays open until the end).
+            let _mpi = crate::run::distributed::start()?;
+            if crate::run::distributed::is_other_rank() {
+                let quiet = CommonRunArgs {
+                    quiet: true,
+                    json: true,
+                    ..args.common
+                };
+                let (_, code) = execute_with(&plan, &quiet, false)
+                    .inspect_err(|e| crate::run::distributed::abort_job_on_error(e))?;
+                return Ok(code);
+            }
+            let (outcome, code) = execute(&plan, &args.common)
+                .inspect_err(|e| crate::run::distributed::abort_job_on_error(e))?;
             print_outcome(&outcome, args.common.json)?;
             Ok(code)
         }

@@ -58,6 +58,15 @@ fn events_markdown(summaries: &[RunSummary]) -> String {
             ));
         }
     }
+    for s in summaries {
+        if let Some(d) = &s.distributed {
+            out.push_str(&format!(
+                "\n## Distributed run {}: per rank and per host\n\n{}",
+                s.run_index,
+                crate::results::distributed::markdown(d)
+            ));
+        }
+    }
     out
 }
 

@@ -5,6 +5,7 @@
 //! here only; nothing here knows of the reports.
 
 pub mod comparison;
+pub mod distributed;
 pub mod histograms;
 pub mod mountinfo;
 pub mod phases;

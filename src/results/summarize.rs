@@ -87,6 +87,7 @@ pub fn failed_summary(
         recovery: Vec::new(),
         phases: Vec::new(),
         schedule: None,
+        distributed: None,
         error_samples: Vec::new(),
     }
 }
@@ -425,6 +426,7 @@ pub fn summarize(plan: &Plan, run: &RunPlan, m: &Measured<'_>) -> RunSummary {
         recovery: Vec::new(),
         phases: Vec::new(),
         schedule: None,
+        distributed: None,
         error_samples,
     }
 }

@@ -287,6 +287,9 @@ pub struct RunSummary {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<crate::results::schedule::ScheduleResult>,
     pub error_samples: Vec<ErrorSample>,
+    /// A distributed run (under mpirun): per rank and per host (see `results::distributed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub distributed: Option<crate::results::distributed::DistributedResult>,
 }
 
 fn is_zero(n: &u64) -> bool {

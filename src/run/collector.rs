@@ -47,6 +47,11 @@ pub struct Collected {
     pub worker_shape: Vec<u32>,
     pub error_samples: Vec<(u32, OpKind, OpError)>,
     pub io_error: Option<std::io::Error>,
+    /// Per group of workers (a distributed run's ranks, see `collect`'s `worker_group`), per
+    /// target, per op kind: measured totals.
+    pub group_totals: Vec<Vec<Vec<Option<KindTotals>>>>,
+    /// CPU time of the collector thread, ns.
+    pub cpu_ns: u64,
 }
 
 struct Pending {
@@ -86,17 +91,21 @@ fn error_kinds_text(errors: &[u64; crate::record::ErrorKind::COUNT]) -> String {
         .join(";")
 }
 
-/// Runs until every worker has sent its last interval.
+/// Runs until every worker has sent its last interval. `worker_group` (empty, or one entry
+/// per worker) puts workers in groups whose measured totals are kept apart as well (a
+/// distributed run's ranks).
 #[allow(clippy::too_many_arguments)]
 pub fn collect<W1: Write, W2: Write>(
     rx: Receiver<Box<Interval>>,
     spares: Vec<SyncSender<Box<Interval>>>,
     worker_target: Vec<u32>,
+    worker_group: &[u32],
     targets: Vec<TargetShape>,
     interval_ns: u64,
     mut sinks: Sinks<W1, W2>,
     mut progress: impl FnMut(Progress),
 ) -> Collected {
+    let cpu_at_start = crate::record::thread_cpu_ns();
     let n_workers = worker_target.len();
     let new_kind_table = |targets: &[TargetShape]| -> Vec<Vec<Option<KindTotals>>> {
         targets
@@ -117,7 +126,15 @@ pub fn collect<W1: Write, W2: Write>(
         worker_shape: worker_target,
         error_samples: Vec::new(),
         io_error: None,
+        group_totals: Vec::new(),
+        cpu_ns: 0,
     };
+    let groups = worker_group
+        .iter()
+        .map(|g| *g as usize + 1)
+        .max()
+        .unwrap_or(0);
+    out.group_totals = (0..groups).map(|_| new_kind_table(&targets)).collect();
     let mut progress_of: Vec<i64> = vec![i64::MIN; n_workers];
     let mut pending: BTreeMap<i64, Pending> = BTreeMap::new();
     let mut finished = 0usize;
@@ -172,6 +189,12 @@ pub fn collect<W1: Write, W2: Write>(
                 out.worker_totals[w][k]
                     .get_or_insert_with(WorkerKindTotals::default)
                     .add(stats);
+                if let Some(dst) = worker_group
+                    .get(w)
+                    .and_then(|g| out.group_totals[*g as usize][t][k].as_mut())
+                {
+                    dst.add(stats);
+                }
             }
         }
         if iv.index >= 0 {
@@ -229,6 +252,7 @@ pub fn collect<W1: Write, W2: Write>(
     io(sinks.timeline.flush(), &mut out.io_error);
     drop(log);
     io(sinks.hdr_log.flush(), &mut out.io_error);
+    out.cpu_ns = crate::record::thread_cpu_ns().saturating_sub(cpu_at_start);
     out
 }
 

@@ -139,6 +139,9 @@ impl Console {
         }
         if self.tables {
             println!("{}", report::table::run_table(s));
+            if let Some(d) = &s.distributed {
+                println!("{}", crate::results::distributed::markdown(d));
+            }
         } else if self.mode != ProgressMode::Quiet {
             eprintln!(
                 "run {}/{} {}: {} ops/s, {:.1} MB/s",

@@ -7,6 +7,7 @@
 
 pub mod collector;
 pub mod console;
+pub mod distributed;
 pub mod events;
 pub mod pacer;
 pub mod setup;
@@ -17,7 +18,7 @@ use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
 use crate::record::process_cpu_ns;
@@ -76,6 +77,10 @@ pub struct StudyOutcome {
 
 /// Runs every run of the plan in order and stores each one's results.
 pub fn run_plan(plan: &Plan, opts: &RunOptions) -> Result<StudyOutcome, RunError> {
+    #[cfg(feature = "mpi")]
+    if let Some(d) = distributed::current().filter(|d| d.rank != 0) {
+        return distributed::run_plan_remote(plan, opts, d);
+    }
     let stamp = crate::results::timestamp_for_path(SystemTime::now());
     let study_folder = opts
         .results_dir
@@ -208,7 +213,7 @@ fn run_one(
             path: study_folder.to_path_buf(),
             source,
         })?;
-    setup::write_system(run, handles_prepared, &folder, &opts.command_line)?;
+    let system = setup::write_system(run, handles_prepared, &folder, &opts.command_line)?;
     store.begin_run(
         &run_id,
         &plan.study,
@@ -220,6 +225,18 @@ fn run_one(
 
     let background_control = Control::new(interrupted);
     let interval_ns = run.interval.0.as_nanos() as u64;
+    let mut workers = setup::plan_workers(
+        run,
+        &ready.regions,
+        &verify_tables,
+        &kv_tables,
+        &ledgers,
+        interval_ns,
+    );
+    // Under mpirun: this is rank 0, which keeps its share of the workers and gathers the
+    // other ranks' (see `distributed`).
+    let system = serde_json::to_value(&system).unwrap_or_default();
+    let dist0 = distributed::Rank0Run::begin(run, &mut workers, system)?;
     let setup::Workers {
         inputs: worker_inputs,
         gate,
@@ -228,14 +245,15 @@ fn run_one(
         worker_target,
         shapes,
         background_names,
-    } = setup::plan_workers(
-        run,
-        &ready.regions,
-        &verify_tables,
-        &kv_tables,
-        &ledgers,
-        interval_ns,
-    );
+        to_collector,
+    } = workers;
+    let to_collector = dist0.is_some().then_some(to_collector);
+    let worker_group: Vec<u32> = dist0
+        .as_ref()
+        .map(|d| d.assignment().to_vec())
+        .unwrap_or_default();
+    let local_fg = worker_inputs.iter().filter(|w| !w.background).count();
+    let fg_done = AtomicUsize::new(0);
 
     let timeline =
         File::create(folder.path.join("timeline.csv")).map_err(|source| RunError::Results {
@@ -263,7 +281,7 @@ fn run_one(
         .events
         .iter()
         .any(|e| e.trigger != crate::study::events::Trigger::BeforeStep);
-    let collected = std::thread::scope(|scope| -> Result<_, RunError> {
+    let (collected, received) = std::thread::scope(|scope| -> Result<_, RunError> {
         let collector = std::thread::Builder::new()
             .name("storlab-collector".into())
             .spawn_scoped(scope, || {
@@ -276,6 +294,7 @@ fn run_one(
                     rx,
                     spare_senders,
                     worker_target,
+                    &worker_group,
                     shapes,
                     interval_ns,
                     sinks,
@@ -283,6 +302,19 @@ fn run_one(
                 )
             })
             .map_err(RunError::Thread)?;
+        let receiver = match (&dist0, to_collector) {
+            (Some(d), Some(tx)) => {
+                let (control, clock, fg_done) = (&control, &clock, &fg_done);
+                let h = std::thread::Builder::new()
+                    .name("storlab-mpi-rx".into())
+                    .spawn_scoped(scope, move || {
+                        d.receive(tx, control, clock, fg_done, local_fg)
+                    })
+                    .map_err(RunError::Thread)?;
+                Some(h)
+            }
+            _ => None,
+        };
         let mut handles = Vec::new();
         for setup::WorkerInput {
             target: ti,
@@ -303,6 +335,7 @@ fn run_one(
             };
             let prepared = &handles_prepared[ti];
             let clock = clock.clone();
+            let fg_done = &fg_done;
             let h = std::thread::Builder::new()
                 .name(format!("storlab-w{}", config.worker))
                 .spawn_scoped(scope, move || {
@@ -323,22 +356,35 @@ fn run_one(
                         recorder,
                         rate_changes,
                     };
-                    match t.config.open(prepared, &params, worker) {
+                    let ended = match t.config.open(prepared, &params, worker) {
                         Ok(outcome) => Ok(outcome),
                         Err(e) => {
                             gate.fail();
                             Err((t.name.clone(), e))
                         }
+                    };
+                    if !background {
+                        fg_done.fetch_add(1, Ordering::Relaxed);
                     }
+                    ended
                 })
                 .map_err(RunError::Thread)?;
             handles.push((background, h));
         }
-        let ok = gate.release(|| {
-            cpu_at_start = process_cpu_ns();
-            start_ns = clock.now_ns() + 100_000;
-            start_ns
-        });
+        let ok = match &dist0 {
+            // Every rank agrees; all start at rank 0's instant.
+            Some(d) => gate.release_agreed(|ok| {
+                cpu_at_start = process_cpu_ns();
+                let agreed = d.agree(ok, &clock);
+                start_ns = agreed.unwrap_or(0);
+                agreed
+            }),
+            None => gate.release(|| {
+                cpu_at_start = process_cpu_ns();
+                start_ns = clock.now_ns() + 100_000;
+                start_ns
+            }),
+        };
         if !ok {
             control.stop.store(true, Ordering::Relaxed);
         }
@@ -383,9 +429,19 @@ fn run_one(
         let collected = collector
             .join()
             .map_err(|_| RunError::Thread(std::io::Error::other("the collector panicked")))?;
-        Ok(collected)
+        let received = receiver
+            .map(|h| h.join())
+            .transpose()
+            .map_err(|_| RunError::Thread(std::io::Error::other("the MPI receiver panicked")))?;
+        Ok((collected, received))
     })?;
-    let cpu_used_ns = process_cpu_ns().saturating_sub(cpu_at_start);
+    let mut cpu_used_ns = process_cpu_ns().saturating_sub(cpu_at_start);
+    if let (Some(d), Some(r)) = (&dist0, &received) {
+        open_errors.extend(d.merge_outcomes(r, &mut outcomes, &mut cpu_used_ns));
+    }
+    if let Some((rank, e)) = dist0.as_ref().and_then(|d| d.remote_error()) {
+        open_errors.push((format!("rank {rank}"), TargetError::Invalid(e)));
+    }
     console.clear_progress();
 
     if let Some((name, e)) = open_errors.into_iter().next() {
@@ -433,6 +489,13 @@ fn run_one(
         },
     );
     summary.software = software;
+    if let (Some(d), Some(r)) = (&dist0, &received) {
+        d.finish(r, &collected, run, &mut summary, &folder)
+            .map_err(|source| RunError::Results {
+                path: folder.path.clone(),
+                source,
+            })?;
+    }
     // Events before the run (page cache dropped) are stamped at the start of the warm-up.
     for (kind, detail) in events_before {
         summary

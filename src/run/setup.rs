@@ -88,7 +88,23 @@ pub fn write_system(
     handles_prepared: &[Prepared],
     folder: &RunFolder,
     command_line: &str,
-) -> Result<(), RunError> {
+) -> Result<system::SystemInfo, RunError> {
+    let sys = capture_system(run, handles_prepared, command_line);
+    folder
+        .write_json("system.json", &sys)
+        .map_err(|source| RunError::Results {
+            path: folder.path.clone(),
+            source,
+        })?;
+    Ok(sys)
+}
+
+/// The system capture of a run: this machine, the storage under its targets, their software.
+pub fn capture_system(
+    run: &RunPlan,
+    handles_prepared: &[Prepared],
+    command_line: &str,
+) -> system::SystemInfo {
     let paths: Vec<PathBuf> = run.targets.iter().flat_map(|t| t.config.paths()).collect();
     let mut sys = system::capture(&paths);
     sys.command_line = Some(crate::results::redact(command_line));
@@ -112,13 +128,7 @@ pub fn write_system(
                 })
         })
         .collect();
-    folder
-        .write_json("system.json", &sys)
-        .map_err(|source| RunError::Results {
-            path: folder.path.clone(),
-            source,
-        })?;
-    Ok(())
+    sys
 }
 
 /// Per target of the run: the table of acknowledged generations when its workload has
@@ -187,6 +197,9 @@ pub struct Workers {
     pub worker_target: Vec<u32>,
     pub shapes: Vec<TargetShape>,
     pub background_names: Vec<String>,
+    /// Another sender to the collector (a distributed run's rank 0 feeds the other ranks'
+    /// intervals through it); drop it otherwise, so that the channel closes with the workers.
+    pub to_collector: SyncSender<Box<Interval>>,
 }
 
 /// Builds every worker of the run. One channel to the collector, one spare channel back to
@@ -362,9 +375,8 @@ pub fn plan_workers(
         });
         worker_index += 1;
     }
-    drop(new_worker);
-    drop(tx);
     Workers {
+        to_collector: tx,
         inputs: worker_inputs,
         gate,
         rx,

@@ -64,6 +64,9 @@ pub struct Control {
     /// Measured operations the workers have completed, added by each worker when it polls the
     /// flags (every few milliseconds, never per operation): what `after-ops` events wait for.
     pub completed_ops: AtomicU64,
+    /// A distributed run's stonewall: another rank finished its operations, so this one
+    /// stops issuing too; its workers end as an operation-bounded run ends.
+    pub stonewall: AtomicBool,
 }
 
 impl Control {
@@ -72,6 +75,7 @@ impl Control {
             stop: AtomicBool::new(false),
             interrupted,
             completed_ops: AtomicU64::new(0),
+            stonewall: AtomicBool::new(false),
         }
     }
 }
@@ -116,13 +120,22 @@ impl StartGate {
     /// Runner side: wait until every worker has opened, then start them at `start_ns`
     /// (computed by `start`). Returns false if a worker failed to open.
     pub fn release(&self, start: impl FnOnce() -> u64) -> bool {
+        self.release_agreed(|ok| ok.then(start))
+    }
+
+    /// Runner side, when others must agree (the ranks of a distributed run): once every
+    /// worker has opened, `agree` gets whether they all opened here and returns the start
+    /// (run clock, ns), or None to call the run off.
+    pub fn release_agreed(&self, agree: impl FnOnce(bool) -> Option<u64>) -> bool {
         self.opened.wait();
-        let ok = !self.failed.load(Ordering::Acquire);
-        if ok {
-            self.start_ns.store(start(), Ordering::Release);
+        let start = agree(!self.failed.load(Ordering::Acquire));
+        if let Some(start_ns) = start {
+            self.start_ns.store(start_ns, Ordering::Release);
+        } else {
+            self.failed.store(true, Ordering::Release);
         }
         self.go.wait();
-        ok
+        start.is_some()
     }
 }
 
@@ -465,6 +478,10 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
         if now >= next_poll {
             next_poll = now + POLL_NS;
             publish_completed(control, &mut published_ops, measured_ops, f.outstanding);
+            if t.issuing && control.stonewall.load(Ordering::Relaxed) {
+                t.issuing = false;
+                t.end_reason = EndReason::Ops;
+            }
             if t.issuing
                 && (control.stop.load(Ordering::Relaxed)
                     || control.interrupted.load(Ordering::Relaxed))

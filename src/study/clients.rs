@@ -5,6 +5,10 @@
 //! every thread that opens the client's connections (see `targets::netns`). A target may name a
 //! client that has no table, and `netns` may be empty (`"${VAR:-}"`): that client runs on
 //! this machine's own network.
+//!
+//! In a distributed run (under mpirun) a client may be pinned: `rank = N` runs the workers of
+//! every target naming it on MPI rank N, `host = "NAME"` on the ranks running on that host
+//! (split evenly among them); an unpinned target's workers are split evenly over every rank.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -21,8 +25,27 @@ pub const NETNS_DIR: &str = "/run/netns";
 pub struct Client {
     /// The namespace file its threads enter.
     pub netns: Option<PathBuf>,
+    /// Where its targets' workers run in a distributed run.
+    pub pin: Pin,
     /// Its table in the study text.
     pub span: std::ops::Range<usize>,
+}
+
+/// Where a client's workers run in a distributed run: on one MPI rank, on the ranks of one
+/// host, or (neither) split over every rank.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct Pin {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+}
+
+impl Pin {
+    pub fn is_none(&self) -> bool {
+        self.rank.is_none() && self.host.is_none()
+    }
 }
 
 /// The namespace file a `netns` value names: a bare name is under [`NETNS_DIR`]; a path must
@@ -55,6 +78,7 @@ pub(super) fn parse(
         let span = table.span();
         let mut client = Client {
             netns: None,
+            pin: Pin::default(),
             span: span.clone(),
         };
         let mut ok = true;
@@ -79,15 +103,55 @@ pub(super) fn parse(
                     ));
                     ok = false;
                 }
+                ("rank", toml::Value::Integer(n)) if *n >= 0 && *n <= u32::MAX as i64 => {
+                    client.pin.rank = Some(*n as u32);
+                }
+                ("rank", _) => {
+                    errors.push(src.error(
+                        at,
+                        full,
+                        "`rank` is the MPI rank (0, 1, ...) that runs this client's workers",
+                    ));
+                    ok = false;
+                }
+                ("host", toml::Value::String(text)) => match expand_env(text) {
+                    Ok(h) if !h.trim().is_empty() => client.pin.host = Some(h.trim().to_string()),
+                    Ok(_) => {
+                        errors.push(src.error(
+                            at,
+                            full,
+                            "`host` names the host (as MPI reports its processor name) whose ranks run this client's workers",
+                        ));
+                        ok = false;
+                    }
+                    Err(message) => {
+                        errors.push(src.error(at, full, message));
+                        ok = false;
+                    }
+                },
+                ("host", _) => {
+                    errors.push(src.error(at, full, "`host` is a string naming a host"));
+                    ok = false;
+                }
                 _ => {
                     errors.push(src.error(
                         at,
                         full,
-                        format!("unknown key `{key}` of a client: expected `netns`"),
+                        format!(
+                            "unknown key `{key}` of a client: expected `netns`, `rank` or `host`"
+                        ),
                     ));
                     ok = false;
                 }
             }
+        }
+        if client.pin.rank.is_some() && client.pin.host.is_some() {
+            errors.push(src.error(
+                Some(span.clone()),
+                format!("clients.{name}"),
+                "give `rank` or `host`, not both",
+            ));
+            ok = false;
         }
         if ok {
             out.insert(name.clone(), client);

@@ -127,6 +127,10 @@ struct RawStep {
     stop_on_error: bool,
     #[serde(default)]
     drop_caches: bool,
+    /// Distributed runs: stop every rank when the first finishes its operations (IOR's
+    /// stonewall).
+    #[serde(default)]
+    stonewall: bool,
     #[serde(default)]
     sweep: BTreeMap<String, Spanned<Vec<Spanned<toml::Value>>>>,
     /// `[[steps.events]]`: see [`events`].
@@ -493,6 +497,10 @@ pub fn parse_with(file: &str, text: &str, limits: Limits) -> Result<Plan, StudyE
                     config: config.clone(),
                     client: client.clone(),
                     netns: clients.get(client).and_then(|c| c.netns.clone()),
+                    pin: clients
+                        .get(client)
+                        .map(|c| c.pin.clone())
+                        .unwrap_or_default(),
                     span: span.clone(),
                 }),
                 None if raw.targets.contains_key(t.get_ref()) => {}
@@ -594,6 +602,7 @@ pub fn parse_with(file: &str, text: &str, limits: Limits) -> Result<Plan, StudyE
             repetitions: reps.max(1),
             stop_on_error: s.stop_on_error,
             drop_caches: s.drop_caches,
+            stonewall: s.stonewall,
             events: step_events,
             schedule,
         });

@@ -41,6 +41,10 @@ pub struct RunPlan {
     pub stop_on_error: bool,
     /// Write back and drop the page cache before the run (needs root; recorded as an event).
     pub drop_caches: bool,
+    /// A distributed run (under mpirun) stops every rank when the first has finished its
+    /// operations (IOR's stonewall); `storlab run --stonewall` sets it on every run.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub stonewall: bool,
     /// Events run during the run (`[[steps.events]]`), in order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<super::events::EventPlan>,
@@ -65,6 +69,10 @@ pub struct RunTarget {
     /// every worker's session and the verify pass enter it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub netns: Option<PathBuf>,
+    /// Where its workers run in a distributed run (`[clients.NAME] rank` or `host`); by
+    /// default split evenly over every rank.
+    #[serde(skip_serializing_if = "super::clients::Pin::is_none")]
+    pub pin: super::clients::Pin,
     pub workload_name: String,
     pub workload: Workload,
     /// This run's seed ([`Workload::run_seed`]): thread i draws from

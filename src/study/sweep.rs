@@ -28,6 +28,8 @@ pub(super) struct StepTarget {
     pub client: String,
     /// The network namespace of its client (`[clients.NAME] netns`).
     pub netns: Option<std::path::PathBuf>,
+    /// The ranks its workers run on in a distributed run (`[clients.NAME] rank`, `host`).
+    pub pin: super::clients::Pin,
     /// The target's table in the study text.
     pub span: Range<usize>,
 }
@@ -54,6 +56,7 @@ pub(super) struct Step<'a> {
     pub repetitions: u32,
     pub stop_on_error: bool,
     pub drop_caches: bool,
+    pub stonewall: bool,
     pub events: Vec<super::events::EventPlan>,
     pub schedule: Option<super::schedule::Schedule>,
 }
@@ -249,6 +252,7 @@ pub(super) fn expand(
                     ops: step.ops,
                     stop_on_error: step.stop_on_error,
                     drop_caches: step.drop_caches,
+                    stonewall: step.stonewall,
                     events: step.events.clone(),
                     interval,
                     schedule: step.schedule.clone(),
@@ -259,6 +263,7 @@ pub(super) fn expand(
                             config: t.config.clone(),
                             client: t.client.clone(),
                             netns: t.netns.clone(),
+                            pin: t.pin.clone(),
                             workload_name: step.workload_name.clone(),
                             workload: workload.clone(),
                             seed,

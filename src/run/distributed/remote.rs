@@ -1,0 +1,331 @@
+//! A rank other than 0 of a distributed run: for each run of the plan, prepares the targets,
+//! keeps its share of the workers, measures its clock offset to rank 0 and sends its opening,
+//! joins the agreed start, and ships each of its workers' intervals to rank 0 from one
+//! shipper thread (times moved onto rank 0's run clock) while watching for rank 0's stop. It
+//! writes no results of its own: rank 0 stores the run. The study's events, the read-back
+//! after a run and background workers are rank 0's alone.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
+use std::time::Duration;
+
+use hdrhistogram::serialization::V2Serializer;
+
+use super::comm::{Dist, wall_ns};
+use super::rank0::{PINGS, START_IN};
+use super::wire::{
+    self, Final, Hello, Stop, TAG_DONE, TAG_FINAL, TAG_HELLO, TAG_INTERVAL, TAG_STOP, WorkerEndWire,
+};
+use super::{assign_workers, keep_share};
+use crate::record::{Interval, process_cpu_ns};
+use crate::run::worker::{Clock, Control, Worker, WorkerOutcome};
+use crate::run::{RunError, RunOptions, StudyOutcome, setup};
+use crate::study::plan::{Plan, RunPlan};
+use crate::targets::{Region, TargetError};
+
+/// Runs this rank's share of every run of the plan.
+pub fn run_plan_remote(
+    plan: &Plan,
+    opts: &RunOptions,
+    dist: &'static Dist,
+) -> Result<StudyOutcome, RunError> {
+    let mut prepared: BTreeMap<String, Region> = BTreeMap::new();
+    let result: Result<(), RunError> = (|| {
+        for run in &plan.runs {
+            if opts.interrupted.load(Ordering::Relaxed) {
+                break;
+            }
+            run_one_remote(run, opts, dist, &mut prepared)?;
+        }
+        Ok(())
+    })();
+    let mut seen = std::collections::HashSet::new();
+    for t in plan.runs.iter().flat_map(|r| &r.targets) {
+        if seen.insert(&t.name) {
+            t.config.finish();
+        }
+    }
+    result?;
+    Ok(StudyOutcome {
+        folder: PathBuf::new(),
+        summaries: Vec::new(),
+        interrupted: opts.interrupted.load(Ordering::Relaxed),
+    })
+}
+
+/// This rank's start and rank 0's, on their run clocks: what moves a time from one to the
+/// other.
+#[derive(Clone, Copy)]
+struct Shift {
+    local_start: u64,
+    rank0_start: u64,
+}
+
+impl Shift {
+    fn to_rank0(self, ns: u64) -> u64 {
+        if ns == 0 {
+            return 0;
+        }
+        (ns as i64 - self.local_start as i64 + self.rank0_start as i64).max(0) as u64
+    }
+}
+
+fn run_one_remote(
+    run: &RunPlan,
+    opts: &RunOptions,
+    dist: &'static Dist,
+    prepared: &mut BTreeMap<String, Region>,
+) -> Result<(), RunError> {
+    let ready = setup::prepare_targets(run, opts, prepared);
+    let assignment = assign_workers(run, &dist.hosts).map_err(|e| RunError::Target {
+        target: "distributed".into(),
+        source: TargetError::Invalid(e.to_string()),
+    })?;
+    let (clock_offset_ns, clock_rtt_ns) = dist.measure_offset(PINGS);
+    let system = match &ready {
+        Ok(r) => serde_json::to_value(setup::capture_system(run, &r.handles, &opts.command_line))
+            .unwrap_or_default(),
+        Err(_) => serde_json::Value::Null,
+    };
+    let hello = Hello {
+        rank: dist.rank,
+        host: dist.host().to_string(),
+        pid: std::process::id(),
+        clock_offset_ns,
+        clock_rtt_ns,
+        system,
+        error: ready.as_ref().err().map(|e| e.to_string()),
+    };
+    dist.send(
+        0,
+        TAG_HELLO,
+        &serde_json::to_vec(&hello).unwrap_or_default(),
+    );
+    let ready = match ready {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = dist.agree_start(false, 0, START_IN);
+            return Err(e);
+        }
+    };
+    let verify_tables = setup::verify_tables(run, &ready.regions)?;
+    let kv_tables = setup::kv_tables(run)?;
+    let ledgers = setup::ledgers(run);
+    let interval_ns = run.interval.0.as_nanos() as u64;
+    let mut workers = setup::plan_workers(
+        run,
+        &ready.regions,
+        &verify_tables,
+        &kv_tables,
+        &ledgers,
+        interval_ns,
+    );
+    keep_share(&mut workers, &assignment, dist.rank);
+    let setup::Workers {
+        inputs,
+        gate,
+        rx,
+        spare_senders,
+        to_collector,
+        ..
+    } = workers;
+    drop(to_collector);
+    let local = inputs.len();
+    let clock = Clock::new();
+    let control = Control::new(opts.interrupted.clone());
+    let shift: OnceLock<Shift> = OnceLock::new();
+    let fg_done = AtomicUsize::new(0);
+    let mut cpu_at_start = 0u64;
+    let mut local_start = 0u64;
+    let mut outcomes: Vec<WorkerOutcome> = Vec::new();
+    let mut open_errors: Vec<(u32, String)> = Vec::new();
+    let sent = std::thread::scope(|scope| -> Result<(u64, u64), RunError> {
+        let shipper = {
+            let (control, shift, fg_done) = (&control, &shift, &fg_done);
+            std::thread::Builder::new()
+                .name("storlab-mpi-tx".into())
+                .spawn_scoped(scope, move || {
+                    ship(
+                        dist,
+                        run.index,
+                        rx,
+                        spare_senders,
+                        local,
+                        control,
+                        shift,
+                        fg_done,
+                    )
+                })
+                .map_err(RunError::Thread)?
+        };
+        let mut handles = Vec::new();
+        for input in inputs {
+            let t = &run.targets[input.target];
+            let (gate, control, fg_done) = (&gate, &control, &fg_done);
+            let prepared = &ready.handles[input.target];
+            let clock = clock.clone();
+            let worker_index = input.config.worker;
+            let h = std::thread::Builder::new()
+                .name(format!("storlab-w{worker_index}"))
+                .spawn_scoped(scope, move || {
+                    let ended = (|| {
+                        let _netns = match crate::targets::netns::enter(t.netns.as_deref()) {
+                            Ok(entered) => entered,
+                            Err(e) => {
+                                gate.fail();
+                                return Err(TargetError::Netns(e).to_string());
+                            }
+                        };
+                        let worker = Worker {
+                            config: input.config,
+                            clock,
+                            control,
+                            gate,
+                            source: input.source,
+                            recorder: input.recorder,
+                            rate_changes: input.rate_changes,
+                        };
+                        t.config.open(prepared, &input.params, worker).map_err(|e| {
+                            gate.fail();
+                            format!("target `{}`: {e}", t.name)
+                        })
+                    })();
+                    fg_done.fetch_add(1, Ordering::Relaxed);
+                    (worker_index, ended)
+                })
+                .map_err(RunError::Thread)?;
+            handles.push(h);
+        }
+        let ok = gate.release_agreed(|ok| {
+            cpu_at_start = process_cpu_ns();
+            let (wall0, rank0_start) = dist.agree_start(ok, 0, START_IN)?;
+            // Rank 0's start instant on this host's wall clock, then on this run clock.
+            let until = wall0 + hello.clock_offset_ns - wall_ns();
+            local_start = (clock.now_ns() as i64 + until.max(0)) as u64;
+            let _ = shift.set(Shift {
+                local_start,
+                rank0_start,
+            });
+            Some(local_start)
+        });
+        if !ok {
+            control.stop.store(true, Ordering::Relaxed);
+        }
+        for h in handles {
+            match h.join() {
+                Ok((_, Ok(o))) => outcomes.push(o),
+                Ok((w, Err(e))) => open_errors.push((w, e)),
+                Err(_) => open_errors.push((u32::MAX, "a worker thread panicked".into())),
+            }
+        }
+        shipper
+            .join()
+            .map_err(|_| RunError::Thread(std::io::Error::other("the shipper panicked")))
+    })?;
+    let shift = shift.get().copied().unwrap_or(Shift {
+        local_start: 0,
+        rank0_start: 0,
+    });
+    let mut workers: Vec<WorkerEndWire> = outcomes
+        .iter()
+        .map(|o| WorkerEndWire {
+            worker: o.worker,
+            end_reason: o.end_reason,
+            measured_ops: o.measured_ops,
+            measure_start_ns: shift.to_rank0(o.measure_start_ns),
+            last_completion_ns: shift.to_rank0(o.last_completion_ns),
+            spare_misses: o.spare_misses,
+            used: o
+                .used
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
+            open_error: None,
+        })
+        .collect();
+    for (w, e) in open_errors {
+        workers.push(WorkerEndWire {
+            worker: w,
+            end_reason: crate::record::EndReason::NotStarted,
+            measured_ops: 0,
+            measure_start_ns: 0,
+            last_completion_ns: 0,
+            spare_misses: 0,
+            used: Vec::new(),
+            open_error: Some(e),
+        });
+    }
+    let end = Final {
+        workers,
+        cpu_used_ns: process_cpu_ns().saturating_sub(cpu_at_start),
+        bytes_sent: sent.0,
+        messages_sent: sent.1,
+    };
+    dist.send(0, TAG_FINAL, &serde_json::to_vec(&end).unwrap_or_default());
+    Ok(())
+}
+
+/// The shipper: sends every local interval to rank 0 as it arrives, hands it back to its
+/// worker, and obeys rank 0's stop; ends when every local worker has sent its last. Returns
+/// the bytes and messages sent.
+#[allow(clippy::too_many_arguments)]
+fn ship(
+    dist: &Dist,
+    run_index: usize,
+    rx: Receiver<Box<Interval>>,
+    spares: Vec<SyncSender<Box<Interval>>>,
+    local: usize,
+    control: &Control,
+    shift: &OnceLock<Shift>,
+    fg_done: &AtomicUsize,
+) -> (u64, u64) {
+    let mut ser = V2Serializer::new();
+    let mut buf = Vec::with_capacity(64 * 1024);
+    let (mut bytes, mut messages) = (0u64, 0u64);
+    let mut finished = 0usize;
+    let mut done_sent = false;
+    while finished < local {
+        match rx.recv_timeout(Duration::from_millis(5)) {
+            Ok(mut iv) => {
+                if let Some(s) = shift.get() {
+                    iv.start_ns = s.to_rank0(iv.start_ns);
+                    iv.end_ns = s.to_rank0(iv.end_ns);
+                }
+                buf.clear();
+                wire::encode_interval(&iv, &mut ser, &mut buf);
+                dist.send(0, TAG_INTERVAL, &buf);
+                bytes += buf.len() as u64;
+                messages += 1;
+                if iv.last {
+                    finished += 1;
+                }
+                let w = iv.worker as usize;
+                iv.clear();
+                if let Some(s) = spares.get(w) {
+                    let _ = s.try_send(iv);
+                }
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+        if let Some(stop) = dist.try_receive(0, TAG_STOP) {
+            match serde_json::from_slice::<(usize, Stop)>(&stop) {
+                Ok((r, Stop::Stonewall)) if r == run_index => {
+                    control.stonewall.store(true, Ordering::Relaxed)
+                }
+                Ok((r, Stop::Interrupted)) if r == run_index => {
+                    control.interrupted.store(true, Ordering::Relaxed)
+                }
+                _ => {}
+            }
+        }
+        if !done_sent && local > 0 && fg_done.load(Ordering::Relaxed) >= local {
+            dist.send(0, TAG_DONE, &(run_index as u64).to_le_bytes());
+            done_sent = true;
+        }
+    }
+    (bytes, messages)
+}
