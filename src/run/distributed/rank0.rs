@@ -308,6 +308,7 @@ impl Rank0Run {
                     measure_start_ns: w.measure_start_ns,
                     last_completion_ns: w.last_completion_ns,
                     spare_misses: w.spare_misses,
+                    skipped_starts: w.skipped_starts,
                     fatal: None,
                     used: w.used.iter().map(|(k, v)| (intern(k), v.clone())).collect(),
                 });

@@ -238,6 +238,7 @@ fn run_one_remote(
             measure_start_ns: shift.to_rank0(o.measure_start_ns),
             last_completion_ns: shift.to_rank0(o.last_completion_ns),
             spare_misses: o.spare_misses,
+            skipped_starts: o.skipped_starts,
             used: o
                 .used
                 .iter()
@@ -254,6 +255,7 @@ fn run_one_remote(
             measure_start_ns: 0,
             last_completion_ns: 0,
             spare_misses: 0,
+            skipped_starts: 0,
             used: Vec::new(),
             open_error: Some(e),
         });

@@ -199,6 +199,9 @@ pub struct WorkerEndWire {
     pub measure_start_ns: u64,
     pub last_completion_ns: u64,
     pub spare_misses: u64,
+    /// Measured intended starts skipped for the latency limit.
+    #[serde(default)]
+    pub skipped_starts: u64,
     pub used: Vec<(String, String)>,
     /// A session that could not open: why.
     pub open_error: Option<String>,
