@@ -21,6 +21,7 @@
 //! [`pgbench`].
 
 pub mod pgbench;
+mod wire;
 
 use std::sync::{Arc, Condvar, Mutex};
 
