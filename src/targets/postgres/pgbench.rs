@@ -9,17 +9,17 @@
 //!
 //! Each session prepares the script's statements once per connection and runs a transaction
 //! as pgbench's `-M prepared` does: one round trip per statement (BEGIN, the statements, END;
-//! select-only is the SELECT alone). Its own state is fixed-size: the history row's ledger
-//! tag is written into a 22-byte buffer; nothing here allocates per transaction. The
-//! `postgres` crate (0.19, over tokio-postgres 0.7) does: its encoded request, the response
-//! channel and queue node of every statement, the backend messages' buffers and, for the
-//! SELECT, the row: about 9 allocations per statement, 61 per tpcb-like transaction, as
-//! measured by `tests/alloc.rs`.
+//! select-only is the SELECT alone), on storlab's own blocking client ([`super::wire`]: one
+//! write and usually one read per statement, buffers allocated once per connection). Its own
+//! state is fixed-size: the history row's ledger tag is written into a 22-byte buffer.
+//! `tests/alloc.rs` measures the allocations per transaction. The tables (`prepare`) and the
+//! ledger check use the `postgres` crate.
 //!
 //! A failed statement ends the transaction: ROLLBACK when the connection still stands, else
 //! the connection is dropped and the next transaction reconnects (counted in `used()`). A
 //! serialization failure or deadlock (SQLSTATE 40001, 40P01) is a `serialization` error, a
-//! lost connection a `connection` error: errors of the system under test, counted, never a
+//! lost connection (or a reply later than the read timeout, see [`super::wire`]) a
+//! `connection` error: errors of the system under test, counted, never a
 //! crash. With the ledger, every transaction's history row carries its tag in `filler`.
 
 use postgres::Client;
@@ -313,9 +313,21 @@ impl Session for PgbenchSession {
             ("pgbench.database", self.database.clone()),
             (
                 "pgbench.statements",
-                "prepared once per connection; one round trip per statement, BEGIN to END (pgbench -M prepared)".into(),
+                "prepared once per connection; one round trip per statement, BEGIN to END (pgbench -M prepared), on storlab's blocking client".into(),
             ),
             ("pgbench.connections-opened", self.connects.to_string()),
+            (
+                "pgbench.read-timeout",
+                format!(
+                    "{} ms ({}): a later reply is a connection error and a reconnect",
+                    super::wire::read_timeout(&self.config).as_millis(),
+                    if self.config.get_tcp_user_timeout().is_some_and(|t| !t.is_zero()) {
+                        "the URL's tcp_user_timeout"
+                    } else {
+                        "default: the URL has no tcp_user_timeout"
+                    }
+                ),
+            ),
             (
                 "pgbench.ledger",
                 match &self.params.ledger {
