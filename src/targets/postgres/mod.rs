@@ -17,10 +17,12 @@
 //! `jdbc:` prefix optional), `db.user`, `db.passwd`, `db.driver` (must be PostgreSQL's); and
 //! storlab's `db.poolsize`.
 //!
-//! pgbench workloads (`type = "pgbench"`) run pgbench's tables and transactions: see
+//! pgbench workloads (`type = "pgbench"`) run pgbench's tables and transactions, their
+//! statements on storlab's own blocking client ([`wire`]): see
 //! [`pgbench`].
 
 pub mod pgbench;
+mod wire;
 
 use std::sync::{Arc, Condvar, Mutex};
 

@@ -9,24 +9,25 @@
 //!
 //! Each session prepares the script's statements once per connection and runs a transaction
 //! as pgbench's `-M prepared` does: one round trip per statement (BEGIN, the statements, END;
-//! select-only is the SELECT alone). Its own state is fixed-size: the history row's ledger
-//! tag is written into a 22-byte buffer; nothing here allocates per transaction. The
-//! `postgres` crate (0.19, over tokio-postgres 0.7) does: its encoded request, the response
-//! channel and queue node of every statement, the backend messages' buffers and, for the
-//! SELECT, the row: about 9 allocations per statement, 61 per tpcb-like transaction, as
-//! measured by `tests/alloc.rs`.
+//! select-only is the SELECT alone), on storlab's own blocking client ([`super::wire`]: one
+//! write and usually one read per statement, buffers allocated once per connection). Its own
+//! state is fixed-size: the history row's ledger tag is written into a 22-byte buffer.
+//! `tests/alloc.rs` measures the allocations per transaction. The tables (`prepare`) and the
+//! ledger check use the `postgres` crate.
 //!
 //! A failed statement ends the transaction: ROLLBACK when the connection still stands, else
 //! the connection is dropped and the next transaction reconnects (counted in `used()`). A
 //! serialization failure or deadlock (SQLSTATE 40001, 40P01) is a `serialization` error, a
-//! lost connection a `connection` error: errors of the system under test, counted, never a
+//! lost connection (or a reply later than the read timeout, see [`super::wire`]) a
+//! `connection` error: errors of the system under test, counted, never a
 //! crash. With the ledger, every transaction's history row carries its tag in `filler`.
 
+use postgres::Client;
 use postgres::fallible_iterator::FallibleIterator;
 use postgres::types::ToSql;
-use postgres::{Client, Statement};
 
 use super::PostgresConfig;
+use super::wire::{Param, Prepare, WireConn, WireError};
 use crate::record::{ErrorKind, OpError};
 use crate::targets::{Completions, Op, PgbenchParams, Session, Submitted, TargetError};
 use crate::verify::kv::KvVerifyReport;
@@ -111,23 +112,70 @@ COMMIT;",
     ))
 }
 
-/// A connection and the script's prepared statements.
-struct Conn {
-    client: Client,
-    begin: Statement,
-    end: Statement,
-    rollback: Statement,
-    update_account: Statement,
-    select_balance: Statement,
-    update_teller: Statement,
-    update_branch: Statement,
-    insert_history: Statement,
+/// The script's statements, prepared once per connection under these names.
+const BEGIN: &str = "begin";
+const END: &str = "end";
+const ROLLBACK: &str = "rollback";
+const UPDATE_ACCOUNT: &str = "update_account";
+const SELECT_BALANCE: &str = "select_balance";
+const UPDATE_TELLER: &str = "update_teller";
+const UPDATE_BRANCH: &str = "update_branch";
+const INSERT_HISTORY: &str = "insert_history";
+
+/// int4's type OID: the integer parameters are sent as 4-byte binary values.
+const INT4: u32 = 23;
+
+/// The statements to prepare: the history row's filler (the ledger's tag) only with a ledger.
+fn statements(with_filler: bool) -> [Prepare<'static>; 8] {
+    let p = |name, sql, types| Prepare { name, sql, types };
+    [
+        p(BEGIN, "BEGIN", &[]),
+        p(END, "END", &[]),
+        p(ROLLBACK, "ROLLBACK", &[]),
+        p(
+            UPDATE_ACCOUNT,
+            "UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2",
+            &[INT4, INT4],
+        ),
+        p(
+            SELECT_BALANCE,
+            "SELECT abalance FROM pgbench_accounts WHERE aid = $1",
+            &[INT4],
+        ),
+        p(
+            UPDATE_TELLER,
+            "UPDATE pgbench_tellers SET tbalance = tbalance + $1 WHERE tid = $2",
+            &[INT4, INT4],
+        ),
+        p(
+            UPDATE_BRANCH,
+            "UPDATE pgbench_branches SET bbalance = bbalance + $1 WHERE bid = $2",
+            &[INT4, INT4],
+        ),
+        if with_filler {
+            p(
+                INSERT_HISTORY,
+                "INSERT INTO pgbench_history (tid, bid, aid, delta, mtime, filler) \
+                 VALUES ($1, $2, $3, $4, CURRENT_TIMESTAMP, $5)",
+                // The filler's type (char(22)) as the server infers it.
+                &[INT4, INT4, INT4, INT4, 0],
+            )
+        } else {
+            p(
+                INSERT_HISTORY,
+                "INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) \
+                 VALUES ($1, $2, $3, $4, CURRENT_TIMESTAMP)",
+                &[INT4, INT4, INT4, INT4],
+            )
+        },
+    ]
 }
 
 /// One client of a pgbench workload.
 pub struct PgbenchSession {
-    config: PostgresConfig,
-    conn: Option<Conn>,
+    config: postgres::Config,
+    describe: String,
+    conn: Option<WireConn>,
     params: PgbenchParams,
     /// What `prepare` did with the database.
     database: String,
@@ -137,21 +185,11 @@ pub struct PgbenchSession {
     connects: u64,
 }
 
-fn error_of(e: &postgres::Error) -> OpError {
-    let kind = match e.as_db_error() {
-        _ if e.is_closed() => ErrorKind::Connection,
-        Some(db) => {
-            let c = db.code().code();
-            if c == "40001" || c == "40P01" {
-                ErrorKind::Serialization
-            } else {
-                ErrorKind::Other
-            }
-        }
-        // Errors without a server message: I/O on the socket.
-        None => ErrorKind::Connection,
-    };
-    OpError { kind, code: 0 }
+fn error_of(e: &WireError) -> OpError {
+    OpError {
+        kind: e.kind(),
+        code: 0,
+    }
 }
 
 impl PgbenchSession {
@@ -160,8 +198,13 @@ impl PgbenchSession {
         params: PgbenchParams,
         database: String,
     ) -> Result<PgbenchSession, TargetError> {
+        let describe = config.describe();
+        let pg = config
+            .config()
+            .map_err(|e| TargetError::Invalid(format!("{describe}: {e}")))?;
         let mut s = PgbenchSession {
-            config: config.clone(),
+            config: pg,
+            describe,
             conn: None,
             params,
             database,
@@ -170,90 +213,57 @@ impl PgbenchSession {
             connects: 0,
         };
         s.connect().map_err(|e| {
-            TargetError::Invalid(format!(
-                "{}: cannot connect ({})",
-                config.describe(),
-                e.message()
-            ))
+            TargetError::Invalid(format!("{}: cannot connect ({e})", s.describe))
         })?;
         Ok(s)
     }
 
-    fn connect(&mut self) -> Result<(), OpError> {
+    fn connect(&mut self) -> Result<(), WireError> {
         if self.conn.is_some() {
             return Ok(());
         }
         self.connects += 1;
-        let mut client = self.config.connect().map_err(|e| error_of(&e))?;
-        let with_filler = self.params.ledger.is_some();
-        let mut p = |sql: &str| client.prepare(sql).map_err(|e| error_of(&e));
-        let conn = Conn {
-            begin: p("BEGIN")?,
-            end: p("END")?,
-            rollback: p("ROLLBACK")?,
-            update_account: p(
-                "UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2",
-            )?,
-            select_balance: p("SELECT abalance FROM pgbench_accounts WHERE aid = $1")?,
-            update_teller: p("UPDATE pgbench_tellers SET tbalance = tbalance + $1 WHERE tid = $2")?,
-            update_branch: p(
-                "UPDATE pgbench_branches SET bbalance = bbalance + $1 WHERE bid = $2",
-            )?,
-            insert_history: p(if with_filler {
-                "INSERT INTO pgbench_history (tid, bid, aid, delta, mtime, filler) \
-                 VALUES ($1, $2, $3, $4, CURRENT_TIMESTAMP, $5)"
-            } else {
-                "INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) \
-                 VALUES ($1, $2, $3, $4, CURRENT_TIMESTAMP)"
-            })?,
-            client,
-        };
+        let conn = WireConn::connect(&self.config, &statements(self.params.ledger.is_some()))?;
         self.conn = Some(conn);
         Ok(())
     }
 
     /// The transaction's statements, one round trip each.
-    fn transaction(&mut self, op: &PgbenchOp) -> Result<(), postgres::Error> {
+    fn transaction(&mut self, op: &PgbenchOp) -> Result<(), WireError> {
         let Some(c) = self.conn.as_mut() else {
             unreachable!("connected before");
         };
+        let select = |c: &mut WireConn| {
+            c.execute(SELECT_BALANCE, &[Param::Int4(op.aid)])
+                .map(|r| r.first_int4)
+        };
         if op.script == Script::SelectOnly {
-            return select(&mut c.client, &c.select_balance, op.aid);
+            select(c)?;
+            return Ok(());
         }
-        c.client.execute(&c.begin, &[])?;
-        c.client
-            .execute(&c.update_account, &[&op.delta, &op.aid])?;
-        select(&mut c.client, &c.select_balance, op.aid)?;
+        let (delta, aid, tid, bid) = (
+            Param::Int4(op.delta),
+            Param::Int4(op.aid),
+            Param::Int4(op.tid),
+            Param::Int4(op.bid),
+        );
+        c.execute(BEGIN, &[])?;
+        c.execute(UPDATE_ACCOUNT, &[delta, aid])?;
+        select(c)?;
         if op.script == Script::TpcbLike {
-            c.client.execute(&c.update_teller, &[&op.delta, &op.tid])?;
-            c.client.execute(&c.update_branch, &[&op.delta, &op.bid])?;
+            c.execute(UPDATE_TELLER, &[delta, tid])?;
+            c.execute(UPDATE_BRANCH, &[delta, bid])?;
         }
         match &self.params.ledger {
             Some(l) => {
                 l.write_tag(self.params.client, self.txn, &mut self.tag);
-                let tag = std::str::from_utf8(&self.tag).unwrap_or("");
-                c.client.execute(
-                    &c.insert_history,
-                    &[&op.tid, &op.bid, &op.aid, &op.delta, &tag],
-                )?
+                c.execute(INSERT_HISTORY, &[tid, bid, aid, delta, Param::Text(&self.tag)])?
             }
-            None => c
-                .client
-                .execute(&c.insert_history, &[&op.tid, &op.bid, &op.aid, &op.delta])?,
+            None => c.execute(INSERT_HISTORY, &[tid, bid, aid, delta])?,
         };
-        c.client.execute(&c.end, &[])?;
+        c.execute(END, &[])?;
         Ok(())
     }
-}
-
-/// Runs the balance SELECT and reads its row.
-#[inline]
-fn select(client: &mut Client, stmt: &Statement, aid: i32) -> Result<(), postgres::Error> {
-    let mut rows = client.query_raw(stmt, [&aid as &dyn ToSql])?;
-    while let Some(row) = rows.next()? {
-        let _balance: Option<i32> = row.try_get(0)?;
-    }
-    Ok(())
 }
 
 impl Session for PgbenchSession {
@@ -271,18 +281,18 @@ impl Session for PgbenchSession {
         }
         let outcome = match self.connect() {
             Ok(()) => self.transaction(&p).map_err(|e| {
-                let err = error_of(&e);
                 match self.conn.as_mut() {
-                    Some(c) if !c.client.is_closed() && err.kind != ErrorKind::Connection => {
-                        if c.client.execute(&c.rollback, &[]).is_err() {
+                    // In a transaction (failed or not): end it.
+                    Some(c) if e.connection_stands() => {
+                        if c.status != b'I' && c.execute(ROLLBACK, &[]).is_err() {
                             self.conn = None;
                         }
                     }
                     _ => self.conn = None,
                 }
-                err
+                error_of(&e)
             }),
-            Err(e) => Err(e),
+            Err(e) => Err(error_of(&e)),
         };
         if writes && let Some(l) = &self.params.ledger {
             l.record(self.params.client, self.txn, outcome.is_ok());
@@ -303,9 +313,21 @@ impl Session for PgbenchSession {
             ("pgbench.database", self.database.clone()),
             (
                 "pgbench.statements",
-                "prepared once per connection; one round trip per statement, BEGIN to END (pgbench -M prepared)".into(),
+                "prepared once per connection; one round trip per statement, BEGIN to END (pgbench -M prepared), on storlab's blocking client".into(),
             ),
             ("pgbench.connections-opened", self.connects.to_string()),
+            (
+                "pgbench.read-timeout",
+                format!(
+                    "{} ms ({}): a later reply is a connection error and a reconnect",
+                    super::wire::read_timeout(&self.config).as_millis(),
+                    if self.config.get_tcp_user_timeout().is_some_and(|t| !t.is_zero()) {
+                        "the URL's tcp_user_timeout"
+                    } else {
+                        "default: the URL has no tcp_user_timeout"
+                    }
+                ),
+            ),
             (
                 "pgbench.ledger",
                 match &self.params.ledger {
