@@ -102,6 +102,7 @@ fn loop_allocations_paced(
             max_ops: Some(ops),
             rate_ops,
             skip_late_ns: None,
+            starts_paused: false,
             stop_on_error: false,
         },
         clock: Clock::new(),

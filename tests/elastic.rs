@@ -11,9 +11,10 @@
 //!
 //! Needs root and the cluster (`scripts/cluster.sh start DIR; . DIR/env.sh`): skipped with the
 //! reason printed without them, failing when STORLAB_REQUIRE_SERVERS / STORLAB_REQUIRE_ROOT is
-//! set. Each run powers one node off: the cluster goes on with the others (after
-//! `tests/cluster.rs` has run, two nodes, so this one leaves a leader alone), and one more
-//! run needs a fresh start.
+//! set. Each run powers one node off, so the test first restarts the cluster on all three
+//! nodes (`tests/cluster.rs`, before it, leaves two): with two left after the loss, the
+//! cluster can be fully redundant again, and the study's `redundant-again` wait, which
+//! outlives the quick run's load (`outlive-step`), times it.
 
 mod common;
 
@@ -29,6 +30,17 @@ fn the_elastic_failover_study_keeps_its_shares_survives_the_loss_and_loses_nothi
     }
     if !common::root_or_skip("powering a node's network namespace off") {
         return;
+    }
+    // Three nodes again, whatever earlier tests powered off.
+    let script = std::env::var("STORLAB_CLUSTER_SCRIPT").expect("STORLAB_CLUSTER_SCRIPT (env.sh)");
+    let dir = std::env::var("STORLAB_CLUSTER_DIR").expect("STORLAB_CLUSTER_DIR (env.sh)");
+    for action in ["stop", "start"] {
+        let out = Command::new(&script).args([action, &dir]).output().unwrap();
+        assert!(
+            out.status.success(),
+            "cluster.sh {action}: {:?}",
+            text(&out)
+        );
     }
     let study = Path::new(env!("CARGO_MANIFEST_DIR")).join("studies/elastic-failover.toml");
     let lab = Lab::new();
@@ -63,6 +75,20 @@ fn the_elastic_failover_study_keeps_its_shares_survives_the_loss_and_loses_nothi
         rec["time-to-first-success-seconds"].as_f64().is_some(),
         "{rec}"
     );
+
+    // Fully redundant again (a leader with a synchronous standby streaming), timed by the wait
+    // that went on after the quick run's load if it had to.
+    let redundant = s["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "redundant-again")
+        .expect("the redundant-again event");
+    assert_eq!(redundant["status"], "ok", "{redundant}");
+    let redundant_s = redundant["duration-seconds"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{redundant}"));
+    assert!(redundant_s > 0.0, "{redundant}");
 
     // Before the loss: every phase on its shares and its total.
     let schedule = &s["schedule"];
@@ -175,10 +201,11 @@ fn the_elastic_failover_study_keeps_its_shares_survives_the_loss_and_loses_nothi
         assert!(shot.status.success(), "{:?}", text(&shot));
     }
     eprintln!(
-        "leader lost at {loss_s:.2} s: outage {} s, first success after {} s, recovered after {} s; reported {} tps; {acknowledged} transactions acknowledged, none lost",
+        "leader lost at {loss_s:.2} s: outage {} s, first success after {} s, recovered after {} s, fully redundant after {redundant_s:.2} s ({}); reported {} tps; {acknowledged} transactions acknowledged, none lost",
         rec["outage-seconds"],
         rec["time-to-first-success-seconds"],
         rec["time-to-recover-seconds"],
+        redundant["detail"],
         schedule["reported-rate-ops"]
     );
 }

@@ -459,3 +459,52 @@ fn power_off_kills_every_process_of_a_namespace_and_sets_its_link_down() {
         "{stderr}"
     );
 }
+
+/// A `wait-for` still waiting when the load ends is cut off, unless it has `outlive-step`:
+/// then it goes on until its command succeeds (after the 1 s step here: a file written at
+/// 1.5 s), and its result says that it outlived the step.
+#[test]
+fn a_wait_for_with_outlive_step_goes_on_after_the_load() {
+    let lab = Lab::new();
+    let flag = lab.path().join("ready");
+    let study = |outlive: bool| {
+        format!(
+            "{NULL_STUDY}\n[[steps.events]]\nname = \"writer\"\naction = \"start\"\nat = \"0.1s\"\ncommand = [\"sh\", \"-c\", \"sleep 1.4; touch {flag}\"]\n\n[[steps.events]]\nname = \"ready\"\naction = \"wait-for\"\nat = \"0.2s\"\ncommand = [\"test\", \"-e\", \"{flag}\"]\npoll = \"50ms\"\ntimeout = \"20s\"\noutlive-step = {outlive}\non-failure = \"continue\"\n",
+            flag = flag.display()
+        )
+    };
+    let cut = Lab::new();
+    let path = cut.write("cut.toml", &study(false));
+    let out = cut.run(&["run", path.to_str().unwrap(), "-q"]);
+    assert!(out.status.success(), "{:?}", text(&out));
+    let s = first_summary(&cut);
+    let ready = study_events(&s)
+        .into_iter()
+        .find(|e| e["name"] == "ready")
+        .unwrap()
+        .clone();
+    assert_eq!(ready["status"], "cut-off", "{ready}");
+
+    std::fs::remove_file(&flag).ok();
+    let path = lab.write("outlive.toml", &study(true));
+    let out = lab.run(&["run", path.to_str().unwrap(), "-q"]);
+    assert!(out.status.success(), "{:?}", text(&out));
+    let s = first_summary(&lab);
+    let ready = study_events(&s)
+        .into_iter()
+        .find(|e| e["name"] == "ready")
+        .unwrap()
+        .clone();
+    assert_eq!(ready["status"], "ok", "{ready}");
+    assert!(
+        ready["detail"]
+            .as_str()
+            .unwrap()
+            .contains("after the step's load had ended"),
+        "{ready}"
+    );
+    assert!(
+        ready["duration-seconds"].as_f64().unwrap() >= 1.0,
+        "{ready}"
+    );
+}

@@ -7,17 +7,26 @@
 use crate::report::table::{Cell, Table, TableRow, render};
 use crate::results::summary::RunSummary;
 
-const COLUMNS: [(&str, bool); 9] = [
+const COLUMNS: [(&str, bool); 10] = [
     ("run", true),
     ("phase", true),
     ("group", false),
     ("share asked %", true),
     ("share measured %", true),
     ("ops/s asked", true),
+    ("workers asked", true),
     ("ops/s measured", true),
     ("ops", true),
     ("errors", true),
 ];
+
+/// A number, or "-" when there is none.
+fn opt(v: Option<f64>, digits: usize) -> Cell {
+    match v {
+        Some(v) => num(v, digits),
+        None => text("-"),
+    }
+}
 
 fn num(v: f64, digits: usize) -> Cell {
     Cell {
@@ -33,11 +42,16 @@ fn text(s: impl Into<String>) -> Cell {
     }
 }
 
-/// The schedule phases of `runs`, or None when none had a schedule.
+/// The schedule phases of `runs`, or None when none had a schedule. The column of what was
+/// asked is the rate (open loop) or the active workers (closed loop), both when `runs` mix
+/// the two.
 pub fn schedule_table<'a>(runs: impl IntoIterator<Item = &'a RunSummary>) -> Option<Table> {
     let mut rows = Vec::new();
+    let (mut open, mut closed) = (false, false);
     for s in runs {
         let Some(r) = &s.schedule else { continue };
+        open |= r.total_rate_ops.is_some();
+        closed |= r.total_workers.is_some();
         for p in &r.phases {
             let keys = |group: &str| {
                 vec![
@@ -55,7 +69,8 @@ pub fn schedule_table<'a>(runs: impl IntoIterator<Item = &'a RunSummary>) -> Opt
                         text(g.group.clone()),
                         num(g.scheduled_share * 100.0, 1),
                         num(g.share * 100.0, 1),
-                        num(g.scheduled_rate_ops, 0),
+                        opt(g.scheduled_rate_ops, 0),
+                        opt(g.scheduled_workers.map(f64::from), 0),
                         num(g.rate_ops, 0),
                         num(g.ops as f64, 0),
                         num(g.errors as f64, 0),
@@ -68,13 +83,14 @@ pub fn schedule_table<'a>(runs: impl IntoIterator<Item = &'a RunSummary>) -> Opt
                 cells: vec![
                     text(s.run_index.to_string()),
                     text(p.phase.to_string()),
-                    text(format!(
-                        "total ({:.1}% of target)",
-                        p.rate_of_target * 100.0
-                    )),
+                    text(match p.rate_of_target {
+                        Some(of) => format!("total ({:.1}% of target)", of * 100.0),
+                        None => "total".to_string(),
+                    }),
                     num(100.0, 1),
                     num(if p.ops > 0 { 100.0 } else { 0.0 }, 1),
-                    num(r.total_rate_ops, 0),
+                    opt(r.total_rate_ops, 0),
+                    opt(r.total_workers.map(f64::from), 0),
                     num(p.rate_ops, 0),
                     num(p.ops as f64, 0),
                     num(errors as f64, 0),
@@ -82,9 +98,18 @@ pub fn schedule_table<'a>(runs: impl IntoIterator<Item = &'a RunSummary>) -> Opt
             });
         }
     }
+    // Leave out the column of the loop no run used.
+    let unused =
+        |name: &str| (name == "ops/s asked" && !open) || (name == "workers asked" && !closed);
+    let keep: Vec<bool> = COLUMNS.iter().map(|(n, _)| !unused(n)).collect();
+    for row in &mut rows {
+        let mut k = keep.iter();
+        row.cells.retain(|_| *k.next().unwrap_or(&true));
+    }
     (!rows.is_empty()).then(|| Table {
         columns: COLUMNS
             .iter()
+            .filter(|(n, _)| !unused(n))
             .map(|(n, numeric)| (n.to_string(), *numeric))
             .collect(),
         rows,
@@ -108,10 +133,6 @@ pub fn moving_average_table<'a>(runs: impl IntoIterator<Item = &'a RunSummary>) 
     for s in runs {
         let Some(r) = &s.schedule else { continue };
         for m in &r.moving_averages {
-            let opt = |v: Option<f64>, digits: usize| match v {
-                Some(v) => num(v, digits),
-                None => text("-"),
-            };
             rows.push(TableRow {
                 keys: vec![
                     ("run", s.run_index.to_string()),
@@ -147,10 +168,14 @@ pub fn moving_average_lines(s: &RunSummary) -> Vec<String> {
     let Some(r) = &s.schedule else {
         return Vec::new();
     };
+    let asked = match (r.total_rate_ops, r.total_workers) {
+        (Some(rate), _) => format!("the schedule's total: {rate} ops/s"),
+        (None, Some(w)) => format!("closed loop: {w} workers active in every phase"),
+        (None, None) => "no total in the schedule".to_string(),
+    };
     let mut out = vec![format!(
-        "reported throughput {:.1} ops/s (the schedule's total: {} ops/s){}",
+        "reported throughput {:.1} ops/s ({asked}){}",
         r.reported_rate_ops,
-        r.total_rate_ops,
         r.shape
             .as_ref()
             .map(|sh| format!(", shares from the shape `{sh}`"))

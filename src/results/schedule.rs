@@ -17,8 +17,12 @@ use crate::study::schedule::Schedule;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub struct ScheduleResult {
-    /// What the schedule asked of all groups together, operations per second.
-    pub total_rate_ops: f64,
+    /// Open loop: what the schedule asked of all groups together, operations per second.
+    #[serde(default)]
+    pub total_rate_ops: Option<f64>,
+    /// Closed loop: the workers the schedule kept active, all groups together.
+    #[serde(default)]
+    pub total_workers: Option<u32>,
     pub phase_seconds: f64,
     /// The measured seconds the figures cover: up to the step's duration.
     #[serde(default)]
@@ -206,8 +210,9 @@ pub struct SchedulePhase {
     /// Successful operations of every group, and per second over the phase's measured length.
     pub ops: u64,
     pub rate_ops: f64,
-    /// Measured rate over the scheduled total (1 = on target).
-    pub rate_of_target: f64,
+    /// Open loop: measured rate over the scheduled total (1 = on target).
+    #[serde(default)]
+    pub rate_of_target: Option<f64>,
     pub groups: Vec<GroupPhase>,
 }
 
@@ -216,9 +221,13 @@ pub struct SchedulePhase {
 #[serde(rename_all = "kebab-case")]
 pub struct GroupPhase {
     pub group: String,
-    /// What the schedule asked: its share of the total and its rate.
+    /// What the schedule asked: its share of the total, and its rate (open loop) or its
+    /// active workers (closed loop).
     pub scheduled_share: f64,
-    pub scheduled_rate_ops: f64,
+    #[serde(default)]
+    pub scheduled_rate_ops: Option<f64>,
+    #[serde(default)]
+    pub scheduled_workers: Option<u32>,
     /// Successful operations of its targets in the phase, per second, and its share of the
     /// phase's measured total.
     pub ops: u64,
@@ -274,14 +283,18 @@ pub fn for_run(
                 to_seconds: n as f64 * phase_s,
                 ops: 0,
                 rate_ops: 0.0,
-                rate_of_target: 0.0,
+                rate_of_target: None,
                 groups: schedule
                     .groups
                     .iter()
-                    .map(|g| GroupPhase {
+                    .enumerate()
+                    .map(|(gi, g)| GroupPhase {
                         group: g.name.clone(),
                         scheduled_share: schedule.share(g, n),
-                        scheduled_rate_ops: schedule.share(g, n) * schedule.total_rate_ops,
+                        scheduled_rate_ops: schedule
+                            .total_rate_ops
+                            .map(|t| schedule.share(g, n) * t),
+                        scheduled_workers: schedule.group_workers(n).map(|w| w[gi]),
                         ops: 0,
                         rate_ops: 0.0,
                         share: 0.0,
@@ -309,7 +322,7 @@ pub fn for_run(
             continue;
         }
         phase.rate_ops = phase.ops as f64 / length;
-        phase.rate_of_target = phase.rate_ops / schedule.total_rate_ops;
+        phase.rate_of_target = schedule.total_rate_ops.map(|t| phase.rate_ops / t);
         let total = phase.ops;
         for g in &mut phase.groups {
             g.rate_ops = g.ops as f64 / length;
@@ -350,6 +363,7 @@ pub fn for_run(
     };
     ScheduleResult {
         total_rate_ops: schedule.total_rate_ops,
+        total_workers: schedule.total_workers,
         phase_seconds: phase_s,
         measured_seconds: measured,
         phases,
@@ -388,7 +402,8 @@ mod tests {
     #[test]
     fn each_phase_counts_its_own_intervals_per_group() {
         let schedule = Schedule {
-            total_rate_ops: 100.0,
+            total_rate_ops: Some(100.0),
+            total_workers: None,
             phase: Dur(Duration::from_secs(2)),
             quick_phase: Dur(Duration::from_secs(1)),
             groups: vec![
@@ -450,7 +465,8 @@ mod tests {
     #[test]
     fn moving_averages_slide_over_whole_intervals_and_give_the_largest_deviation() {
         let schedule = Schedule {
-            total_rate_ops: 100.0,
+            total_rate_ops: Some(100.0),
+            total_workers: None,
             phase: Dur(Duration::from_secs(2)),
             quick_phase: Dur(Duration::from_secs(1)),
             groups: vec![Group {

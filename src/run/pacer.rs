@@ -4,6 +4,10 @@
 //! part before it at the old rate, the rest at the new one, so that each phase carries its own
 //! rate exactly. A rate of 0 pauses the worker until the next change. Taking a start does not
 //! allocate, lock or read the clock: the changes are laid out before the run.
+//!
+//! A closed-loop schedule (a group's active workers change per phase) has no intended starts:
+//! [`Activity`] says whether a worker is running back to back or paused at a given time, from
+//! the same [`RateChange`]s, whose rate is then only infinite (running) or 0 (paused).
 
 /// From `at_ns` on, the worker starts `rate_ops` operations per second. Laid out before the
 /// run relative to the start of measurement; [`Pacer::new`] moves them onto the run clock.
@@ -109,9 +113,92 @@ impl Pacer {
     }
 }
 
+/// Whether a closed-loop worker runs (issues its operations back to back) or is paused, over
+/// time: its group's active workers change per phase. Checking it costs one comparison while
+/// no change is due.
+#[derive(Debug, Clone)]
+pub struct Activity {
+    active: bool,
+    /// When the next change applies, run clock, ns (u64::MAX: none).
+    next_at_ns: u64,
+    changes: Box<[RateChange]>,
+    pending: usize,
+}
+
+impl Activity {
+    /// Running from the start, with no change: a plain closed loop.
+    pub fn always() -> Activity {
+        Activity {
+            active: true,
+            next_at_ns: u64::MAX,
+            changes: Box::new([]),
+            pending: 0,
+        }
+    }
+
+    /// Running (`active`) or paused from the start, then following `changes` (a rate above 0:
+    /// running; 0: paused), whose times count from `base_ns` (the start of measurement).
+    pub fn new(active: bool, mut changes: Box<[RateChange]>, base_ns: u64) -> Activity {
+        for c in changes.iter_mut() {
+            c.at_ns = c.at_ns.saturating_add(base_ns);
+        }
+        let next_at_ns = changes.first().map_or(u64::MAX, |c| c.at_ns);
+        Activity {
+            active,
+            next_at_ns,
+            changes,
+            pending: 0,
+        }
+    }
+
+    /// None while the worker runs at `now_ns`; while it is paused, when it runs again
+    /// (u64::MAX: not in this run).
+    #[inline]
+    pub fn paused_until(&mut self, now_ns: u64) -> Option<u64> {
+        while now_ns >= self.next_at_ns {
+            self.active = self.changes[self.pending].rate_ops > 0.0;
+            self.pending += 1;
+            self.next_at_ns = self.changes.get(self.pending).map_or(u64::MAX, |c| c.at_ns);
+        }
+        if self.active {
+            return None;
+        }
+        Some(
+            self.changes[self.pending..]
+                .iter()
+                .find(|c| c.rate_ops > 0.0)
+                .map_or(u64::MAX, |c| c.at_ns),
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_closed_loop_worker_runs_and_pauses_at_its_changes() {
+        let change = |at_ns, rate_ops| RateChange { at_ns, rate_ops };
+        let changes = vec![
+            change(10, f64::INFINITY),
+            change(20, 0.0),
+            change(30, 0.0),
+            change(40, f64::INFINITY),
+        ];
+        // Paused from the start (which includes the warm-up before the base, 100).
+        let mut a = Activity::new(false, changes.into_boxed_slice(), 100);
+        assert_eq!(a.paused_until(0), Some(110));
+        assert_eq!(a.paused_until(109), Some(110));
+        assert_eq!(a.paused_until(110), None);
+        assert_eq!(a.paused_until(119), None);
+        assert_eq!(a.paused_until(120), Some(140));
+        assert_eq!(a.paused_until(135), Some(140));
+        assert_eq!(a.paused_until(140), None);
+        assert_eq!(a.paused_until(u64::MAX - 1), None);
+        let mut off = Activity::new(false, Box::new([]), 0);
+        assert_eq!(off.paused_until(5), Some(u64::MAX));
+        assert_eq!(Activity::always().paused_until(u64::MAX - 1), None);
+    }
 
     fn starts(p: &mut Pacer, until_ns: u64) -> Vec<u64> {
         let mut v = Vec::new();

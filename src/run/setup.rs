@@ -276,7 +276,11 @@ pub fn plan_workers(
     for (ti, t) in run.targets.iter().enumerate() {
         let w = &t.workload;
         let kinds = w.kinds();
-        let open = w.rate_per_thread().is_some() || run.schedule.is_some();
+        let open = w.rate_per_thread().is_some()
+            || run
+                .schedule
+                .as_ref()
+                .is_some_and(|s| s.total_rate_ops.is_some());
         shapes.push(TargetShape {
             name: t.name.clone(),
             kinds: kinds.clone(),
@@ -301,6 +305,14 @@ pub fn plan_workers(
             )
         });
         for thread in 0..threads {
+            // A closed-loop schedule: when this thread runs and when it is paused.
+            let activity = run.schedule.as_ref().and_then(|s| {
+                s.worker_activity(
+                    &t.name,
+                    thread,
+                    run.duration.map_or(0, |d| d.0.as_nanos() as u64),
+                )
+            });
             let recorder = new_worker(ti, &kinds, open, worker_index);
             let max_ops =
                 ops.map(|n| n / threads as u64 + u64::from((thread as u64) < n % threads as u64));
@@ -321,6 +333,7 @@ pub fn plan_workers(
                     .as_ref()
                     .and_then(|s| s.latency_limit)
                     .map(|d| d.0.as_nanos() as u64),
+                starts_paused: activity.as_ref().is_some_and(|(runs, _)| !runs),
                 stop_on_error: run.stop_on_error,
             };
             let source = sources.next().expect("one source per thread");
@@ -333,7 +346,9 @@ pub fn plan_workers(
                 background: false,
                 rate_changes: scheduled
                     .as_ref()
-                    .map(|(_, changes)| changes.clone().into_boxed_slice())
+                    .map(|(_, changes)| changes)
+                    .or(activity.as_ref().map(|(_, changes)| changes))
+                    .map(|changes| changes.clone().into_boxed_slice())
                     .unwrap_or_default(),
             });
             worker_index += 1;
@@ -362,6 +377,7 @@ pub fn plan_workers(
             max_ops: None,
             rate_ops: b.rate_ops,
             skip_late_ns: None,
+            starts_paused: false,
             stop_on_error: false,
         };
         worker_inputs.push(WorkerInput {

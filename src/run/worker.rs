@@ -17,7 +17,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 
-use super::pacer::{Pacer, RateChange};
+use super::pacer::{Activity, Pacer, RateChange};
 pub use crate::record::EndReason;
 use crate::record::{OpError, OpKind, Recorder, thread_cpu_ns};
 use crate::targets::{Completions, Overlap, Session, SessionUser, Submitted};
@@ -161,6 +161,9 @@ pub struct WorkerConfig {
     /// Open loop: an intended start already further behind than this when its turn comes is
     /// not sent but counted as skipped (pgbench's `--latency-limit` with `--rate`), ns.
     pub skip_late_ns: Option<u64>,
+    /// Closed loop with a rate schedule: the worker is paused in the first phase (and the
+    /// warm-up), until a change of [`Worker::rate_changes`] sets it running.
+    pub starts_paused: bool,
     pub stop_on_error: bool,
 }
 
@@ -192,8 +195,9 @@ pub struct Worker<'a> {
     pub gate: &'a StartGate,
     pub source: Source,
     pub recorder: Recorder,
-    /// Open loop with a rate schedule: where this worker's rate changes, from the start of
-    /// measurement (empty: `rate_ops` throughout).
+    /// With a rate schedule, from the start of measurement: open loop, where this worker's
+    /// rate changes (empty: `rate_ops` throughout); closed loop, where it starts running
+    /// (an infinite rate) or pauses (0) as its group's active workers change.
     pub rate_changes: Box<[RateChange]>,
 }
 
@@ -398,9 +402,17 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
     let measure_end = cfg.duration_ns.map(|d| measure_start.saturating_add(d));
     let max_ops = cfg.max_ops.unwrap_or(u64::MAX);
     // Open loop: the intended starts, laid out without a clock reading or an allocation.
-    let mut pacer = cfg
-        .rate_ops
-        .map(|r| Pacer::new(start_ns, r, rate_changes, measure_start));
+    let (mut pacer, mut activity) = match cfg.rate_ops {
+        Some(r) => (
+            Some(Pacer::new(start_ns, r, rate_changes, measure_start)),
+            Activity::always(),
+        ),
+        None if cfg.starts_paused || !rate_changes.is_empty() => (
+            None,
+            Activity::new(!cfg.starts_paused, rate_changes, measure_start),
+        ),
+        None => (None, Activity::always()),
+    };
     let open = pacer.is_some();
     let next_intended = |p: &Option<Pacer>| p.as_ref().map_or(u64::MAX, |p| p.next_ns() as u64);
 
@@ -508,6 +520,12 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
                     break;
                 }
                 if now < hold_until {
+                    break;
+                }
+                // A closed-loop schedule's paused worker waits for its next phase as
+                // running (what is in flight completes meanwhile).
+                if let Some(until) = activity.paused_until(now) {
+                    hold_until = until;
                     break;
                 }
                 let intended = match &mut pacer {

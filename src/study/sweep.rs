@@ -265,7 +265,16 @@ pub(super) fn expand(
                             netns: t.netns.clone(),
                             pin: t.pin.clone(),
                             workload_name: step.workload_name.clone(),
-                            workload: workload.clone(),
+                            // A closed-loop schedule sets the threads: the most the
+                            // target has active in a phase.
+                            workload: match step
+                                .schedule
+                                .as_ref()
+                                .and_then(|s| s.total_workers.and(s.target_threads(&t.name)))
+                            {
+                                Some(threads) => workload.with_threads(threads),
+                                None => workload.clone(),
+                            },
                             seed,
                         })
                         .collect(),

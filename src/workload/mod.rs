@@ -204,6 +204,18 @@ impl Workload {
         }
     }
 
+    /// The same workload on `threads` threads (a closed-loop rate schedule sets them).
+    pub fn with_threads(&self, threads: u32) -> Workload {
+        let mut w = self.clone();
+        match &mut w {
+            Workload::Block(w) => w.threads = threads,
+            Workload::DbBench(w) => w.threads = threads,
+            Workload::Ycsb(w) => w.threads = threads,
+            Workload::Pgbench(w) => w.threads = threads,
+        }
+        w
+    }
+
     pub fn queue_depth(&self) -> u32 {
         match self {
             Workload::Block(w) => w.queue_depth,

@@ -42,7 +42,7 @@ fn a_valid_schedule_is_in_the_plan() {
     let plan = study::parse("good.toml", SCHEDULED).unwrap();
     assert_eq!(plan.runs.len(), 1);
     let s = plan.runs[0].schedule.as_ref().expect("the schedule");
-    assert_eq!(s.total_rate_ops, 1000.0);
+    assert_eq!(s.total_rate_ops, Some(1000.0));
     assert_eq!(s.table_phases(), 2);
     assert_eq!(s.groups[1].targets, vec!["b", "c"]);
     // b's rate: 75% of 1000 split over two targets, then 25%; phases 3 and 4 repeat the table.
@@ -312,5 +312,82 @@ fn a_latency_limit_is_above_zero() {
         25,
         "steps[1].schedule.latency-limit",
         "latency-limit is how late an intended start may be and still be sent: above 0s",
+    );
+}
+
+/// The closed-loop variant of [`SCHEDULED`]: 4 workers active in every phase.
+fn closed() -> String {
+    SCHEDULED.replace("total-rate-ops = 1000", "total-workers = 4")
+}
+
+#[test]
+fn a_closed_loop_schedule_sets_each_targets_threads_per_phase() {
+    let plan = study::parse("good.toml", &closed()).unwrap();
+    let s = plan.runs[0].schedule.as_ref().expect("the schedule");
+    assert_eq!((s.total_rate_ops, s.total_workers), (None, Some(4)));
+    // small: 1 worker, then 3; large: 3 (b 2, c 1), then 1 (b).
+    assert_eq!(s.group_workers(0), Some(vec![1, 3]));
+    assert_eq!(s.group_workers(1), Some(vec![3, 1]));
+    assert_eq!(s.target_threads("a"), Some(3));
+    assert_eq!(s.target_threads("b"), Some(2));
+    assert_eq!(s.target_threads("c"), Some(1));
+    // c's thread runs in phases 1 and 3, paused in 2 and 4.
+    let (first, changes) = s.worker_activity("c", 0, 4_000_000_000).unwrap();
+    assert!(first);
+    let at: Vec<(u64, bool)> = changes
+        .iter()
+        .map(|c| (c.at_ns, c.rate_ops > 0.0))
+        .collect();
+    assert_eq!(
+        at,
+        vec![
+            (1_000_000_000, false),
+            (2_000_000_000, true),
+            (3_000_000_000, false)
+        ]
+    );
+}
+
+#[test]
+fn a_schedule_gives_a_rate_or_workers_not_both_nor_neither() {
+    check(
+        &SCHEDULED.replace(
+            "total-rate-ops = 1000",
+            "total-rate-ops = 1000\ntotal-workers = 4",
+        ),
+        19,
+        "steps[1].schedule.total-rate-ops",
+        "give either total-rate-ops (open loop",
+    );
+    check(
+        &SCHEDULED.replace("total-rate-ops = 1000\n", ""),
+        18,
+        "steps[1].schedule.total-rate-ops",
+        "give total-rate-ops (open loop: operations per second of all groups together) or total-workers",
+    );
+    check(
+        &SCHEDULED.replace("total-rate-ops = 1000", "total-workers = 0"),
+        19,
+        "steps[1].schedule.total-workers",
+        "at least 1",
+    );
+}
+
+#[test]
+fn a_closed_loop_schedule_refuses_workload_threads_and_a_latency_limit() {
+    check(
+        &closed().replace(
+            "block-size = \"4KiB\"",
+            "block-size = \"4KiB\"\nthreads = 2",
+        ),
+        12,
+        "workloads.rr.threads",
+        "sets every target's threads per phase: remove `threads` from the workload",
+    );
+    check(
+        &closed().replace("phase = \"1s\"", "phase = \"1s\"\nlatency-limit = \"10ms\""),
+        21,
+        "steps[1].schedule.latency-limit",
+        "a closed-loop schedule (total-workers) has none",
     );
 }

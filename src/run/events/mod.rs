@@ -255,7 +255,17 @@ fn execute(e: &EventPlan, ctx: &Context, processes: &mut Processes) -> Recorded 
             command,
             poll,
             timeout,
+            outlive_step,
         } => {
+            // With `outlive-step` only Ctrl-C cuts the wait short, not the end of the load.
+            let interrupted = || ctx.control.interrupted.load(Ordering::Relaxed);
+            let cut_off = || {
+                if *outlive_step {
+                    interrupted()
+                } else {
+                    ctx.over()
+                }
+            };
             let shown = command.join(" ");
             let start = ctx.clock.now_ns();
             let mut attempts = 0u32;
@@ -270,8 +280,13 @@ fn execute(e: &EventPlan, ctx: &Context, processes: &mut Processes) -> Recorded 
                 let elapsed = Duration::from_nanos(ctx.clock.now_ns() - start);
                 if ran.succeeded() {
                     r.detail = format!(
-                        "`{shown}` succeeded after {attempts} tries, {:.3} s",
-                        elapsed.as_secs_f64()
+                        "`{shown}` succeeded after {attempts} tries, {:.3} s{}",
+                        elapsed.as_secs_f64(),
+                        if ctx.over() {
+                            " (after the step's load had ended: the wait outlived the step)"
+                        } else {
+                            ""
+                        }
                     );
                     break;
                 }
@@ -279,7 +294,7 @@ fn execute(e: &EventPlan, ctx: &Context, processes: &mut Processes) -> Recorded 
                     (r.status, r.detail) = (EventStatus::Failed, m.clone());
                     break;
                 }
-                if ran.finish == Finish::CutOff || ctx.over() {
+                if ran.finish == Finish::CutOff || cut_off() {
                     (r.status, r.detail) = (
                         EventStatus::CutOff,
                         format!(

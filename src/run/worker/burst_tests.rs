@@ -73,6 +73,7 @@ fn in_flight_with_burst_delay(delay: &str) -> Vec<usize> {
             max_ops: Some(24),
             rate_ops: None,
             skip_late_ns: None,
+            starts_paused: false,
             stop_on_error: false,
         },
         clock: Clock::new(),

@@ -25,6 +25,12 @@
 //! (pgbench's `--latency-limit` with `--rate`) skips intended starts already later than it
 //! when their turn comes, counting them (`skipped-starts`), so that after an outage the
 //! groups go on at their rates instead of sending the backlog at once.
+//!
+//! The closed-loop variant gives `total-workers` instead of `total-rate-ops`: in each phase a
+//! group has its share of the workers active (rounded so that the groups' add up to the
+//! total), split evenly among its targets; each worker runs back to back while active and is
+//! paused otherwise. The schedule sets each target's threads (the most it has active in any
+//! phase), as the open loop sets their rates.
 
 use std::time::Duration;
 
@@ -68,8 +74,10 @@ const MOVING_AVERAGE_PHASES: [u32; 2] = [1, 5];
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub struct Schedule {
-    /// Operations per second of every group together.
-    pub total_rate_ops: f64,
+    /// Open loop: operations per second of every group together.
+    pub total_rate_ops: Option<f64>,
+    /// Closed loop: active workers of every group together, in every phase.
+    pub total_workers: Option<u32>,
     /// Length of each phase.
     pub phase: Dur,
     /// Length of each phase in quick mode.
@@ -133,11 +141,10 @@ impl Schedule {
         threads: u32,
         duration_ns: u64,
     ) -> Option<(f64, Vec<RateChange>)> {
+        let total = self.total_rate_ops?;
         let g = self.group_of(target)?;
         let per_worker = |phase: usize| {
-            self.total_rate_ops * self.share(g, phase)
-                / g.targets.len() as f64
-                / f64::from(threads.max(1))
+            total * self.share(g, phase) / g.targets.len() as f64 / f64::from(threads.max(1))
         };
         let changes = (1..self.phases_in(duration_ns))
             .map(|p| RateChange {
@@ -148,19 +155,100 @@ impl Schedule {
         Some((per_worker(0), changes))
     }
 
-    /// A phase's shares as text: `tenant-1 10% (200 ops/s), tenant-2 90% (1800 ops/s)`.
+    /// Closed loop: each group's active workers in phase `phase`, in the schedule's order:
+    /// its share of `total-workers`, the leftover workers going to the largest remainders
+    /// (the first group on a tie), so that they add up to the total.
+    pub fn group_workers(&self, phase: usize) -> Option<Vec<u32>> {
+        let total = self.total_workers?;
+        let exact: Vec<f64> = self
+            .groups
+            .iter()
+            .map(|g| self.share(g, phase) * f64::from(total))
+            .collect();
+        let mut workers: Vec<u32> = exact.iter().map(|x| (x + 1e-9).floor() as u32).collect();
+        let mut left = total.saturating_sub(workers.iter().sum());
+        let mut order: Vec<usize> = (0..exact.len()).collect();
+        order.sort_by(|a, b| {
+            let (ra, rb) = (exact[*a] - exact[*a].floor(), exact[*b] - exact[*b].floor());
+            rb.total_cmp(&ra).then(a.cmp(b))
+        });
+        for gi in order {
+            if left == 0 {
+                break;
+            }
+            workers[gi] += 1;
+            left -= 1;
+        }
+        Some(workers)
+    }
+
+    /// Closed loop: `target`'s active workers in phase `phase`: its group's split evenly over
+    /// the group's targets, the first targets taking one more while any are left.
+    pub fn target_workers(&self, target: &str, phase: usize) -> Option<u32> {
+        let gi = self
+            .groups
+            .iter()
+            .position(|g| g.targets.iter().any(|t| t == target))?;
+        let g = &self.groups[gi];
+        let n = self.group_workers(phase)?[gi];
+        let count = g.targets.len() as u32;
+        let ti = g.targets.iter().position(|t| t == target)? as u32;
+        Some(n / count + u32::from(ti < n % count))
+    }
+
+    /// Closed loop: the threads `target` runs: the most it has active in any phase of the
+    /// table, at least one.
+    pub fn target_threads(&self, target: &str) -> Option<u32> {
+        (0..self.table_phases().max(1))
+            .map(|p| self.target_workers(target, p))
+            .try_fold(1u32, |most, n| Some(most.max(n?)))
+    }
+
+    /// Closed loop: when thread `thread` of `target` runs: whether it runs in the first phase
+    /// (which also covers the warm-up), and its changes (an infinite rate: it runs; 0: it is
+    /// paused), ns from the start of measurement, up to `duration_ns`. Thread k runs in a
+    /// phase where its target has more than k workers active.
+    pub fn worker_activity(
+        &self,
+        target: &str,
+        thread: u32,
+        duration_ns: u64,
+    ) -> Option<(bool, Vec<RateChange>)> {
+        let runs = |phase: usize| Some(thread < self.target_workers(target, phase)?);
+        let first = runs(0)?;
+        let mut was = first;
+        let mut changes = Vec::new();
+        for p in 1..self.phases_in(duration_ns) {
+            let now = runs(p)?;
+            if now != was {
+                changes.push(RateChange {
+                    at_ns: p as u64 * self.phase_ns(),
+                    rate_ops: if now { f64::INFINITY } else { 0.0 },
+                });
+                was = now;
+            }
+        }
+        Some((first, changes))
+    }
+
+    /// A phase's shares as text: `tenant-1 10% (200 ops/s), tenant-2 90% (1800 ops/s)`, or in
+    /// a closed loop `tenant-1 10% (2 workers), ...`.
     pub fn describe_phase(&self, phase: usize) -> String {
+        let workers = self.group_workers(phase);
         let parts: Vec<String> = self
             .groups
             .iter()
-            .map(|g| {
+            .enumerate()
+            .map(|(gi, g)| {
                 let s = self.share(g, phase);
-                format!(
-                    "{} {}% ({} ops/s)",
-                    g.name,
-                    round(s * 100.0),
-                    round(s * self.total_rate_ops)
-                )
+                let load = match (&workers, self.total_rate_ops) {
+                    (Some(w), _) => {
+                        format!("{} worker{}", w[gi], if w[gi] == 1 { "" } else { "s" })
+                    }
+                    (None, Some(total)) => format!("{} ops/s", round(s * total)),
+                    (None, None) => String::new(),
+                };
+                format!("{} {}% ({load})", g.name, round(s * 100.0))
             })
             .collect();
         parts.join(", ")
@@ -202,7 +290,8 @@ mod tests {
 
     fn schedule() -> Schedule {
         Schedule {
-            total_rate_ops: 1000.0,
+            total_rate_ops: Some(1000.0),
+            total_workers: None,
             phase: Dur(Duration::from_secs(10)),
             quick_phase: Dur(Duration::from_secs(1)),
             groups: vec![
@@ -263,5 +352,61 @@ mod tests {
         assert_eq!(z, 800.0);
         assert!(s.worker_rates("nowhere", 1, 1).is_none());
         assert_eq!(s.describe_phase(3), "a 60% (600 ops/s), b 40% (400 ops/s)");
+    }
+
+    #[test]
+    fn closed_loop_workers_follow_the_shares_and_add_up_to_the_total() {
+        let mut s = schedule();
+        s.total_rate_ops = None;
+        s.total_workers = Some(5);
+        // Phase 1: a 0.2 x 5 = 1, b 4; phase 2: a 3, b 2.
+        assert_eq!(s.group_workers(0), Some(vec![1, 4]));
+        assert_eq!(s.group_workers(1), Some(vec![3, 2]));
+        // a's workers split over x and y, the first taking the odd one.
+        assert_eq!(s.target_workers("x", 0), Some(1));
+        assert_eq!(s.target_workers("y", 0), Some(0));
+        assert_eq!(s.target_workers("x", 1), Some(2));
+        assert_eq!(s.target_workers("y", 1), Some(1));
+        assert_eq!(s.target_threads("x"), Some(2));
+        assert_eq!(s.target_threads("y"), Some(1));
+        assert_eq!(s.target_threads("z"), Some(4));
+        // y's only thread: paused in phase 1, running in 2, paused in 3 (the table again).
+        let (first, changes) = s.worker_activity("y", 0, 30_000_000_000).unwrap();
+        assert!(!first);
+        assert_eq!(
+            changes,
+            vec![
+                RateChange {
+                    at_ns: 10_000_000_000,
+                    rate_ops: f64::INFINITY
+                },
+                RateChange {
+                    at_ns: 20_000_000_000,
+                    rate_ops: 0.0
+                },
+            ]
+        );
+        // Largest remainders: 3 workers at 0.5/0.3/0.2 (1.5, 0.9, 0.6): 1, 0, 0 and the two left
+        // to b (0.9) and c (0.6).
+        s.groups[0].shares = vec![0.5];
+        s.groups[1].shares = vec![0.3];
+        s.groups.push(Group {
+            name: "c".into(),
+            targets: vec!["w".into()],
+            shares: vec![0.2],
+        });
+        s.total_workers = Some(3);
+        assert_eq!(s.group_workers(0), Some(vec![1, 1, 1]));
+        s.total_workers = Some(4);
+        // 2.0, 1.2, 0.8: 2, 1, 1.
+        assert_eq!(s.group_workers(0), Some(vec![2, 1, 1]));
+        assert_eq!(
+            s.describe_phase(0),
+            "a 50% (2 workers), b 30% (1 worker), c 20% (1 worker)"
+        );
+        assert!(
+            s.worker_rates("x", 1, 1).is_none(),
+            "no rates in a closed loop"
+        );
     }
 }

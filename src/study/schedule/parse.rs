@@ -19,7 +19,8 @@ use crate::units::Dur;
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub(in crate::study) struct RawSchedule {
-    total_rate_ops: Spanned<f64>,
+    total_rate_ops: Option<Spanned<f64>>,
+    total_workers: Option<Spanned<u32>>,
     phase: Spanned<Dur>,
     quick_phase: Option<Spanned<Dur>>,
     shape: Option<Spanned<String>>,
@@ -52,6 +53,8 @@ pub(in crate::study) struct StepFacts<'a> {
     /// Where the workload sets its own rate (`rate-ops` or `rate-per-thread-ops`), if it does:
     /// the full key and its place.
     pub workload_rate: Option<(String, Option<Range<usize>>)>,
+    /// Where the workload sets its threads (`threads`, or a sweep of it), if it does.
+    pub workload_threads: Option<(String, Option<Range<usize>>)>,
 }
 
 impl<'a> StepFacts<'a> {
@@ -66,17 +69,21 @@ impl<'a> StepFacts<'a> {
     ) -> StepFacts<'a> {
         let s = step.get_ref();
         let name = s.workload.get_ref();
-        let workload_rate = ["rate-ops", "rate-per-thread-ops"].iter().find_map(|k| {
-            if let Some(values) = s.sweep.get(*k) {
+        let set_by_workload = |k: &str| {
+            if let Some(values) = s.sweep.get(k) {
                 return Some((format!("{key}.sweep.{k}"), Some(values.span())));
             }
-            workload.0.contains_key(*k).then(|| {
+            workload.0.contains_key(k).then(|| {
                 (
                     format!("workloads.{name}.{k}"),
                     src.locate_in(workload.1, k),
                 )
             })
-        });
+        };
+        let workload_rate = ["rate-ops", "rate-per-thread-ops"]
+            .iter()
+            .find_map(|k| set_by_workload(k));
+        let workload_threads = set_by_workload("threads");
         StepFacts {
             key,
             span: step.span(),
@@ -90,6 +97,7 @@ impl<'a> StepFacts<'a> {
             duration: s.duration.as_ref().map(|d| *d.get_ref()),
             interval,
             workload_rate,
+            workload_threads,
         }
     }
 }
@@ -105,12 +113,30 @@ pub(in crate::study) fn parse(
     let span = raw.span();
     let raw = raw.get_ref();
     let before = errors.len();
+    let closed = raw.total_workers.is_some();
     if let Some((wkey, at)) = &step.workload_rate {
         errors.push(src.error(
             at.clone(),
             wkey.clone(),
+            if closed {
+                format!(
+                    "the step `{}` has a closed-loop schedule ([{key}] with total-workers): its workers run back to back, so remove this rate from the workload",
+                    step.key
+                )
+            } else {
+                format!(
+                    "the step `{}` has a rate schedule ([{key}]), which sets every target's rate: remove this rate from the workload",
+                    step.key
+                )
+            },
+        ));
+    }
+    if closed && let Some((wkey, at)) = &step.workload_threads {
+        errors.push(src.error(
+            at.clone(),
+            wkey.clone(),
             format!(
-                "the step `{}` has a rate schedule ([{key}]), which sets every target's rate: remove this rate from the workload",
+                "the step `{}` has a closed-loop schedule ([{key}] with total-workers), which sets every target's threads per phase: remove `threads` from the workload",
                 step.key
             ),
         ));
@@ -126,12 +152,43 @@ pub(in crate::study) fn parse(
         };
         errors.push(src.error(at, full, message));
     };
-    let total = *raw.total_rate_ops.get_ref();
-    if !(total.is_finite() && total > 0.0) {
-        err(
-            Some(raw.total_rate_ops.span()),
+    match (&raw.total_rate_ops, &raw.total_workers) {
+        (Some(r), Some(_)) => err(
+            Some(r.span()),
             "total-rate-ops",
-            "total-rate-ops is the operations per second of all groups together: above 0".into(),
+            "give either total-rate-ops (open loop: operations per second of all groups together) or total-workers (closed loop: workers active in every phase), not both".into(),
+        ),
+        (None, None) => err(
+            Some(span.clone()),
+            "total-rate-ops",
+            "give total-rate-ops (open loop: operations per second of all groups together) or total-workers (closed loop: workers active in every phase)".into(),
+        ),
+        (Some(r), None) => {
+            let total = *r.get_ref();
+            if !(total.is_finite() && total > 0.0) {
+                err(
+                    Some(r.span()),
+                    "total-rate-ops",
+                    "total-rate-ops is the operations per second of all groups together: above 0"
+                        .into(),
+                );
+            }
+        }
+        (None, Some(w)) => {
+            if *w.get_ref() == 0 {
+                err(
+                    Some(w.span()),
+                    "total-workers",
+                    "total-workers is the workers active in every phase, all groups together: at least 1".into(),
+                );
+            }
+        }
+    }
+    if closed && let Some(l) = &raw.latency_limit {
+        err(
+            Some(l.span()),
+            "latency-limit",
+            "latency-limit skips an open loop's late intended starts; a closed-loop schedule (total-workers) has none: remove it".into(),
         );
     }
     let phase = raw.phase.get_ref().0;
@@ -420,7 +477,8 @@ pub(in crate::study) fn parse(
         ),
     }
     (errors.len() == before).then_some(Schedule {
-        total_rate_ops: total,
+        total_rate_ops: raw.total_rate_ops.as_ref().map(|r| *r.get_ref()),
+        total_workers: raw.total_workers.as_ref().map(|w| *w.get_ref()),
         phase: Dur(phase),
         quick_phase: Dur(quick_phase),
         groups,
