@@ -192,6 +192,20 @@ struct CommonRunArgs {
     /// Name the exact device; repeat for several. Mounted devices are always refused.
     #[arg(long, value_name = "DEVICE")]
     allow_destroy: Vec<PathBuf>,
+    /// Serve live metrics (OpenMetrics text) on GET http://ADDR/metrics while running, e.g.
+    /// 127.0.0.1:9464 (port 0: any free port, printed). A non-loopback address exposes them
+    /// to the network: storlab warns.
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<std::net::SocketAddr>,
+    /// Keep the metrics endpoint up this long after the last run, so that a scraper gets
+    /// the final figures.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 0.0,
+        requires = "metrics"
+    )]
+    metrics_linger_seconds: f64,
     #[command(flatten)]
     store: StoreArgs,
 }
@@ -353,6 +367,8 @@ fn dispatch(cli: Cli) -> Result<i32> {
                 let quiet = CommonRunArgs {
                     quiet: true,
                     json: true,
+                    // Rank 0 serves the merged figures.
+                    metrics: None,
                     ..args.common
                 };
                 let (_, code) = execute_with(&plan, &quiet, false)
@@ -401,6 +417,13 @@ fn print_plan(plan: &Plan) {
             (None, Some(o)) => format!("{o} ops"),
             (None, None) => "until the workload ends".into(),
         };
+        let bound = match &r.steady_state {
+            Some(s) => format!(
+                "{bound} or steady state ({} over {} s)",
+                s.criterion, s.window_seconds
+            ),
+            None => bound,
+        };
         let w = &r.targets[0].workload;
         println!(
             "  {:>3}. {}  warm-up {}, measure {}  ({} {}{})",
@@ -442,14 +465,39 @@ fn execute(plan: &Plan, args: &CommonRunArgs) -> Result<(StudyOutcome, i32)> {
 /// Runs a plan; `tables`: print each run's table when it ends.
 fn execute_with(plan: &Plan, args: &CommonRunArgs, tables: bool) -> Result<(StudyOutcome, i32)> {
     let interrupted = install_interrupt()?;
+    let metrics = match args.metrics {
+        Some(addr) => {
+            let exporter = crate::run::metrics::Exporter::start(addr)?;
+            if !addr.ip().is_loopback() {
+                eprintln!(
+                    "WARNING: --metrics {addr} is not a loopback address: the run's metrics are exposed to the network"
+                );
+            }
+            eprintln!("metrics: OpenMetrics on http://{}/metrics", exporter.addr());
+            Some(Arc::new(exporter))
+        }
+        None => None,
+    };
     let opts = RunOptions {
         results_dir: args.store.results.clone(),
         allow_destroy: args.allow_destroy.clone(),
         interrupted,
         console: Console::auto(args.quiet, tables),
         command_line: std::env::args().collect::<Vec<_>>().join(" "),
+        metrics,
     };
-    let outcome = run_plan(plan, &opts)?;
+    let outcome = run_plan(plan, &opts);
+    if opts.metrics.is_some() && args.metrics_linger_seconds > 0.0 {
+        let linger = std::time::Duration::from_secs_f64(args.metrics_linger_seconds.min(86_400.0));
+        let until = std::time::Instant::now() + linger;
+        // Ctrl-C ends the wait.
+        while std::time::Instant::now() < until
+            && !opts.interrupted.load(std::sync::atomic::Ordering::Relaxed)
+        {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+    let outcome = outcome?;
     let code = if outcome.interrupted {
         eprintln!(
             "interrupted: the measured part of the current run was kept (marked partial); later runs were skipped"

@@ -241,6 +241,8 @@ pub enum EndReason {
     Ops,
     Interrupted,
     Error,
+    /// Steady state was reached (`steady-state`): a complete run, shorter than its duration.
+    SteadyState,
     /// The run was called off before it started.
     NotStarted,
 }

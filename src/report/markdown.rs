@@ -58,6 +58,22 @@ fn events_markdown(summaries: &[RunSummary]) -> String {
             ));
         }
     }
+    let steady: Vec<String> = summaries
+        .iter()
+        .filter_map(|s| {
+            let ss = s.steady_state.as_ref()?;
+            Some(format!(
+                "- run {} ({}): {}\n",
+                s.run_index,
+                s.step,
+                ss.sentence()
+            ))
+        })
+        .collect();
+    if !steady.is_empty() {
+        out.push_str("\n## Steady state\n\nJudged as fio does (`ss`, `ss_dur`, `ss_ramp`), on every target's successful operations (or bytes) per timeline interval; seconds from the start of measurement.\n\n");
+        out.extend(steady);
+    }
     for s in summaries {
         if let Some(d) = &s.distributed {
             out.push_str(&format!(

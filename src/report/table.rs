@@ -201,6 +201,9 @@ pub fn run_table(s: &RunSummary) -> String {
     ));
     out.push_str(&crate::report::events::event_lines(s));
     out.push_str(&crate::report::schedule::schedule_lines(s));
+    if let Some(ss) = &s.steady_state {
+        out.push_str(&format!("{}\n", ss.sentence()));
+    }
     for w in &s.warnings {
         out.push_str(&format!("WARNING: {w}\n"));
     }

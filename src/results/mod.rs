@@ -13,6 +13,7 @@ pub mod raid;
 pub mod recovery;
 pub mod redact;
 pub mod schedule;
+pub mod steady;
 pub mod store;
 pub mod stored;
 pub mod summarize;

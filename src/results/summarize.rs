@@ -88,6 +88,7 @@ pub fn failed_summary(
         phases: Vec::new(),
         schedule: None,
         distributed: None,
+        steady_state: None,
         error_samples: Vec::new(),
     }
 }
@@ -215,13 +216,18 @@ pub fn summarize(plan: &Plan, run: &RunPlan, m: &Measured<'_>) -> RunSummary {
         .any(|o| o.end_reason == EndReason::Interrupted)
     {
         EndReason::Interrupted
+    } else if outcomes
+        .iter()
+        .any(|o| o.end_reason == EndReason::SteadyState)
+    {
+        EndReason::SteadyState
     } else if outcomes.iter().any(|o| o.end_reason == EndReason::Ops) {
         EndReason::Ops
     } else {
         EndReason::Duration
     };
     let status = match end_reason {
-        EndReason::Duration | EndReason::Ops => RunStatus::Complete,
+        EndReason::Duration | EndReason::Ops | EndReason::SteadyState => RunStatus::Complete,
         _ => RunStatus::Partial,
     };
 
@@ -427,6 +433,7 @@ pub fn summarize(plan: &Plan, run: &RunPlan, m: &Measured<'_>) -> RunSummary {
         phases: Vec::new(),
         schedule: None,
         distributed: None,
+        steady_state: None,
         error_samples,
     }
 }

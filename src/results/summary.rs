@@ -286,6 +286,9 @@ pub struct RunSummary {
     /// `results::schedule`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<crate::results::schedule::ScheduleResult>,
+    /// A step with `steady-state`: whether and when it was reached (see `results::steady`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady_state: Option<crate::results::steady::SteadyStateResult>,
     pub error_samples: Vec<ErrorSample>,
     /// A distributed run (under mpirun): per rank and per host (see `results::distributed`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

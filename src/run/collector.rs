@@ -1,10 +1,13 @@
 //! The collector: receives the workers' intervals off the hot path, merges them by adding
 //! histogram counts into per-second timeline rows and run totals, streams the timeline CSV
 //! and the HDR interval log to disk as each second completes (so a killed run keeps what it
-//! measured), reports progress, and hands cleared intervals back to the workers.
+//! measured), reports progress, and hands cleared intervals back to the workers. Once per
+//! completed interval it also feeds what it merged to the run's live consumers ([`Live`]):
+//! steady-state detection (`run::steady`) and the metrics endpoint (`run::metrics`).
 
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender};
 use std::time::{Duration, SystemTime};
 
@@ -52,6 +55,53 @@ pub struct Collected {
     pub group_totals: Vec<Vec<Vec<Option<KindTotals>>>>,
     /// CPU time of the collector thread, ns.
     pub cpu_ns: u64,
+    /// The steady-state detector, as the run left it.
+    pub steady: Option<super::steady::Detector>,
+}
+
+/// What the collector feeds once per completed interval, besides the timeline.
+#[derive(Default)]
+pub struct Live<'a> {
+    /// Steady-state detection, and the flag that stops the workers when it is reached.
+    pub steady: Option<(super::steady::Detector, &'a AtomicBool)>,
+    /// The metrics endpoint (`--metrics`).
+    pub metrics: Option<&'a super::metrics::Exporter>,
+}
+
+/// Publishes the run's metrics: the measured totals so far and each shape's last interval
+/// rates (`rates[shape][kind]` = [ops/s, bytes/s]).
+fn publish_metrics(
+    m: &super::metrics::Exporter,
+    targets: &[TargetShape],
+    out: &Collected,
+    rates: &[Vec<[f64; 2]>],
+) {
+    let mut rows = Vec::new();
+    for (t, shape) in targets.iter().enumerate() {
+        for k in &shape.kinds {
+            let Some(totals) = &out.totals[t][*k as usize] else {
+                continue;
+            };
+            let service_sum_ns = out
+                .worker_shape
+                .iter()
+                .zip(&out.worker_totals)
+                .filter(|(s, _)| **s as usize == t)
+                .filter_map(|(_, w)| w[*k as usize].as_ref())
+                .map(|w| w.service_sum_ns)
+                .sum();
+            let [rate_ops, rate_bytes] = rates[t][*k as usize];
+            rows.push(super::metrics::Row {
+                target: &shape.name,
+                operation: k.name(),
+                totals,
+                service_sum_ns,
+                rate_ops,
+                rate_bytes,
+            });
+        }
+    }
+    m.publish(super::metrics::render(&rows));
 }
 
 struct Pending {
@@ -104,6 +154,7 @@ pub fn collect<W1: Write, W2: Write>(
     interval_ns: u64,
     mut sinks: Sinks<W1, W2>,
     mut progress: impl FnMut(Progress),
+    live: Live<'_>,
 ) -> Collected {
     let cpu_at_start = crate::record::thread_cpu_ns();
     let n_workers = worker_target.len();
@@ -128,6 +179,22 @@ pub fn collect<W1: Write, W2: Write>(
         io_error: None,
         group_totals: Vec::new(),
         cpu_ns: 0,
+        steady: None,
+    };
+    let Live {
+        mut steady,
+        metrics,
+    } = live;
+    let mut rates: Vec<Vec<[f64; 2]>> = vec![vec![[0.0; 2]; OpKind::COUNT]; targets.len()];
+    // Each completed interval: progress, then steady state (the workers stop at their next
+    // poll once it is reached).
+    let mut on_second = |p: Progress| {
+        progress(p);
+        if let Some((d, stop)) = &mut steady {
+            if d.push(p.index, p.rate_ops, p.rate_bytes) {
+                stop.store(true, Ordering::Relaxed);
+            }
+        }
     };
     let groups = worker_group
         .iter()
@@ -232,9 +299,13 @@ pub fn collect<W1: Write, W2: Write>(
                 interval_ns,
                 &mut sinks.timeline,
                 log.as_mut(),
-                &mut progress,
+                &mut on_second,
             );
             io(r, &mut out.io_error);
+            if let Some(m) = metrics {
+                last_rates(&p, interval_ns, &mut rates);
+                publish_metrics(m, &targets, &out, &rates);
+            }
         }
     }
     while let Some((index, p)) = pending.pop_first() {
@@ -245,15 +316,41 @@ pub fn collect<W1: Write, W2: Write>(
             interval_ns,
             &mut sinks.timeline,
             log.as_mut(),
-            &mut progress,
+            &mut on_second,
         );
         io(r, &mut out.io_error);
+        if metrics.is_some() {
+            last_rates(&p, interval_ns, &mut rates);
+        }
     }
+    drop(on_second);
+    // The last snapshot holds the run's final totals: what its summary counts.
+    if let Some(m) = metrics {
+        publish_metrics(m, &targets, &out, &rates);
+    }
+    out.steady = steady.map(|(d, _)| d);
     io(sinks.timeline.flush(), &mut out.io_error);
     drop(log);
     io(sinks.hdr_log.flush(), &mut out.io_error);
     out.cpu_ns = crate::record::thread_cpu_ns().saturating_sub(cpu_at_start);
     out
+}
+
+/// Each shape's and kind's rates over the interval `p`, into `rates` (an interval too short
+/// to show, as `write_second` skips it, leaves them as they were).
+fn last_rates(p: &Pending, interval_ns: u64, rates: &mut [Vec<[f64; 2]>]) {
+    let span_ns = p.end_ns.saturating_sub(p.start_ns).min(interval_ns);
+    if span_ns < interval_ns / 100 {
+        return;
+    }
+    let secs = span_ns as f64 / 1e9;
+    for (t, kinds) in p.per_target.iter().enumerate() {
+        for (k, kt) in kinds.iter().enumerate() {
+            if let Some(kt) = kt {
+                rates[t][k] = [kt.ops as f64 / secs, kt.bytes as f64 / secs];
+            }
+        }
+    }
 }
 
 fn write_second<W: Write, L: Write>(

@@ -9,8 +9,10 @@ pub mod collector;
 pub mod console;
 pub mod distributed;
 pub mod events;
+pub mod metrics;
 pub mod pacer;
 pub mod setup;
+pub mod steady;
 pub mod worker;
 
 use std::collections::BTreeMap;
@@ -66,6 +68,8 @@ pub struct RunOptions {
     pub console: Console,
     /// The command line, for the disclosure.
     pub command_line: String,
+    /// The live metrics endpoint (`--metrics`), fed by each run's collector.
+    pub metrics: Option<Arc<metrics::Exporter>>,
 }
 
 /// What running a plan produced.
@@ -290,6 +294,12 @@ fn run_one(
                     hdr_log: BufWriter::new(hdr),
                     measure_start_wall,
                 };
+                let live = collector::Live {
+                    steady: run
+                        .steady_state
+                        .map(|s| (steady::Detector::new(s, interval_ns), &control.steady_state)),
+                    metrics: opts.metrics.as_deref(),
+                };
                 collect(
                     rx,
                     spare_senders,
@@ -299,6 +309,7 @@ fn run_one(
                     interval_ns,
                     sinks,
                     |p| console.progress(run, n_runs, &p, interval_ns),
+                    live,
                 )
             })
             .map_err(RunError::Thread)?;
@@ -518,6 +529,16 @@ fn run_one(
         measure_start_ns,
         summary.measured_seconds,
     ));
+    if let Some(d) = &collected.steady {
+        let mut r = d.result(run.duration.map(|d| d.0.as_secs_f64()));
+        r.cut_short = !r.reached && summary.status != crate::results::summary::RunStatus::Complete;
+        if let Some(t) = r.reached_after_seconds {
+            summary
+                .events
+                .push(Event::mark(t, "steady-state", r.sentence()));
+        }
+        summary.steady_state = Some(r);
+    }
     if let Some(s) = &run.schedule {
         let marks = crate::results::schedule::phase_marks(s, summary.measured_seconds);
         summary.events.extend(marks);

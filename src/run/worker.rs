@@ -67,6 +67,9 @@ pub struct Control {
     /// A distributed run's stonewall: another rank finished its operations, so this one
     /// stops issuing too; its workers end as an operation-bounded run ends.
     pub stonewall: AtomicBool,
+    /// Steady state was reached (`steady-state`, judged by the collector): stop issuing,
+    /// finish what is in flight; the run is complete.
+    pub steady_state: AtomicBool,
 }
 
 impl Control {
@@ -76,6 +79,7 @@ impl Control {
             interrupted,
             completed_ops: AtomicU64::new(0),
             stonewall: AtomicBool::new(false),
+            steady_state: AtomicBool::new(false),
         }
     }
 }
@@ -493,6 +497,10 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
             if t.issuing && control.stonewall.load(Ordering::Relaxed) {
                 t.issuing = false;
                 t.end_reason = EndReason::Ops;
+            }
+            if t.issuing && control.steady_state.load(Ordering::Relaxed) {
+                t.issuing = false;
+                t.end_reason = EndReason::SteadyState;
             }
             if t.issuing
                 && (control.stop.load(Ordering::Relaxed)

@@ -17,6 +17,7 @@ pub mod plan;
 mod raid;
 pub mod schedule;
 pub mod signal;
+pub mod steady;
 pub mod sweep;
 pub mod ycsb;
 
@@ -138,6 +139,10 @@ struct RawStep {
     events: Vec<Spanned<toml::Table>>,
     /// `[steps.schedule]`: see [`schedule`].
     schedule: Option<Spanned<schedule::RawSchedule>>,
+    /// Steady state (fio's `ss`, `ss_dur`, `ss_ramp`): see [`steady`].
+    steady_state: Option<Spanned<String>>,
+    steady_state_seconds: Option<Spanned<f64>>,
+    steady_state_ramp_seconds: Option<Spanned<f64>>,
 }
 
 /// Maps byte offsets in the source to lines and keys.
@@ -522,6 +527,19 @@ pub fn parse_with(file: &str, text: &str, limits: Limits) -> Result<Plan, StudyE
             let facts = schedule::StepFacts::of(&src, step, &step_key, interval, (wtable, wspan));
             schedule::parse(&src, raw, &facts, &mut errors)
         });
+        let steady_state = steady::parse_step(
+            &src,
+            &step_key,
+            steady::RawSteady {
+                criterion: s.steady_state.as_ref(),
+                seconds: s.steady_state_seconds.as_ref(),
+                ramp_seconds: s.steady_state_ramp_seconds.as_ref(),
+                duration: s.duration.as_ref(),
+                step_span: step_span.clone(),
+            },
+            interval,
+            &mut errors,
+        );
         let bounded_by_workload = wtable.get("type").and_then(|t| t.as_str()) == Some("ycsb");
         if s.duration.is_none() && s.ops.is_none() && !bounded_by_workload {
             errors.push(src.error(Some(step_span.clone()), step_key.clone(), "a step needs a bound: `duration` (e.g. \"30s\"), `ops` (measured operations per target), or both"));
@@ -605,6 +623,7 @@ pub fn parse_with(file: &str, text: &str, limits: Limits) -> Result<Plan, StudyE
             stonewall: s.stonewall,
             events: step_events,
             schedule,
+            steady_state,
         });
     }
 
@@ -705,6 +724,12 @@ impl Plan {
                 .map(|d| d.0)
                 .unwrap_or(std::time::Duration::from_secs(1))
                 .min(quick_cap);
+            if let (Some(ss), Some(d)) = (&mut r.steady_state, r.duration) {
+                // The window and ramp shrink with the run, judged on short intervals.
+                r.interval = Dur(r.interval.0.min(std::time::Duration::from_millis(100)));
+                let factor = quick_duration.as_secs_f64() / d.0.as_secs_f64().max(1e-9);
+                ss.scale(factor.min(1.0), r.interval);
+            }
             if r.schedule.is_some() {
                 // Every phase of the schedule shrunk to its quick length, events with them.
                 schedule::make_quick(r);

@@ -53,6 +53,10 @@ pub struct RunPlan {
     /// The step's rate schedule (`[steps.schedule]`): tenant groups and their shares per phase.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub schedule: Option<super::schedule::Schedule>,
+    /// Stop as soon as steady state is reached (`steady-state`); `duration` is then the
+    /// longest the run lasts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steady_state: Option<super::steady::SteadyPlan>,
     /// Targets driven at the same time in this run.
     pub targets: Vec<RunTarget>,
 }

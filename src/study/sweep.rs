@@ -59,6 +59,7 @@ pub(super) struct Step<'a> {
     pub stonewall: bool,
     pub events: Vec<super::events::EventPlan>,
     pub schedule: Option<super::schedule::Schedule>,
+    pub steady_state: Option<super::steady::SteadyPlan>,
 }
 
 impl Step<'_> {
@@ -256,6 +257,7 @@ pub(super) fn expand(
                     events: step.events.clone(),
                     interval,
                     schedule: step.schedule.clone(),
+                    steady_state: step.steady_state,
                     targets: group
                         .into_iter()
                         .map(|t| RunTarget {

@@ -1,0 +1,325 @@
+//! Live metrics (`--metrics`) of a real run on the null target, scraped over loopback during
+//! the run and once its summary is stored (the endpoint stays up for
+//! `--metrics-linger-seconds`): the text parses as OpenMetrics (every sample of a declared
+//! family, units matching names, `# EOF` last) and, after the run, its counters equal the
+//! stored summary's.
+
+mod common;
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::Lab;
+
+const STUDY: &str = r#"name = "metrics"
+interval = "200ms"
+
+[targets.n]
+type = "null"
+
+[workloads.w]
+block-size = "4KiB"
+queue-depth = 2
+read-share = 0.5
+rate-ops = 4000
+
+[[steps]]
+workload = "w"
+targets = ["n"]
+warmup = "200ms"
+duration = "2s"
+"#;
+
+/// One sample: metric name, labels, value.
+type Sample = (String, BTreeMap<String, String>, f64);
+
+/// Checks `text` as an OpenMetrics exposition and returns its samples. Panics with the
+/// offending line otherwise.
+fn parse_openmetrics(text: &str) -> Vec<Sample> {
+    assert!(text.ends_with("# EOF\n"), "must end with # EOF:\n{text}");
+    let body = &text[..text.len() - "# EOF\n".len()];
+    assert!(!body.contains("# EOF"), "one # EOF, last");
+    let mut families: HashMap<String, String> = HashMap::new();
+    let mut current: Option<String> = None;
+    let mut samples = Vec::new();
+    let name_ok = |n: &str| {
+        !n.is_empty()
+            && n.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+            && !n.starts_with(|c: char| c.is_ascii_digit())
+    };
+    for line in body.lines() {
+        if let Some(meta) = line.strip_prefix("# ") {
+            let mut parts = meta.splitn(3, ' ');
+            let (kind, name, rest) = (
+                parts.next().unwrap(),
+                parts.next().expect("a family name"),
+                parts.next().unwrap_or(""),
+            );
+            assert!(name_ok(name), "bad family name: {line}");
+            match kind {
+                "TYPE" => {
+                    assert!(
+                        [
+                            "counter",
+                            "gauge",
+                            "summary",
+                            "histogram",
+                            "info",
+                            "stateset",
+                            "unknown",
+                            "gaugehistogram"
+                        ]
+                        .contains(&rest),
+                        "bad type: {line}"
+                    );
+                    assert!(
+                        families
+                            .insert(name.to_string(), rest.to_string())
+                            .is_none(),
+                        "family declared twice: {line}"
+                    );
+                    current = Some(name.to_string());
+                }
+                "UNIT" | "HELP" => {
+                    assert_eq!(
+                        current.as_deref(),
+                        Some(name),
+                        "metadata of another family: {line}"
+                    );
+                    if kind == "UNIT" {
+                        assert!(
+                            name.ends_with(&format!("_{rest}")),
+                            "the unit must end the name: {line}"
+                        );
+                    }
+                }
+                _ => panic!("unknown metadata: {line}"),
+            }
+            continue;
+        }
+        assert!(
+            !line.starts_with('#') && !line.is_empty(),
+            "bad line: {line:?}"
+        );
+        let (name_labels, value) = line.rsplit_once(' ').expect("name and value");
+        let value: f64 = value
+            .parse()
+            .unwrap_or_else(|_| panic!("bad value: {line}"));
+        let (name, labels) = match name_labels.split_once('{') {
+            Some((n, l)) => (n, l.strip_suffix('}').expect("labels end with }")),
+            None => (name_labels, ""),
+        };
+        let family = current.as_deref().expect("a sample before any family");
+        let kind = &families[family];
+        let suffixes: &[&str] = match kind.as_str() {
+            "counter" => &["_total", "_created"],
+            "summary" => &["", "_sum", "_count", "_created"],
+            _ => &[""],
+        };
+        assert!(
+            suffixes.iter().any(|s| name == format!("{family}{s}")),
+            "sample {name} is not of the family {family} ({kind}): {line}"
+        );
+        let mut map = BTreeMap::new();
+        let mut rest = labels;
+        while !rest.is_empty() {
+            let (k, v) = rest.split_once("=\"").expect("label=\"value\"");
+            assert!(name_ok(k), "bad label name: {line}");
+            // The value ends at the first unescaped quote.
+            let mut end = None;
+            let mut escaped = false;
+            for (i, c) in v.char_indices() {
+                match c {
+                    '\\' if !escaped => escaped = true,
+                    '"' if !escaped => {
+                        end = Some(i);
+                        break;
+                    }
+                    _ => escaped = false,
+                }
+            }
+            let end = end.expect("a closing quote");
+            map.insert(k.to_string(), v[..end].to_string());
+            rest = v[end + 1..].strip_prefix(',').unwrap_or(&v[end + 1..]);
+        }
+        if kind == "counter" && name.ends_with("_total") {
+            assert!(value >= 0.0, "a counter is never negative: {line}");
+        }
+        samples.push((name.to_string(), map, value));
+    }
+    samples
+}
+
+/// GET /metrics over loopback: (status line, content type, body).
+fn scrape(addr: &str) -> (String, String, String) {
+    let mut s = TcpStream::connect(addr).expect("connect to the metrics endpoint");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").expect("headers and body");
+    let status = head.lines().next().unwrap_or("").to_string();
+    let ctype = head
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("content-type")
+                .then(|| v.trim().to_string())
+        })
+        .unwrap_or_default();
+    (status, ctype, body.to_string())
+}
+
+fn value(samples: &[Sample], name: &str, op: &str) -> f64 {
+    samples
+        .iter()
+        .find(|(n, l, _)| {
+            n == name
+                && l.get("operation").map(String::as_str) == Some(op)
+                && !l.contains_key("quantile")
+        })
+        .unwrap_or_else(|| panic!("no {name} for {op}: {samples:?}"))
+        .2
+}
+
+#[test]
+fn metrics_are_served_during_the_run_and_match_the_stored_summary() {
+    let lab = Lab::new();
+    let study = lab.write("s.toml", STUDY);
+    let mut child = lab
+        .cmd()
+        .args([
+            "run",
+            "--quiet",
+            "--json",
+            "--metrics",
+            "127.0.0.1:0",
+            "--metrics-linger-seconds",
+            "20",
+            study.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start storlab");
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    let mut addr = None;
+    while stderr.read_line(&mut line).unwrap() > 0 {
+        if let Some(rest) = line.trim().strip_prefix("metrics: OpenMetrics on http://") {
+            addr = rest.strip_suffix("/metrics").map(str::to_string);
+            break;
+        }
+        line.clear();
+    }
+    let addr = addr.unwrap_or_else(|| panic!("no metrics address on stderr: {line}"));
+    assert!(addr.starts_with("127.0.0.1:"), "{addr}");
+    // The rest of stderr, kept for failures.
+    let rest = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+
+    // During the run: a valid exposition; once measurement has started, operations.
+    let started = Instant::now();
+    let mut during = None;
+    while started.elapsed() < Duration::from_secs(20) {
+        let (status, ctype, body) = scrape(&addr);
+        assert!(status.contains(" 200 "), "{status}");
+        assert_eq!(
+            ctype,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8"
+        );
+        let samples = parse_openmetrics(&body);
+        if samples
+            .iter()
+            .any(|(n, _, v)| n == "storlab_operations_total" && *v > 0.0)
+        {
+            during = Some(samples);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let during = during.expect("operations counted while the run goes");
+    assert!(value(&during, "storlab_throughput_operations_per_second", "read") > 0.0);
+
+    // After the run (its summary stored; the endpoint lingers): the final figures.
+    let summary_path = loop {
+        let found = std::fs::read_dir(lab.results())
+            .ok()
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path().join("run-001/summary.json"))
+            .find(|p| p.exists());
+        if let Some(p) = found {
+            // Written in one go; wait until it parses.
+            if let Ok(v) = serde_json::from_str::<serde_json::Value>(
+                &std::fs::read_to_string(&p).unwrap_or_default(),
+            ) {
+                break v;
+            }
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "no summary");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let summary = summary_path;
+    let (_, _, body) = scrape(&addr);
+    let after = parse_openmetrics(&body);
+    let target = &summary["targets"][0];
+    assert_eq!(target["name"], "n");
+    let mut ops_total = 0.0;
+    for op in ["read", "write"] {
+        let k = &target["kinds"][op];
+        let ops = value(&after, "storlab_operations_total", op);
+        assert_eq!(ops, k["ops"].as_f64().unwrap(), "{op}: {body}");
+        assert_eq!(value(&after, "storlab_latency_seconds_count", op), ops);
+        assert_eq!(
+            value(&after, "storlab_bytes_total", op),
+            k["bytes"].as_f64().unwrap()
+        );
+        assert_eq!(
+            value(&after, "storlab_errors_total", op),
+            k["errors"].as_f64().unwrap()
+        );
+        // The run's maximum latency, as the summary has it (both from the same histograms).
+        let max_ns = k["service-latency"]["max-ns"].as_f64().unwrap();
+        let max_s = value(&after, "storlab_latency_max_seconds", op);
+        assert!(
+            (max_s * 1e9 - max_ns).abs() <= 1.0,
+            "{op}: {max_s} s vs {max_ns} ns"
+        );
+        let q: Vec<f64> = after
+            .iter()
+            .filter(|(n, l, _)| n == "storlab_latency_seconds" && l["operation"] == op)
+            .map(|s| s.2)
+            .collect();
+        assert_eq!(q.len(), 4, "p50, p90, p99, p99.9 of {op}");
+        assert!(q.windows(2).all(|w| w[0] <= w[1]) && q[3] <= max_s, "{q:?}");
+        // The same percentiles as the summary's, from the same merged histograms.
+        let lat = &k["service-latency"];
+        for (got, key) in q.iter().zip(["p50-ns", "p90-ns", "p99-ns", "p99.9-ns"]) {
+            let want = lat[key].as_f64().unwrap();
+            assert!(
+                (got * 1e9 - want).abs() <= 1.0,
+                "{op} {key}: {got} s vs {want} ns"
+            );
+        }
+        ops_total += ops;
+    }
+    assert_eq!(ops_total, summary["total"]["ops"].as_f64().unwrap());
+    assert!(ops_total > 0.0);
+
+    child.kill().ok();
+    child.wait().ok();
+    let _ = rest.join();
+}
