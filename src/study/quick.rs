@@ -1,0 +1,105 @@
+//! Quick mode (`--quick`): a plan shrunk for checking a study end to end, not for figures:
+//! short warm-up and measurement (with room kept for timed events and waits), a rate
+//! schedule's phases at their quick length, capped operation counts, key spaces and files.
+
+use super::plan::Plan;
+use super::{events, schedule};
+use crate::units::Dur;
+use crate::workload::Workload;
+
+impl Plan {
+    /// Quick mode, for checking a study end to end (not for figures): warm-up at most 0.2 s,
+    /// measurement at most 1 s (3 s with timed events, 6 s with a timed `wait-for`; a rate
+    /// schedule's phases at `quick-phase` each) and 20,000 operations, files at most 64 MiB.
+    pub fn make_quick(&mut self) {
+        for r in &mut self.runs {
+            r.warmup = Dur(r.warmup.0.min(std::time::Duration::from_millis(200)));
+            // A run with events keeps room around them: at most QUICK_EVENTS_SECONDS, its
+            // events' times and recovery windows shrunk by the same factor, and intervals
+            // short enough to show them.
+            let timed_events = r
+                .events
+                .iter()
+                .any(|e| !matches!(e.trigger, events::Trigger::BeforeStep));
+            // What a timed `wait-for` waits for (a rebuild, a failover) does not shrink with
+            // the run: such a run keeps more time.
+            let timed_wait = r.events.iter().any(|e| {
+                !matches!(e.trigger, events::Trigger::BeforeStep)
+                    && matches!(e.action, events::Action::WaitFor { .. })
+            });
+            let quick_cap = if timed_wait {
+                std::time::Duration::from_secs(QUICK_WAIT_SECONDS)
+            } else if timed_events {
+                std::time::Duration::from_secs(QUICK_EVENTS_SECONDS)
+            } else {
+                std::time::Duration::from_secs(1)
+            };
+            let quick_duration = r
+                .duration
+                .map(|d| d.0)
+                .unwrap_or(std::time::Duration::from_secs(1))
+                .min(quick_cap);
+            if let (Some(ss), Some(d)) = (&mut r.steady_state, r.duration) {
+                // The window and ramp shrink with the run, judged on short intervals.
+                r.interval = Dur(r.interval.0.min(std::time::Duration::from_millis(100)));
+                let factor = quick_duration.as_secs_f64() / d.0.as_secs_f64().max(1e-9);
+                ss.scale(factor.min(1.0), r.interval);
+            }
+            if r.schedule.is_some() {
+                // Every phase of the schedule shrunk to its quick length, events with them.
+                schedule::make_quick(r);
+            } else {
+                if let Some(d) = r.duration.filter(|d| !d.0.is_zero() && timed_events) {
+                    let factor = quick_duration.as_secs_f64() / d.0.as_secs_f64();
+                    events::scale_events(&mut r.events, factor);
+                    r.interval = Dur(r.interval.0.min(std::time::Duration::from_millis(100)));
+                }
+                r.duration = Some(Dur(quick_duration));
+            }
+            r.ops = r.ops.map(|o| o.min(20_000));
+            let mut ycsb = false;
+            for t in &mut r.targets {
+                if let Workload::DbBench(w) = &mut t.workload {
+                    w.num = w.num.min(QUICK_KEYS);
+                }
+                if let Workload::Pgbench(w) = &mut t.workload {
+                    w.make_quick();
+                }
+                if let Workload::Ycsb(w) = &mut t.workload {
+                    // Counts are capped in the workload: a load must insert every record.
+                    w.make_quick();
+                    ycsb = true;
+                }
+            }
+            // A fill bounded by its operation count loads the (capped) key space once.
+            if r.ops.is_some() && r.targets.iter().all(|t| t.workload.fresh()) {
+                r.duration = None;
+                let threads = r
+                    .targets
+                    .iter()
+                    .map(|t| t.workload.threads())
+                    .max()
+                    .unwrap_or(1);
+                r.ops = r.ops.map(|o| o.min(QUICK_KEYS * threads as u64));
+            }
+            for t in &mut r.targets {
+                t.config.make_quick();
+            }
+            if ycsb {
+                r.ops = None;
+                if !timed_events && r.schedule.is_none() {
+                    r.duration = None;
+                }
+            }
+        }
+    }
+}
+
+/// The longest a run with timed events lasts in quick mode, seconds.
+pub const QUICK_EVENTS_SECONDS: u64 = 3;
+
+/// The longest a run with a timed `wait-for` event lasts in quick mode, seconds.
+pub const QUICK_WAIT_SECONDS: u64 = 6;
+
+/// Keys of a db-bench workload in quick mode.
+pub const QUICK_KEYS: u64 = 10_000;
