@@ -13,6 +13,7 @@ mod checks;
 pub mod clients;
 pub mod dbbench;
 pub mod events;
+pub mod fio;
 pub mod plan;
 mod raid;
 pub mod schedule;
