@@ -71,6 +71,19 @@ pub const SUPPORTED: &[(&str, &str)] = &[
     ),
     ("kb_base", "1024 (default) or 1000"),
     (
+        "offset",
+        "first byte of the job's region in the file (a size, not a percent)",
+    ),
+    (
+        "norandommap",
+        "storlab's random offsets are drawn with replacement: what fio does with it",
+    ),
+    (
+        "randrepeat",
+        "1 (fio's default): the same offsets on every run, as storlab's seeds give",
+    ),
+    ("thread", "storlab's clones are threads"),
+    (
         "write_bw_log / write_iops_log",
         "fio-format logs, one sample per timeline interval",
     ),
@@ -129,6 +142,7 @@ pub struct Job {
     pub filename: Option<String>,
     pub directory: Option<String>,
     pub size: Option<u64>,
+    pub offset: u64,
     pub rw: Rw,
     pub rwmixread: u32,
     pub bs: u64,
@@ -162,6 +176,7 @@ impl Job {
             filename: None,
             directory: None,
             size: None,
+            offset: 0,
             rw: Rw::Read,
             rwmixread: 50,
             bs: 4096,
@@ -393,6 +408,29 @@ fn apply(job: &mut Job, e: &Entry, kb: &mut u64) -> Result<(), String> {
             let v = need(e)?;
             job.size = Some(parse_size(v, *kb).map_err(|m| format!("size={v}: {m}"))?);
         }
+        "offset" => {
+            let v = need(e)?;
+            job.offset = parse_size(v, *kb).map_err(|m| format!("offset={v}: {m}"))?;
+        }
+        "norandommap" => {
+            if !flag(e)? {
+                return Err(
+                    "norandommap=0 is not supported by storlab fio: storlab draws random offsets with replacement"
+                        .into(),
+                );
+            }
+        }
+        "randrepeat" => {
+            if !flag(e)? {
+                return Err(
+                    "randrepeat=0 is not supported by storlab fio: storlab draws the same offsets on every run"
+                        .into(),
+                );
+            }
+        }
+        "thread" => {
+            flag(e)?;
+        }
         "rw" | "readwrite" => {
             let v = need(e)?;
             let (mode, suffix) = match v.split_once(':') {
@@ -546,7 +584,7 @@ mod tests {
 
     #[test]
     fn every_unsupported_option_is_refused_by_name_and_line() {
-        let e = jobs("[global]\nzonemode=zbd\n[a]\nrw=randread\nnorandommap\nss=iops:0.1%\nrw=trim\nbs=4k-16k\n")
+        let e = jobs("[global]\nzonemode=zbd\n[a]\nrw=randread\nrandom_distribution=zipf:1.2\nss=iops:0.1%\nrw=trim\nbs=4k-16k\n")
             .unwrap_err();
         let text: Vec<String> = e.iter().map(|e| e.to_string()).collect();
         assert_eq!(
@@ -555,7 +593,7 @@ mod tests {
         );
         assert_eq!(
             text[1],
-            "job.fio:5: option `norandommap` is not supported by storlab fio"
+            "job.fio:5: option `random_distribution` is not supported by storlab fio"
         );
         assert!(text[2].starts_with("job.fio:6: option `ss`"), "{}", text[2]);
         assert!(text[3].starts_with("job.fio:7: rw=trim"), "{}", text[3]);

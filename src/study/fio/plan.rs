@@ -186,7 +186,7 @@ pub fn build(
     let mut notes = Vec::new();
     let mut targets: Vec<JobTargets> = Vec::new();
     let mut used = std::collections::BTreeSet::new();
-    for (i, j) in jobs.iter().enumerate() {
+    for j in &jobs {
         let base = sanitize(&j.name);
         let mut unique = |n: String| {
             let mut name = n.clone();
@@ -246,9 +246,6 @@ pub fn build(
                 j.name
             ));
         }
-        if i == 0 && !j.stonewall {
-            // Nothing: the first job always starts a group.
-        }
     }
     // Groups: each file's first job and every stonewall job start one.
     let mut groups: Vec<Group> = Vec::new();
@@ -301,6 +298,17 @@ pub fn build(
                 }
                 paths_seen.push(path.clone());
                 let size = j.size.or_else(|| existing_size(path));
+                if size.is_none() {
+                    errors.push(err(
+                        j,
+                        format!(
+                            "job `{}`: {} does not exist: give a size, as fio needs one",
+                            j.name,
+                            path.display()
+                        ),
+                    ));
+                    continue;
+                }
                 let b = match bounds(j, size) {
                     Ok(b) => b,
                     Err(m) => {
@@ -337,6 +345,9 @@ pub fn build(
                 tt.insert("direct".into(), j.direct.into());
                 if let Some(s) = j.size {
                     tt.insert("size".into(), (s as i64).into());
+                }
+                if j.offset > 0 {
+                    tt.insert("offset".into(), (j.offset as i64).into());
                 }
                 doc_targets.insert(name.clone(), tt.into());
                 step_targets.push(name.clone().into());
