@@ -129,7 +129,7 @@ mod tests {
             e[0]
         );
         let e = plan("[a]\nrw=read\nfilename=/nonexistent/storlab/x\n").unwrap_err();
-        assert!(e[0].message.contains("needs a size"), "{}", e[0]);
+        assert!(e[0].message.contains("give a size"), "{}", e[0]);
         let p =
             plan("[global]\nsize=1m\nrw=randread\n[a]\nfilename=/tmp/a\n[b]\nfilename=/tmp/b\n")
                 .unwrap();
