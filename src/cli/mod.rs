@@ -14,9 +14,11 @@ use crate::run::console::Console;
 use crate::run::{RunOptions, StudyOutcome, run_plan};
 use crate::study::{self, plan::Plan};
 
+mod fio;
 mod reports;
 mod tools;
 
+use fio::{FioArgs, fio};
 use reports::{
     COMPARE_ABOUT, CompareArgs, REPORT_ABOUT, ReportArgs, compare_command, report_command, results,
     write_brief_html,
@@ -122,6 +124,13 @@ enum Command {
     /// refused by name with where it was set. storlab's own options (--results, --json)
     /// go before `load` or `run`.
     Ycsb(YcsbArgs),
+    /// Run fio job files: [global] and job sections, stonewall groups, fio's size and time
+    /// units; every option storlab does not implement is refused by name with file and line.
+    /// Prints fio's normal output, or fio's JSON with --output-format=json|json+, and stores
+    /// storlab's full results.
+    ///
+    /// Example: storlab fio --output-format=json+ --output=out.json randread.fio
+    Fio(FioArgs),
     /// Print the access specifications of an IOmeter configuration file (.icf) as study
     /// workloads: one [workloads.NAME] per specification with its access-spec lines (IOmeter's
     /// model), and the queue depth of the first worker it is assigned to.
@@ -383,6 +392,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
         Command::Brief(args) => brief(args),
         Command::Dbbench(args) => dbbench(args),
         Command::Ycsb(args) => ycsb(args),
+        Command::Fio(args) => fio(args),
         Command::IometerIcf { icf } => iometer_icf(&icf),
         Command::Results { command, store } => results(command, &store.results),
         Command::Report(args) => report_command(args),

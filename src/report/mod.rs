@@ -7,6 +7,8 @@ pub mod compare;
 pub mod csv;
 pub mod dbbench;
 pub mod events;
+pub mod fio_json;
+pub mod fio_text;
 pub mod html;
 pub mod iometer;
 pub mod markdown;

@@ -13,6 +13,7 @@ mod checks;
 pub mod clients;
 pub mod dbbench;
 pub mod events;
+pub mod fio;
 pub mod plan;
 mod quick;
 pub use quick::{QUICK_EVENTS_SECONDS, QUICK_KEYS, QUICK_WAIT_SECONDS};

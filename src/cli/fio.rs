@@ -1,0 +1,177 @@
+//! `storlab fio JOBFILE...`: fio's job files run as a study (see `study::fio`), printed in
+//! fio's normal, JSON or JSON+ layout (`--output-format`, `--output`) from the stored results
+//! (see `report::fio_json`). The job files are copied into the study's results folder, and
+//! `write_bw_log` / `write_iops_log` files are written from the stored timeline.
+
+use std::fmt::Write as _;
+
+use super::*;
+
+#[derive(Args)]
+pub(super) struct FioArgs {
+    #[command(flatten)]
+    common: CommonRunArgs,
+    /// fio's output format: normal, json or json+ (json with the latency bins).
+    #[arg(long = "output-format", default_value = "normal", value_parser = ["normal", "json", "json+"])]
+    output_format: String,
+    /// Write the report to this file instead of stdout (fio's --output).
+    #[arg(long)]
+    output: Option<PathBuf>,
+    /// Shrink every job for a quick check (not for figures): warm-up at most 0.2 s, at most
+    /// 1 s and 20,000 I/Os per group, files at most 64 MiB; recorded with the results.
+    #[arg(long)]
+    quick: bool,
+    /// fio job files, run in order.
+    #[arg(required = true, value_name = "JOBFILE")]
+    jobfiles: Vec<PathBuf>,
+}
+
+/// Seconds since the epoch and ctime's text (fio's "time").
+fn now() -> (i64, String) {
+    // SAFETY: time and ctime_r write only into the buffer given (26 bytes needed).
+    unsafe {
+        let t = libc::time(std::ptr::null_mut());
+        let mut buf = [0 as libc::c_char; 64];
+        libc::ctime_r(&t, buf.as_mut_ptr());
+        let text = std::ffi::CStr::from_ptr(buf.as_ptr())
+            .to_string_lossy()
+            .trim()
+            .to_string();
+        (t as i64, text)
+    }
+}
+
+/// fio's bandwidth or IOPS log of a job from the stored timeline: one line per measured
+/// interval and direction, `msec, value, ddir, bs, 0`, as fio writes with log_avg_msec.
+fn write_logs(
+    plan: &study::fio::FioPlan,
+    runs: &[crate::results::stored::StoredRun],
+) -> Result<Vec<PathBuf>> {
+    let mut written = Vec::new();
+    let mut number = 0;
+    for (g, run) in plan.groups.iter().zip(runs) {
+        let interval_ms = run.interval_seconds() * 1000.0;
+        for &j in &g.jobs {
+            let job = &plan.jobs[j];
+            for name in &plan.targets[j].names {
+                number += 1;
+                for (prefix, kind) in [(&job.bw_log, "bw"), (&job.iops_log, "iops")] {
+                    let Some(prefix) = prefix else { continue };
+                    let mut text = String::new();
+                    for r in run
+                        .timeline
+                        .rows
+                        .iter()
+                        .filter(|r| r.measured && &r.target == name)
+                    {
+                        let ddir = match r.op.as_str() {
+                            "read" => 0,
+                            "write" => 1,
+                            _ => continue,
+                        };
+                        let value = if kind == "bw" {
+                            (r.rate_bytes / 1024.0) as u64
+                        } else {
+                            r.rate_ops as u64
+                        };
+                        let end_ms = ((r.second + 1) as f64 * interval_ms) as u64;
+                        let _ = writeln!(text, "{end_ms}, {value}, {ddir}, {}, 0", job.bs);
+                    }
+                    let path = PathBuf::from(format!("{prefix}_{kind}.{number}.log"));
+                    std::fs::write(&path, text)
+                        .with_context(|| format!("writing {}", path.display()))?;
+                    written.push(path);
+                }
+            }
+        }
+    }
+    Ok(written)
+}
+
+pub(super) fn fio(args: FioArgs) -> Result<i32> {
+    let fplan = match study::fio::load(&args.jobfiles) {
+        Ok(p) => p,
+        Err(errors) => {
+            for e in &errors {
+                eprintln!("{e}");
+            }
+            eprintln!(
+                "storlab fio: {} problem(s); nothing was run (storlab fio refuses what it does not implement, never ignores it)",
+                errors.len()
+            );
+            return Ok(EXIT_INVALID);
+        }
+    };
+    for n in &fplan.notes {
+        eprintln!("storlab fio: {n}");
+    }
+    let mut text = fplan.study_text.clone();
+    if args.quick {
+        text.insert_str(
+            0,
+            "# Run with --quick: runs, sizes and counts shrunk (not for figures).\n",
+        );
+    }
+    let mut plan = study::parse("fio-job-files.toml", &text)?;
+    if args.quick {
+        plan.make_quick();
+    }
+    let mut common = args.common;
+    common.quiet = common.quiet || !std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let (outcome, code) = execute_with(&plan, &common, false)?;
+    let jobs_dir = outcome.folder.join("fio-jobs");
+    std::fs::create_dir_all(&jobs_dir)?;
+    for (i, f) in args.jobfiles.iter().enumerate() {
+        let name = f
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default();
+        std::fs::copy(f, jobs_dir.join(format!("{}-{name}", i + 1)))
+            .with_context(|| format!("copying {} into the results", f.display()))?;
+    }
+    let mut runs = Vec::new();
+    for s in &outcome.summaries {
+        let folder = outcome.folder.join(format!("run-{:03}", s.run_index));
+        runs.push(crate::results::stored::read_run_folder(&folder)?);
+    }
+    let stats = report::fio_json::job_stats(&fplan, &runs).map_err(anyhow::Error::msg)?;
+    for p in write_logs(&fplan, &runs)? {
+        eprintln!("log: {}", p.display());
+    }
+    let (now_s, now_text) = now();
+    let report_text = if common.json {
+        serde_json::to_string_pretty(&outcome.summaries)?
+    } else {
+        match args.output_format.as_str() {
+            "normal" => report::fio_text::normal(&stats, &now_text),
+            plus => serde_json::to_string_pretty(&report::fio_json::json(
+                &fplan,
+                &stats,
+                &outcome.folder,
+                plus == "json+",
+                now_s,
+                &now_text,
+            ))?,
+        }
+    };
+    match &args.output {
+        Some(p) => std::fs::write(p, format!("{report_text}\n"))
+            .with_context(|| format!("writing {}", p.display()))?,
+        None => println!("{report_text}"),
+    }
+    for s in &outcome.summaries {
+        for v in s.targets.iter().filter_map(|t| t.verify.as_ref()) {
+            eprintln!(
+                "verify {}: {} damaged\n{}",
+                v.target(),
+                v.damaged(),
+                v.text_table()
+            );
+        }
+        for w in &s.warnings {
+            eprintln!("warning: {w}");
+        }
+    }
+    eprintln!("results: {}", outcome.folder.display());
+    Ok(code)
+}

@@ -1,0 +1,140 @@
+//! fio's job files, brought over: `storlab fio JOBFILE...` reads fio's job-file syntax
+//! ([`parse`]), resolves each job's options with fio's inheritance and refuses every option it
+//! does not implement by name and line ([`options`]), and turns the jobs into a study of
+//! `file` targets, block workloads and one step per stonewall group ([`plan`]), so that a job
+//! file runs through the same plan, engine and results store as any study.
+
+pub mod options;
+pub mod parse;
+pub mod plan;
+
+pub use options::{Engine, Job, Rw};
+pub use parse::LineError;
+pub use plan::FioPlan;
+
+/// Reads, resolves and plans the job files at `paths`; every problem of every file comes back
+/// together.
+pub fn load(paths: &[std::path::PathBuf]) -> Result<FioPlan, Vec<LineError>> {
+    let env = |n: &str| std::env::var(n).ok();
+    let mut errors = Vec::new();
+    let mut files = Vec::new();
+    for p in paths {
+        let name = p.display().to_string();
+        let text = match std::fs::read_to_string(p) {
+            Ok(t) => t,
+            Err(e) => {
+                errors.push(LineError {
+                    file: name,
+                    line: 0,
+                    message: format!("cannot read the job file: {e}"),
+                });
+                continue;
+            }
+        };
+        match from_text(&name, &text, &env) {
+            Ok(f) => files.push(f),
+            Err(e) => errors.extend(e),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    plan::build(files)
+}
+
+type FileJobs = (String, Vec<Job>, Vec<(String, String)>);
+
+/// One job file's jobs and its `[global]` options as written.
+pub fn from_text(
+    name: &str,
+    text: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<FileJobs, Vec<LineError>> {
+    let f = parse::parse(name, text, env)?;
+    let jobs = options::resolve(&f)?;
+    let global = f
+        .sections
+        .iter()
+        .filter(|s| s.name == "global")
+        .flat_map(|s| s.entries.iter())
+        .map(|e| (e.name.clone(), e.value.clone().unwrap_or_default()))
+        .collect();
+    Ok((name.to_string(), jobs, global))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(text: &str) -> Result<FioPlan, Vec<LineError>> {
+        plan::build(vec![from_text("job.fio", text, &|_| None)?])
+    }
+
+    #[test]
+    fn stonewall_groups_become_steps() {
+        let p = plan(
+            "[global]\nioengine=libaio\ndirect=1\nsize=8m\nruntime=2\ntime_based\nfilename=/tmp/storlab-fio-test.dat\n[r]\nrw=randread\niodepth=32\n[w]\nstonewall\nrw=randwrite\nnumjobs=2\n",
+        )
+        .unwrap();
+        assert_eq!(p.groups.len(), 2);
+        assert_eq!(p.notes.len(), 2, "{:?}", p.notes);
+        let study = crate::study::parse("fio.toml", &p.study_text).unwrap();
+        assert_eq!(study.runs.len(), 2);
+        let r = &study.runs[0];
+        assert_eq!(r.duration.map(|d| d.0.as_secs()), Some(2));
+        assert_eq!(r.targets[0].workload.queue_depth(), 32);
+        assert_eq!(study.runs[1].targets[0].workload.threads(), 2);
+        assert!(
+            p.study_text
+                .contains("substitution: job `r`: ioengine=libaio ran on io_uring")
+        );
+    }
+
+    #[test]
+    fn size_bounds_clones_and_splits() {
+        let p =
+            plan("[a]\ndirectory=/tmp\nsize=1m\nbs=4k\nrw=read\nnumjobs=3\nioengine=io_uring\n")
+                .unwrap();
+        assert_eq!(
+            p.targets[0].paths[2],
+            std::path::PathBuf::from("/tmp/a.2.0")
+        );
+        let study = crate::study::parse("fio.toml", &p.study_text).unwrap();
+        assert_eq!(study.runs[0].targets.len(), 3);
+        assert_eq!(study.runs[0].ops, Some(256));
+        assert_eq!(study.runs[0].duration, None);
+        let p =
+            plan("[a]\nfilename=/tmp/x\nsize=1m\nrw=randrw\nrwmixread=70\nbssplit=4k/50:64k/50\n")
+                .unwrap();
+        let study = crate::study::parse("fio.toml", &p.study_text).unwrap();
+        let w = study.runs[0].targets[0]
+            .workload
+            .as_block()
+            .unwrap()
+            .clone();
+        assert_eq!(w.access_spec.len(), 2);
+        assert!((w.read_share - 0.7).abs() < 1e-9);
+    }
+
+    #[test]
+    fn concurrent_jobs_that_differ_are_refused_by_name() {
+        let e = plan(
+            "[global]\nsize=1m\n[a]\nfilename=/tmp/a\nrw=read\n[b]\nfilename=/tmp/b\nrw=write\n",
+        )
+        .unwrap_err();
+        assert_eq!(e[0].line, 6);
+        assert!(
+            e[0].message.contains("add `stonewall` to job `b`"),
+            "{}",
+            e[0]
+        );
+        let e = plan("[a]\nrw=read\nfilename=/nonexistent/storlab/x\n").unwrap_err();
+        assert!(e[0].message.contains("give a size"), "{}", e[0]);
+        let p =
+            plan("[global]\nsize=1m\nrw=randread\n[a]\nfilename=/tmp/a\n[b]\nfilename=/tmp/b\n")
+                .unwrap();
+        let study = crate::study::parse("fio.toml", &p.study_text).unwrap();
+        assert_eq!(study.runs.len(), 1);
+        assert_eq!(study.runs[0].targets.len(), 2);
+    }
+}

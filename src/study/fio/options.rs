@@ -1,0 +1,619 @@
+//! fio's options that storlab takes, resolved per job: `[global]` values first (a later
+//! `[global]` changes the jobs after it, as in fio), then the job's own lines, the last one
+//! given winning. Every option storlab does not implement is refused by name with its file
+//! and line; all refusals of a file come back together.
+
+use std::time::Duration;
+
+use super::parse::{Entry, JobFile, LineError, parse_bool, parse_size, parse_time};
+
+/// The options storlab implements, with what they become.
+pub const SUPPORTED: &[(&str, &str)] = &[
+    ("name", "the job's name (the section's by default)"),
+    ("description", "kept with the job options"),
+    (
+        "filename",
+        "the file or device (one; `:`-separated lists are refused)",
+    ),
+    ("directory", "folder of the job's files"),
+    (
+        "size",
+        "bytes of the file the job addresses (and transfers, unless time_based)",
+    ),
+    (
+        "rw / readwrite",
+        "read, write, randread, randwrite, rw, readwrite, randrw",
+    ),
+    (
+        "rwmixread / rwmixwrite",
+        "percent of reads / writes in a mixed job (default 50)",
+    ),
+    (
+        "bs / blocksize",
+        "transfer size (a `read,write` pair only when equal)",
+    ),
+    (
+        "bssplit",
+        "transfer sizes and their percents: an access specification",
+    ),
+    (
+        "blockalign / ba",
+        "offsets are multiples of this (default: the smallest bs)",
+    ),
+    ("direct / buffered", "O_DIRECT"),
+    (
+        "ioengine",
+        "io_uring, psync; libaio runs on io_uring, said and recorded",
+    ),
+    ("iodepth", "I/Os in flight per job (psync: 1)"),
+    (
+        "numjobs",
+        "clones of the job: threads on a shared filename, else a file each",
+    ),
+    ("runtime / timeout", "seconds (fio's time units)"),
+    ("time_based", "run for runtime whatever the size"),
+    ("ramp_time", "warm-up, not measured"),
+    ("rate_iops", "I/Os per second per job (one value)"),
+    ("fsync", "fsync after every N writes"),
+    ("group_reporting", "report the group's jobs as one"),
+    (
+        "stonewall / wait_for_previous",
+        "wait for the jobs before to finish",
+    ),
+    (
+        "verify",
+        "crc32c or crc32c-intel: storlab's verified writes and their pass after the run",
+    ),
+    ("do_verify", "1 (the verify pass runs after the writes)"),
+    (
+        "invalidate",
+        "1: drop the page cache before the job (all of it; needs root)",
+    ),
+    ("kb_base", "1024 (default) or 1000"),
+    (
+        "offset",
+        "first byte of the job's region in the file (a size, not a percent)",
+    ),
+    (
+        "norandommap",
+        "storlab's random offsets are drawn with replacement: what fio does with it",
+    ),
+    (
+        "randrepeat",
+        "1 (fio's default): the same offsets on every run, as storlab's seeds give",
+    ),
+    ("thread", "storlab's clones are threads"),
+    (
+        "write_bw_log / write_iops_log",
+        "fio-format logs, one sample per timeline interval",
+    ),
+];
+
+/// Steady-state options: another part of storlab adds them.
+const STEADY_STATE: &[&str] = &["ss", "ss_dur", "ss_ramp"];
+
+/// What a job does per I/O.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rw {
+    Read,
+    Write,
+    RandRead,
+    RandWrite,
+    ReadWrite,
+    RandRw,
+}
+
+impl Rw {
+    pub fn random(self) -> bool {
+        matches!(self, Rw::RandRead | Rw::RandWrite | Rw::RandRw)
+    }
+    pub fn mixed(self) -> bool {
+        matches!(self, Rw::ReadWrite | Rw::RandRw)
+    }
+}
+
+/// fio's ioengine, as storlab runs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Engine {
+    IoUring,
+    Psync,
+    /// libaio, run on io_uring (storlab has no libaio engine): said and recorded.
+    LibaioOnUring,
+}
+
+impl Engine {
+    pub fn fio_name(self) -> &'static str {
+        match self {
+            Engine::IoUring => "io_uring",
+            Engine::Psync => "psync",
+            Engine::LibaioOnUring => "libaio",
+        }
+    }
+}
+
+/// One job, its options resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Job {
+    pub name: String,
+    pub file: String,
+    pub line: usize,
+    /// The section's own options as written (fio's "job options").
+    pub own_options: Vec<(String, String)>,
+    pub filename: Option<String>,
+    pub directory: Option<String>,
+    pub size: Option<u64>,
+    pub offset: u64,
+    pub rw: Rw,
+    pub rwmixread: u32,
+    pub bs: u64,
+    /// (bytes, percent) pairs, percents filled in.
+    pub bssplit: Vec<(u64, u32)>,
+    pub blockalign: Option<u64>,
+    pub direct: bool,
+    pub engine: Engine,
+    pub iodepth: u32,
+    pub numjobs: u32,
+    pub runtime: Option<Duration>,
+    pub time_based: bool,
+    pub ramp: Duration,
+    pub rate_iops: Option<u64>,
+    pub fsync: u64,
+    pub group_reporting: bool,
+    pub stonewall: bool,
+    pub verify: bool,
+    pub invalidate: bool,
+    pub bw_log: Option<String>,
+    pub iops_log: Option<String>,
+}
+
+impl Job {
+    fn new(name: &str, file: &str, line: usize) -> Job {
+        Job {
+            name: name.to_string(),
+            file: file.to_string(),
+            line,
+            own_options: Vec::new(),
+            filename: None,
+            directory: None,
+            size: None,
+            offset: 0,
+            rw: Rw::Read,
+            rwmixread: 50,
+            bs: 4096,
+            bssplit: Vec::new(),
+            blockalign: None,
+            direct: false,
+            // fio 3.33's default on Linux.
+            engine: Engine::Psync,
+            iodepth: 1,
+            numjobs: 1,
+            runtime: None,
+            time_based: false,
+            ramp: Duration::ZERO,
+            rate_iops: None,
+            fsync: 0,
+            group_reporting: false,
+            stonewall: false,
+            verify: false,
+            invalidate: false,
+            bw_log: None,
+            iops_log: None,
+        }
+    }
+
+    /// Transfer sizes: bssplit's or bs.
+    pub fn sizes(&self) -> Vec<u64> {
+        if self.bssplit.is_empty() {
+            vec![self.bs]
+        } else {
+            self.bssplit.iter().map(|(b, _)| *b).collect()
+        }
+    }
+
+    /// The mean transfer size, bytes.
+    pub fn mean_bs(&self) -> f64 {
+        if self.bssplit.is_empty() {
+            self.bs as f64
+        } else {
+            self.bssplit
+                .iter()
+                .map(|(b, p)| *b as f64 * *p as f64 / 100.0)
+                .sum()
+        }
+    }
+}
+
+/// The jobs of a job file, in order. `kb_base` of `[global]` applies to the values after it.
+pub fn resolve(f: &JobFile) -> Result<Vec<Job>, Vec<LineError>> {
+    let mut errors = Vec::new();
+    let mut global: Vec<Entry> = Vec::new();
+    let mut jobs = Vec::new();
+    for s in &f.sections {
+        if s.name == "global" {
+            global.extend(s.entries.iter().cloned());
+            // Checked here once; the jobs apply them silently.
+            let mut probe = Job::new("global", &f.file, s.line);
+            let mut kb = kb_base(&global);
+            for e in &s.entries {
+                if let Err(m) = apply(&mut probe, e, &mut kb) {
+                    errors.push(LineError {
+                        file: f.file.clone(),
+                        line: e.line,
+                        message: m,
+                    });
+                }
+            }
+            continue;
+        }
+        let mut job = Job::new(&s.name, &f.file, s.line);
+        let mut kb = kb_base(&global);
+        for e in &global {
+            let _ = apply(&mut job, e, &mut kb);
+        }
+        for e in &s.entries {
+            match apply(&mut job, e, &mut kb) {
+                Ok(()) => job
+                    .own_options
+                    .push((e.name.clone(), e.value.clone().unwrap_or_default())),
+                Err(m) => errors.push(LineError {
+                    file: f.file.clone(),
+                    line: e.line,
+                    message: m,
+                }),
+            }
+        }
+        jobs.push(job);
+    }
+    if jobs.is_empty() && errors.is_empty() {
+        errors.push(LineError {
+            file: f.file.clone(),
+            line: 1,
+            message: "no job section: name at least one [job]".into(),
+        });
+    }
+    if errors.is_empty() {
+        Ok(jobs)
+    } else {
+        Err(errors)
+    }
+}
+
+fn kb_base(entries: &[Entry]) -> u64 {
+    entries
+        .iter()
+        .rev()
+        .find(|e| e.name == "kb_base")
+        .and_then(|e| e.value.as_deref()?.trim().parse().ok())
+        .unwrap_or(1024)
+}
+
+fn need<'a>(e: &'a Entry) -> Result<&'a str, String> {
+    e.value
+        .as_deref()
+        .ok_or_else(|| format!("option `{}` needs a value", e.name))
+}
+
+fn int<T: std::str::FromStr>(e: &Entry) -> Result<T, String> {
+    let v = need(e)?;
+    v.parse()
+        .map_err(|_| format!("{}={v}: expected a whole number", e.name))
+}
+
+fn flag(e: &Entry) -> Result<bool, String> {
+    parse_bool(e.value.as_deref())
+        .map_err(|m| format!("{}={}: {m}", e.name, e.value.as_deref().unwrap_or("")))
+}
+
+/// One transfer size: `4k`, or `4k,4k` (read and write equal).
+fn one_bs(e: &Entry, kb: u64) -> Result<u64, String> {
+    let v = need(e)?;
+    if v.contains('-') || v.contains(':') {
+        return Err(format!(
+            "{}={v}: block size ranges are not supported by storlab fio (use bssplit)",
+            e.name
+        ));
+    }
+    let parts: Vec<u64> = v
+        .split(',')
+        .filter(|p| !p.trim().is_empty())
+        .map(|p| parse_size(p, kb))
+        .collect::<Result<_, _>>()
+        .map_err(|m| format!("{}={v}: {m}", e.name))?;
+    match parts.as_slice() {
+        [b] => Ok(*b),
+        [b, rest @ ..] if rest.iter().all(|x| x == b) => Ok(*b),
+        _ => Err(format!(
+            "{}={v}: separate read and write sizes are not supported by storlab fio",
+            e.name
+        )),
+    }
+}
+
+fn bssplit(e: &Entry, kb: u64) -> Result<Vec<(u64, u32)>, String> {
+    let v = need(e)?;
+    if v.contains(',') {
+        return Err(format!(
+            "bssplit={v}: separate read and write splits are not supported by storlab fio"
+        ));
+    }
+    let mut parts: Vec<(u64, Option<u32>)> = Vec::new();
+    for item in v.split(':').filter(|s| !s.is_empty()) {
+        let (b, p) = match item.split_once('/') {
+            Some((b, p)) => (b, p.trim()),
+            None => (item, ""),
+        };
+        let bytes = parse_size(b, kb).map_err(|m| format!("bssplit={v}: {m}"))?;
+        let pct = if p.is_empty() {
+            None
+        } else {
+            Some(
+                p.parse::<u32>()
+                    .map_err(|_| format!("bssplit={v}: `{p}` is not a whole percent"))?,
+            )
+        };
+        parts.push((bytes, pct));
+    }
+    let given: u32 = parts.iter().filter_map(|(_, p)| *p).sum();
+    let blank = parts.iter().filter(|(_, p)| p.is_none()).count() as u32;
+    if given > 100 || (blank == 0 && given != 100) || parts.is_empty() {
+        return Err(format!("bssplit={v}: the percents must add up to 100"));
+    }
+    // fio splits what is left evenly among the entries without a percent.
+    let (share, mut extra) = if blank > 0 {
+        ((100 - given) / blank, (100 - given) % blank)
+    } else {
+        (0, 0)
+    };
+    Ok(parts
+        .into_iter()
+        .map(|(b, p)| {
+            let pct = p.unwrap_or_else(|| {
+                let e = u32::from(extra > 0);
+                extra = extra.saturating_sub(1);
+                share + e
+            });
+            (b, pct)
+        })
+        .filter(|(_, p)| *p > 0)
+        .collect())
+}
+
+/// Applies one option line to `job`: the refusal names the option.
+fn apply(job: &mut Job, e: &Entry, kb: &mut u64) -> Result<(), String> {
+    let name = e.name.as_str();
+    match name {
+        "name" => job.name = need(e)?.to_string(),
+        "description" => {
+            need(e)?;
+        }
+        "filename" => {
+            let v = need(e)?;
+            if v.contains(':') {
+                return Err(format!(
+                    "filename={v}: several files per job (`:`) are not supported by storlab fio"
+                ));
+            }
+            job.filename = Some(v.to_string());
+        }
+        "directory" => {
+            let v = need(e)?;
+            if v.contains(':') {
+                return Err(format!(
+                    "directory={v}: several directories (`:`) are not supported by storlab fio"
+                ));
+            }
+            job.directory = Some(v.to_string());
+        }
+        "size" => {
+            let v = need(e)?;
+            job.size = Some(parse_size(v, *kb).map_err(|m| format!("size={v}: {m}"))?);
+        }
+        "offset" => {
+            let v = need(e)?;
+            job.offset = parse_size(v, *kb).map_err(|m| format!("offset={v}: {m}"))?;
+        }
+        "norandommap" => {
+            if !flag(e)? {
+                return Err(
+                    "norandommap=0 is not supported by storlab fio: storlab draws random offsets with replacement"
+                        .into(),
+                );
+            }
+        }
+        "randrepeat" => {
+            if !flag(e)? {
+                return Err(
+                    "randrepeat=0 is not supported by storlab fio: storlab draws the same offsets on every run"
+                        .into(),
+                );
+            }
+        }
+        "thread" => {
+            flag(e)?;
+        }
+        "rw" | "readwrite" => {
+            let v = need(e)?;
+            let (mode, suffix) = match v.split_once(':') {
+                Some((m, s)) => (m, Some(s)),
+                None => (v, None),
+            };
+            if suffix.is_some() {
+                return Err(format!(
+                    "{name}={v}: the `:N` offset modifier is not supported by storlab fio"
+                ));
+            }
+            job.rw = match mode {
+                "read" => Rw::Read,
+                "write" => Rw::Write,
+                "randread" => Rw::RandRead,
+                "randwrite" => Rw::RandWrite,
+                "rw" | "readwrite" => Rw::ReadWrite,
+                "randrw" => Rw::RandRw,
+                other => {
+                    return Err(format!(
+                        "{name}={other}: not supported by storlab fio (read, write, randread, randwrite, rw, readwrite, randrw)"
+                    ));
+                }
+            };
+        }
+        "rwmixread" | "rwmixwrite" => {
+            let p: u32 = int(e)?;
+            if p > 100 {
+                return Err(format!("{name}={p}: a percent from 0 to 100"));
+            }
+            job.rwmixread = if name == "rwmixread" { p } else { 100 - p };
+        }
+        "bs" | "blocksize" => {
+            job.bs = one_bs(e, *kb)?;
+            job.bssplit.clear();
+        }
+        "bssplit" => job.bssplit = bssplit(e, *kb)?,
+        "blockalign" | "ba" => job.blockalign = Some(one_bs(e, *kb)?),
+        "direct" => job.direct = flag(e)?,
+        "buffered" => {
+            job.direct = !flag(e)?;
+        }
+        "ioengine" => {
+            job.engine = match need(e)? {
+                "io_uring" => Engine::IoUring,
+                "psync" => Engine::Psync,
+                "libaio" => Engine::LibaioOnUring,
+                other => {
+                    return Err(format!(
+                        "ioengine={other}: not supported by storlab fio (io_uring, psync; libaio runs on io_uring)"
+                    ));
+                }
+            }
+        }
+        "iodepth" => {
+            job.iodepth = int(e)?;
+            if job.iodepth == 0 || job.iodepth > 65536 {
+                return Err(format!("iodepth={}: from 1 to 65536", job.iodepth));
+            }
+        }
+        "numjobs" => {
+            job.numjobs = int(e)?;
+            if job.numjobs == 0 || job.numjobs > 4096 {
+                return Err(format!("numjobs={}: from 1 to 4096", job.numjobs));
+            }
+        }
+        "runtime" | "timeout" => {
+            let v = need(e)?;
+            let d = parse_time(v).map_err(|m| format!("{name}={v}: {m}"))?;
+            job.runtime = (!d.is_zero()).then_some(d);
+        }
+        "time_based" => job.time_based = flag(e)?,
+        "ramp_time" => {
+            let v = need(e)?;
+            job.ramp = parse_time(v).map_err(|m| format!("{name}={v}: {m}"))?;
+        }
+        "rate_iops" => {
+            let v = need(e)?;
+            if v.contains(',') {
+                return Err(format!(
+                    "rate_iops={v}: separate read and write rates are not supported by storlab fio"
+                ));
+            }
+            let r: u64 = int(e)?;
+            job.rate_iops = (r > 0).then_some(r);
+        }
+        "fsync" => job.fsync = int(e)?,
+        "group_reporting" => job.group_reporting = flag(e)?,
+        "stonewall" | "wait_for_previous" => job.stonewall = flag(e)?,
+        "verify" => {
+            job.verify = match need(e)? {
+                "crc32c" | "crc32c-intel" => true,
+                "0" => false,
+                other => {
+                    return Err(format!(
+                        "verify={other}: storlab's verified writes carry a crc32c: use verify=crc32c (or crc32c-intel)"
+                    ));
+                }
+            }
+        }
+        "do_verify" => {
+            if !flag(e)? {
+                return Err(
+                    "do_verify=0 is not supported by storlab fio: storlab's verified writes are always read back after the run"
+                        .into(),
+                );
+            }
+        }
+        "invalidate" => job.invalidate = flag(e)?,
+        "kb_base" => match need(e)? {
+            "1024" => *kb = 1024,
+            "1000" => *kb = 1000,
+            other => return Err(format!("kb_base={other}: 1024 or 1000")),
+        },
+        "write_bw_log" => job.bw_log = Some(e.value.clone().unwrap_or_else(|| job.name.clone())),
+        "write_iops_log" => {
+            job.iops_log = Some(e.value.clone().unwrap_or_else(|| job.name.clone()))
+        }
+        n if STEADY_STATE.contains(&n) => {
+            return Err(format!(
+                "option `{n}` (steady state: ss, ss_dur, ss_ramp) is not supported by storlab fio yet"
+            ));
+        }
+        other => return Err(format!("option `{other}` is not supported by storlab fio")),
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::study::fio::parse::parse;
+
+    fn jobs(text: &str) -> Result<Vec<Job>, Vec<LineError>> {
+        resolve(&parse("job.fio", text, &|_| None).unwrap())
+    }
+
+    #[test]
+    fn global_values_are_inherited_and_overridden() {
+        let j = jobs(
+            "[global]\nioengine=libaio\nbs=8k\ndirect=1\niodepth=16\n[a]\nrw=randread\n[b]\nbs=64k\nrw=write\nbuffered=1\n",
+        )
+        .unwrap();
+        assert_eq!(j.len(), 2);
+        assert_eq!((j[0].bs, j[0].iodepth, j[0].direct), (8192, 16, true));
+        assert_eq!(j[0].engine, Engine::LibaioOnUring);
+        assert_eq!(j[0].rw, Rw::RandRead);
+        assert_eq!((j[1].bs, j[1].direct, j[1].rw), (65536, false, Rw::Write));
+        assert_eq!(j[1].own_options[0], ("bs".into(), "64k".into()));
+    }
+
+    #[test]
+    fn every_unsupported_option_is_refused_by_name_and_line() {
+        let e = jobs("[global]\nzonemode=zbd\n[a]\nrw=randread\nrandom_distribution=zipf:1.2\nss=iops:0.1%\nrw=trim\nbs=4k-16k\n")
+            .unwrap_err();
+        let text: Vec<String> = e.iter().map(|e| e.to_string()).collect();
+        assert_eq!(
+            text[0],
+            "job.fio:2: option `zonemode` is not supported by storlab fio"
+        );
+        assert_eq!(
+            text[1],
+            "job.fio:5: option `random_distribution` is not supported by storlab fio"
+        );
+        assert!(text[2].starts_with("job.fio:6: option `ss`"), "{}", text[2]);
+        assert!(text[3].starts_with("job.fio:7: rw=trim"), "{}", text[3]);
+        assert!(text[4].starts_with("job.fio:8: bs=4k-16k"), "{}", text[4]);
+        assert_eq!(e.len(), 5);
+        let e = jobs("[a]\nrw=randread:8\n").unwrap_err();
+        assert!(e[0].message.contains("`:N`"), "{}", e[0]);
+    }
+
+    #[test]
+    fn mixes_splits_and_units() {
+        let j = jobs("[a]\nrw=randrw\nrwmixwrite=30\nbssplit=4k/10:64k/50:32k\nruntime=2m\nramp_time=500ms\n")
+            .unwrap();
+        assert_eq!(j[0].rwmixread, 70);
+        assert_eq!(j[0].bssplit, vec![(4096, 10), (65536, 50), (32768, 40)]);
+        assert_eq!(j[0].runtime, Some(Duration::from_secs(120)));
+        assert_eq!(j[0].ramp, Duration::from_millis(500));
+        let j = jobs("[global]\nkb_base=1000\n[a]\nbs=4k\n").unwrap();
+        assert_eq!(j[0].bs, 4000);
+        let e = jobs("[a]\nverify=md5\n").unwrap_err();
+        assert!(e[0].message.contains("crc32c"), "{}", e[0]);
+    }
+}

@@ -1,0 +1,410 @@
+//! fio's jobs as a storlab study: each job's file a `file` target, its I/O pattern a block
+//! workload, each stonewall group one step (its jobs' targets driven together), so that a job
+//! file runs through the same plan, engine and results store as any study.
+//!
+//! fio's rules kept: a job without `filename` gets a file per clone, `JOBNAME.N.0` in its
+//! `directory`; with a `filename` its `numjobs` clones share it (storlab: threads on one
+//! target). Without `time_based` a job transfers `size` bytes (per clone), bounded also by
+//! `runtime` when given; `ramp_time` is the warm-up. Jobs of one group run at the same time in
+//! fio: storlab runs a step with one workload, so the jobs of a group must do the same I/O
+//! (on different files); a group whose jobs differ is refused, naming them.
+
+use std::path::{Path, PathBuf};
+
+use super::options::{Engine, Job, Rw};
+use super::parse::LineError;
+
+/// One group of jobs (fio's `groupid`), one step.
+#[derive(Debug, Clone)]
+pub struct Group {
+    pub id: usize,
+    pub step: String,
+    /// Indices into [`FioPlan::jobs`].
+    pub jobs: Vec<usize>,
+}
+
+/// A job's targets: one (clones as threads) or one per clone.
+#[derive(Debug, Clone)]
+pub struct JobTargets {
+    pub names: Vec<String>,
+    pub paths: Vec<PathBuf>,
+}
+
+/// Job files made into a study.
+#[derive(Debug, Clone)]
+pub struct FioPlan {
+    pub files: Vec<String>,
+    pub jobs: Vec<Job>,
+    pub targets: Vec<JobTargets>,
+    pub groups: Vec<Group>,
+    /// `[global]` options as written, of every file (fio's "global options").
+    pub global_options: Vec<(String, String)>,
+    /// Substitutions and changes storlab made, printed and recorded with the results.
+    pub notes: Vec<String>,
+    pub study_text: String,
+}
+
+fn sanitize(name: &str) -> String {
+    let s: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if s.is_empty() { "job".into() } else { s }
+}
+
+fn err(job: &Job, message: String) -> LineError {
+    LineError {
+        file: job.file.clone(),
+        line: job.line,
+        message,
+    }
+}
+
+/// What a job's workload table holds (the same for every job of a group).
+fn workload_table(job: &Job) -> toml::Table {
+    let mut w = toml::Table::new();
+    let read_share = match job.rw {
+        Rw::Read | Rw::RandRead => 1.0,
+        Rw::Write | Rw::RandWrite => 0.0,
+        Rw::ReadWrite | Rw::RandRw => job.rwmixread as f64 / 100.0,
+    };
+    let qd = if job.engine == Engine::Psync {
+        1
+    } else {
+        job.iodepth
+    };
+    let shared = job.filename.is_some();
+    if job.bssplit.is_empty() {
+        w.insert(
+            "access".into(),
+            if job.rw.random() {
+                "random"
+            } else {
+                "sequential"
+            }
+            .into(),
+        );
+        w.insert("read-share".into(), read_share.into());
+        w.insert("block-size".into(), (job.bs as i64).into());
+        if let Some(a) = job.blockalign {
+            w.insert("alignment".into(), (a as i64).into());
+        }
+    } else {
+        let min = job.sizes().into_iter().min().unwrap_or(512);
+        let lines: Vec<toml::Value> = job
+            .bssplit
+            .iter()
+            .map(|(b, p)| {
+                let mut l = toml::Table::new();
+                l.insert("spec-share".into(), (*p as f64 / 100.0).into());
+                l.insert("block-size".into(), (*b as i64).into());
+                l.insert("read-share".into(), read_share.into());
+                l.insert(
+                    "random-share".into(),
+                    if job.rw.random() { 1.0 } else { 0.0 }.into(),
+                );
+                l.insert(
+                    "alignment".into(),
+                    (job.blockalign.unwrap_or(min) as i64).into(),
+                );
+                toml::Value::Table(l)
+            })
+            .collect();
+        w.insert("access-spec".into(), lines.into());
+    }
+    w.insert("queue-depth".into(), (qd as i64).into());
+    w.insert(
+        "threads".into(),
+        (if shared { job.numjobs } else { 1 } as i64).into(),
+    );
+    if let Some(r) = job.rate_iops {
+        w.insert("rate-per-thread-ops".into(), (r as f64).into());
+    }
+    if job.fsync > 0 {
+        w.insert("fsync-every".into(), (job.fsync as i64).into());
+    }
+    if job.verify {
+        w.insert("verify".into(), true.into());
+    }
+    w
+}
+
+/// The job's step bounds: (warm-up, duration, ops per target).
+fn bounds(job: &Job, size: Option<u64>) -> Result<(String, Option<String>, Option<u64>), String> {
+    let warmup = format!("{}ms", job.ramp.as_millis());
+    let duration = job.runtime.map(|d| format!("{}ms", d.as_millis()));
+    if job.time_based {
+        if duration.is_none() {
+            return Err("time_based needs a runtime".into());
+        }
+        return Ok((warmup, duration, None));
+    }
+    let Some(size) = size else {
+        return Err("the job needs a size (or a filename that exists), as fio needs one".into());
+    };
+    let threads = if job.filename.is_some() {
+        job.numjobs as u64
+    } else {
+        1
+    };
+    let ops = ((size as f64 / job.mean_bs()).ceil() as u64).max(1) * threads;
+    Ok((warmup, duration, Some(ops)))
+}
+
+fn existing_size(path: &Path) -> Option<u64> {
+    use std::os::unix::fs::FileTypeExt;
+    let m = std::fs::metadata(path).ok()?;
+    if m.file_type().is_block_device() {
+        let f = std::fs::File::open(path).ok()?;
+        use std::io::Seek;
+        let mut f = f;
+        return f.seek(std::io::SeekFrom::End(0)).ok();
+    }
+    m.is_file().then_some(m.len()).filter(|l| *l > 0)
+}
+
+/// Builds the study from the jobs of `files` (each file's first job starts a group).
+pub fn build(
+    files: Vec<(String, Vec<Job>, Vec<(String, String)>)>,
+) -> Result<FioPlan, Vec<LineError>> {
+    let mut jobs = Vec::new();
+    let mut starts = Vec::new();
+    let mut global_options = Vec::new();
+    let names: Vec<String> = files.iter().map(|f| f.0.clone()).collect();
+    for (_, js, g) in files {
+        starts.push(jobs.len());
+        jobs.extend(js);
+        global_options.extend(g);
+    }
+    let mut errors = Vec::new();
+    let mut notes = Vec::new();
+    let mut targets: Vec<JobTargets> = Vec::new();
+    let mut used = std::collections::BTreeSet::new();
+    for j in &jobs {
+        let base = sanitize(&j.name);
+        let mut unique = |n: String| {
+            let mut name = n.clone();
+            let mut k = 2;
+            while !used.insert(name.clone()) {
+                name = format!("{n}-{k}");
+                k += 1;
+            }
+            name
+        };
+        let dir = j.directory.clone().map(PathBuf::from);
+        let t = match &j.filename {
+            Some(f) => {
+                let p = PathBuf::from(f);
+                let path = match &dir {
+                    Some(d) if p.is_relative() => d.join(p),
+                    _ => p,
+                };
+                JobTargets {
+                    names: vec![unique(base.clone())],
+                    paths: vec![path],
+                }
+            }
+            None => {
+                let d = dir.unwrap_or_else(|| PathBuf::from("."));
+                let names = (0..j.numjobs)
+                    .map(|c| {
+                        unique(if j.numjobs > 1 {
+                            format!("{base}.{c}")
+                        } else {
+                            base.clone()
+                        })
+                    })
+                    .collect();
+                let paths = (0..j.numjobs)
+                    .map(|c| d.join(format!("{}.{c}.0", j.name)))
+                    .collect();
+                JobTargets { names, paths }
+            }
+        };
+        targets.push(t);
+        if j.engine == Engine::LibaioOnUring {
+            notes.push(format!(
+                "job `{}`: ioengine=libaio ran on io_uring (storlab has no libaio engine)",
+                j.name
+            ));
+        }
+        if j.engine == Engine::Psync && j.iodepth > 1 {
+            notes.push(format!(
+                "job `{}`: ioengine=psync runs one I/O at a time: iodepth={} is 1, as in fio",
+                j.name, j.iodepth
+            ));
+        }
+        if j.invalidate && !j.direct {
+            notes.push(format!(
+                "job `{}`: invalidate=1 drops the whole page cache before its group (needs root)",
+                j.name
+            ));
+        }
+    }
+    // Groups: each file's first job and every stonewall job start one.
+    let mut groups: Vec<Group> = Vec::new();
+    for (i, j) in jobs.iter().enumerate() {
+        if groups.is_empty() || j.stonewall || starts.contains(&i) {
+            let id = groups.len();
+            groups.push(Group {
+                id,
+                step: format!("group-{id}"),
+                jobs: Vec::new(),
+            });
+        }
+        groups.last_mut().expect("a group").jobs.push(i);
+    }
+    let mut doc_targets = toml::Table::new();
+    let mut doc_workloads = toml::Table::new();
+    let mut steps = Vec::new();
+    for g in &groups {
+        let first = &jobs[g.jobs[0]];
+        let wl = workload_table(first);
+        let mut step_bounds = None;
+        let mut step_targets: Vec<toml::Value> = Vec::new();
+        let mut paths_seen: Vec<PathBuf> = Vec::new();
+        let mut drop = false;
+        for &ji in &g.jobs {
+            let j = &jobs[ji];
+            if workload_table(j) != wl {
+                errors.push(err(
+                    j,
+                    format!(
+                        "job `{}` runs at the same time as job `{}` (no stonewall between them) but does other I/O: storlab runs one workload per group; add `stonewall` to job `{}`",
+                        j.name, first.name, j.name
+                    ),
+                ));
+                continue;
+            }
+            drop |= j.invalidate && !j.direct;
+            let t = &targets[ji];
+            for (name, path) in t.names.iter().zip(&t.paths) {
+                if paths_seen.contains(path) {
+                    errors.push(err(
+                        j,
+                        format!(
+                            "job `{}` uses {} at the same time as another job of its group: not supported by storlab fio (use numjobs, or stonewall)",
+                            j.name,
+                            path.display()
+                        ),
+                    ));
+                    continue;
+                }
+                paths_seen.push(path.clone());
+                let size = j.size.or_else(|| existing_size(path));
+                if size.is_none() {
+                    errors.push(err(
+                        j,
+                        format!(
+                            "job `{}`: {} does not exist: give a size, as fio needs one",
+                            j.name,
+                            path.display()
+                        ),
+                    ));
+                    continue;
+                }
+                let b = match bounds(j, size) {
+                    Ok(b) => b,
+                    Err(m) => {
+                        errors.push(err(j, format!("job `{}`: {m}", j.name)));
+                        continue;
+                    }
+                };
+                match &step_bounds {
+                    None => step_bounds = Some(b),
+                    Some(sb) if *sb != b => {
+                        errors.push(err(
+                            j,
+                            format!(
+                                "job `{}` runs at the same time as job `{}` with another size, runtime or ramp_time: storlab bounds a group once; add `stonewall` to job `{}`",
+                                j.name, first.name, j.name
+                            ),
+                        ));
+                        continue;
+                    }
+                    Some(_) => {}
+                }
+                let mut tt = toml::Table::new();
+                tt.insert("type".into(), "file".into());
+                tt.insert("path".into(), path.display().to_string().into());
+                tt.insert(
+                    "engine".into(),
+                    if j.engine == Engine::Psync {
+                        "psync"
+                    } else {
+                        "io-uring"
+                    }
+                    .into(),
+                );
+                tt.insert("direct".into(), j.direct.into());
+                if let Some(s) = j.size {
+                    tt.insert("size".into(), (s as i64).into());
+                }
+                if j.offset > 0 {
+                    tt.insert("offset".into(), (j.offset as i64).into());
+                }
+                doc_targets.insert(name.clone(), tt.into());
+                step_targets.push(name.clone().into());
+            }
+        }
+        doc_workloads.insert(g.step.clone(), wl.into());
+        let mut s = toml::Table::new();
+        s.insert("name".into(), g.step.clone().into());
+        s.insert("workload".into(), g.step.clone().into());
+        let together = step_targets.len() > 1;
+        s.insert("targets".into(), step_targets.into());
+        if together {
+            s.insert("together".into(), true.into());
+        }
+        if let Some((warmup, duration, ops)) = step_bounds {
+            s.insert("warmup".into(), warmup.into());
+            if let Some(d) = duration {
+                s.insert("duration".into(), d.into());
+            }
+            if let Some(o) = ops {
+                s.insert("ops".into(), (o as i64).into());
+            }
+        }
+        if drop {
+            s.insert("drop-caches".into(), true.into());
+        }
+        steps.push(toml::Value::Table(s));
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let mut doc = toml::Table::new();
+    doc.insert("name".into(), "fio".into());
+    let mut description = format!("storlab fio {}", names.join(" "));
+    if !notes.is_empty() {
+        description.push_str(&format!(" ({})", notes.join("; ")));
+    }
+    doc.insert("description".into(), description.into());
+    doc.insert("targets".into(), doc_targets.into());
+    doc.insert("workloads".into(), doc_workloads.into());
+    doc.insert("steps".into(), steps.into());
+    let mut text = String::from("# Generated by `storlab fio` from fio job files:");
+    for n in &names {
+        text.push_str(&format!(" {n}"));
+    }
+    text.push('\n');
+    for n in &notes {
+        text.push_str(&format!("# substitution: {n}\n"));
+    }
+    text.push_str(&toml::to_string(&doc).unwrap_or_default());
+    Ok(FioPlan {
+        files: names,
+        jobs,
+        targets,
+        groups,
+        global_options,
+        notes,
+        study_text: text,
+    })
+}

@@ -1,0 +1,323 @@
+//! `storlab fio`: fio job files (written by Debian's genfio, and modelled on fio's HOWTO and
+//! examples, in tests/fio_jobs/) run unchanged with `--quick`, or are refused naming the option
+//! and its line; json+ output is read by fio's own `fio_jsonplus_clat2csv`, whose counts must
+//! equal storlab's stored ones; normal output has fio's lines.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{Lab, text};
+
+fn job(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fio_jobs")
+        .join(name)
+}
+
+fn fio(lab: &Lab, args: &[&str]) -> (bool, String, String) {
+    let o = lab
+        .cmd()
+        .arg("fio")
+        .args(args)
+        .env("SIZE", "16m")
+        .env("NUMJOBS", "2")
+        .output()
+        .expect("run storlab fio");
+    let (out, err) = text(&o);
+    (o.status.success(), out, err)
+}
+
+/// The stored summary of run `n` of the one study.
+fn summary(lab: &Lab, n: usize) -> serde_json::Value {
+    let p = lab.study_folder().join(format!("run-{n:03}/summary.json"));
+    serde_json::from_str(&std::fs::read_to_string(&p).expect("summary")).expect("json")
+}
+
+/// Operations of `op` over every target of a stored run.
+fn stored_ops(s: &serde_json::Value, op: &str) -> u64 {
+    s["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["kinds"][op]["ops"].as_u64().unwrap_or(0))
+        .sum()
+}
+
+#[test]
+fn supported_job_files_run_unchanged() {
+    // (file, fio job entries expected in the report, groups)
+    let cases: &[(&str, usize, usize)] = &[
+        ("genfio-seq.fio", 2, 2),
+        ("genfio-par.fio", 8, 4),
+        ("genfio-cached.fio", 1, 1),
+        ("howto-two-jobs.fio", 2, 1),
+        ("howto-random-writers.fio", 4, 1),
+        ("howto-env.fio", 2, 1),
+        ("ssd-test.fio", 4, 4),
+        ("verify-crc32c.fio", 1, 1),
+        ("mixed-split.fio", 1, 1),
+    ];
+    for (file, entries, groups) in cases {
+        let lab = Lab::new();
+        let out = lab.path().join("out.json");
+        let (ok, _, err) = fio(
+            &lab,
+            &[
+                "--quick",
+                "--output-format=json",
+                "--output",
+                out.to_str().unwrap(),
+                job(file).to_str().unwrap(),
+            ],
+        );
+        assert!(ok, "{file}: {err}");
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        let jobs = doc["jobs"].as_array().unwrap();
+        assert_eq!(jobs.len(), *entries, "{file}: {doc}");
+        let ids: std::collections::BTreeSet<u64> = jobs
+            .iter()
+            .map(|j| j["groupid"].as_u64().unwrap())
+            .collect();
+        assert_eq!(ids.len(), *groups, "{file}");
+        for (i, j) in jobs.iter().enumerate() {
+            let ios = j["read"]["total_ios"].as_u64().unwrap()
+                + j["write"]["total_ios"].as_u64().unwrap();
+            assert!(ios > 0, "{file}: job {i} did no I/O: {j}");
+        }
+        // Every group's I/O count is the stored run's.
+        for g in 0..*groups {
+            let s = summary(&lab, g + 1);
+            for op in ["read", "write"] {
+                let reported: u64 = jobs
+                    .iter()
+                    .filter(|j| j["groupid"].as_u64() == Some(g as u64))
+                    .map(|j| j[op]["total_ios"].as_u64().unwrap())
+                    .sum();
+                assert_eq!(reported, stored_ops(&s, op), "{file} group {g} {op}");
+            }
+        }
+        assert!(
+            lab.study_folder()
+                .join("fio-jobs")
+                .read_dir()
+                .unwrap()
+                .count()
+                == 1
+        );
+        if file.starts_with("genfio") {
+            // genfio asks for fio's bandwidth and IOPS logs.
+            let logs = std::fs::read_dir(lab.path())
+                .unwrap()
+                .flatten()
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".log"))
+                .count();
+            assert_eq!(logs, 2 * entries, "{file}");
+        }
+        if std::fs::read_to_string(job(file))
+            .unwrap()
+            .contains("ioengine=libaio")
+        {
+            assert!(
+                err.contains("ioengine=libaio ran on io_uring"),
+                "{file}: {err}"
+            );
+            let study = std::fs::read_to_string(lab.study_folder().join("run-001/study.toml"))
+                .unwrap_or_default();
+            assert!(study.contains("libaio ran on io_uring"), "{file}: {study}");
+        }
+    }
+}
+
+#[test]
+fn refused_job_files_name_the_option_and_line() {
+    let cases: &[(&str, &[&str])] = &[
+        (
+            "zoned.fio",
+            &[
+                "zoned.fio:4: option `zonemode` is not supported by storlab fio",
+                "zoned.fio:5: option `max_open_zones` is not supported by storlab fio",
+                "zoned.fio:14: option `random_distribution` is not supported by storlab fio",
+            ],
+        ),
+        (
+            "steady-state.fio",
+            &[
+                "steady-state.fio:14: option `ss`",
+                "steady-state.fio:15: option `ss_dur`",
+                "steady-state.fio:16: option `ss_ramp`",
+            ],
+        ),
+        (
+            "howto-mb-memory.fio",
+            &["howto-mb-memory.fio:5: expansion `$mb_memory`"],
+        ),
+        (
+            "reader-writer.fio",
+            &["reader-writer.fio:11: job `writer`", "add `stonewall`"],
+        ),
+    ];
+    for (file, expected) in cases {
+        let lab = Lab::new();
+        let (ok, _, err) = fio(&lab, &["--quick", job(file).to_str().unwrap()]);
+        assert!(!ok, "{file} ran: {err}");
+        for e in *expected {
+            assert!(err.contains(e), "{file}: `{e}` not in:\n{err}");
+        }
+        assert!(
+            !lab.results().exists()
+                || std::fs::read_dir(lab.results())
+                    .unwrap()
+                    .flatten()
+                    .all(|e| !e.path().is_dir()),
+            "{file}: something ran"
+        );
+    }
+}
+
+#[test]
+fn json_plus_is_read_by_fio_jsonplus_clat2csv() {
+    let lab = Lab::new();
+    let out = lab.path().join("plus.json");
+    let (ok, _, err) = fio(
+        &lab,
+        &[
+            "--quick",
+            "--output-format=json+",
+            "--output",
+            out.to_str().unwrap(),
+            job("mixed-split.fio").to_str().unwrap(),
+        ],
+    );
+    assert!(ok, "{err}");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let csv = lab.path().join("clat.csv");
+    let o = std::process::Command::new("fio_jsonplus_clat2csv")
+        .arg(&out)
+        .arg(&csv)
+        .output()
+        .expect("fio_jsonplus_clat2csv (Debian's fio package) must be installed");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(lab.path().join("clat_job0.csv")).expect("clat_job0.csv");
+    let mut lines = text.lines();
+    let header: Vec<String> = lines
+        .next()
+        .unwrap()
+        .split(',')
+        .map(|c| c.trim().to_string())
+        .collect();
+    let col = |name: &str| header.iter().position(|c| c == name).unwrap();
+    let (rc, wc) = (col("read_clat_ns_count"), col("write_clat_ns_count"));
+    let (mut reads, mut writes, mut rows) = (0u64, 0u64, 0);
+    for l in lines.filter(|l| !l.trim().is_empty()) {
+        let cells: Vec<&str> = l.split(',').map(|c| c.trim()).collect();
+        reads += cells[rc].parse::<u64>().unwrap_or(0);
+        writes += cells[wc].parse::<u64>().unwrap_or(0);
+        rows += 1;
+    }
+    let s = summary(&lab, 1);
+    assert!(rows > 10, "{rows} latency rows");
+    assert!(reads > 0 && writes > 0);
+    assert_eq!(reads, stored_ops(&s, "read"));
+    assert_eq!(writes, stored_ops(&s, "write"));
+    assert_eq!(
+        reads,
+        doc["jobs"][0]["read"]["clat_ns"]["N"].as_u64().unwrap()
+    );
+    // fio's own check: the CSV's bins are the JSON's.
+    let o = std::process::Command::new("fio_jsonplus_clat2csv")
+        .arg(&out)
+        .arg(&csv)
+        .arg("--validate")
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("validated"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    // fio's layout: keys fio writes.
+    let j = &doc["jobs"][0];
+    for k in [
+        "jobname",
+        "groupid",
+        "error",
+        "job options",
+        "read",
+        "write",
+        "trim",
+        "sync",
+        "job_runtime",
+        "usr_cpu",
+        "sys_cpu",
+        "ctx",
+        "latency_ns",
+        "latency_us",
+        "latency_ms",
+    ] {
+        assert!(j.get(k).is_some(), "job key {k}");
+    }
+    for k in [
+        "io_bytes",
+        "io_kbytes",
+        "bw_bytes",
+        "bw",
+        "iops",
+        "runtime",
+        "total_ios",
+        "short_ios",
+        "drop_ios",
+        "slat_ns",
+        "clat_ns",
+        "lat_ns",
+        "bw_min",
+        "bw_max",
+        "bw_agg",
+        "bw_mean",
+        "bw_dev",
+        "iops_min",
+        "iops_max",
+        "iops_mean",
+        "iops_stddev",
+    ] {
+        assert!(j["read"].get(k).is_some(), "read key {k}");
+    }
+    assert_eq!(j["read"]["slat_ns"]["N"], 0);
+    assert!(
+        j["read"]["clat_ns"]["percentile"]["99.000000"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    assert!(doc.get("global options").is_some());
+    assert!(
+        j["sync"]["total_ios"].as_u64().unwrap() > 0,
+        "fsync=32 issued fsyncs"
+    );
+}
+
+#[test]
+fn normal_output_has_fio_lines() {
+    let lab = Lab::new();
+    let (ok, out, err) = fio(&lab, &["--quick", job("mixed-split.fio").to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert!(out.contains("mix: (groupid=0, jobs=1): err= 0"), "{out}");
+    let read = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("read: IOPS="))
+        .expect(&out);
+    assert!(
+        read.contains(", BW=") && read.contains("MiB/s") || read.contains("KiB/s"),
+        "{read}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.trim_start().starts_with("write: IOPS=")),
+        "{out}"
+    );
+    assert!(out.contains("clat percentiles"), "{out}");
+    assert!(out.contains("Run status group 0 (all jobs):"), "{out}");
+    assert!(out.contains("READ: bw="), "{out}");
+}
