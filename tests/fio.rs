@@ -142,14 +142,6 @@ fn refused_job_files_name_the_option_and_line() {
             ],
         ),
         (
-            "steady-state.fio",
-            &[
-                "steady-state.fio:14: option `ss`",
-                "steady-state.fio:15: option `ss_dur`",
-                "steady-state.fio:16: option `ss_ramp`",
-            ],
-        ),
-        (
             "howto-mb-memory.fio",
             &["howto-mb-memory.fio:5: expansion `$mb_memory`"],
         ),
@@ -320,4 +312,49 @@ fn normal_output_has_fio_lines() {
     assert!(out.contains("clat percentiles"), "{out}");
     assert!(out.contains("Run status group 0 (all jobs):"), "{out}");
     assert!(out.contains("READ: bw="), "{out}");
+}
+
+/// fio's steady state (`ss`, `ss_dur`, `ss_ramp`) becomes the step's: the example job file
+/// runs in quick mode with its criterion in the results; a rate-limited job reaches
+/// `iops:50%` over a 2 s window and stops long before its 30 s runtime; `ss` without
+/// `ss_dur` (fio's default 0 turns detection off) is refused with its line.
+#[test]
+fn steady_state_options_stop_a_job_once_its_iops_settle() {
+    let lab = Lab::new();
+    let (ok, _, err) = fio(
+        &lab,
+        &["--quick", job("steady-state.fio").to_str().unwrap()],
+    );
+    assert!(ok, "{err}");
+    let s = summary(&lab, 1);
+    assert_eq!(
+        s["steady-state"]["criterion"], "iops_slope:0.1%",
+        "{}",
+        s["steady-state"]
+    );
+
+    let lab = Lab::new();
+    let settled = lab.write(
+        "settle.fio",
+        "[settle]\nfilename=settle.dat\nsize=4m\nrw=randread\nbs=4k\nrate_iops=2000\nruntime=30s\ntime_based\nss=iops:50%\nss_dur=2s\n",
+    );
+    let (ok, out, err) = fio(&lab, &[settled.to_str().unwrap()]);
+    assert!(ok, "{out}\n{err}");
+    let s = summary(&lab, 1);
+    let ss = &s["steady-state"];
+    assert_eq!(ss["reached"], true, "{ss}");
+    assert!(ss["reached-after-seconds"].as_f64().unwrap() < 30.0, "{ss}");
+    assert_eq!(s["status"], "complete", "{}", s["status"]);
+
+    let lab = Lab::new();
+    let bad = lab.write(
+        "bad.fio",
+        "[nowindow]\nfilename=x.dat\nsize=4m\nrw=read\nruntime=10s\nss=iops:10%\n",
+    );
+    let (ok, _, err) = fio(&lab, &[bad.to_str().unwrap()]);
+    assert!(!ok, "{err}");
+    assert!(
+        err.contains("bad.fio:1:") && err.contains("ss=iops:10% needs ss_dur"),
+        "{err}"
+    );
 }

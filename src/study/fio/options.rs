@@ -71,6 +71,10 @@ pub const SUPPORTED: &[(&str, &str)] = &[
     ),
     ("kb_base", "1024 (default) or 1000"),
     (
+        "ss / ss_dur / ss_ramp",
+        "steady state (iops, iops_slope, bw, bw_slope; % or absolute): the group stops once reached, runtime being the longest; needs ss_dur and runtime",
+    ),
+    (
         "offset",
         "first byte of the job's region in the file (a size, not a percent)",
     ),
@@ -88,9 +92,6 @@ pub const SUPPORTED: &[(&str, &str)] = &[
         "fio-format logs, one sample per timeline interval",
     ),
 ];
-
-/// Steady-state options: another part of storlab adds them.
-const STEADY_STATE: &[&str] = &["ss", "ss_dur", "ss_ramp"];
 
 /// What a job does per I/O.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -164,6 +165,10 @@ pub struct Job {
     pub invalidate: bool,
     pub bw_log: Option<String>,
     pub iops_log: Option<String>,
+    /// fio's `ss` as written (checked: e.g. `iops:10%`), `ss_dur` and `ss_ramp`.
+    pub ss: Option<String>,
+    pub ss_dur: Option<Duration>,
+    pub ss_ramp: Duration,
 }
 
 impl Job {
@@ -198,6 +203,9 @@ impl Job {
             invalidate: false,
             bw_log: None,
             iops_log: None,
+            ss: None,
+            ss_dur: None,
+            ss_ramp: Duration::ZERO,
         }
     }
 
@@ -549,10 +557,19 @@ fn apply(job: &mut Job, e: &Entry, kb: &mut u64) -> Result<(), String> {
         "write_iops_log" => {
             job.iops_log = Some(e.value.clone().unwrap_or_else(|| job.name.clone()))
         }
-        n if STEADY_STATE.contains(&n) => {
-            return Err(format!(
-                "option `{n}` (steady state: ss, ss_dur, ss_ramp) is not supported by storlab fio yet"
-            ));
+        "ss" => {
+            let v = need(e)?;
+            crate::study::steady::parse_steady_state(v).map_err(|m| format!("ss={v}: {m}"))?;
+            job.ss = Some(v.to_string());
+        }
+        "ss_dur" => {
+            let v = need(e)?;
+            let d = parse_time(v).map_err(|m| format!("{name}={v}: {m}"))?;
+            job.ss_dur = (!d.is_zero()).then_some(d);
+        }
+        "ss_ramp" => {
+            let v = need(e)?;
+            job.ss_ramp = parse_time(v).map_err(|m| format!("{name}={v}: {m}"))?;
         }
         other => return Err(format!("option `{other}` is not supported by storlab fio")),
     }

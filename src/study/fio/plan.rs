@@ -157,6 +157,32 @@ fn bounds(job: &Job, size: Option<u64>) -> Result<(String, Option<String>, Optio
     Ok((warmup, duration, Some(ops)))
 }
 
+/// A job's steady state as step keys: `steady-state`, its window and ramp in seconds, or
+/// None without `ss`. fio's `ss_dur` of 0 (its default) turns detection off: storlab asks
+/// for it instead, and for a `runtime`, the longest the job runs.
+fn steady(job: &Job) -> Result<Option<(String, f64, f64)>, String> {
+    let Some(ss) = &job.ss else {
+        return Ok(None);
+    };
+    let Some(window) = job.ss_dur else {
+        return Err(format!(
+            "ss={ss} needs ss_dur (the window judged; fio's default of 0 turns steady state off)"
+        ));
+    };
+    if job.runtime.is_none() {
+        return Err(format!(
+            "ss={ss} needs a runtime: the longest the job runs when steady state is not reached"
+        ));
+    }
+    let secs = window.as_secs_f64();
+    if secs < 2.0 || secs.fract() != 0.0 {
+        return Err(format!(
+            "ss_dur={secs} s: storlab judges steady state on 1-second intervals, so ss_dur is a whole number of seconds, 2 or more"
+        ));
+    }
+    Ok(Some((ss.clone(), secs, job.ss_ramp.as_secs_f64())))
+}
+
 fn existing_size(path: &Path) -> Option<u64> {
     use std::os::unix::fs::FileTypeExt;
     let m = std::fs::metadata(path).ok()?;
@@ -270,8 +296,22 @@ pub fn build(
         let mut step_targets: Vec<toml::Value> = Vec::new();
         let mut paths_seen: Vec<PathBuf> = Vec::new();
         let mut drop = false;
+        let group_steady = steady(first);
+        if let Err(m) = &group_steady {
+            errors.push(err(first, format!("job `{}`: {m}", first.name)));
+        }
         for &ji in &g.jobs {
             let j = &jobs[ji];
+            if ji != g.jobs[0] && steady(j).ok() != group_steady.clone().ok() {
+                errors.push(err(
+                    j,
+                    format!(
+                        "job `{}` runs at the same time as job `{}` with other steady-state options: storlab judges a group's steady state once; add `stonewall` to job `{}`",
+                        j.name, first.name, j.name
+                    ),
+                ));
+                continue;
+            }
             if workload_table(j) != wl {
                 errors.push(err(
                     j,
@@ -373,6 +413,13 @@ pub fn build(
         }
         if drop {
             s.insert("drop-caches".into(), true.into());
+        }
+        if let Ok(Some((criterion, window_s, ramp_s))) = &group_steady {
+            s.insert("steady-state".into(), criterion.clone().into());
+            s.insert("steady-state-seconds".into(), (*window_s).into());
+            if *ramp_s > 0.0 {
+                s.insert("steady-state-ramp-seconds".into(), (*ramp_s).into());
+            }
         }
         steps.push(toml::Value::Table(s));
     }
