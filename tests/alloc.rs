@@ -487,7 +487,11 @@ fn ycsb_on_a_redis_cluster_allocates_no_more_per_operation_than_on_one_server() 
     ) else {
         return;
     };
-    let addr = url.trim_start_matches("redis://").split('/').next().unwrap();
+    let addr = url
+        .trim_start_matches("redis://")
+        .split('/')
+        .next()
+        .unwrap();
     let (host, port) = addr.rsplit_once(':').unwrap();
     let prefix = format!("alloc{}:", std::process::id());
     let one = redis_allocations_per_op(
@@ -503,7 +507,10 @@ fn ycsb_on_a_redis_cluster_allocates_no_more_per_operation_than_on_one_server() 
         one.0, one.1, cluster.0, cluster.1
     );
     assert!(cluster.0 <= one.0 + 0.01, "load: {cluster:?} vs {one:?}");
-    assert!(cluster.1 <= one.1 + 0.01, "workload a: {cluster:?} vs {one:?}");
+    assert!(
+        cluster.1 <= one.1 + 0.01,
+        "workload a: {cluster:?} vs {one:?}"
+    );
 }
 
 /// The server address in `var`, or None (skipped) unless STORLAB_REQUIRE_SERVERS is set.

@@ -137,15 +137,65 @@ fn a_master_powered_off_under_elastic_load_is_survived_and_lost_writes_are_count
 
     // The Markdown report shows them.
     let md = lab.path().join("r.md");
-    let report = lab.run(&["report", folder.to_str().unwrap(), "-o", md.to_str().unwrap()]);
+    let report = lab.run(&[
+        "report",
+        folder.to_str().unwrap(),
+        "-o",
+        md.to_str().unwrap(),
+    ]);
     assert!(report.status.success(), "{:?}", text(&report));
     let md = std::fs::read_to_string(&md).unwrap();
-    assert!(md.contains("keys acknowledged | keys checked | lost writes"), "{md}");
+    assert!(
+        md.contains("keys acknowledged | keys checked | lost writes"),
+        "{md}"
+    );
 
     eprintln!(
         "master node1 lost at {loss_s:.2} s: outage {outage:.2} s, first success after {:.2} s, back within 5% after {:.2} s, all slots served again after {} s; {errors} errors; {acknowledged} inserts acknowledged, {lost_writes} lost",
         first.unwrap(),
         back.unwrap(),
         serving["duration-seconds"]
+    );
+}
+
+/// The study names the node it powers off through the cluster's environment
+/// (`STORLAB_REDIS_CLUSTER_NODE1_NETNS`): a node the cluster does not have is refused by
+/// `storlab check` with the file, line and key. Needs no cluster: the variables are set here.
+#[test]
+fn check_refuses_a_power_off_of_a_node_not_in_the_cluster() {
+    let text_of = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("studies/elastic-failover-redis.toml"),
+    )
+    .unwrap();
+    let lab = Lab::new();
+    let good = lab.write("good.toml", &text_of);
+    let bad = lab.write("bad.toml", &text_of.replace("NODE1_NETNS", "NODE9_NETNS"));
+    let line = text_of
+        .lines()
+        .position(|l| l.contains("NODE1_NETNS}"))
+        .unwrap()
+        + 1;
+    let check = |path: &Path| {
+        lab.cmd()
+            .args(["check", path.to_str().unwrap()])
+            .env("STORLAB_REDIS_CLUSTER_URLS", "10.0.0.1:6379,10.0.0.2:6379")
+            .env("STORLAB_REDIS_CLUSTER_NODE1_NETNS", "slr-test-node1")
+            .env_remove("STORLAB_REDIS_CLUSTER_NODE9_NETNS")
+            .env("STORLAB_REDIS_CLUSTER_SCRIPT", "/bin/true")
+            .env("STORLAB_REDIS_CLUSTER_DIR", "/nonexistent")
+            .output()
+            .unwrap()
+    };
+    let out = check(&good);
+    assert!(out.status.success(), "{:?}", text(&out));
+    let out = check(&bad);
+    assert!(!out.status.success());
+    let (stdout, stderr) = text(&out);
+    let all = format!("{stdout}{stderr}");
+    assert!(
+        all.contains(&format!("bad.toml:{line}:"))
+            && all.contains("steps[1].events[1].netns")
+            && all.contains("STORLAB_REDIS_CLUSTER_NODE9_NETNS is not set"),
+        "{all}"
     );
 }
