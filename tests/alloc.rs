@@ -458,7 +458,7 @@ fn redis_allocations_per_op(options: &str, letter: char) -> (f64, f64) {
     let load = workload(
         "type = \"ycsb\"\nphase = \"load\"\nrecord-count = 5000\nfield-count = 2\nfield-length = 100",
     );
-    let run = ycsb_workload(letter, "record-count = 2000");
+    let run = ycsb_workload(letter, "");
     let mut per_op = [0.0; 2];
     for (i, w) in [&load, &run].into_iter().enumerate() {
         let prepared = t
