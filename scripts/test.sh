@@ -7,7 +7,9 @@
 # the tests only, then stopped; Samba 4.17 and NFS-Ganesha 4.3 (scripts/fileservers.sh, Ganesha
 # in its own network namespace); a three-node PostgreSQL 15 / Patroni / etcd cluster
 # (scripts/cluster.sh, each node in its own network namespace; tests/cluster.rs then
-# tests/elastic.rs each power its leader off); YCSB 0.17.0's jar (Maven) for the draw-for-draw comparison.
+# tests/elastic.rs each power its leader off); a Redis 7.0 Cluster of 3 masters and 3 replicas
+# (scripts/rediscluster.sh, each node in its own network namespace; tests/rediscluster.rs
+# powers a master off); YCSB 0.17.0's jar (Maven) for the draw-for-draw comparison.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -15,21 +17,26 @@ export PATH="$HOME/.cargo/bin:$PATH"
 ./scripts/servers.sh install
 ./scripts/fileservers.sh install
 ./scripts/cluster.sh install
+./scripts/rediscluster.sh install
 # YCSB 0.17.0's core jar, for tests/ycsb_exact.rs (draw-for-draw comparison with YCSB).
 ./scripts/peers.sh install-ycsb
 servers="$(mktemp -d /tmp/storlab-servers.XXXXXX)"
 fileservers="$(mktemp -d /tmp/storlab-fileservers.XXXXXX)"
 cluster="$(mktemp -d /tmp/storlab-cluster.XXXXXX)"
-trap './scripts/servers.sh stop "$servers" >/dev/null 2>&1 || true; ./scripts/fileservers.sh stop "$fileservers" >/dev/null 2>&1 || true; ./scripts/cluster.sh stop "$cluster" >/dev/null 2>&1 || true; rm -rf "$servers" "$fileservers" "$cluster"' EXIT
+rcluster="$(mktemp -d /tmp/storlab-rcluster.XXXXXX)"
+trap './scripts/servers.sh stop "$servers" >/dev/null 2>&1 || true; ./scripts/fileservers.sh stop "$fileservers" >/dev/null 2>&1 || true; ./scripts/cluster.sh stop "$cluster" >/dev/null 2>&1 || true; ./scripts/rediscluster.sh stop "$rcluster" >/dev/null 2>&1 || true; rm -rf "$servers" "$fileservers" "$cluster" "$rcluster"' EXIT
 ./scripts/servers.sh start "$servers"
 ./scripts/fileservers.sh start "$fileservers"
 ./scripts/cluster.sh start "$cluster"
+./scripts/rediscluster.sh start "$rcluster"
 # shellcheck disable=SC1091
 . "$servers/env.sh"
 # shellcheck disable=SC1091
 . "$fileservers/env.sh"
 # shellcheck disable=SC1091
 . "$cluster/env.sh"
+# shellcheck disable=SC1091
+. "$rcluster/env.sh"
 export STORLAB_REQUIRE_SERVERS=1
 export STORLAB_REQUIRE_CHROMIUM=1
 # Tests that need root (loop devices, filesystems) fail instead of skipping when not root.

@@ -450,3 +450,81 @@ fn ycsb_on_rocksdb_allocates_nothing_per_operation_in_storlab() {
         );
     }
 }
+
+/// Allocations per operation of a YCSB workload on a redis target (`options`, TOML), after
+/// `records` records loaded by the same target.
+fn redis_allocations_per_op(options: &str, letter: char) -> (f64, f64) {
+    let t = (storlab::targets::find_type("redis").unwrap().parse)(toml::from_str(options).unwrap())
+        .unwrap();
+    let load = workload(
+        "type = \"ycsb\"\nphase = \"load\"\nrecord-count = 5000\nfield-count = 2\nfield-length = 100",
+    );
+    let run = ycsb_workload(letter, "");
+    let mut per_op = [0.0; 2];
+    for (i, w) in [&load, &run].into_iter().enumerate() {
+        let prepared = t
+            .prepare(&PrepareOptions {
+                writes: w.writes(),
+                ycsb: w.ycsb(),
+                ..Default::default()
+            })
+            .unwrap();
+        let short = loop_allocations(&t, w, &prepared, 300);
+        let long = loop_allocations(&t, w, &prepared, 2_300);
+        per_op[i] = long.saturating_sub(short) as f64 / 2_000.0;
+    }
+    (per_op[0], per_op[1])
+}
+
+/// Redis Cluster mode routes each command to its slot's master over a plain connection: per
+/// operation it allocates what one server's connection allocates (the crate's parsed reply),
+/// nothing more. Measured on the single server of scripts/servers.sh and the cluster of
+/// scripts/rediscluster.sh, for a load (inserts) and workload A (reads and updates).
+#[test]
+fn ycsb_on_a_redis_cluster_allocates_no_more_per_operation_than_on_one_server() {
+    let (Some(url), Some(seeds)) = (
+        common_server("STORLAB_TEST_REDIS_URL"),
+        common_server("STORLAB_REDIS_CLUSTER_URLS"),
+    ) else {
+        return;
+    };
+    let addr = url
+        .trim_start_matches("redis://")
+        .split('/')
+        .next()
+        .unwrap();
+    let (host, port) = addr.rsplit_once(':').unwrap();
+    let prefix = format!("alloc{}:", std::process::id());
+    let one = redis_allocations_per_op(
+        &format!("host = \"{host}\"\nport = {port}\ndatabase = 6\nkey-prefix = \"{prefix}\""),
+        'a',
+    );
+    let cluster = redis_allocations_per_op(
+        &format!("cluster = true\nseeds = \"{seeds}\"\nkey-prefix = \"{prefix}\""),
+        'a',
+    );
+    eprintln!(
+        "allocations per operation: one server {:.2} (load) {:.2} (workload a); cluster {:.2} (load) {:.2} (workload a)",
+        one.0, one.1, cluster.0, cluster.1
+    );
+    assert!(cluster.0 <= one.0 + 0.01, "load: {cluster:?} vs {one:?}");
+    assert!(
+        cluster.1 <= one.1 + 0.01,
+        "workload a: {cluster:?} vs {one:?}"
+    );
+}
+
+/// The server address in `var`, or None (skipped) unless STORLAB_REQUIRE_SERVERS is set.
+fn common_server(var: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(v) if !v.is_empty() => Some(v),
+        _ => {
+            assert!(
+                std::env::var_os("STORLAB_REQUIRE_SERVERS").is_none(),
+                "{var} is not set and STORLAB_REQUIRE_SERVERS is"
+            );
+            eprintln!("skipped: {var} is not set");
+            None
+        }
+    }
+}

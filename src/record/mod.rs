@@ -97,10 +97,13 @@ pub enum ErrorKind {
     /// The database refused to commit a transaction: a serialization failure or a deadlock
     /// (SQLSTATE 40001, 40P01). The client rolls back and goes on.
     Serialization = 10,
+    /// The server answered that it cannot serve the data now: a Redis Cluster without a master
+    /// for the slot (CLUSTERDOWN, TRYAGAIN, MASTERDOWN, LOADING) or redirected in a loop.
+    Unavailable = 11,
 }
 
 impl ErrorKind {
-    pub const COUNT: usize = 11;
+    pub const COUNT: usize = 12;
     pub const ALL: [ErrorKind; ErrorKind::COUNT] = [
         ErrorKind::Io,
         ErrorKind::NoSpace,
@@ -113,6 +116,7 @@ impl ErrorKind {
         ErrorKind::Integrity,
         ErrorKind::InsertWindow,
         ErrorKind::Serialization,
+        ErrorKind::Unavailable,
     ];
 
     pub fn name(self) -> &'static str {
@@ -128,6 +132,7 @@ impl ErrorKind {
             ErrorKind::Integrity => "integrity",
             ErrorKind::InsertWindow => "insert-window-full",
             ErrorKind::Serialization => "serialization",
+            ErrorKind::Unavailable => "unavailable",
         }
     }
 

@@ -56,14 +56,16 @@ fn kv_passes(summaries: &[&RunSummary]) -> Vec<(usize, String, String, KvVerifyR
         .collect()
 }
 
-const KV_HEAD: &str = "run | step | target | keys checked | intact | lost | missing | corrupt | unreadable | newer than acknowledged | read back (keys/s, s) | first keys of damaged classes";
+const KV_HEAD: &str = "run | step | target | keys acknowledged | keys checked | lost writes | intact | lost | missing | corrupt | unreadable | newer than acknowledged | read back (keys/s, s) | first keys of damaged classes";
 
 fn kv_cells(run: usize, step: &str, target: &str, v: &KvVerifyReport) -> Vec<String> {
     let mut c = vec![
         run.to_string(),
         step.to_string(),
         target.to_string(),
+        v.keys_acknowledged.to_string(),
         v.keys_checked.to_string(),
+        v.lost_writes().to_string(),
     ];
     for class in KvClass::ALL {
         c.push(v.class(class).keys.to_string());
@@ -81,7 +83,7 @@ fn kv_cells(run: usize, step: &str, target: &str, v: &KvVerifyReport) -> Vec<Str
     c
 }
 
-const KV_ABOUT: &str = "After each ycsb run with <code>verify = true</code>, every key with an acknowledged write was read back and classified: intact (a write not overtaken by a later acknowledged one); lost (an older write: a lost update); missing (the key is gone); corrupt (a stamp whose checksum, key or format does not match); unreadable (the read failed). The read-back is not part of any latency figure.";
+const KV_ABOUT: &str = "After each ycsb run with <code>verify = true</code>, every key with an acknowledged write (keys acknowledged) was read back (keys checked) and classified; lost writes are lost plus missing keys, acknowledged writes the store does not hold (a finding, e.g. a Redis Cluster's asynchronous replication when a master dies; not a failure of the run). Classes: intact (a write not overtaken by a later acknowledged one); lost (an older write: a lost update); missing (the key is gone); corrupt (a stamp whose checksum, key or format does not match); unreadable (the read failed). The read-back is not part of any latency figure.";
 
 const DAMAGE: [VerifyClass; 6] = [
     VerifyClass::LostDurable,

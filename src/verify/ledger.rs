@@ -167,6 +167,7 @@ impl Ledger {
                     r.newer_than_acknowledged += u64::from(present);
                     continue;
                 }
+                r.keys_acknowledged += 1;
                 let class = if present {
                     KvClass::Intact
                 } else {

@@ -105,6 +105,7 @@ impl SessionUser for PassUser<'_> {
             if state.acked == 0 {
                 continue;
             }
+            r.keys_acknowledged += 1;
             if state.failed == UNTRACKED {
                 r.untracked_writes += 1;
                 continue;

@@ -67,6 +67,10 @@ pub enum KeyValueKind {
 pub struct KvVerifyReport {
     pub kind: KeyValueKind,
     pub target: String,
+    /// Keys with an acknowledged write (for a ledger: acknowledged transactions), counted from
+    /// storlab's own table, whether or not the pass could check them.
+    #[serde(default)]
+    pub keys_acknowledged: u64,
     /// Keys with an acknowledged write, read back and classified.
     pub keys_checked: u64,
     pub intact: KeyClassResult,
@@ -120,6 +124,12 @@ impl KvVerifyReport {
         }
     }
 
+    /// Acknowledged writes not found: keys holding an older write than acknowledged (`lost`)
+    /// or gone (`missing`).
+    pub fn lost_writes(&self) -> u64 {
+        self.lost.keys + self.missing.keys
+    }
+
     /// Keys not intact.
     pub fn damaged(&self) -> u64 {
         self.keys_checked - self.intact.keys
@@ -139,6 +149,14 @@ impl KvVerifyReport {
                 format!("{} damaged", self.damaged())
             }
         );
+        s.push_str(&format!(
+            "  acknowledged {} keys, checked {}, lost writes {} (older write {}, missing {})\n",
+            self.keys_acknowledged,
+            self.keys_checked,
+            self.lost_writes(),
+            self.lost.keys,
+            self.missing.keys
+        ));
         s.push_str(&format!("  {:<14} {:>10}  first keys\n", "class", "keys"));
         for c in KvClass::ALL {
             let r = self.class(c);

@@ -16,8 +16,16 @@
 //! the pipeline is timed from its submission to the pipeline's last reply. Other operations
 //! stay one at a time, as YCSB's binding sends them.
 //!
+//! Redis Cluster (`cluster = true`, [`cluster`]): each command goes to the master of its key's
+//! slot, redirections and failovers are followed, and the commands of a pipeline are sent one
+//! after the other (each to its own master). `key-prefix` puts a text before every key (and
+//! the index), so that several targets (tenants) share one server or cluster with keys of
+//! their own.
+//!
 //! YCSB properties: `redis.host`, `redis.port`, `redis.password`, `redis.timeout` (ms), and
 //! storlab's `redis.pipeline`.
+
+pub mod cluster;
 
 use std::time::Duration;
 
@@ -45,6 +53,18 @@ pub const TYPE: TargetType = TargetType {
             "timeout",
             "connect, read and write timeout, e.g. \"2s\" (default 10s)",
         ),
+        (
+            "cluster",
+            "true: a Redis Cluster; commands go to the master of their key's slot (default false)",
+        ),
+        (
+            "seeds",
+            "with cluster: nodes to read the slot map from, \"HOST:PORT,HOST:PORT\" (default host:port)",
+        ),
+        (
+            "key-prefix",
+            "text before every key and the index, e.g. \"tenant1:\" (default none)",
+        ),
     ],
     parse,
     ycsb_names: &[],
@@ -65,6 +85,12 @@ pub struct RedisConfig {
     pub database: u32,
     #[serde(default = "default_timeout")]
     pub timeout: Dur,
+    #[serde(default)]
+    pub cluster: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seeds: Option<String>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub key_prefix: String,
 }
 
 fn default_host() -> String {
@@ -104,6 +130,24 @@ fn parse(table: toml::Table) -> Result<TargetConfig, OptionError> {
         return Err(OptionError {
             key: "timeout".into(),
             message: "timeout must be above 0".into(),
+        });
+    }
+    if let Some(s) = &c.seeds {
+        if !c.cluster {
+            return Err(OptionError {
+                key: "seeds".into(),
+                message: "`seeds` are the nodes of a Redis Cluster: set `cluster = true`".into(),
+            });
+        }
+        cluster::parse_seeds(s).map_err(|message| OptionError {
+            key: "seeds".into(),
+            message,
+        })?;
+    }
+    if c.cluster && c.database != 0 {
+        return Err(OptionError {
+            key: "database".into(),
+            message: "a Redis Cluster has database 0 only".into(),
         });
     }
     Ok(TargetConfig::Redis(c))
@@ -167,17 +211,47 @@ impl RedisConfig {
     }
 
     fn describe(&self) -> String {
-        format!("redis {}:{}/{}", self.host, self.port, self.database)
+        match (&self.seeds, self.cluster) {
+            (Some(s), true) => format!("redis cluster {s}"),
+            (None, true) => format!("redis cluster {}:{}", self.host, self.port),
+            _ => format!("redis {}:{}/{}", self.host, self.port, self.database),
+        }
+    }
+
+    /// This target's connection: one server's, or a cluster router (its slot map read).
+    fn link(&self) -> Result<Link, String> {
+        if !self.cluster {
+            return self
+                .connect()
+                .map(|c| Link::Single(Some(c)))
+                .map_err(|e| e.to_string());
+        }
+        let seeds = match &self.seeds {
+            Some(s) => cluster::parse_seeds(s)?,
+            None => vec![(self.host.clone(), self.port)],
+        };
+        let mut r = cluster::Router::new(seeds, self.password.clone(), self.timeout.0);
+        r.refresh()
+            .map_err(|e| format!("no seed answered CLUSTER SLOTS ({})", e.kind.name()))?;
+        Ok(Link::Cluster(Box::new(r)))
     }
 
     /// Checks that the server answers and asks its version.
     fn server_version(&self, _opts: &PrepareOptions) -> Result<Vec<(String, String)>, TargetError> {
-        let mut conn = self
-            .connect()
+        let mut link = self
+            .link()
             .map_err(|e| TargetError::Invalid(format!("{}: {e}", self.describe())))?;
+        let conn = match &mut link {
+            Link::Single(c) => c.as_mut().ok_or_else(|| {
+                TargetError::Invalid(format!("{}: not connected", self.describe()))
+            })?,
+            Link::Cluster(r) => r.any().map_err(|e| {
+                TargetError::Invalid(format!("{}: no master answers ({})", self.describe(), e.kind.name()))
+            })?,
+        };
         let info: String = redis::cmd("INFO")
             .arg("server")
-            .query(&mut conn)
+            .query(conn)
             .map_err(|e| TargetError::Invalid(format!("{}: INFO: {e}", self.describe())))?;
         let version = info
             .lines()
@@ -199,12 +273,12 @@ impl RedisConfig {
                 "a redis target runs ycsb workloads only".into(),
             ));
         };
-        let conn = self
-            .connect()
+        let link = self
+            .link()
             .map_err(|e| TargetError::Invalid(format!("{}: {e}", self.describe())))?;
         let session = RedisSession {
             config: self.clone(),
-            conn: Some(conn),
+            link,
             record: RecordBuf::new(w, params.seed ^ ((params.worker as u64 + 1) << 32))
                 .with_verify(params.kv_verify.as_ref(), params.queue_depth),
             cmd: Vec::with_capacity(4096),
@@ -219,8 +293,7 @@ impl RedisConfig {
 /// One worker's connection.
 pub struct RedisSession {
     config: RedisConfig,
-    /// None after the connection failed: the next operation reconnects.
-    conn: Option<redis::Connection>,
+    link: Link,
     record: RecordBuf,
     /// The packed command.
     cmd: Vec<u8>,
@@ -230,6 +303,14 @@ pub struct RedisSession {
     queue: Vec<(u32, YcsbOp)>,
     /// Bytes of each insert of a pipeline.
     sizes: Vec<u32>,
+}
+
+/// A session's way to the data.
+enum Link {
+    /// One server's connection; None after it failed: the next operation reconnects.
+    Single(Option<redis::Connection>),
+    /// A cluster: a connection per master, commands routed by slot.
+    Cluster(Box<cluster::Router>),
 }
 
 fn error_of(e: &redis::RedisError) -> OpError {
@@ -257,6 +338,18 @@ const PROTOCOL: OpError = OpError {
 fn header(buf: &mut Vec<u8>, args: usize) {
     buf.push(b'*');
     decimal(buf, args as u64);
+    buf.extend_from_slice(b"\r\n");
+}
+
+/// Appends one RESP bulk string argument: `prefix` then `bytes` (a key with the target's
+/// `key-prefix`).
+#[inline]
+fn key_arg(buf: &mut Vec<u8>, prefix: &str, bytes: &[u8]) {
+    buf.push(b'$');
+    decimal(buf, (prefix.len() + bytes.len()) as u64);
+    buf.extend_from_slice(b"\r\n");
+    buf.extend_from_slice(prefix.as_bytes());
+    buf.extend_from_slice(bytes);
     buf.extend_from_slice(b"\r\n");
 }
 
@@ -322,10 +415,13 @@ fn bulk(v: &Value) -> Option<&[u8]> {
 
 impl RedisSession {
     fn conn(&mut self) -> Result<&mut redis::Connection, OpError> {
-        if self.conn.is_none() {
-            self.conn = Some(self.config.connect().map_err(|e| error_of(&e))?);
+        let Link::Single(conn) = &mut self.link else {
+            return Err(PROTOCOL);
+        };
+        if conn.is_none() {
+            *conn = Some(self.config.connect().map_err(|e| error_of(&e))?);
         }
-        self.conn.as_mut().ok_or(OpError {
+        conn.as_mut().ok_or(OpError {
             kind: ErrorKind::Connection,
             code: 0,
         })
@@ -333,6 +429,9 @@ impl RedisSession {
 
     /// Sends the packed command(s) and returns the replies; a failed connection is dropped.
     fn send(&mut self, count: usize) -> Result<Vec<Value>, OpError> {
+        if let Link::Cluster(r) = &mut self.link {
+            return r.request_all(&self.cmd, count);
+        }
         let cmd = std::mem::take(&mut self.cmd);
         let result = match self.conn() {
             Ok(c) => {
@@ -350,8 +449,10 @@ impl RedisSession {
         self.cmd = cmd;
         result.map_err(|e| {
             let err = error_of(&e);
-            if err.kind != ErrorKind::Other || !self.conn.as_ref().is_some_and(|c| c.is_open()) {
-                self.conn = None;
+            if let Link::Single(conn) = &mut self.link
+                && (err.kind != ErrorKind::Other || !conn.as_ref().is_some_and(|c| c.is_open()))
+            {
+                *conn = None;
             }
             err
         })
@@ -363,7 +464,7 @@ impl RedisSession {
         let n = field.map_or(r.field_count(), |_| 1);
         header(&mut self.cmd, 2 + 2 * n);
         arg(&mut self.cmd, b"HMSET");
-        arg(&mut self.cmd, &r.key);
+        key_arg(&mut self.cmd, &self.config.key_prefix, &r.key);
         match field {
             Some(f) => {
                 arg(&mut self.cmd, r.name(f as usize));
@@ -384,12 +485,12 @@ impl RedisSession {
             None => {
                 header(&mut self.cmd, 2);
                 arg(&mut self.cmd, b"HGETALL");
-                arg(&mut self.cmd, &self.record.key);
+                key_arg(&mut self.cmd, &self.config.key_prefix, &self.record.key);
             }
             Some(f) => {
                 header(&mut self.cmd, 3);
                 arg(&mut self.cmd, b"HMGET");
-                arg(&mut self.cmd, &self.record.key);
+                key_arg(&mut self.cmd, &self.config.key_prefix, &self.record.key);
                 arg(&mut self.cmd, self.record.name(f as usize));
             }
         }
@@ -486,13 +587,13 @@ impl RedisSession {
         self.pack_hmset(None);
         header(&mut self.cmd, 4);
         arg(&mut self.cmd, b"ZADD");
-        arg(&mut self.cmd, INDEX);
+        key_arg(&mut self.cmd, &self.config.key_prefix, INDEX);
         let mut text = [0u8; 21];
         arg(
             &mut self.cmd,
             number(java_hash(&self.record.key) as i64, &mut text),
         );
-        arg(&mut self.cmd, &self.record.key);
+        key_arg(&mut self.cmd, &self.config.key_prefix, &self.record.key);
     }
 
     /// Checks the two replies of one insert of `bytes` (key and values).
@@ -555,7 +656,7 @@ impl RedisSession {
         self.cmd.clear();
         header(&mut self.cmd, 7);
         arg(&mut self.cmd, b"ZRANGEBYSCORE");
-        arg(&mut self.cmd, INDEX);
+        key_arg(&mut self.cmd, &self.config.key_prefix, INDEX);
         arg(
             &mut self.cmd,
             number(java_hash(&self.record.key) as i64, &mut score),
@@ -579,6 +680,9 @@ impl RedisSession {
         let mut n = 0;
         for k in keys {
             let key = bulk(k).ok_or(PROTOCOL)?;
+            let key = key
+                .strip_prefix(self.config.key_prefix.as_bytes())
+                .ok_or(PROTOCOL)?;
             self.record.key.clear();
             self.record.key.extend_from_slice(key);
             self.pack_read(field);
@@ -589,9 +693,11 @@ impl RedisSession {
         let mut failed = None;
         for (k, reply) in keys.iter().zip(&records) {
             self.record.key.clear();
-            self.record
-                .key
-                .extend_from_slice(bulk(k).unwrap_or_default());
+            let key = bulk(k).unwrap_or_default();
+            self.record.key.extend_from_slice(
+                key.strip_prefix(self.config.key_prefix.as_bytes())
+                    .unwrap_or(key),
+            );
             match self.check_read(reply, field) {
                 Ok((b, _)) => bytes = bytes.saturating_add(b),
                 Err(e) => failed = Some(e),
