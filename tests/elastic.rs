@@ -23,6 +23,17 @@ use std::process::Command;
 
 use common::{Lab, text};
 
+/// The `export NAME='VALUE'` lines of a cluster's env.sh.
+fn cluster_env(path: &Path) -> Vec<(String, String)> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.strip_prefix("export "))
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.trim_matches('\'').to_string()))
+        .collect()
+}
+
 #[test]
 fn the_elastic_failover_study_keeps_its_shares_survives_the_loss_and_loses_nothing() {
     if common::server("STORLAB_PG_CLUSTER_URL").is_none() {
@@ -42,9 +53,16 @@ fn the_elastic_failover_study_keeps_its_shares_survives_the_loss_and_loses_nothi
             text(&out)
         );
     }
+    // The fresh cluster has a new password: its env.sh, not this process's environment.
+    let env = cluster_env(&Path::new(&dir).join("env.sh"));
     let study = Path::new(env!("CARGO_MANIFEST_DIR")).join("studies/elastic-failover.toml");
     let lab = Lab::new();
-    let out = lab.run(&["run", "--quick", study.to_str().unwrap()]);
+    let out = lab
+        .cmd()
+        .args(["run", "--quick", study.to_str().unwrap()])
+        .envs(env)
+        .output()
+        .unwrap();
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stdout}\n{stderr}");
     let folder = lab.study_folder();
