@@ -268,7 +268,7 @@ mod tests {
         let mut m = String::new();
         markdown_section(&mut m, &[&s]);
         assert!(
-            m.contains("| 1 | w | redis | 3 | 1 | 1 | 1 | 0 | 0 | 0 |"),
+            m.contains("| 1 | w | redis | 0 | 3 | 2 | 1 | 1 | 1 | 0 | 0 | 0 |"),
             "{m}"
         );
         assert!(!m.contains("Blocks read back"), "{m}");

@@ -106,9 +106,12 @@ fn serve(server: &tiny_http::Server, snapshot: &Mutex<String>) {
         let response = match (request.method(), path) {
             (tiny_http::Method::Get, "/metrics") => {
                 let body = snapshot.lock().map(|s| s.clone()).unwrap_or_default();
-                let header = tiny_http::Header::from_bytes("Content-Type", CONTENT_TYPE)
-                    .expect("a valid header");
-                tiny_http::Response::from_string(body).with_header(header)
+                let response = tiny_http::Response::from_string(body);
+                // A constant, valid header: from_bytes only fails on bytes it holds none of.
+                match tiny_http::Header::from_bytes("Content-Type", CONTENT_TYPE) {
+                    Ok(header) => response.with_header(header),
+                    Err(()) => response,
+                }
             }
             (tiny_http::Method::Get, _) => {
                 tiny_http::Response::from_string("storlab serves GET /metrics\n")

@@ -601,7 +601,7 @@ mod tests {
 
     #[test]
     fn every_unsupported_option_is_refused_by_name_and_line() {
-        let e = jobs("[global]\nzonemode=zbd\n[a]\nrw=randread\nrandom_distribution=zipf:1.2\nss=iops:0.1%\nrw=trim\nbs=4k-16k\n")
+        let e = jobs("[global]\nzonemode=zbd\n[a]\nrw=randread\nrandom_distribution=zipf:1.2\nss=iops_median:10%\nrw=trim\nbs=4k-16k\n")
             .unwrap_err();
         let text: Vec<String> = e.iter().map(|e| e.to_string()).collect();
         assert_eq!(
@@ -612,7 +612,11 @@ mod tests {
             text[1],
             "job.fio:5: option `random_distribution` is not supported by storlab fio"
         );
-        assert!(text[2].starts_with("job.fio:6: option `ss`"), "{}", text[2]);
+        assert!(
+            text[2].starts_with("job.fio:6: ss=iops_median:10%"),
+            "{}",
+            text[2]
+        );
         assert!(text[3].starts_with("job.fio:7: rw=trim"), "{}", text[3]);
         assert!(text[4].starts_with("job.fio:8: bs=4k-16k"), "{}", text[4]);
         assert_eq!(e.len(), 5);
