@@ -276,15 +276,17 @@ pub fn build(
     // Groups: each file's first job and every stonewall job start one.
     let mut groups: Vec<Group> = Vec::new();
     for (i, j) in jobs.iter().enumerate() {
-        if groups.is_empty() || j.stonewall || starts.contains(&i) {
-            let id = groups.len();
-            groups.push(Group {
-                id,
-                step: format!("group-{id}"),
-                jobs: Vec::new(),
-            });
+        match groups.last_mut() {
+            Some(g) if !j.stonewall && !starts.contains(&i) => g.jobs.push(i),
+            _ => {
+                let id = groups.len();
+                groups.push(Group {
+                    id,
+                    step: format!("group-{id}"),
+                    jobs: vec![i],
+                });
+            }
         }
-        groups.last_mut().expect("a group").jobs.push(i);
     }
     let mut doc_targets = toml::Table::new();
     let mut doc_workloads = toml::Table::new();
