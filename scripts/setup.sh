@@ -10,14 +10,15 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 # util-linux, e2fsprogs, xfsprogs and btrfs-progs (loop devices and filesystems for the tests),
 # python3 (bench), librocksdb-dev (RocksDB 7.8.3, linked by the rocksdb target; libclang-dev
 # generates its bindings), rocksdb-tools (Debian's db_bench, the peer in bench/vs-db_bench)
-# chromium (the headless browser test of the HTML report) and libnfs-dev (libnfs 4.0, linked
+# chromium and poppler-utils (the headless browser test of the HTML report and of its print
+# to PDF: pdftotext, pdftoppm) and libnfs-dev (libnfs 4.0, linked
 # by the nfs target). The FUSE test of verified writes
 # (tests/verify_fuse.rs) needs no package: the fuser crate mounts through /dev/fuse with
 # mount(2) itself as root (no libfuse, no fusermount). OpenMPI 4.1 (openmpi-bin: mpirun;
 # libopenmpi-dev: the library the `mpi` feature links, its bindings generated with libclang)
 # for distributed runs under mpirun; storlab without mpirun never needs it.
 need=(gcc g++ pkg-config fio util-linux e2fsprogs xfsprogs btrfs-progs python3
-      librocksdb-dev libclang-dev rocksdb-tools chromium libnfs-dev openmpi-bin libopenmpi-dev)
+      librocksdb-dev libclang-dev rocksdb-tools chromium poppler-utils libnfs-dev openmpi-bin libopenmpi-dev)
 missing=()
 for p in "${need[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

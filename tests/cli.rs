@@ -413,6 +413,88 @@ fn brief_quick_characterizes_a_folder_and_cleans_up() {
     assert!(md.contains("| 4 | rand-read | queue-depth=32 |"), "{md}");
     assert_eq!(md.matches("| complete |").count(), 13, "{md}");
     assert!(md.contains("| 9 | kv-readrandom | threads=4 |"), "{md}");
+    // The headline at the end of the terminal output, with the HTML's path after it.
+    assert!(stdout.contains("headline (as in brief.html)"), "{stdout}");
+    assert!(stdout.contains("random 4KiB read, QD 32"), "{stdout}");
+    assert!(stdout.contains("readrandom, 16 threads"), "{stdout}");
+    assert!(
+        stderr
+            .trim_end()
+            .lines()
+            .last()
+            .unwrap()
+            .starts_with("html:"),
+        "{stderr}"
+    );
+    assert!(
+        md.contains("## Headline") && md.contains("| random 4KiB read, QD 1 | data |"),
+        "{md}"
+    );
+
+    // A second brief compared with the first: its figures beside, from the stored results.
+    let first = lab.path().join(md_line.trim_start_matches("brief:").trim());
+    let first = first.parent().unwrap().to_path_buf();
+    let out = lab.run(&[
+        "brief",
+        "--quick",
+        "--dir",
+        data.to_str().unwrap(),
+        "--compare",
+        first.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    let stored: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(first.join("run-004/summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(stored["parameters"]["queue-depth"], "32");
+    let before = stored["targets"][0]["rate-ops"].as_f64().unwrap();
+    let headline = &stdout[stdout.find("headline (as in brief.html)").expect(&stdout)..];
+    assert!(
+        headline.contains(&format!("compared with: {}", first.display())),
+        "{headline}"
+    );
+    let header = headline.lines().find(|l| l.starts_with("test")).unwrap();
+    for col in ["IOPS", "IOPS before", "change", "p99 before"] {
+        assert!(header.contains(col), "{header}");
+    }
+    let row = headline
+        .lines()
+        .find(|l| l.starts_with("random 4KiB read, QD 32"))
+        .unwrap();
+    let cells: Vec<&str> = row
+        .split("  ")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect();
+    // test, target, IOPS, IOPS before, change, ...
+    let shown_before: f64 = cells[3].replace(',', "").parse().unwrap();
+    assert_eq!(shown_before, before.round(), "{row}");
+    let now: f64 = cells[2].replace(',', "").parse().unwrap();
+    let change: f64 = cells[4].trim_end_matches('%').parse().unwrap();
+    assert!(
+        (change - (now / before - 1.0) * 100.0).abs() < 0.1,
+        "{row}: change {change}"
+    );
+    // The HTML: the same columns, the earlier figure stored exactly.
+    let html_line = stderr.lines().find(|l| l.starts_with("html:")).unwrap();
+    let html = std::fs::read_to_string(
+        lab.path()
+            .join(html_line.trim_start_matches("html:").trim()),
+    )
+    .unwrap();
+    assert!(
+        html.contains("<th>IOPS before</th><th>change</th>"),
+        "headline columns"
+    );
+    let tr = html
+        .split("<tr")
+        .find(|t| t.contains("data-test=\"random 4KiB read, QD 32\""))
+        .unwrap();
+    assert!(
+        tr.contains(&format!("data-value=\"{before}\"")),
+        "{tr} lacks {before}"
+    );
 }
 
 #[test]

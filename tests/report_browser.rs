@@ -9,6 +9,7 @@
 //! scripts/test.sh does), in which case it fails.
 
 mod common;
+mod print;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -50,8 +51,12 @@ fn chromium(page: &Path, extra: &[&str]) -> (String, String) {
             "--v=0",
             "--virtual-time-budget=3000",
             &format!("--user-data-dir={}", profile.path().display()),
-            "--window-size=1280,4000",
         ])
+        .args(
+            // A tall window unless the caller sized it (a first screen).
+            (!extra.iter().any(|a| a.starts_with("--window-size")))
+                .then_some("--window-size=1280,4000"),
+        )
         .args(extra)
         .arg(format!("file://{}", page.display()))
         .output()
@@ -126,9 +131,20 @@ fn rendered_report(lab: &Lab, name: &str) -> (PathBuf, PathBuf, String, usize) {
 
 /// A screenshot of `page`, saved as `<target dir>/artifacts/<name>.png`.
 fn screenshot(page: &Path, name: &str) {
+    screenshot_sized(page, name, "1280,4000");
+}
+
+/// A screenshot of `page` in a window of `size` (`1280,1000`: the first screen).
+fn screenshot_sized(page: &Path, name: &str, size: &str) {
     let shot = artifacts().join(format!("{name}.png"));
     let _ = std::fs::remove_file(&shot);
-    let (_, stderr) = chromium(page, &[&format!("--screenshot={}", shot.display())]);
+    let (_, stderr) = chromium(
+        page,
+        &[
+            &format!("--screenshot={}", shot.display()),
+            &format!("--window-size={size}"),
+        ],
+    );
     assert!(console_problems(&stderr).is_empty(), "{stderr}");
     let png = std::fs::read(&shot).expect("screenshot written");
     assert!(
@@ -215,9 +231,13 @@ fn rocksdb_scaling_study_report_renders_in_chromium() {
         html.contains("threads=64") || html.contains("threads = 64"),
         "no thread axis"
     );
-    // Per step (load, readrandom, readwhilewriting): bars, p99 against ops/s, percentiles.
-    assert!(n >= 3 * 3, "only {n} charts");
-    screenshot(&page, "rocksdb-scaling");
+    // Per step (load, readrandom, readwhilewriting): bars and p99 against ops/s; the three
+    // db_bench steps' percentile curves overlaid on one chart.
+    assert!(n >= 3 * 2 + 1, "only {n} charts");
+    screenshot(&page, "rocksdb-scaling-full");
+    screenshot_sized(&page, "rocksdb-scaling", "1280,1000");
+    let html = std::fs::read_to_string(&page).unwrap();
+    print::no_single_value_chart(&html);
 }
 
 fn have(program: &str) -> bool {
@@ -332,4 +352,114 @@ fn the_browser_checks_catch_an_empty_chart_and_a_script_error() {
         "{stderr}"
     );
     assert!(problems.iter().any(|p| p.contains("Uncaught")), "{stderr}");
+}
+
+fn poppler_available() -> bool {
+    let ok = ["pdftotext", "pdftoppm"].iter().all(|p| have(p));
+    if !ok && std::env::var_os("STORLAB_REQUIRE_CHROMIUM").is_some() {
+        panic!(
+            "pdftotext/pdftoppm are missing and STORLAB_REQUIRE_CHROMIUM is set: install Debian's poppler-utils (scripts/setup.sh does)"
+        );
+    }
+    if !ok {
+        eprintln!("SKIPPED: pdftotext/pdftoppm missing (Debian's poppler-utils)");
+    }
+    ok
+}
+
+/// `storlab brief --quick` as a new user sees it: the headline table on the first screen
+/// (saved as `<target dir>/artifacts/brief.png`), no chart for a single value, latency
+/// percentiles on a log axis, a colour per target; printed to PDF (A4) no chart is cut across
+/// pages and nothing runs past the right margin, and the pages render. The checks are shown
+/// to catch a cut chart and an overflowing line on a page made to have both.
+#[test]
+fn brief_reads_well_on_screen_and_printed() {
+    if !chromium_available() || !poppler_available() {
+        return;
+    }
+    let lab = Lab::new();
+    let data = lab.path().join("data");
+    let out = lab.run(&["brief", "--quick", "-q", "--dir", data.to_str().unwrap()]);
+    let (_, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    let html_line = stderr.lines().find(|l| l.starts_with("html:")).unwrap();
+    let page = lab
+        .path()
+        .join(html_line.trim_start_matches("html:").trim());
+    let (dom, stderr) = chromium(&page, &["--dump-dom"]);
+    assert!(console_problems(&stderr).is_empty(), "{stderr}");
+    assert!(
+        charts_marker(&dom).starts_with("OK:"),
+        "{}",
+        charts_marker(&dom)
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    // The top: a sentence per target, then the headline, before any workload's tables.
+    let headline = html.find("id=\"headline\"").expect("a headline");
+    assert!(html.find("class=\"tested\"").unwrap() < headline);
+    assert!(headline < html.find("class=\"workload\"").unwrap());
+    for row in [
+        "sequential 1MiB read, QD 8",
+        "random 4KiB read, QD 1",
+        "random 4KiB write, QD 32",
+        "readrandom, 4 threads",
+    ] {
+        assert!(
+            html.contains(&format!("data-test=\"{row}\"")),
+            "headline row {row}"
+        );
+    }
+    assert!(html.find("Appendix: what each step ran").unwrap() > headline);
+    print::no_single_value_chart(&html);
+    print::one_colour_per_target(&html);
+    screenshot_sized(&page, "brief", "1280,1000");
+
+    // Printed.
+    let pdf = artifacts().join("brief.pdf");
+    let _ = std::fs::remove_file(&pdf);
+    print::print_to_pdf(CHROMIUM, &page, &pdf);
+    let pages = print::pages(&pdf);
+    assert!(pages.len() >= 2, "{} pages", pages.len());
+    let charts = print::charts(&html);
+    assert!(charts.len() >= 5, "{charts:?}");
+    let cut = print::cut_charts(&pages, &charts);
+    assert!(cut.is_empty(), "charts cut across pages: {cut:#?}");
+    let headers = print::table_headers(&html);
+    assert!(headers.iter().any(|h| h == "IOPS"), "{headers:?}");
+    let over = print::overflow(&pages, &headers);
+    assert!(over.is_empty(), "past the right margin: {over:#?}");
+    let rendered = artifacts().join("brief-pages");
+    let _ = std::fs::remove_dir_all(&rendered);
+    assert_eq!(print::render_pages(&pdf, &rendered), pages.len());
+
+    // The same checks on a page made to fail them: a chart in a box taller than a page (the
+    // only chart Chromium cuts: it moves a smaller one whole to the next page) and a table
+    // wider than Chromium shrinks a page for.
+    let first_chart = &html[html.find("<svg ").unwrap()..];
+    let first_chart = &first_chart[..first_chart.find("</svg>").unwrap() + 6];
+    let tall = first_chart.replacen(
+        "<svg ",
+        "<svg style=\"display:block;width:100%;height:2000px\" ",
+        1,
+    );
+    let wide: String = (0..60).map(|i| format!("<th>column{i}</th>")).collect();
+    let bad = lab.path().join("bad.html");
+    std::fs::write(
+        &bad,
+        format!(
+            "<!DOCTYPE html><html><head><style>@page{{size:A4;margin:12mm}}body{{margin:0}}th{{white-space:nowrap}}</style></head><body><div style=\"height:300px\">top</div>{tall}<table><tr>{wide}</tr></table></body></html>"
+        ),
+    )
+    .unwrap();
+    let bad_pdf = lab.path().join("bad.pdf");
+    print::print_to_pdf(CHROMIUM, &bad, &bad_pdf);
+    let bad_pages = print::pages(&bad_pdf);
+    let cut = print::cut_charts(&bad_pages, &charts[..1]);
+    assert_eq!(cut.len(), 1, "the cut chart was not caught");
+    let over = print::overflow(&bad_pages, &print::table_headers(&wide));
+    assert!(
+        over.iter().any(|o| o.contains("column59")),
+        "the overflow was not caught: {over:?}"
+    );
+    eprintln!("caught as they should be: {cut:?} {:?}", &over[..1]);
 }

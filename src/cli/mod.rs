@@ -268,6 +268,11 @@ struct BriefArgs {
     /// Keep the scratch folder and data file afterwards.
     #[arg(long)]
     keep: bool,
+    /// Put an earlier brief's figures beside this one's (terminal headline, brief.html and
+    /// brief.md) with the change: its result folder, a summary.json in it, or a run id from
+    /// the results store (a run of a brief stands for its whole brief).
+    #[arg(long, value_name = "PREVIOUS")]
+    compare: Option<String>,
     #[command(flatten)]
     common: CommonRunArgs,
 }

@@ -206,11 +206,15 @@ pub(super) fn compare_command(args: CompareArgs) -> Result<i32> {
     })
 }
 
-/// Writes `brief.html` into a study folder from its stored runs; returns its path.
-pub(super) fn write_brief_html(folder: &Path) -> Result<PathBuf> {
+/// Writes `brief.html` into a study folder from its stored runs, its headline beside
+/// `previous` when given; returns its path.
+pub(super) fn write_brief_html(
+    folder: &Path,
+    previous: Option<&report::headline::Headline>,
+) -> Result<PathBuf> {
     let runs = crate::results::stored::read_study_folder(folder)?;
     let path = folder.join("brief.html");
-    std::fs::write(&path, report::html::report_html(&runs))
+    std::fs::write(&path, report::html::report_html_compared(&runs, previous))
         .with_context(|| format!("writing {}", path.display()))?;
     Ok(path)
 }

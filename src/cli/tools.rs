@@ -5,6 +5,11 @@
 use super::*;
 
 pub(super) fn brief(args: BriefArgs) -> Result<i32> {
+    // The earlier brief, read before anything runs: a wrong name fails at once.
+    let previous = match &args.compare {
+        Some(p) => Some(previous_headline(p, &args.common.store.results)?),
+        None => None,
+    };
     let (dir, scratch) = match &args.dir {
         Some(d) => (d.clone(), false),
         None => (
@@ -41,19 +46,26 @@ pub(super) fn brief(args: BriefArgs) -> Result<i32> {
         )?,
         None => None,
     };
+    let stored = crate::results::stored::read_study_folder(&outcome.folder)?;
+    let mut headline = report::headline::of_runs(&stored);
+    if let Some(p) = &previous {
+        headline = headline.with_previous(p, p.compared_with.as_deref().unwrap_or(""));
+    }
     let md = report::markdown::study_markdown(
         &format!("storlab brief of {}", dir_abs.display()),
         plan.description.as_deref(),
+        &report::markdown::top_markdown(&stored, previous.as_ref()),
         &outcome.summaries,
         system.as_ref(),
     );
     let md_path = outcome.folder.join("brief.md");
     std::fs::write(&md_path, &md).with_context(|| format!("writing {}", md_path.display()))?;
-    let html_path = write_brief_html(&outcome.folder);
+    let html_path = write_brief_html(&outcome.folder, previous.as_ref());
     if args.common.json {
         println!("{}", serde_json::to_string_pretty(&outcome.summaries)?);
     } else {
         println!("{}", brief_overview(&outcome));
+        println!("headline (as in brief.html)\n{}", headline.text());
     }
     eprintln!(
         "results: {}\nbrief:   {}",
@@ -65,6 +77,41 @@ pub(super) fn brief(args: BriefArgs) -> Result<i32> {
         Err(e) => eprintln!("html:    not written: {}", error_text(&e)),
     }
     Ok(code)
+}
+
+/// The headline of an earlier brief for `--compare`: PREVIOUS is its result folder, a
+/// `summary.json` in it, or a run id of the results store. A run folder inside a study folder
+/// (a brief's `run-NNN`) stands for the whole study.
+fn previous_headline(arg: &str, results: &Path) -> Result<report::headline::Headline> {
+    let path = Path::new(arg);
+    let resolved = if path.is_file() && path.file_name().is_some_and(|n| n == "summary.json") {
+        path.parent().unwrap_or(Path::new(".")).to_path_buf()
+    } else if path.is_dir() {
+        path.to_path_buf()
+    } else {
+        let store = crate::results::store::Store::open(results).with_context(|| {
+            format!(
+                "--compare {arg}: not a folder, and no results store in {}",
+                results.display()
+            )
+        })?;
+        store
+            .folder(arg)
+            .with_context(|| format!("--compare {arg}: no such result folder or run id"))?
+    };
+    let study = match resolved.parent() {
+        Some(parent)
+            if resolved.join("summary.json").exists() && parent.join("study.toml").exists() =>
+        {
+            parent.to_path_buf()
+        }
+        _ => resolved,
+    };
+    let runs = crate::results::stored::load_result(&study.to_string_lossy(), results)
+        .with_context(|| format!("--compare {arg}: reading {}", study.display()))?;
+    let mut h = report::headline::of_runs(&runs);
+    h.compared_with = Some(study.display().to_string());
+    Ok(h)
 }
 
 pub(super) fn dbbench(args: DbbenchArgs) -> Result<i32> {

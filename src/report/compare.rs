@@ -338,6 +338,7 @@ pub fn render_html(c: &Comparison) -> String {
                 bars.iter().find(|b| b.0 == x && b.1 == i).map(|b| b.2)
             },
             None,
+            &[],
         ));
     }
     if !problems.is_empty() {

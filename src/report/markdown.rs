@@ -3,13 +3,13 @@
 //! the disclosure). Tables come from the one table model ([`crate::report::table`]), figures
 //! and call-outs from the one comparison; credentials are redacted.
 
+use crate::report::headline::Headline;
 use crate::report::model;
-use crate::report::table::{points_table, results_table, thousands};
+use crate::report::table::{points_table, results_table};
 use crate::results::comparison::RunFigures;
 use crate::results::stored::StoredRun;
 use crate::results::summary::RunSummary;
 use crate::results::system::SystemInfo;
-use crate::units::format_ns;
 
 const METHOD: &str = "\n## Method\n\n\
 - ops/s and MB/s: successful operations (bytes) completed during measurement, divided by the \
@@ -86,10 +86,39 @@ fn events_markdown(summaries: &[RunSummary]) -> String {
     out
 }
 
-/// A Markdown report of the given runs.
+/// What was tested (a sentence per target) and the headline tables, as Markdown: the top of
+/// every Markdown report, the same figures as the HTML's. `previous`: an earlier result's
+/// headline to put beside (its `compared_with` names it).
+pub fn top_markdown(runs: &[StoredRun], previous: Option<&Headline>) -> String {
+    let mut out = String::from("## What was tested\n\n");
+    for (name, s) in crate::report::tested::sentences(runs) {
+        out.push_str(&format!("- **{name}**: {s}\n"));
+    }
+    let mut hl = crate::report::headline::of_runs(runs);
+    if let Some(p) = previous {
+        hl = hl.with_previous(p, p.compared_with.as_deref().unwrap_or(""));
+    }
+    if !hl.is_empty() {
+        out.push_str("\n## Headline\n");
+        if let Some(w) = &hl.compared_with {
+            out.push_str(&format!(
+                "\nBeside each figure: the same test and target in {w} (before) and the change.\n"
+            ));
+        }
+        for (title, t) in hl.tables() {
+            out.push_str(&format!("\n### {title}\n\n{}", t.markdown()));
+        }
+    }
+    out.push('\n');
+    out
+}
+
+/// A Markdown report of the given runs; `top` (see [`top_markdown`]) goes after the
+/// description.
 pub fn study_markdown(
     title: &str,
     description: Option<&str>,
+    top: &str,
     runs: &[RunSummary],
     system: Option<&SystemInfo>,
 ) -> String {
@@ -97,6 +126,8 @@ pub fn study_markdown(
     if let Some(d) = description {
         out.push_str(&format!("{d}\n\n"));
     }
+    out.push_str(top);
+    out.push_str("## All runs\n\n");
     out.push_str(&results_table(runs, true).markdown());
     let warnings: Vec<String> = runs
         .iter()
@@ -134,23 +165,11 @@ pub fn report_markdown(runs: &[StoredRun]) -> String {
     }
     let mut out = format!("# storlab brief: {}\n\n", studies.join(", "));
     out.push_str(&format!(
-        "{} run{}; report from stored results only.\n\n## Summary\n\n",
+        "{} run{}; report from stored results only.\n\n",
         runs.len(),
         if runs.len() == 1 { "" } else { "s" }
     ));
-    for g in &groups {
-        for (series, p) in model::peaks(g) {
-            out.push_str(&format!(
-                "- {}, **{}**: peak **{} ops/s** ({:.1} MB/s){}, p99 {}\n",
-                g.step,
-                series,
-                thousands(p.figures.rate_ops),
-                p.figures.rate_bytes / 1e6,
-                g.at(&p.x),
-                format_ns(p.figures.p99_latency_ns as f64)
-            ));
-        }
-    }
+    out.push_str(&top_markdown(runs, None));
     for t in crate::results::stored::raid_tables(runs) {
         out.push_str("\n### RAID efficiency\n\n");
         match t {

@@ -91,8 +91,17 @@ mod tests {
     fn a_chart_rasterizes_with_its_bars() {
         let xs = vec!["1".to_string()];
         let ss = vec!["a".to_string()];
-        let svg =
-            crate::report::svg::bar_chart("b", "t", "x", "y", &xs, &ss, |_, _| Some(10.0), None);
+        let svg = crate::report::svg::bar_chart(
+            "b",
+            "t",
+            "x",
+            "y",
+            &xs,
+            &ss,
+            |_, _| Some(10.0),
+            None,
+            &[],
+        );
         let html = format!("<p>x</p>{svg}<p>y</p>");
         let found = charts(&html);
         assert_eq!(found.len(), 1);

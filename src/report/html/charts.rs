@@ -1,5 +1,6 @@
-//! The HTML report's charts: per workload the grouped ops/s bars, p99 against ops/s and the
-//! HDR percentile curves (figures from the one comparison: repetitions merged), and per run the
+//! The HTML report's charts: per workload the grouped ops/s bars and p99 against ops/s
+//! (figures from the one comparison: repetitions merged), the HDR percentile curves of each
+//! kind of workload overlaid on a log latency axis, and per run the
 //! timeline of ops/s per interval with its moving average, the warm-up marked and the events.
 
 use std::fmt::Write;
@@ -15,18 +16,23 @@ use crate::results::summary::{EventStatus, RunSummary};
 /// Intervals in a timeline's moving average.
 pub const MOVING_AVERAGE_INTERVALS: usize = 5;
 
-/// The bar chart, the latency against throughput chart and the percentile curves of a group.
-/// A group with a single point (one run of one target, nothing swept) gets no bar and no
-/// latency-against-throughput chart: one value is a table row, not a chart.
-pub fn workload_charts(h: &mut String, gi: usize, g: &Group, runs: &[StoredRun]) {
+/// The bar chart and the latency against throughput chart of a group. A group with a single
+/// point (one run of one target, nothing swept) gets neither: one value is a table row, not a
+/// chart. `targets`: every target name in report order (a target keeps its colour).
+pub fn workload_charts(h: &mut String, gi: usize, g: &Group, targets: &[String]) {
     if g.points.len() >= 2 {
-        comparison_charts(h, gi, g);
+        comparison_charts(h, gi, g, targets);
     }
-    percentile_chart(h, gi, g, runs);
 }
 
 /// Ops/s bars and p99 against ops/s, over the swept values or the targets.
-fn comparison_charts(h: &mut String, gi: usize, g: &Group) {
+fn comparison_charts(h: &mut String, gi: usize, g: &Group, targets: &[String]) {
+    let colors: Vec<usize> = g
+        .series
+        .iter()
+        .enumerate()
+        .map(|(i, s)| svg::target_color(targets, s).unwrap_or(i))
+        .collect();
     let x_label = g
         .x_param
         .clone()
@@ -53,6 +59,7 @@ fn comparison_charts(h: &mut String, gi: usize, g: &Group) {
         &g.series,
         |x, s| g.point(x, s).map(|p| p.figures.rate_ops),
         hl.as_ref(),
+        &colors,
     ));
     // Latency against throughput.
     let max_p99 = g
@@ -64,7 +71,8 @@ fn comparison_charts(h: &mut String, gi: usize, g: &Group) {
     let series: Vec<Series> = g
         .series
         .iter()
-        .map(|s| Series {
+        .enumerate()
+        .map(|(si, s)| Series {
             name: s.clone(),
             points: g
                 .x_values
@@ -85,7 +93,7 @@ fn comparison_charts(h: &mut String, gi: usize, g: &Group) {
             markers: true,
             dashed: vec![],
             warmup: vec![],
-            color: None,
+            color: Some(colors[si]),
         })
         .collect();
     h.push_str(&svg::line_chart(
@@ -114,10 +122,11 @@ fn comparison_charts(h: &mut String, gi: usize, g: &Group) {
     }
 }
 
-fn percentile_chart(h: &mut String, gi: usize, g: &Group, runs: &[StoredRun]) {
+/// The HDR latency percentile curves of a group's runs, one per run and target: (target,
+/// curve); problems reading the interval logs are returned beside.
+fn percentile_curves(g: &Group, runs: &[StoredRun]) -> (Vec<(String, Series)>, Vec<String>) {
     let mut series = Vec::new();
     let mut problems = Vec::new();
-    let mut max_ns = 0.0f64;
     for &ri in &g.runs {
         let r = &runs[ri];
         let hists = match r.latency_histograms() {
@@ -153,7 +162,6 @@ fn percentile_chart(h: &mut String, gi: usize, g: &Group, runs: &[StoredRun]) {
                     break;
                 }
             }
-            max_ns = max_ns.max(pts.iter().map(|p| p.1).fold(0.0, f64::max));
             let label = match &g.x_param {
                 Some(p) => format!(
                     "{} {p}={}",
@@ -183,45 +191,123 @@ fn percentile_chart(h: &mut String, gi: usize, g: &Group, runs: &[StoredRun]) {
             } else {
                 format!("{label} {}", others.join(" "))
             };
-            series.push(Series {
-                name: label,
-                points: pts,
-                markers: false,
-                dashed: vec![],
-                warmup: vec![],
-                color: None,
-            });
+            series.push((
+                t.name.clone(),
+                Series {
+                    name: label,
+                    points: pts,
+                    markers: false,
+                    dashed: vec![],
+                    warmup: vec![],
+                    color: None,
+                },
+            ));
         }
     }
-    if series.is_empty() {
-        let _ = writeln!(
-            h,
-            "<p class=\"warning\">No latency percentile curves: {}</p>",
-            esc(&if problems.is_empty() {
-                "no measured intervals in the interval logs".to_string()
-            } else {
-                problems.join("; ")
-            })
-        );
+    (series, problems)
+}
+
+/// The kind of a group's workload for overlaying percentile curves: the workload type, and
+/// for block workloads the access (sequential reads and writes share a chart).
+fn curve_kind(g: &Group, runs: &[StoredRun]) -> String {
+    let r = &runs[g.runs[0]];
+    let t = r.summary.targets.first();
+    let wt = t.map(|t| t.workload_type.clone()).unwrap_or_default();
+    let access = r
+        .workload_json(0)
+        .and_then(|w| w.get("access"))
+        .and_then(|v| v.as_str())
+        .unwrap_or("");
+    if wt == "block" {
+        format!("{access} block I/O")
+    } else {
+        wt
+    }
+}
+
+/// HDR latency percentile curves on a logarithmic latency axis, the workloads of one kind
+/// overlaid on one chart (each curve named by its step when the chart holds several). A
+/// target's curves keep its colour when it has one curve on the chart.
+pub fn percentile_section(
+    h: &mut String,
+    groups: &[Group],
+    runs: &[StoredRun],
+    targets: &[String],
+) {
+    let mut kinds: Vec<(String, Vec<&Group>)> = Vec::new();
+    for g in groups {
+        if g.runs.iter().any(|&i| runs[i].summary.schedule.is_some()) {
+            continue;
+        }
+        let k = curve_kind(g, runs);
+        match kinds.iter_mut().find(|(x, _)| *x == k) {
+            Some((_, v)) => v.push(g),
+            None => kinds.push((k, vec![g])),
+        }
+    }
+    if kinds.is_empty() {
         return;
     }
-    let (div, unit) = svg::latency_unit(max_ns);
-    h.push_str(&svg::line_chart(
-        &format!("percentiles-{gi}"),
-        &format!(
-            "{}: latency by percentile (HDR, measured intervals)",
-            g.step
-        ),
-        "percentile",
-        &format!("latency ({unit})"),
-        div,
-        &series,
-        XAxis::Nines,
-        YAxis::Log,
-        &[],
-        &[],
-        Some(0.0),
-    ));
+    h.push_str("<section id=\"percentiles\"><h2>Latency percentiles</h2><p class=\"meta\">Service latency by percentile from the HDR histograms of the measured intervals, on a logarithmic latency axis; workloads of one kind on one chart.</p>\n");
+    for (ki, (kind, gs)) in kinds.iter().enumerate() {
+        let mut curves: Vec<(String, Series)> = Vec::new();
+        for g in gs {
+            let (c, problems) = percentile_curves(g, runs);
+            if c.is_empty() {
+                let _ = writeln!(
+                    h,
+                    "<p class=\"warning\">{}: no latency percentile curves: {}</p>",
+                    esc(&g.step),
+                    esc(&if problems.is_empty() {
+                        "no measured intervals in the interval logs".to_string()
+                    } else {
+                        problems.join("; ")
+                    })
+                );
+            }
+            for (t, mut s) in c {
+                if gs.len() > 1 {
+                    s.name = format!("{}: {}", g.step, s.name);
+                }
+                curves.push((t, s));
+            }
+        }
+        if curves.is_empty() {
+            continue;
+        }
+        let one_each = curves
+            .iter()
+            .all(|(t, _)| curves.iter().filter(|(x, _)| x == t).count() == 1);
+        let series: Vec<Series> = curves
+            .into_iter()
+            .map(|(t, mut s)| {
+                if one_each {
+                    s.color = targets.iter().position(|n| *n == t);
+                }
+                s
+            })
+            .collect();
+        let max_ns = series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.1))
+            .fold(0.0, f64::max);
+        let (div, unit) = svg::latency_unit(max_ns);
+        let steps: Vec<&str> = gs.iter().map(|g| g.step.as_str()).collect();
+        h.push_str(&svg::line_chart(
+            &format!("percentiles-{ki}"),
+            &format!("{kind}: latency by percentile ({})", steps.join(", ")),
+            "percentile",
+            &format!("latency ({unit})"),
+            div,
+            &series,
+            XAxis::Nines,
+            YAxis::Log,
+            &[],
+            &[],
+            Some(0.0),
+        ));
+    }
+    h.push_str("</section>\n");
 }
 
 /// The run's events as vertical marks: a study event with its name, action and status (one

@@ -1,26 +1,30 @@
-//! The self-contained HTML brief, its page shell: a summary on top (what was tested, headline
-//! figures, call-outs from the one comparison), warnings wherever storlab was saturated, a run
-//! was partial or a latency could not come from merged histograms, then per workload a table
-//! and charts ([`tables`], [`charts`]), the per-interval timelines, and the disclosure appendix
-//! ([`disclosure`]). Styles and charts are inline: no network access is needed to view or print
-//! it. A small inline script checks on load that every chart drew something and marks the page
-//! (`data-charts`) for the browser test.
+//! The self-contained HTML brief, its page shell: a summary on top (what was tested, a
+//! sentence per target, and the headline table in the shape of the study: [`summary`]; the
+//! RAID table, call-outs, warnings wherever storlab was saturated, a run was partial or a
+//! latency could not come from merged histograms), then per workload a table and charts
+//! ([`tables`], [`charts`]), the latency percentiles of each kind of workload overlaid, the
+//! per-interval timelines, and the appendix (each step's parameters, the disclosure:
+//! [`disclosure`]). Styles and charts are inline: no network access is needed to view or print
+//! it; print styles keep charts and tables whole on A4 or Letter. A small inline script checks
+//! on load that every chart drew something and marks the page (`data-charts`) for the browser
+//! test.
 
 pub mod charts;
 pub mod disclosure;
 pub mod schedule;
+pub mod summary;
 pub mod tables;
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
+use crate::report::headline::Headline;
 use crate::report::model::{self, Group};
 use crate::report::svg::esc;
-use crate::report::table::{points_table, results_table, thousands};
+use crate::report::table::{points_table, results_table};
 use crate::results::comparison::RunFigures;
 use crate::results::redact;
 use crate::results::stored::StoredRun;
-use crate::units::format_ns;
 
 pub const STYLE: &str = r#"
 body{font-family:"DejaVu Sans",Helvetica,Arial,sans-serif;max-width:1100px;margin:24px auto;padding:0 16px;color:#222;line-height:1.4}
@@ -32,10 +36,17 @@ td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .callouts li{font-weight:bold;color:#8a3a00}
 .warning{background:#fff4e5;border:2px solid #D55E00;padding:8px 14px;margin:12px 0}
 .warning b{color:#b00}
-svg.chart{max-width:100%;height:auto;display:block;margin:12px 0;page-break-inside:avoid}
-pre{background:#f6f6f6;border:1px solid #ddd;padding:8px;font-size:12px;overflow-x:auto;white-space:pre-wrap}
-dl{display:grid;grid-template-columns:max-content auto;gap:2px 14px;font-size:13px}dt{font-weight:bold}dd{margin:0}
-@media print{body{max-width:none;margin:0}h2{page-break-before:auto}section{page-break-inside:auto}.noprint{display:none}}
+svg.chart{max-width:100%;height:auto;display:block;margin:12px 0;break-inside:avoid;page-break-inside:avoid}
+table.headline td:first-child{white-space:nowrap}h4{margin:14px 0 4px}
+pre{background:#f6f6f6;border:1px solid #ddd;padding:8px;font-size:12px;overflow-x:auto;white-space:pre-wrap;overflow-wrap:anywhere}
+dl{display:grid;grid-template-columns:max-content auto;gap:2px 14px;font-size:13px}dt{font-weight:bold}dd{margin:0;overflow-wrap:anywhere}
+@page{size:A4;margin:12mm}
+@media print{body{max-width:none;margin:0;padding:0;font-size:11px}h2{break-after:avoid;page-break-after:avoid}h3,h4{break-after:avoid}
+section{page-break-inside:auto}.noprint{display:none}
+table,tr,svg.chart,.warning{break-inside:avoid;page-break-inside:avoid}
+table{font-size:9px;max-width:100%}th,td{padding:2px 4px;overflow-wrap:anywhere}td.n{white-space:normal}
+svg.chart{width:100%;max-width:100%;height:auto}
+details>*{display:block}details{display:block}}
 "#;
 
 /// Checks every chart drew at least one non-empty mark (a bar or point with an area, a line
@@ -98,7 +109,7 @@ fn warning_kind(w: &str) -> String {
 
 /// The parameters that say what a workload is, in this order, when it has them: its type,
 /// db_bench benchmark or YCSB phase, access pattern, block size, read share, queue depth.
-fn defining_text(w: &serde_json::Value) -> String {
+pub(crate) fn defining_text(w: &serde_json::Value) -> String {
     const DEFINING: [&str; 8] = [
         "type",
         "benchmark",
@@ -124,7 +135,7 @@ fn defining_text(w: &serde_json::Value) -> String {
         .join(", ")
 }
 
-fn config_text(c: &serde_json::Value) -> String {
+pub(crate) fn config_text(c: &serde_json::Value) -> String {
     let Some(o) = c.as_object() else {
         return String::new();
     };
@@ -140,6 +151,12 @@ fn config_text(c: &serde_json::Value) -> String {
 
 /// The whole report.
 pub fn report_html(runs: &[StoredRun]) -> String {
+    report_html_compared(runs, None)
+}
+
+/// The whole report, its headline beside an earlier result's figures when `previous` is given
+/// (see [`crate::report::headline::Headline::with_previous`]).
+pub fn report_html_compared(runs: &[StoredRun], previous: Option<&Headline>) -> String {
     let summaries: Vec<_> = runs.iter().map(|r| r.summary.clone()).collect();
     let figures: Vec<RunFigures> = runs.iter().map(RunFigures::of_stored).collect();
     let groups = model::group_runs(&figures);
@@ -184,68 +201,7 @@ pub fn report_html(runs: &[StoredRun]) -> String {
     {
         let _ = write!(h, "<p>{}</p>", esc(&d));
     }
-    // One line per step: the workload's defining parameters, the sweep and the targets by
-    // name and type; every parameter one click away (and in the appendix).
-    h.push_str("<h3>What was tested</h3><ul>\n");
-    for g in &groups {
-        let run = &runs[g.runs[0]];
-        let mut targets: Vec<(String, String, String)> = Vec::new();
-        for &ri in &g.runs {
-            for (i, t) in runs[ri].summary.targets.iter().enumerate() {
-                if targets.iter().any(|(n, _, _)| n == &t.name) {
-                    continue;
-                }
-                let cfg = runs[ri].target_config_json(i);
-                let kind = cfg
-                    .as_ref()
-                    .and_then(|c| c.get("type").and_then(|v| v.as_str()).map(str::to_string))
-                    .unwrap_or_else(|| t.target_type.clone());
-                targets.push((
-                    t.name.clone(),
-                    kind,
-                    cfg.map(config_text).unwrap_or_default(),
-                ));
-            }
-        }
-        let workload_json = run.workload_json(0);
-        let workload = workload_json.map(workload_text).unwrap_or_default();
-        let defining = workload_json.map(defining_text).unwrap_or_default();
-        let sweep = match &g.x_param {
-            Some(p) => format!("; swept {p}: {}", g.x_values.join(", ")),
-            None => String::new(),
-        };
-        let short_targets: Vec<String> = targets
-            .iter()
-            .map(|(n, kind, _)| format!("<b>{}</b> ({})", esc(n), esc(kind)))
-            .collect();
-        let all_targets: Vec<String> = targets
-            .iter()
-            .map(|(n, _, cfg)| format!("<b>{}</b>: {}", esc(n), esc(cfg)))
-            .collect();
-        let _ = writeln!(
-            h,
-            "<li><b>{}</b> ({} run{}): workload <i>{}</i>{}{} on {}<details><summary>all parameters</summary>workload: {}<br>{}</details></li>",
-            esc(&g.step),
-            g.runs.len(),
-            if g.runs.len() == 1 { "" } else { "s" },
-            esc(&run
-                .summary
-                .targets
-                .first()
-                .map(|t| t.workload.clone())
-                .unwrap_or_default()),
-            if defining.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", esc(&defining))
-            },
-            esc(&sweep),
-            short_targets.join(", "),
-            esc(&workload),
-            all_targets.join("<br>")
-        );
-    }
-    h.push_str("</ul>\n");
+    summary::top(&mut h, runs, previous);
     for t in crate::results::stored::raid_tables(runs) {
         h.push_str("<h3>RAID efficiency</h3>\n");
         match t {
@@ -267,22 +223,6 @@ pub fn report_html(runs: &[StoredRun]) -> String {
             }
         }
     }
-    h.push_str("<h3>Headline figures</h3><ul>\n");
-    for g in &groups {
-        for (series, p) in model::peaks(g) {
-            let _ = writeln!(
-                h,
-                "<li>{}, <b>{}</b>: peak <b>{} ops/s</b> ({:.1} MB/s){}, p99 {}</li>",
-                esc(&g.step),
-                esc(series),
-                thousands(p.figures.rate_ops),
-                p.figures.rate_bytes / 1e6,
-                esc(&g.at(&p.x)),
-                esc(&format_ns(p.figures.p99_latency_ns as f64))
-            );
-        }
-    }
-    h.push_str("</ul>\n");
     let all_callouts: Vec<(&str, &str)> = groups
         .iter()
         .flat_map(|g| {
@@ -339,10 +279,17 @@ pub fn report_html(runs: &[StoredRun]) -> String {
     // A rate schedule's figures (the cluster brief): right after the summary.
     schedule::schedule_section(&mut h, runs);
 
-    // Per workload.
-    for (gi, g) in groups.iter().enumerate() {
-        workload_section(&mut h, gi, g, runs);
+    let mut names: Vec<String> = Vec::new();
+    for t in runs.iter().flat_map(|r| &r.summary.targets) {
+        if !names.contains(&t.name) {
+            names.push(t.name.clone());
+        }
     }
+    // Per workload, then the latency percentiles of the workloads of each kind together.
+    for (gi, g) in groups.iter().enumerate() {
+        workload_section(&mut h, gi, g, runs, &names);
+    }
+    charts::percentile_section(&mut h, &groups, runs, &names);
 
     // Study events and the recovery around them.
     let events = crate::report::events::events_table(&summaries);
@@ -390,18 +337,13 @@ pub fn report_html(runs: &[StoredRun]) -> String {
         "<section id=\"timelines\"><h2>Timelines</h2><p>Operations per second, interval by interval, per target (all operation kinds), each interval's operations over its real length (the last, partial one too); dashed: moving average over {} intervals, from the start of measurement; shaded: warm-up, its intervals dotted when the run recorded them (they enter no figure); vertical marks: events.</p>",
         charts::MOVING_AVERAGE_INTERVALS
     );
-    let mut names: Vec<String> = Vec::new();
-    for t in runs.iter().flat_map(|r| &r.summary.targets) {
-        if !names.contains(&t.name) {
-            names.push(t.name.clone());
-        }
-    }
     for r in runs {
         charts::timeline_chart(&mut h, r, &names);
     }
     h.push_str("</section>\n");
 
-    // Disclosure.
+    // Appendix: what each step ran, then the disclosure.
+    summary::steps_appendix(&mut h, &groups, runs);
     disclosure::disclosure(&mut h, runs);
 
     let _ = write!(h, "<script>{SCRIPT}</script>\n</body></html>\n");
@@ -414,7 +356,7 @@ fn study_description(text: &str) -> Option<String> {
     v.get("description")?.as_str().map(str::to_string)
 }
 
-fn workload_section(h: &mut String, gi: usize, g: &Group, runs: &[StoredRun]) {
+fn workload_section(h: &mut String, gi: usize, g: &Group, runs: &[StoredRun], names: &[String]) {
     let _ = writeln!(
         h,
         "<section class=\"workload\" id=\"workload-{gi}\"><h2>Workload: {}</h2>",
@@ -443,7 +385,7 @@ fn workload_section(h: &mut String, gi: usize, g: &Group, runs: &[StoredRun]) {
         h.push_str("<h3>Repetitions combined</h3><p class=\"meta\">Each point: its repetitions' histograms added (ops/s: all operations over all measured time); min and max: the repetitions' own figures, never averaged into the point's.</p>");
         h.push_str(&tables::table_html(&t, "points"));
     }
-    charts::workload_charts(h, gi, g, runs);
+    charts::workload_charts(h, gi, g, names);
     tables::efficiency_table(h, g, runs);
     h.push_str("</section>\n");
 }

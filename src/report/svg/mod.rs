@@ -23,6 +23,23 @@ pub const PALETTE: [&str; 8] = [
     "#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000",
 ];
 
+/// The palette index of a series by its target, so that a target keeps its colour on every
+/// chart: `targets` are every target name in report order; a series is named `TARGET` or
+/// `TARGET ...` (other swept parameters after a space). `None` for a series of no known target.
+pub fn target_color(targets: &[String], series: &str) -> Option<usize> {
+    targets
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| {
+            series == t.as_str()
+                || series
+                    .strip_prefix(t.as_str())
+                    .is_some_and(|rest| rest.starts_with(' '))
+        })
+        .max_by_key(|(_, t)| t.len())
+        .map(|(i, _)| i)
+}
+
 /// Escapes text for XML content and attribute values.
 pub fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
@@ -403,6 +420,7 @@ pub fn bar_chart(
     series: &[String],
     value: impl Fn(&str, &str) -> Option<f64>,
     highlight: Option<&Highlight>,
+    colors: &[usize],
 ) -> String {
     let width = 720.0_f64.max(90.0 + x_values.len() as f64 * (series.len() as f64 * 18.0 + 24.0));
     let legend_h = 16.0 * legend_layout(series, width - 90.0, None).len() as f64;
@@ -421,7 +439,9 @@ pub fn bar_chart(
         14.0,
         r#" font-weight="bold""#,
     );
-    let colors: Vec<usize> = (0..series.len()).collect();
+    let colors: Vec<usize> = (0..series.len())
+        .map(|i| colors.get(i).copied().unwrap_or(i))
+        .collect();
     legend(&mut svg, (fr.x, 38.0, fr.w), series, &colors, None);
     let max = x_values
         .iter()
@@ -444,7 +464,7 @@ pub fn bar_chart(
         for (si, s) in series.iter().enumerate() {
             let Some(v) = value(x, s) else { continue };
             let y = ys.map(v);
-            let color = PALETTE[si % PALETTE.len()];
+            let color = PALETTE[colors[si] % PALETTE.len()];
             svg.rect(
                 group_x + bar_w * si as f64,
                 y,
@@ -540,7 +560,7 @@ mod tests {
                 _ => 616_344.0,
             })
         };
-        let svg = bar_chart("c", "t", "threads", "ops/s", &xs, &ss, v, None);
+        let svg = bar_chart("c", "t", "threads", "ops/s", &xs, &ss, v, None, &[]);
         let plot = svg.split("<g class=\"plot\"").nth(1).unwrap();
         let ph: f64 = attr(plot, "data-ph").unwrap().parse().unwrap();
         let py: f64 = attr(plot, "data-py").unwrap().parse().unwrap();
