@@ -536,3 +536,44 @@ fn the_stonewall_is_recorded_with_the_first_rank_and_when() {
         "{summary:#}"
     );
 }
+
+/// Steady state under mpirun: rank 0 judges it on every rank's merged intervals and stops
+/// every rank, so the run ends long before its duration with each rank's share done (a rank
+/// left running would hold the run to its 60 s and do far more operations than the others).
+#[test]
+fn steady_state_stops_every_rank() {
+    let Some(mpi) = mpirun_or_skip() else { return };
+    let lab = Lab::new();
+    lab.write(
+        "s.toml",
+        "name = \"mpi-steady\"\ninterval = \"100ms\"\n[targets.null]\ntype = \"null\"\n[workloads.w]\nthreads = 4\nrate-ops = 2000\n[[steps]]\nworkload = \"w\"\ntargets = [\"null\"]\nduration = \"60s\"\nsteady-state = \"iops:20%\"\nsteady-state-seconds = 1\nsteady-state-ramp-seconds = 0.2\n",
+    );
+    let out = mpirun(&lab, &mpi, 2, &[], &["run", "s.toml", "-q"])
+        .output()
+        .expect("mpirun");
+    let (stdout, stderr) = common::text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(run_folder(&lab).join("summary.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(summary["status"], "complete", "{summary:#}");
+    assert_eq!(summary["end-reason"], "steady-state", "{summary:#}");
+    let after = summary["steady-state"]["reached-after-seconds"]
+        .as_f64()
+        .unwrap();
+    assert!(after < 30.0, "{summary:#}");
+    let ranks = summary["distributed"]["ranks"].as_array().unwrap();
+    assert_eq!(ranks.len(), 2);
+    let ops: Vec<f64> = ranks.iter().map(|r| r["ops"].as_f64().unwrap()).collect();
+    // Each rank ran 2 of the 4 workers at 500 ops/s each until the stop: about 1,000 ops/s
+    // per rank for the same time, so their counts are close; the run's total is theirs.
+    assert!(ops.iter().all(|&o| o > 0.0), "{ops:?}");
+    assert!(ops[0] / ops[1] < 1.5 && ops[1] / ops[0] < 1.5, "{ops:?}");
+    assert_eq!(
+        summary["total"]["ops"].as_f64().unwrap(),
+        ops.iter().sum::<f64>()
+    );
+    // Neither rank ran on to the 60 s limit: far fewer than 60 s of operations.
+    assert!(ops.iter().sum::<f64>() < 2000.0 * 30.0, "{ops:?}");
+}

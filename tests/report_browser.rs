@@ -433,13 +433,14 @@ fn brief_reads_well_on_screen_and_printed() {
     assert_eq!(print::render_pages(&pdf, &rendered), pages.len());
 
     // The same checks on a page made to fail them: a chart in a box taller than a page (the
-    // only chart Chromium cuts: it moves a smaller one whole to the next page) and a table
+    // only chart Chromium cuts: it moves a smaller one whole to the next page), stretched to
+    // fill it so that its title and its axis label land on different pages, and a table
     // wider than Chromium shrinks a page for.
     let first_chart = &html[html.find("<svg ").unwrap()..];
     let first_chart = &first_chart[..first_chart.find("</svg>").unwrap() + 6];
     let tall = first_chart.replacen(
         "<svg ",
-        "<svg style=\"display:block;width:100%;height:2000px\" ",
+        "<svg preserveAspectRatio=\"none\" style=\"display:block;width:100%;height:2000px\" ",
         1,
     );
     let wide: String = (0..60).map(|i| format!("<th>column{i}</th>")).collect();

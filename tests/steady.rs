@@ -90,6 +90,24 @@ fn a_fixed_rate_reaches_steady_state_and_stops_early() {
     let md = std::fs::read_to_string(lab.path().join("r.md")).unwrap();
     assert!(md.contains("## Steady state"), "{md}");
     assert!(md.contains("steady state reached after"), "{md}");
+    // The HTML report has its own section: the table row of the run, with the time stored.
+    let out = lab.run(&[
+        "report",
+        lab.study_folder().to_str().unwrap(),
+        "-o",
+        lab.path().join("r.html").to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{:?}", text(&out));
+    let html = std::fs::read_to_string(lab.path().join("r.html")).unwrap();
+    let section = &html[html
+        .find("<section id=\"steady-state\">")
+        .expect("a section")..];
+    let row = section
+        .split("<tr")
+        .find(|r| r.contains("data-run=\"1\""))
+        .expect("run 1's row");
+    assert!(row.contains(">yes<"), "{row}");
+    assert!(row.contains(&format!("data-value=\"{after}\"")), "{row}");
 }
 
 #[test]

@@ -345,7 +345,82 @@ pub fn change(now: Option<f64>, before: Option<f64>) -> Option<f64> {
     }
 }
 
+/// The distinct targets of a section, in row order, when it can be laid out side by side:
+/// more than one target, no comparison, and each test on each target once.
+fn side_by_side(s: &Section) -> Option<Vec<&str>> {
+    if s.rows.iter().any(|r| r.previous.is_some()) {
+        return None;
+    }
+    let mut targets: Vec<&str> = Vec::new();
+    for r in &s.rows {
+        if !targets.contains(&r.target.as_str()) {
+            targets.push(&r.target);
+        }
+    }
+    let once = s.rows.iter().enumerate().all(|(i, r)| {
+        !s.rows[..i]
+            .iter()
+            .any(|x| x.test == r.test && x.target == r.target)
+    });
+    (targets.len() > 1 && once).then_some(targets)
+}
+
+fn figure_cell(unit: Unit, v: Option<f64>) -> Cell {
+    match v {
+        Some(v) => Cell {
+            shown: unit.show(v),
+            value: Some(v),
+        },
+        None => Cell {
+            shown: "-".into(),
+            value: None,
+        },
+    }
+}
+
+/// Several targets side by side, as the published briefs lay them out: a row per test, and
+/// per target its figures (`ssd-a ops/s`, `ssd-a p99`, ...); a test a target did not run
+/// shows `-`.
+fn side_by_side_table(s: &Section, targets: &[&str]) -> Table {
+    let mut columns = vec![("test".to_string(), false)];
+    for t in targets {
+        for m in &s.metrics {
+            columns.push((format!("{t} {}", m.name), true));
+        }
+    }
+    let mut tests: Vec<&str> = Vec::new();
+    for r in &s.rows {
+        if !tests.contains(&r.test.as_str()) {
+            tests.push(&r.test);
+        }
+    }
+    let rows = tests
+        .iter()
+        .map(|test| {
+            let mut cells = vec![Cell {
+                shown: test.to_string(),
+                value: None,
+            }];
+            for t in targets {
+                let row = s.rows.iter().find(|r| r.test == *test && r.target == *t);
+                for (i, m) in s.metrics.iter().enumerate() {
+                    let v = row.and_then(|r| r.values.get(i).copied().flatten());
+                    cells.push(figure_cell(m.unit, v));
+                }
+            }
+            TableRow {
+                keys: vec![("test", test.to_string())],
+                cells,
+            }
+        })
+        .collect();
+    Table { columns, rows }
+}
+
 fn section_table(s: &Section) -> Table {
+    if let Some(targets) = side_by_side(s) {
+        return side_by_side_table(s, &targets);
+    }
     let compared = s.rows.iter().any(|r| r.previous.is_some());
     let mut columns = vec![("test".to_string(), false), ("target".to_string(), false)];
     for m in &s.metrics {
@@ -355,16 +430,7 @@ fn section_table(s: &Section) -> Table {
             columns.push(("change".to_string(), true));
         }
     }
-    let cell = |unit: Unit, v: Option<f64>| match v {
-        Some(v) => Cell {
-            shown: unit.show(v),
-            value: Some(v),
-        },
-        None => Cell {
-            shown: "-".into(),
-            value: None,
-        },
-    };
+    let cell = figure_cell;
     let rows = s
         .rows
         .iter()
@@ -454,6 +520,51 @@ mod tests {
         let shown: Vec<&str> = t.rows[1].cells.iter().map(|c| c.shown.as_str()).collect();
         assert_eq!(&shown[3..5], ["-", "-"]);
         assert!(h.text().starts_with("compared with: brief-1\nKey-value\n"));
+    }
+
+    #[test]
+    fn several_targets_sit_side_by_side_a_row_per_test() {
+        let row = |test: &str, target: &str, v: f64| Row {
+            step: "s".into(),
+            test: test.into(),
+            target: target.into(),
+            values: vec![Some(v), Some(2000.0)],
+            previous: None,
+        };
+        let s = Section {
+            title: KEY_VALUE,
+            metrics: metrics_of(KEY_VALUE),
+            rows: vec![
+                row("readrandom, 8 threads", "ssd-a", 100.0),
+                row("readrandom, 8 threads", "ssd-b", 200.0),
+                row("readrandom, 16 threads", "ssd-b", 300.0),
+            ],
+        };
+        let t = section_table(&s);
+        let names: Vec<&str> = t.columns.iter().map(|c| c.0.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "test",
+                "ssd-a ops/s",
+                "ssd-a p99",
+                "ssd-b ops/s",
+                "ssd-b p99"
+            ]
+        );
+        assert_eq!(t.rows.len(), 2);
+        let shown =
+            |r: usize| -> Vec<&str> { t.rows[r].cells.iter().map(|c| c.shown.as_str()).collect() };
+        assert_eq!(
+            shown(0),
+            ["readrandom, 8 threads", "100", "2.0 µs", "200", "2.0 µs"]
+        );
+        // A test one target did not run: its figures are missing, not zero.
+        assert_eq!(
+            shown(1),
+            ["readrandom, 16 threads", "-", "-", "300", "2.0 µs"]
+        );
+        assert_eq!(t.rows[1].cells[1].value, None);
     }
 
     #[test]

@@ -71,7 +71,11 @@ fn events_markdown(summaries: &[RunSummary]) -> String {
         })
         .collect();
     if !steady.is_empty() {
-        out.push_str("\n## Steady state\n\nJudged as fio does (`ss`, `ss_dur`, `ss_ramp`), on every target's successful operations (or bytes) per timeline interval; seconds from the start of measurement.\n\n");
+        out.push_str("\n## Steady state\n\n");
+        if let Some(t) = crate::report::steady::steady_table(summaries) {
+            out.push_str(&t.markdown());
+        }
+        out.push_str(&format!("\n{}\n\n", crate::report::steady::STEADY_NOTE));
         out.extend(steady);
     }
     for s in summaries {

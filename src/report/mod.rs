@@ -17,6 +17,7 @@ pub mod model;
 pub mod png;
 pub mod raid;
 pub mod schedule;
+pub mod steady;
 pub mod svg;
 pub mod table;
 pub mod tested;

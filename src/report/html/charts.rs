@@ -33,10 +33,7 @@ fn comparison_charts(h: &mut String, gi: usize, g: &Group, targets: &[String]) {
         .enumerate()
         .map(|(i, s)| svg::target_color(targets, s).unwrap_or(i))
         .collect();
-    let x_label = g
-        .x_param
-        .clone()
-        .unwrap_or_else(|| "(no swept parameter)".into());
+    let x_label = g.x_param.clone().unwrap_or_else(|| "target".into());
     let rep_note = if g.has_repetitions() {
         " (repetitions merged)"
     } else {

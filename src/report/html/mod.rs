@@ -44,7 +44,7 @@ dl{display:grid;grid-template-columns:max-content auto;gap:2px 14px;font-size:13
 @media print{body{max-width:none;margin:0;padding:0;font-size:11px}h2{break-after:avoid;page-break-after:avoid}h3,h4{break-after:avoid}
 section{page-break-inside:auto}.noprint{display:none}
 table,tr,svg.chart,.warning{break-inside:avoid;page-break-inside:avoid}
-table{font-size:9px;max-width:100%}th,td{padding:2px 4px;overflow-wrap:anywhere}td.n{white-space:normal}
+table{font-size:9px;max-width:100%}th,td{padding:2px 4px}td{overflow-wrap:anywhere}th{word-break:keep-all;overflow-wrap:normal}td.n{white-space:normal}
 svg.chart{width:100%;max-width:100%;height:auto}
 details>*{display:block}details{display:block}}
 "#;
@@ -290,6 +290,26 @@ pub fn report_html_compared(runs: &[StoredRun], previous: Option<&Headline>) -> 
         workload_section(&mut h, gi, g, runs, &names);
     }
     charts::percentile_section(&mut h, &groups, runs, &names);
+    if let Some(t) = crate::report::steady::steady_table(&summaries) {
+        let _ = write!(
+            h,
+            "<section id=\"steady-state\"><h2>Steady state</h2>{}<p class=\"meta\">{}</p>",
+            tables::table_html(&t, "steady-state"),
+            esc(crate::report::steady::STEADY_NOTE)
+        );
+        for s in &summaries {
+            if let Some(ss) = &s.steady_state {
+                let _ = write!(
+                    h,
+                    "<p class=\"steady\">run {} ({}): {}</p>",
+                    s.run_index,
+                    esc(&s.step),
+                    esc(&ss.sentence())
+                );
+            }
+        }
+        h.push_str("</section>\n");
+    }
 
     // Study events and the recovery around them.
     let events = crate::report::events::events_table(&summaries);

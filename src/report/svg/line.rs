@@ -234,8 +234,14 @@ pub fn line_chart(
             ),
         );
         // Staggered, so that marks close together keep readable labels.
+        // A label that would run past the plot's right edge sits left of its mark.
         let ly = fr.y + 22.0 + 12.0 * (mi % 3) as f64;
-        svg.text(x + 3.0, ly, &m.label, "start", 10.0, r##" fill="#555555""##);
+        let label_w = 5.6 * m.label.chars().count() as f64;
+        if x + 3.0 + label_w > fr.x + fr.w {
+            svg.text(x - 3.0, ly, &m.label, "end", 10.0, r##" fill="#555555""##);
+        } else {
+            svg.text(x + 3.0, ly, &m.label, "start", 10.0, r##" fill="#555555""##);
+        }
     }
     for (si, s) in series.iter().enumerate() {
         let si = s.color.unwrap_or(si);

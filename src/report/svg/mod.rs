@@ -131,6 +131,16 @@ pub fn compact(v: f64) -> String {
     format!("{s}{suffix}")
 }
 
+/// A power of ten as an axis label: as [`compact`] from 1 up, with as many decimals as it
+/// needs below 1 (0.001, never 0.00).
+pub fn decade_label(v: f64) -> String {
+    if v >= 1.0 || v <= 0.0 {
+        return compact(v);
+    }
+    let decimals = (-v.log10()).round().max(0.0) as usize;
+    format!("{v:.decimals$}")
+}
+
 /// Chooses a latency unit for an axis whose largest value is `max_ns`: (divisor, name).
 pub fn latency_unit(max_ns: f64) -> (f64, &'static str) {
     if max_ns >= 2e9 {
@@ -314,7 +324,14 @@ fn log_y_axis(svg: &mut Svg, fr: Frame, bottom: f64, top: f64, div: f64, label: 
     while power <= top * 1.000_001 {
         let y = ys.map(power);
         svg.line(fr.x, y, fr.x + fr.w, y, "#dddddd", r#" stroke-width="1""#);
-        svg.text(fr.x - 6.0, y + 4.0, &compact(power / div), "end", 11.0, "");
+        svg.text(
+            fr.x - 6.0,
+            y + 4.0,
+            &decade_label(power / div),
+            "end",
+            11.0,
+            "",
+        );
         for m in [2.0, 5.0] {
             let v = power * m;
             if v < top {
@@ -539,6 +556,9 @@ mod tests {
         assert_eq!(compact(600_000.0), "600k");
         assert_eq!(compact(1_500_000.0), "1.5M");
         assert_eq!(compact(2.5), "2.5");
+        assert_eq!(decade_label(1e3 / 1e6), "0.001");
+        assert_eq!(decade_label(1e4 / 1e6), "0.01");
+        assert_eq!(decade_label(1e7 / 1e6), "10");
         assert_eq!(nines_label(0.0), "0%");
         assert_eq!(nines_label(1.0), "90%");
         assert_eq!(nines_label(2.0), "99%");

@@ -10,7 +10,8 @@
 //! receiving thread decodes them into the same collector its own workers feed, which merges
 //! by adding histogram counts and writes the one timeline, interval log and summary, with
 //! tables per rank and per host and every rank's system capture. With the stonewall, the
-//! first rank to finish its operations stops every rank. A rank whose messages stop is
+//! first rank to finish its operations stops every rank; steady state, judged on rank 0 from
+//! every rank's merged intervals, stops every rank too. A rank whose messages stop is
 //! named in a partial result, with its host and when it was last heard; what it sent is kept.
 //!
 //! MPI itself is behind the `mpi` cargo feature: without it storlab never needs MPI, and a

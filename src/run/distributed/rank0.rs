@@ -1,8 +1,8 @@
 //! Rank 0 of a distributed run: keeps its own share of the workers, hears every other rank's
 //! opening (host, clock offset, system capture), agrees the start, receives the other ranks'
 //! intervals on its own thread and feeds them to the collector its own workers feed, stops
-//! every rank for the stonewall or an interruption, notices a rank that went silent, and adds
-//! the ranks' tables, systems and histograms to the run's results.
+//! every rank for the stonewall, steady state or an interruption, notices a rank that went
+//! silent, and adds the ranks' tables, systems and histograms to the run's results.
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -161,6 +161,7 @@ impl Rank0Run {
         let mut de = Deserializer::new();
         let mut stonewall: Option<(u32, u64)> = None;
         let mut stop_sent = false;
+        let mut steady_sent = false;
         let mut interrupted_at: Option<Instant> = None;
         let mut intervals = 0u64;
         let stale = Duration::from_nanos(3 * self.interval_ns) + Duration::from_secs(2);
@@ -224,6 +225,12 @@ impl Rank0Run {
                 control.stonewall.store(true, Ordering::Relaxed);
                 self.stop_all(&ranks, Stop::Stonewall, &remote_done);
                 stop_sent = true;
+            }
+            // Steady state is judged on rank 0 from every rank's merged intervals: it stops
+            // every rank, as the stonewall does.
+            if !steady_sent && control.steady_state.load(Ordering::Relaxed) {
+                self.stop_all(&ranks, Stop::SteadyState, &remote_done);
+                steady_sent = true;
             }
             if control.interrupted.load(Ordering::Relaxed) && interrupted_at.is_none() {
                 interrupted_at = Some(Instant::now());

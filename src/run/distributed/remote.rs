@@ -321,6 +321,9 @@ fn ship(
                 Ok((r, Stop::Interrupted)) if r == run_index => {
                     control.interrupted.store(true, Ordering::Relaxed)
                 }
+                Ok((r, Stop::SteadyState)) if r == run_index => {
+                    control.steady_state.store(true, Ordering::Relaxed)
+                }
                 _ => {}
             }
         }

@@ -228,6 +228,8 @@ pub enum Stop {
     Stonewall,
     /// Rank 0 was interrupted: stop, and skip the study's later runs.
     Interrupted,
+    /// Rank 0's collector found steady state in the merged intervals of every rank.
+    SteadyState,
 }
 
 #[cfg(test)]
