@@ -57,6 +57,7 @@ fn supported_job_files_run_unchanged() {
         ("ssd-test.fio", 4, 4),
         ("verify-crc32c.fio", 1, 1),
         ("mixed-split.fio", 1, 1),
+        ("reader-writer.fio", 2, 1),
     ];
     for (file, entries, groups) in cases {
         let lab = Lab::new();
@@ -144,10 +145,6 @@ fn refused_job_files_name_the_option_and_line() {
         (
             "howto-mb-memory.fio",
             &["howto-mb-memory.fio:5: expansion `$mb_memory`"],
-        ),
-        (
-            "reader-writer.fio",
-            &["reader-writer.fio:11: job `writer`", "add `stonewall`"],
         ),
     ];
     for (file, expected) in cases {
@@ -357,4 +354,69 @@ fn steady_state_options_stop_a_job_once_its_iops_settle() {
         err.contains("bad.fio:1:") && err.contains("ss=iops:10% needs ss_dur"),
         "{err}"
     );
+}
+
+/// A reader and a writer in one group (no stonewall) run at the same time, each with its own
+/// workload, as fio runs them: the reader's entry only reads, the writer's only writes, both
+/// in one stored run; each job's runtime is its own target's measured time (the one that
+/// finished first is not charged the other's), and its IOPS are its I/Os over that time.
+#[test]
+fn jobs_doing_different_io_run_together_each_timed_on_its_own() {
+    let lab = Lab::new();
+    let out = lab.path().join("out.json");
+    let (ok, _, err) = fio(
+        &lab,
+        &[
+            "--quick",
+            "--output-format=json",
+            "--output",
+            out.to_str().unwrap(),
+            job("reader-writer.fio").to_str().unwrap(),
+        ],
+    );
+    assert!(ok, "{err}");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let jobs = doc["jobs"].as_array().unwrap();
+    let by_name = |n: &str| jobs.iter().find(|j| j["jobname"] == n).unwrap();
+    let (reader, writer) = (by_name("reader"), by_name("writer"));
+    assert_eq!(reader["groupid"], writer["groupid"]);
+    assert!(reader["read"]["total_ios"].as_u64().unwrap() > 0);
+    assert_eq!(reader["write"]["total_ios"], 0);
+    assert!(writer["write"]["total_ios"].as_u64().unwrap() > 0);
+    assert_eq!(writer["read"]["total_ios"], 0);
+    // One stored run with both targets, each with its own workload.
+    let s = summary(&lab, 1);
+    assert!(!lab.study_folder().join("run-002").exists());
+    assert_eq!(s["end-reason"], "ops", "{s}");
+    let run_s = s["measured-seconds"].as_f64().unwrap();
+    let targets = s["targets"].as_array().unwrap();
+    assert_eq!(targets.len(), 2);
+    assert_ne!(targets[0]["workload"], targets[1]["workload"], "{s}");
+    let mut own_times = 0;
+    for (j, dir) in [(reader, "read"), (writer, "write")] {
+        let name = j["jobname"].as_str().unwrap();
+        let t = targets.iter().find(|t| t["name"] == name).unwrap();
+        let secs = t["measured-seconds"].as_f64().unwrap_or(run_s);
+        own_times += t["measured-seconds"].is_f64() as u32;
+        assert!(secs <= run_s, "{name}: {secs} > {run_s}");
+        assert_eq!(
+            j[dir]["runtime"].as_u64().unwrap(),
+            (secs * 1000.0).round() as u64,
+            "{name}"
+        );
+        let ios = j[dir]["total_ios"].as_f64().unwrap();
+        assert_eq!(t["rate-ops"].as_f64().unwrap(), ios / secs, "{name}");
+    }
+    // The job that finished first has its own, shorter time; the other ends the run.
+    assert_eq!(own_times, 1, "{s}");
+    // A reader beside a writer is no comparison of targets: no call-out.
+    let cmp: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(lab.study_folder().join("comparison.json")).unwrap(),
+    )
+    .unwrap();
+    let steps = cmp["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 1, "{cmp}");
+    assert!(steps[0]["largest-ops-ratio"].is_null(), "{cmp}");
+    assert!(steps[0]["largest-p99-improvement"].is_null(), "{cmp}");
 }

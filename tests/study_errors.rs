@@ -3,6 +3,8 @@
 mod common;
 #[path = "study_errors/schedule.rs"]
 mod schedule;
+#[path = "study_errors/target_workloads.rs"]
+mod target_workloads;
 
 use storlab::study;
 

@@ -36,7 +36,10 @@ pub fn report_csv(runs: &[StoredRun]) -> String {
                 field(row.op),
                 s.status.name().to_string(),
                 s.client.saturated.to_string(),
-                s.measured_seconds.to_string(),
+                row.target
+                    .measured_seconds
+                    .unwrap_or(s.measured_seconds)
+                    .to_string(),
                 row.ops.to_string(),
                 row.bytes.to_string(),
                 row.rate_ops.to_string(),

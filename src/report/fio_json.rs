@@ -75,6 +75,19 @@ pub struct JobStats {
     pub error: u64,
 }
 
+/// How long the entry's targets were measured: the run's measured time, or in an
+/// operation-bounded run the longest of their own (a job that finished first has run for
+/// less time, as fio reports it).
+fn entry_seconds(run: &StoredRun, targets: &[String]) -> f64 {
+    run.summary
+        .targets
+        .iter()
+        .filter(|t| targets.contains(&t.name))
+        .map(|t| t.measured_seconds.unwrap_or(run.summary.measured_seconds))
+        .fold(None, |m: Option<f64>, s| Some(m.map_or(s, |m| m.max(s))))
+        .unwrap_or(run.summary.measured_seconds)
+}
+
 fn sum_dir(run: &StoredRun, hists: &Histograms, targets: &[String], op: &str) -> Dir {
     let mut d = Dir::default();
     let mut per_interval: BTreeMap<i64, (f64, f64)> = BTreeMap::new();
@@ -110,7 +123,7 @@ fn sum_dir(run: &StoredRun, hists: &Histograms, targets: &[String], op: &str) ->
         }
     }
     if d.ios > 0 {
-        d.runtime_ms = (run.summary.measured_seconds * 1000.0).round() as u64;
+        d.runtime_ms = (entry_seconds(run, targets) * 1000.0).round() as u64;
     }
     d.samples = per_interval.into_values().collect();
     d
@@ -158,7 +171,7 @@ pub fn job_stats(plan: &FioPlan, runs: &[StoredRun]) -> Result<Vec<JobStats>, St
                 read,
                 write,
                 sync,
-                job_runtime_ms: (run.summary.measured_seconds * 1000.0).round() as u64,
+                job_runtime_ms: (entry_seconds(run, &targets) * 1000.0).round() as u64,
                 elapsed_s,
                 iodepth: job.iodepth,
             });

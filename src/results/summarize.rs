@@ -242,7 +242,23 @@ pub fn summarize(plan: &Plan, run: &RunPlan, m: &Measured<'_>) -> RunSummary {
             .iter()
             .filter_map(|k| totals[ti][*k as usize].as_ref())
             .collect();
-        let mut r = target_result(&t.name, &kinds, &present, secs);
+        // Operation-bounded with several targets: a target that did its operations before
+        // the others is measured until its own last completion, not while it stood idle.
+        let own_secs = if end_reason == EndReason::Ops && run.targets.len() > 1 {
+            outcomes
+                .iter()
+                .enumerate()
+                .filter(|(w, _)| worker_shape.get(*w) == Some(&(ti as u32)))
+                .map(|(_, o)| o.last_completion_ns)
+                .max()
+                .map(|end| (end.saturating_sub(measure_start) as f64 / 1e9).max(1e-9))
+                .filter(|s| *s < secs)
+        } else {
+            None
+        };
+        let target_secs = own_secs.unwrap_or(secs);
+        let mut r = target_result(&t.name, &kinds, &present, target_secs);
+        r.measured_seconds = own_secs;
         r.target_type = t.config.type_name().to_string();
         r.client = t.client.clone();
         r.workload = t.workload_name.clone();
@@ -251,7 +267,7 @@ pub fn summarize(plan: &Plan, run: &RunPlan, m: &Measured<'_>) -> RunSummary {
         r.queue_depth = t.workload.queue_depth();
         r.block_bytes = t.workload.block_bytes();
         r.session_used = session_used.get(ti).cloned().unwrap_or_default();
-        r.workers = worker_results(ti, worker_shape, worker_totals, secs);
+        r.workers = worker_results(ti, worker_shape, worker_totals, target_secs);
         r.skipped_starts = outcomes
             .iter()
             .enumerate()

@@ -174,6 +174,11 @@ pub struct TargetResult {
     /// transactions). Neither operations nor errors.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub skipped_starts: u64,
+    /// An operation-bounded run of several targets: the target's own measured time, from the
+    /// start of measurement to its last worker's last completion, when it finished before
+    /// the run did; its rates are over this time (the run's `measured-seconds` otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_seconds: Option<f64>,
     /// Service latency over all operation kinds.
     pub service_latency: LatencySummary,
     pub intended_latency: Option<LatencySummary>,

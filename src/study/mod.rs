@@ -121,6 +121,9 @@ struct RawStep {
     name: Option<Spanned<String>>,
     workload: Spanned<String>,
     targets: Spanned<Vec<Spanned<String>>>,
+    /// Targets that run another workload than `workload`: target to workload name.
+    #[serde(default)]
+    target_workloads: BTreeMap<String, Spanned<String>>,
     #[serde(default)]
     together: bool,
     warmup: Option<Spanned<Dur>>,
@@ -526,6 +529,8 @@ pub fn parse_with(file: &str, text: &str, limits: Limits) -> Result<Plan, StudyE
                 }
             }
         }
+        let target_workloads =
+            sweep::target_workloads(&src, s, &step_key, &workloads, &raw.workloads, &mut errors);
         let schedule = s.schedule.as_ref().and_then(|raw| {
             let facts = schedule::StepFacts::of(&src, step, &step_key, interval, (wtable, wspan));
             schedule::parse(&src, raw, &facts, &mut errors)
@@ -588,6 +593,13 @@ pub fn parse_with(file: &str, text: &str, limits: Limits) -> Result<Plan, StudyE
         sweep.sort_by_key(|(_, v)| v.span().start);
         let sweepable = Workload::sweepable(wtable);
         sweep.retain(|(param, values)| {
+            if let Some((_, w, _, _)) = target_workloads
+                .iter()
+                .find(|(_, _, t, _)| !Workload::sweepable(t).contains(param))
+            {
+                errors.push(src.error(Some(values.span()), format!("{step_key}.sweep.{param}"), format!("`{param}` cannot be swept: workload `{w}` (in target-workloads) has no such parameter")));
+                return false;
+            }
             if !sweepable.contains(param) {
                 errors.push(src.error(Some(values.span()), format!("{step_key}.sweep.{param}"), format!("`{param}` is not a workload parameter that can be swept; expected one of {}", sweepable.join(", "))));
                 return false;
@@ -610,6 +622,7 @@ pub fn parse_with(file: &str, text: &str, limits: Limits) -> Result<Plan, StudyE
             workload_name: s.workload.get_ref().clone(),
             workload_table: wtable,
             workload_span: wspan.clone(),
+            target_workloads,
             sweep,
             targets: step_targets,
             together: s.together,

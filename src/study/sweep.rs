@@ -45,6 +45,10 @@ pub(super) struct Step<'a> {
     pub workload_name: String,
     pub workload_table: &'a toml::Table,
     pub workload_span: Range<usize>,
+    /// `target-workloads`: targets that run another workload than `workload` in this step
+    /// (fio's jobs of one group that do different I/O): target, workload name, its table and
+    /// span.
+    pub target_workloads: Vec<(String, String, &'a toml::Table, Range<usize>)>,
     /// Swept parameters that the workload type can sweep, each with at least one value, in
     /// file order.
     pub sweep: Vec<(&'a str, &'a Spanned<Vec<Spanned<toml::Value>>>)>,
@@ -151,6 +155,62 @@ pub(super) fn refuse_large(src: &Source, steps: &[Step], max_runs: u64) -> Optio
     ))
 }
 
+/// `target-workloads` of a step, checked: each target is one of the step's, each workload
+/// one the study defines. A workload that failed its own checks is left out without a second
+/// error.
+pub(super) fn target_workloads<'a>(
+    src: &Source,
+    s: &super::RawStep,
+    step_key: &str,
+    workloads: &'a BTreeMap<String, (toml::Table, Range<usize>)>,
+    defined: &BTreeMap<String, Spanned<toml::Table>>,
+    errors: &mut Vec<StudyError>,
+) -> Vec<(String, String, &'a toml::Table, Range<usize>)> {
+    let mut out = Vec::new();
+    for (target, workload) in &s.target_workloads {
+        let key = format!("{step_key}.target-workloads.{target}");
+        if !s.targets.get_ref().iter().any(|t| t.get_ref() == target) {
+            let names: Vec<&str> = s
+                .targets
+                .get_ref()
+                .iter()
+                .map(|t| t.get_ref().as_str())
+                .collect();
+            errors.push(src.error(
+                Some(workload.span()),
+                key,
+                format!(
+                    "`{target}` is not one of this step's targets ({}): list it in `targets` first",
+                    names.join(", ")
+                ),
+            ));
+            continue;
+        }
+        match workloads.get(workload.get_ref()) {
+            Some((table, span)) => out.push((
+                target.clone(),
+                workload.get_ref().clone(),
+                table,
+                span.clone(),
+            )),
+            None if defined.contains_key(workload.get_ref()) => {}
+            None => {
+                let names: Vec<&String> = defined.keys().collect();
+                errors.push(src.error(
+                    Some(workload.span()),
+                    key,
+                    format!(
+                        "no workload named `{}` (defined: {})",
+                        workload.get_ref(),
+                        super::list(&names)
+                    ),
+                ))
+            }
+        }
+    }
+    out
+}
+
 /// Expands `step` into runs appended to `runs` (numbered on from its length); every problem
 /// of a sweep point's workload, or of a target with it, goes to `errors` once.
 pub(super) fn expand(
@@ -180,45 +240,69 @@ pub(super) fn expand(
             errors.push(err);
         }
     }
-    let mut point_runs = Vec::new();
-    for (point_index, point) in points.iter().enumerate() {
-        let mut table = step.workload_table.clone();
-        for (param, value) in point {
-            table.insert((*param).to_string(), value.get_ref().clone());
+    // The workloads of the step: its own, then each other one a target runs.
+    let mut named: Vec<(&str, &toml::Table, &Range<usize>)> = vec![(
+        &step.workload_name,
+        step.workload_table,
+        &step.workload_span,
+    )];
+    for (_, name, table, span) in &step.target_workloads {
+        if !named.iter().any(|(n, _, _)| n == name) {
+            named.push((name, table, span));
         }
-        let workload = match Workload::from_table(table) {
-            Ok(w) => w,
-            Err(OptionError { key, message }) => {
-                // Blame the swept value if the bad key is swept, else the workload.
-                let at = point.iter().find(|(p, _)| *p == key).map(|(_, v)| v.span());
-                let err = match at {
-                    Some(span) => {
-                        src.error(Some(span), format!("{}.sweep.{key}", step.key), message)
-                    }
-                    None => src.error(
-                        src.locate_workload_key(&step.workload_span, &step.workload_name, &key),
-                        format!("workloads.{}.{key}", step.workload_name),
-                        message,
-                    ),
-                };
-                push_once(errors, err);
-                continue;
+    }
+    let workload_of = |target: &str| -> &str {
+        step.target_workloads
+            .iter()
+            .find(|(t, ..)| t == target)
+            .map(|(_, w, ..)| w.as_str())
+            .unwrap_or(&step.workload_name)
+    };
+    let mut point_runs = Vec::new();
+    'points: for (point_index, point) in points.iter().enumerate() {
+        let mut workloads: Vec<(&str, Workload)> = Vec::new();
+        for (name, wtable, wspan) in &named {
+            let mut table = (*wtable).clone();
+            for (param, value) in point {
+                table.insert((*param).to_string(), value.get_ref().clone());
             }
-        };
-        // Check the workload against what each target can do and the room it has.
+            match Workload::from_table(table) {
+                Ok(w) => workloads.push((name, w)),
+                Err(OptionError { key, message }) => {
+                    // Blame the swept value if the bad key is swept, else the workload.
+                    let at = point.iter().find(|(p, _)| *p == key).map(|(_, v)| v.span());
+                    let err = match at {
+                        Some(span) => {
+                            src.error(Some(span), format!("{}.sweep.{key}", step.key), message)
+                        }
+                        None => src.error(
+                            src.locate_workload_key(wspan, name, &key),
+                            format!("workloads.{name}.{key}"),
+                            message,
+                        ),
+                    };
+                    push_once(errors, err);
+                    continue 'points;
+                }
+            }
+        }
+        // Check each target's workload against what the target can do and the room it has.
         for t in &step.targets {
-            if let Some((key, message)) = capability_problem(&t.config, &workload) {
+            let name = workload_of(&t.name);
+            let Some((_, workload)) = workloads.iter().find(|(n, _)| *n == name) else {
+                continue;
+            };
+            let (_, _, wspan) = named.iter().find(|(n, ..)| *n == name).unwrap_or(&named[0]);
+            if let Some((key, message)) = capability_problem(&t.config, workload) {
                 let at = point.iter().find(|(p, _)| *p == key).map(|(_, v)| v.span());
                 let err = src.error(
-                    at.or_else(|| src.locate_in(&step.workload_span, key)),
+                    at.or_else(|| src.locate_in(wspan, key)),
                     format!("targets.{}", t.name),
                     message,
                 );
                 push_once(errors, err);
             }
-            if let Some((key, message)) =
-                checks::region_problem(&t.config, &workload, &step.workload_name)
-            {
+            if let Some((key, message)) = checks::region_problem(&t.config, workload, name) {
                 let err = src.error(
                     src.locate_in(&t.span, key),
                     format!("targets.{}.{key}", t.name),
@@ -231,12 +315,11 @@ pub(super) fn expand(
             .iter()
             .map(|(p, v)| ((*p).to_string(), value_text(v.get_ref())))
             .collect();
-        point_runs.push((point_index + 1, parameters, workload));
+        point_runs.push((point_index + 1, parameters, workloads));
     }
 
     for repetition in 1..=step.repetitions.max(1) {
-        for (point_number, parameters, workload) in &point_runs {
-            let seed = workload.run_seed(step.number, *point_number, repetition);
+        for (point_number, parameters, workloads) in &point_runs {
             let groups: Vec<Vec<&StepTarget>> = if step.together {
                 vec![step.targets.iter().collect()]
             } else {
@@ -260,13 +343,22 @@ pub(super) fn expand(
                     steady_state: step.steady_state,
                     targets: group
                         .into_iter()
-                        .map(|t| RunTarget {
+                        .map(|t| {
+                            let name = workload_of(&t.name);
+                            let workload = workloads
+                                .iter()
+                                .find(|(n, _)| *n == name)
+                                .map(|(_, w)| w)
+                                .unwrap_or(&workloads[0].1);
+                            (t, name, workload)
+                        })
+                        .map(|(t, workload_name, workload)| RunTarget {
                             name: t.name.clone(),
                             config: t.config.clone(),
                             client: t.client.clone(),
                             netns: t.netns.clone(),
                             pin: t.pin.clone(),
-                            workload_name: step.workload_name.clone(),
+                            workload_name: workload_name.to_string(),
                             // A closed-loop schedule sets the threads: the most the
                             // target has active in a phase.
                             workload: match step
@@ -277,7 +369,7 @@ pub(super) fn expand(
                                 Some(threads) => workload.with_threads(threads),
                                 None => workload.clone(),
                             },
-                            seed,
+                            seed: workload.run_seed(step.number, *point_number, repetition),
                         })
                         .collect(),
                 });

@@ -338,7 +338,13 @@ pub fn compare_all(runs: &[RunFigures]) -> Vec<StepComparison> {
     for r in runs {
         let s = r.summary;
         let key = (s.study.clone(), s.step.clone());
-        if s.schedule.is_some() && !scheduled.contains(&key) {
+        // Likewise a run whose targets ran different workloads (`target-workloads`): a
+        // reader beside a writer is not a comparison of the targets.
+        let mixed = s
+            .targets
+            .iter()
+            .any(|t| t.workload != s.targets[0].workload);
+        if (s.schedule.is_some() || mixed) && !scheduled.contains(&key) {
             scheduled.push(key.clone());
         }
         let si = match steps.iter().position(|(k, _)| *k == key) {

@@ -6,8 +6,9 @@
 //! `directory`; with a `filename` its `numjobs` clones share it (storlab: threads on one
 //! target). Without `time_based` a job transfers `size` bytes (per clone), bounded also by
 //! `runtime` when given; `ramp_time` is the warm-up. Jobs of one group run at the same time in
-//! fio: storlab runs a step with one workload, so the jobs of a group must do the same I/O
-//! (on different files); a group whose jobs differ is refused, naming them.
+//! fio, and so they do here: on different files, each with its own workload when its I/O
+//! differs from the group's first job (the step's `target-workloads`); a group is bounded
+//! once, so its jobs must share size, runtime and ramp_time.
 
 use std::path::{Path, PathBuf};
 
@@ -298,6 +299,7 @@ pub fn build(
         let mut step_targets: Vec<toml::Value> = Vec::new();
         let mut paths_seen: Vec<PathBuf> = Vec::new();
         let mut drop = false;
+        let mut target_workloads = toml::Table::new();
         let group_steady = steady(first);
         if let Err(m) = &group_steady {
             errors.push(err(first, format!("job `{}`: {m}", first.name)));
@@ -314,16 +316,16 @@ pub fn build(
                 ));
                 continue;
             }
-            if workload_table(j) != wl {
-                errors.push(err(
-                    j,
-                    format!(
-                        "job `{}` runs at the same time as job `{}` (no stonewall between them) but does other I/O: storlab runs one workload per group; add `stonewall` to job `{}`",
-                        j.name, first.name, j.name
-                    ),
-                ));
-                continue;
-            }
+            // A job doing other I/O than the group's first runs its own workload beside it
+            // (the step's `target-workloads`).
+            let own = workload_table(j);
+            let job_workload = if own == wl {
+                None
+            } else {
+                let name = format!("{}-{}", g.step, j.name);
+                doc_workloads.insert(name.clone(), own.into());
+                Some(name)
+            };
             drop |= j.invalidate && !j.direct;
             let t = &targets[ji];
             for (name, path) in t.names.iter().zip(&t.paths) {
@@ -393,6 +395,9 @@ pub fn build(
                 }
                 doc_targets.insert(name.clone(), tt.into());
                 step_targets.push(name.clone().into());
+                if let Some(w) = &job_workload {
+                    target_workloads.insert(name.clone(), w.clone().into());
+                }
             }
         }
         doc_workloads.insert(g.step.clone(), wl.into());
@@ -401,6 +406,9 @@ pub fn build(
         s.insert("workload".into(), g.step.clone().into());
         let together = step_targets.len() > 1;
         s.insert("targets".into(), step_targets.into());
+        if !target_workloads.is_empty() {
+            s.insert("target-workloads".into(), target_workloads.into());
+        }
         if together {
             s.insert("together".into(), true.into());
         }
