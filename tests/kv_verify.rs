@@ -251,6 +251,33 @@ fn redis_verified_runs_are_intact() {
     );
 }
 
+/// A Redis Cluster (`scripts/rediscluster.sh`) at queue depth 16: every insert is sent and
+/// timed alone (a cluster's pipeline would go command by command, each insert timed to the
+/// last reply), the summary says so, and every key is intact.
+#[test]
+fn redis_cluster_verified_runs_are_intact_each_insert_timed_alone() {
+    let Some(seeds) = server("STORLAB_REDIS_CLUSTER_URLS") else {
+        return;
+    };
+    let prefix = format!("kvverify{}:", std::process::id());
+    let (lab, _) = honest(
+        &format!(
+            "type = \"redis\"\ncluster = true\nseeds = \"{seeds}\"\nkey-prefix = \"{prefix}\""
+        ),
+        16,
+    );
+    let s = summaries(&lab);
+    let execution = s[0]["targets"][0]["session-used"]["execution"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        execution.starts_with("one insert at a time (queue depth 16 asked)"),
+        "{}",
+        s[0]
+    );
+}
+
 fn have(program: &str) -> bool {
     Command::new(program).arg("--version").output().is_ok()
 }

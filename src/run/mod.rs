@@ -625,8 +625,9 @@ fn run_one(
     Ok(summary)
 }
 
-/// Per target: how its operations overlapped (`execution`) and what its sessions report
-/// they used; where workers differ, every value seen is listed.
+/// Per target: how its operations overlapped (`execution`: as its type declares, or as its
+/// sessions say when they ran otherwise) and what its sessions report they used; where
+/// workers differ, every value seen is listed.
 fn session_used(run: &RunPlan, outcomes: &[WorkerOutcome]) -> Vec<BTreeMap<String, String>> {
     let mut first_worker = 0usize;
     run.targets
@@ -634,12 +635,6 @@ fn session_used(run: &RunPlan, outcomes: &[WorkerOutcome]) -> Vec<BTreeMap<Strin
         .map(|t| {
             let threads = t.workload.threads() as usize;
             let mut used: BTreeMap<String, Vec<String>> = BTreeMap::new();
-            let execution = t
-                .config
-                .capabilities()
-                .overlap
-                .describe(&t.workload.kinds(), t.workload.queue_depth());
-            used.entry("execution".into()).or_default().push(execution);
             for o in outcomes
                 .iter()
                 .filter(|o| (first_worker..first_worker + threads).contains(&(o.worker as usize)))
@@ -652,6 +647,15 @@ fn session_used(run: &RunPlan, outcomes: &[WorkerOutcome]) -> Vec<BTreeMap<Strin
                 }
             }
             first_worker += threads;
+            // What the target's type declares, unless its sessions said otherwise.
+            used.entry("execution".into()).or_insert_with(|| {
+                vec![
+                    t.config
+                        .capabilities()
+                        .overlap
+                        .describe(&t.workload.kinds(), t.workload.queue_depth()),
+                ]
+            });
             used.into_iter().map(|(k, v)| (k, v.join(" / "))).collect()
         })
         .collect()

@@ -117,9 +117,28 @@ mod tests {
     }
 
     #[test]
-    fn concurrent_jobs_that_differ_are_refused_by_name() {
-        let e = plan(
+    fn concurrent_jobs_run_together_each_with_its_own_workload() {
+        // A reader and a writer at once: one run, the writer on a workload of its own.
+        let p = plan(
             "[global]\nsize=1m\n[a]\nfilename=/tmp/a\nrw=read\n[b]\nfilename=/tmp/b\nrw=write\n",
+        )
+        .unwrap();
+        let study = crate::study::parse("fio.toml", &p.study_text).unwrap();
+        assert_eq!(study.runs.len(), 1);
+        let names: Vec<&str> = study.runs[0]
+            .targets
+            .iter()
+            .map(|t| t.workload_name.as_str())
+            .collect();
+        assert_eq!(names, ["group-0", "group-0-b"]);
+        assert!(!study.runs[0].targets[0].workload.writes());
+        assert_eq!(
+            study.runs[0].targets[1].workload.kinds(),
+            [crate::record::OpKind::Write]
+        );
+        // Jobs of one group bounded differently are refused, naming the job and line.
+        let e = plan(
+            "[global]\nrw=read\n[a]\nfilename=/tmp/a\nsize=1m\n[b]\nfilename=/tmp/b\nsize=2m\n",
         )
         .unwrap_err();
         assert_eq!(e[0].line, 6);

@@ -17,8 +17,8 @@
 //! stay one at a time, as YCSB's binding sends them.
 //!
 //! Redis Cluster (`cluster = true`, [`cluster`]): each command goes to the master of its key's
-//! slot, redirections and failovers are followed, and the commands of a pipeline are sent one
-//! after the other (each to its own master). `key-prefix` puts a text before every key (and
+//! slot, redirections and failovers are followed, and inserts are not pipelined: each is sent
+//! and timed alone (the summary's `execution` says so when a queue depth was asked). `key-prefix` puts a text before every key (and
 //! the index), so that several targets (tenants) share one server or cluster with keys of
 //! their own.
 //!
@@ -282,7 +282,11 @@ impl RedisConfig {
             record: RecordBuf::new(w, params.seed ^ ((params.worker as u64 + 1) << 32))
                 .with_verify(params.kv_verify.as_ref(), params.queue_depth),
             cmd: Vec::with_capacity(4096),
-            pipeline: params.queue_depth > 1,
+            // A cluster sends a pipeline's commands one after the other (each to its own
+            // master), so queued inserts would each be timed to the last one's reply: in a
+            // cluster every insert goes alone, timed on its own.
+            pipeline: params.queue_depth > 1 && !self.cluster,
+            queue_depth: params.queue_depth,
             queue: Vec::with_capacity(params.queue_depth as usize),
             sizes: Vec::with_capacity(params.queue_depth as usize),
         };
@@ -297,8 +301,10 @@ pub struct RedisSession {
     record: RecordBuf,
     /// The packed command.
     cmd: Vec<u8>,
-    /// Inserts are pipelined (queue depth above 1).
+    /// Inserts are pipelined (queue depth above 1, one server).
     pipeline: bool,
+    /// The queue depth asked, to say what was used instead in a cluster.
+    queue_depth: u32,
     /// Inserts submitted and not yet sent (pipelining only).
     queue: Vec<(u32, YcsbOp)>,
     /// Bytes of each insert of a pipeline.
@@ -762,6 +768,20 @@ impl Session for RedisSession {
 
     fn read_back(&mut self, keynum: u64) -> Option<crate::verify::kv::ReadBack> {
         Some(crate::targets::read_back(self, keynum))
+    }
+
+    fn used(&self) -> Vec<(&'static str, String)> {
+        if self.queue_depth > 1 && !self.pipeline {
+            vec![(
+                "execution",
+                format!(
+                    "one insert at a time (queue depth {} asked): a Redis Cluster pipeline would be sent command by command, each insert timed to the last reply",
+                    self.queue_depth
+                ),
+            )]
+        } else {
+            Vec::new()
+        }
     }
 }
 
