@@ -68,8 +68,17 @@ fn a_master_powered_off_under_elastic_load_is_survived_and_lost_writes_are_count
     // Recovery figures.
     let rec = &s["recovery"][0];
     assert_eq!(rec["event"], "master-lost", "{rec}");
+    // One master of three is lost: inserts whose keys live on the other two may still
+    // succeed in an interval, so a whole interval without a success (an outage) is not
+    // certain; a deep dip is. Seen in one full run: no outage, the dip at 10 against a
+    // baseline of 1,000 ops/s.
     let outage = rec["outage-seconds"].as_f64().unwrap();
-    assert!(outage > 0.0, "{rec}");
+    assert!(outage >= 0.0, "{rec}");
+    let (baseline, dip) = (
+        rec["baseline-rate-ops"].as_f64().unwrap(),
+        rec["dip-min-rate-ops"].as_f64().unwrap(),
+    );
+    assert!(dip < 0.5 * baseline, "no dip after the loss: {rec}");
     let first = rec["time-to-first-success-seconds"].as_f64();
     assert!(first.is_some(), "{rec}");
     let back = rec["time-to-recover-seconds"].as_f64();
