@@ -34,6 +34,26 @@ fn summary(lab: &Lab, n: usize) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(&p).expect("summary")).expect("json")
 }
 
+/// `storlab fio --quick --output-format=FORMAT` of job file `file` in `lab`: fio's JSON
+/// document as written to the output file, and what it printed on stderr (the run must
+/// succeed).
+fn fio_json(lab: &Lab, format: &str, file: &str) -> (serde_json::Value, String) {
+    let out = lab.path().join("out.json");
+    let (ok, _, err) = fio(
+        lab,
+        &[
+            "--quick",
+            &format!("--output-format={format}"),
+            "--output",
+            out.to_str().unwrap(),
+            job(file).to_str().unwrap(),
+        ],
+    );
+    assert!(ok, "{file}: {err}");
+    let doc = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    (doc, err)
+}
+
 /// Operations of `op` over every target of a stored run.
 fn stored_ops(s: &serde_json::Value, op: &str) -> u64 {
     s["targets"]
@@ -61,20 +81,7 @@ fn supported_job_files_run_unchanged() {
     ];
     for (file, entries, groups) in cases {
         let lab = Lab::new();
-        let out = lab.path().join("out.json");
-        let (ok, _, err) = fio(
-            &lab,
-            &[
-                "--quick",
-                "--output-format=json",
-                "--output",
-                out.to_str().unwrap(),
-                job(file).to_str().unwrap(),
-            ],
-        );
-        assert!(ok, "{file}: {err}");
-        let doc: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        let (doc, err) = fio_json(&lab, "json", file);
         let jobs = doc["jobs"].as_array().unwrap();
         assert_eq!(jobs.len(), *entries, "{file}: {doc}");
         let ids: std::collections::BTreeSet<u64> = jobs
@@ -168,20 +175,8 @@ fn refused_job_files_name_the_option_and_line() {
 #[test]
 fn json_plus_is_read_by_fio_jsonplus_clat2csv() {
     let lab = Lab::new();
-    let out = lab.path().join("plus.json");
-    let (ok, _, err) = fio(
-        &lab,
-        &[
-            "--quick",
-            "--output-format=json+",
-            "--output",
-            out.to_str().unwrap(),
-            job("mixed-split.fio").to_str().unwrap(),
-        ],
-    );
-    assert!(ok, "{err}");
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let (doc, _) = fio_json(&lab, "json+", "mixed-split.fio");
+    let out = lab.path().join("out.json");
     let csv = lab.path().join("clat.csv");
     let o = std::process::Command::new("fio_jsonplus_clat2csv")
         .arg(&out)
@@ -363,20 +358,7 @@ fn steady_state_options_stop_a_job_once_its_iops_settle() {
 #[test]
 fn jobs_doing_different_io_run_together_each_timed_on_its_own() {
     let lab = Lab::new();
-    let out = lab.path().join("out.json");
-    let (ok, _, err) = fio(
-        &lab,
-        &[
-            "--quick",
-            "--output-format=json",
-            "--output",
-            out.to_str().unwrap(),
-            job("reader-writer.fio").to_str().unwrap(),
-        ],
-    );
-    assert!(ok, "{err}");
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let (doc, _) = fio_json(&lab, "json", "reader-writer.fio");
     let jobs = doc["jobs"].as_array().unwrap();
     let by_name = |n: &str| jobs.iter().find(|j| j["jobname"] == n).unwrap();
     let (reader, writer) = (by_name("reader"), by_name("writer"));
