@@ -500,25 +500,30 @@ fn ranks_as_hosts_in_network_namespaces_drive_redis_over_veth() {
     assert_eq!(summary["total"]["ops"], 8000);
 }
 
+/// Runs the study `text` under mpirun with `ranks` ranks (quiet) in a lab of its own; returns
+/// its one run's summary (the run must succeed).
+fn mpi_run_summary(mpi: &Path, ranks: u32, text: &str) -> serde_json::Value {
+    let lab = Lab::new();
+    lab.write("s.toml", text);
+    let out = mpirun(&lab, mpi, ranks, &[], &["run", "s.toml", "-q"])
+        .output()
+        .expect("mpirun");
+    let (stdout, stderr) = common::text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    serde_json::from_str(&std::fs::read_to_string(run_folder(&lab).join("summary.json")).unwrap())
+        .unwrap()
+}
+
 /// The stonewall: when the first rank has finished its operations every rank stops, and the
 /// result says which rank and when.
 #[test]
 fn the_stonewall_is_recorded_with_the_first_rank_and_when() {
     let Some(mpi) = mpirun_or_skip() else { return };
-    let lab = Lab::new();
-    lab.write(
-        "s.toml",
+    let summary = mpi_run_summary(
+        &mpi,
+        4,
         "name = \"mpi-stonewall\"\n[targets.null]\ntype = \"null\"\n[workloads.w]\nthreads = 8\nrate-ops = 8000\n[[steps]]\nworkload = \"w\"\ntargets = [\"null\"]\nops = 8000\nstonewall = true\n",
     );
-    let out = mpirun(&lab, &mpi, 4, &[], &["run", "s.toml", "-q"])
-        .output()
-        .expect("mpirun");
-    let (stdout, stderr) = common::text(&out);
-    assert!(out.status.success(), "{stdout}\n{stderr}");
-    let summary: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(run_folder(&lab).join("summary.json")).unwrap(),
-    )
-    .unwrap();
     // Stopped by the operation count (its own or the stonewall's), not interrupted.
     assert_eq!(summary["status"], "complete", "{summary:#}");
     assert_eq!(summary["end-reason"], "ops", "{summary:#}");
@@ -543,20 +548,11 @@ fn the_stonewall_is_recorded_with_the_first_rank_and_when() {
 #[test]
 fn steady_state_stops_every_rank() {
     let Some(mpi) = mpirun_or_skip() else { return };
-    let lab = Lab::new();
-    lab.write(
-        "s.toml",
+    let summary = mpi_run_summary(
+        &mpi,
+        2,
         "name = \"mpi-steady\"\ninterval = \"100ms\"\n[targets.null]\ntype = \"null\"\n[workloads.w]\nthreads = 4\nrate-ops = 2000\n[[steps]]\nworkload = \"w\"\ntargets = [\"null\"]\nduration = \"60s\"\nsteady-state = \"iops:20%\"\nsteady-state-seconds = 1\nsteady-state-ramp-seconds = 0.2\n",
     );
-    let out = mpirun(&lab, &mpi, 2, &[], &["run", "s.toml", "-q"])
-        .output()
-        .expect("mpirun");
-    let (stdout, stderr) = common::text(&out);
-    assert!(out.status.success(), "{stdout}\n{stderr}");
-    let summary: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(run_folder(&lab).join("summary.json")).unwrap(),
-    )
-    .unwrap();
     assert_eq!(summary["status"], "complete", "{summary:#}");
     assert_eq!(summary["end-reason"], "steady-state", "{summary:#}");
     let after = summary["steady-state"]["reached-after-seconds"]
