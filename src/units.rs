@@ -223,6 +223,19 @@ impl Serialize for Dur {
     }
 }
 
+/// RFC 3339 UTC time with seconds.
+pub fn rfc3339(t: std::time::SystemTime) -> String {
+    humantime::format_rfc3339_seconds(t).to_string()
+}
+
+/// `20261120-230102` for folder names.
+pub fn timestamp_for_path(t: std::time::SystemTime) -> String {
+    rfc3339(t)
+        .trim_end_matches('Z')
+        .replace(['-', ':'], "")
+        .replace('T', "-")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

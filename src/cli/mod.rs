@@ -403,7 +403,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
         Command::Report(args) => report_command(args),
         Command::Compare(args) => compare_command(args),
         Command::Verify { state, json } => {
-            let r = crate::verify::verify_state_file(&state)?;
+            let r = crate::run::verify::verify_state_file(&state)?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&r)?);
             } else {

@@ -7,7 +7,6 @@
 pub mod comparison;
 pub mod distributed;
 pub mod histograms;
-pub mod mountinfo;
 pub mod phases;
 pub mod raid;
 pub mod recovery;
@@ -24,22 +23,10 @@ pub mod timeline;
 pub use redact::redact;
 
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
 
 use crate::study::plan::{Plan, RunPlan};
 
-/// RFC 3339 UTC time with seconds.
-pub fn rfc3339(t: SystemTime) -> String {
-    humantime::format_rfc3339_seconds(t).to_string()
-}
-
-/// `20261120-230102` for folder names.
-pub fn timestamp_for_path(t: SystemTime) -> String {
-    rfc3339(t)
-        .trim_end_matches('Z')
-        .replace(['-', ':'], "")
-        .replace('T', "-")
-}
+pub use crate::units::{rfc3339, timestamp_for_path};
 
 /// A name made safe for a folder: letters, digits, `-`, `_` and `.` only.
 pub fn slug(name: &str) -> String {
@@ -97,7 +84,7 @@ mod tests {
 
     #[test]
     fn names_for_paths() {
-        let t = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000);
+        let t = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000);
         assert_eq!(timestamp_for_path(t), "20231114-221320");
         assert_eq!(slug("my study/1"), "my-study-1");
     }

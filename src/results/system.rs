@@ -3,7 +3,7 @@
 //! Everything is best effort: what cannot be read is left as `None` or empty,
 //! so `capture` never fails.
 
-use super::mountinfo::{MountEntry, parse_mountinfo_line};
+use crate::targets::mountinfo::{MountEntry, parse_mountinfo_line};
 use crate::units::format_bytes;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;

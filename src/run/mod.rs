@@ -13,6 +13,7 @@ pub mod metrics;
 pub mod pacer;
 pub mod setup;
 pub mod steady;
+pub mod verify;
 pub mod worker;
 
 use std::collections::BTreeMap;
@@ -21,7 +22,7 @@ use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use crate::record::process_cpu_ns;
 use crate::results::RunFolder;
@@ -516,8 +517,8 @@ fn run_one(
     drop(background_outcomes);
     // Read back every key written (not part of any latency figure), while the servers the
     // step's events started still run.
-    crate::verify::after_run_kv(run, &kv_tables, &ready.handles, &mut summary);
-    crate::verify::after_run_ledgers(run, &ledgers, &ready.handles, &mut summary);
+    verify::after_run_kv(run, &kv_tables, &ready.handles, &mut summary);
+    verify::after_run_ledgers(run, &ledgers, &ready.handles, &mut summary);
     // The study's events, the processes they started stopped at the step's end, and the
     // recovery around each fault, from the stored timeline.
     let measure_start_ns = start_ns + warmup_ns;
@@ -608,7 +609,7 @@ fn run_one(
         ));
     }
     // Read back what was written (not part of any latency figure), once the workers stopped.
-    crate::verify::after_run(run, &verify_tables, &mut summary);
+    verify::after_run(run, &verify_tables, &mut summary);
     folder
         .write_json("summary.json", &summary)
         .map_err(|source| RunError::Results {
@@ -661,8 +662,7 @@ fn session_used(run: &RunPlan, outcomes: &[WorkerOutcome]) -> Vec<BTreeMap<Strin
         .collect()
 }
 
-/// Interval length used when a study does not say.
-pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(1);
+pub use crate::model::rate::DEFAULT_INTERVAL;
 
 /// Writes back dirty pages and drops the page cache (as the RocksDB brief did before each
 /// workload), or says why it could not. Returns the event to record.

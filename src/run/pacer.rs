@@ -9,13 +9,7 @@
 //! [`Activity`] says whether a worker is running back to back or paused at a given time, from
 //! the same [`RateChange`]s, whose rate is then only infinite (running) or 0 (paused).
 
-/// From `at_ns` on, the worker starts `rate_ops` operations per second. Laid out before the
-/// run relative to the start of measurement; [`Pacer::new`] moves them onto the run clock.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RateChange {
-    pub at_ns: u64,
-    pub rate_ops: f64,
-}
+pub use crate::model::rate::RateChange;
 
 /// The intended starts of one worker.
 #[derive(Debug, Clone)]

@@ -156,7 +156,7 @@ pub fn verify_tables(
 
 /// Per target of the run: the table of acknowledged writes of a verified `ycsb` workload.
 pub fn kv_tables(run: &RunPlan) -> Result<Vec<Option<Arc<crate::verify::kv::KvTable>>>, RunError> {
-    crate::verify::kv_tables(run).map_err(|(target, source)| RunError::Verify { target, source })
+    super::verify::kv_tables(run).map_err(|(target, source)| RunError::Verify { target, source })
 }
 
 /// Per target of the run: the lost-transaction ledger of a verified `pgbench` workload.

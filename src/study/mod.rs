@@ -444,7 +444,7 @@ pub fn parse_with(file: &str, text: &str, limits: Limits) -> Result<Plan, StudyE
         .interval
         .as_ref()
         .map(|i| i.get_ref().0)
-        .unwrap_or(crate::run::DEFAULT_INTERVAL);
+        .unwrap_or(crate::model::rate::DEFAULT_INTERVAL);
     if let Some(i) = &raw.interval {
         if i.get_ref().0 < std::time::Duration::from_millis(10) {
             errors.push(src.error(Some(i.span()), "interval", "interval must be at least 10ms"));

@@ -22,7 +22,7 @@ pub struct Plan {
     pub runs: Vec<RunPlan>,
     /// The array's geometry (`[raid]`), for the efficiency table.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub raid: Option<crate::results::raid::Geometry>,
+    pub raid: Option<crate::model::raid::Geometry>,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -1,12 +1,12 @@
 //! A study's `[raid]` section: the array's geometry (level, member targets, array target,
 //! strip size), checked against the study's targets, for the efficiency table that
-//! [`crate::results::raid`] computes from the stored results.
+//! the results' RAID table computes from the stored results.
 
 use serde::Deserialize;
 use toml::Spanned;
 
 use super::{Source, StudyError};
-use crate::results::raid::{Geometry, Level};
+use crate::model::raid::{Geometry, Level};
 use crate::units::Bytes;
 
 #[derive(Deserialize)]

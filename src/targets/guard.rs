@@ -3,7 +3,7 @@
 //! held by md/LVM/dm) are always refused, and devices carrying a filesystem,
 //! volume or partition table are refused unless named in `--allow-destroy`.
 
-use crate::results::mountinfo::{MountEntry, parse_mountinfo_line, unescape_octal};
+use super::mountinfo::{MountEntry, parse_mountinfo_line, unescape_octal};
 use std::fs::{self, File};
 use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};

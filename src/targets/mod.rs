@@ -11,6 +11,7 @@
 //! [`registry!`]: registry::registry
 
 pub mod guard;
+pub mod mountinfo;
 pub mod netns;
 pub mod registry;
 pub mod session;
@@ -37,7 +38,7 @@ pub use ycsb_store::{
 
 use std::path::PathBuf;
 
-use serde::Serialize;
+pub use crate::model::{OptionError, Region, option_error};
 
 use crate::workload::ycsb::CoreWorkload;
 
@@ -66,14 +67,6 @@ impl TargetError {
             source,
         }
     }
-}
-
-/// An error in a target's options, relative to its table in the study file.
-#[derive(Debug, Clone)]
-pub struct OptionError {
-    /// Key inside the target's table (empty: the table as a whole).
-    pub key: String,
-    pub message: String,
 }
 
 /// Finds a registry row by name.
@@ -117,14 +110,6 @@ pub fn redact_url(url: &str) -> String {
 /// Serializes a URL without its password.
 pub fn serialize_redacted_url<S: serde::Serializer>(url: &str, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&redact_url(url))
-}
-
-/// The region of a target that operations address, and where it lives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub struct Region {
-    pub offset_bytes: u64,
-    pub size_bytes: u64,
 }
 
 /// What a worker needs to know to open its session.
@@ -194,26 +179,4 @@ pub struct PrepareOptions {
     /// A pgbench workload's scale: the target initializes pgbench's tables in `prepare` (or
     /// reuses them at that scale).
     pub pgbench_scale: Option<u32>,
-}
-
-/// Turns a serde error from a target's table into an [`OptionError`].
-pub fn option_error(e: toml::de::Error) -> OptionError {
-    let text = e.to_string();
-    let key = text
-        .lines()
-        .find_map(|l| l.strip_prefix("in `").and_then(|k| k.strip_suffix('`')))
-        .map(str::to_string)
-        .or_else(|| {
-            ["unknown field `", "missing field `"].iter().find_map(|p| {
-                let m = e.message();
-                let start = m.find(p)? + p.len();
-                let end = m[start..].find('`')? + start;
-                Some(m[start..end].to_string())
-            })
-        })
-        .unwrap_or_default();
-    OptionError {
-        key,
-        message: e.message().trim().to_string(),
-    }
 }

@@ -2,76 +2,8 @@
 //! session answers (executed on the spot, or queued and reported by `complete`), and what a
 //! target declares about overlapping operations ([`Overlap`], [`Capabilities`]).
 
+pub use crate::model::Op;
 use crate::record::{OpError, OpKind};
-use crate::workload::ycsb::YcsbOp;
-
-/// One operation, built by a workload into a slot the worker owns. Never allocates: key-value
-/// operations carry a key number, which the session turns into key bytes in its own buffer
-/// (see [`crate::workload::kv::KeyFormat`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Op {
-    Read {
-        offset: u64,
-        len: u32,
-    },
-    Write {
-        offset: u64,
-        len: u32,
-    },
-    Fsync,
-    /// Read one key's value.
-    Get {
-        key: u64,
-    },
-    /// Write one key's whole value.
-    Put {
-        key: u64,
-    },
-    /// Read the next key of a sequential scan (from the first key; wraps at the end).
-    Next,
-    /// Read a key's value, then write a new one (db_bench's updaterandom).
-    ReadModifyWrite {
-        key: u64,
-    },
-    Delete {
-        key: u64,
-    },
-    /// A YCSB operation on a record of fields (key numbers and field indexes; the session
-    /// builds the bytes with its [`crate::workload::ycsb::RecordBuf`]).
-    Ycsb(YcsbOp),
-    /// A pgbench transaction with its random values.
-    Pgbench(crate::workload::pgbench::PgbenchOp),
-}
-
-impl Op {
-    #[inline]
-    pub fn kind(&self) -> OpKind {
-        match self {
-            Op::Read { .. } | Op::Get { .. } | Op::Next => OpKind::Read,
-            Op::Write { .. } | Op::Put { .. } => OpKind::Write,
-            Op::Fsync => OpKind::Fsync,
-            Op::ReadModifyWrite { .. } => OpKind::ReadModifyWrite,
-            Op::Delete { .. } => OpKind::Delete,
-            Op::Ycsb(y) => match y {
-                YcsbOp::Read { .. } => OpKind::Read,
-                YcsbOp::Update { .. } => OpKind::Update,
-                YcsbOp::Insert { .. } => OpKind::Insert,
-                YcsbOp::Scan { .. } => OpKind::Scan,
-                YcsbOp::ReadModifyWrite { .. } => OpKind::ReadModifyWrite,
-            },
-            Op::Pgbench(p) => p.script.kind(),
-        }
-    }
-
-    /// The key number a YCSB insert creates (the run phase acknowledges it on completion).
-    #[inline]
-    pub fn inserted_key(&self) -> Option<u64> {
-        match self {
-            Op::Ycsb(YcsbOp::Insert { keynum }) => Some(*keynum),
-            _ => None,
-        }
-    }
-}
 
 /// One finished operation: its slot and the bytes moved (or why it failed), and whether the
 /// key it addressed was there (always true for block operations).

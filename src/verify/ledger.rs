@@ -48,7 +48,8 @@ impl Ledger {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
-        let mut x = crate::workload::mix_seed(seed, &[now, crate::workload::name_hash(target)]);
+        let mut x =
+            crate::model::seed::mix_seed(seed, &[now, crate::model::seed::name_hash(target)]);
         let mut tag = [0u8; RUN_TAG];
         for b in &mut tag {
             *b = b"0123456789abcdefghijklmnopqrstuvwxyz"[(x % 36) as usize];

@@ -110,7 +110,7 @@ impl Stamper {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::targets::Region;
+    use crate::model::Region;
 
     fn stamper() -> Stamper {
         let table = VerifyTable::with_base(

@@ -25,7 +25,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::VerifyError;
-use crate::targets::Region;
+use crate::model::Region;
 
 /// Entry bit: a write to the block is in flight.
 pub const IN_FLIGHT: u64 = 1 << 63;
@@ -99,7 +99,7 @@ impl VerifyTable {
         }
         Ok(VerifyTable {
             target: target.to_string(),
-            target_id: crate::workload::name_hash(target),
+            target_id: crate::model::seed::name_hash(target),
             region,
             block_bytes,
             threads,

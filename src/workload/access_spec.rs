@@ -28,7 +28,7 @@ use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 use super::block::err;
-use crate::targets::{Op, OptionError, Region};
+use crate::model::{Op, OptionError, Region};
 use crate::units::{Bytes, Dur};
 
 /// IOmeter's default alignment ("sector boundaries"), on disks of 512-byte sectors. A 4Kn

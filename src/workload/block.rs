@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 
 use super::access_spec::{self, AccessSpecLine, AccessSpecSource};
 use super::{DEFAULT_SEED, thread_seed};
+use crate::model::{Op, OptionError, Region};
 use crate::record::OpKind;
-use crate::targets::{Op, OptionError, Region};
 use crate::units::Bytes;
 
 /// Where in the region operations go.
@@ -146,7 +146,7 @@ impl BlockWorkload {
                 "give either access (storlab's model) or random-share (IOmeter's), not both",
             ));
         }
-        let mut w: BlockWorkload = table.try_into().map_err(crate::targets::option_error)?;
+        let mut w: BlockWorkload = table.try_into().map_err(crate::model::option_error)?;
         if !w.access_spec.is_empty() {
             access_spec::validate(&w.access_spec)?;
             let weighted = |f: fn(&AccessSpecLine) -> f64| -> f64 {

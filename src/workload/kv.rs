@@ -14,8 +14,8 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
+use crate::model::{Op, OptionError};
 use crate::record::OpKind;
-use crate::targets::{Op, OptionError};
 use crate::units::Bytes;
 
 /// The db_bench benchmarks storlab runs.
@@ -184,7 +184,7 @@ pub const MAX_VALUE_BYTES: u64 = 64 << 20;
 
 impl KvWorkload {
     pub fn from_table(table: toml::Table) -> Result<KvWorkload, OptionError> {
-        let w: KvWorkload = table.try_into().map_err(crate::targets::option_error)?;
+        let w: KvWorkload = table.try_into().map_err(crate::model::option_error)?;
         w.validate()?;
         Ok(w)
     }

@@ -20,8 +20,8 @@ pub mod ycsb;
 
 use serde::Serialize;
 
+use crate::model::{Op, OptionError, Region};
 use crate::record::OpKind;
-use crate::targets::{Op, OptionError, Region};
 
 use block::err;
 pub use block::{Access, BlockSource, BlockWorkload, WriteData};
@@ -29,30 +29,7 @@ pub use block::{Access, BlockSource, BlockWorkload, WriteData};
 /// The seed of a study that sets none.
 pub const DEFAULT_SEED: u64 = 0x5eed;
 
-/// splitmix64's output function (Steele, Lea and Flood, 2014): a bijection on u64 whose every
-/// output bit depends on every input bit.
-#[inline]
-pub fn splitmix64(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-/// Mixes `parts` into `seed`, one splitmix64 round each: different tuples give unrelated seeds,
-/// the same tuple the same seed on every machine.
-pub fn mix_seed(seed: u64, parts: &[u64]) -> u64 {
-    parts
-        .iter()
-        .fold(splitmix64(seed), |h, &p| splitmix64(h ^ splitmix64(p)))
-}
-
-/// A name as a number for [`mix_seed`] (64-bit FNV-1a: stable across builds, unlike std's hasher).
-pub fn name_hash(name: &str) -> u64 {
-    name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
-    })
-}
+pub use crate::model::seed::{mix_seed, name_hash, splitmix64};
 
 /// The seed of foreground thread `thread` of a run whose seed is `run_seed`.
 #[inline]

@@ -13,8 +13,8 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
-use crate::record::OpKind;
-use crate::targets::{Op, OptionError};
+use crate::model::{Op, OptionError};
+pub use crate::model::{PgbenchOp, Script};
 
 /// Rows of pgbench_accounts per unit of scale (pgbench's `naccounts`).
 pub const ACCOUNTS_PER_SCALE: i64 = 100_000;
@@ -23,59 +23,6 @@ pub const TELLERS_PER_SCALE: i64 = 10;
 /// The largest scale storlab takes: account ids stay within a 32-bit `int`, as pgbench's own
 /// schema has them up to scale 20,000.
 pub const MAX_SCALE: u32 = 20_000;
-
-/// pgbench's built-in scripts (`pgbench -b NAME`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Script {
-    /// The TPC-B-like transaction: update an account, read its balance back, update a teller
-    /// and a branch, insert a history row (pgbench's default).
-    TpcbLike,
-    /// The account balance SELECT alone (`pgbench -S`).
-    SelectOnly,
-    /// The TPC-B-like transaction without the teller and branch updates (`pgbench -N`).
-    SimpleUpdate,
-}
-
-impl Script {
-    pub const ALL: [Script; 3] = [Script::TpcbLike, Script::SelectOnly, Script::SimpleUpdate];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Script::TpcbLike => "tpcb-like",
-            Script::SelectOnly => "select-only",
-            Script::SimpleUpdate => "simple-update",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<Script> {
-        Script::ALL.into_iter().find(|s| s.name() == name)
-    }
-
-    /// The operation kind its transactions are recorded under (named after the script).
-    pub fn kind(self) -> OpKind {
-        match self {
-            Script::TpcbLike => OpKind::TpcbLike,
-            Script::SelectOnly => OpKind::SelectOnly,
-            Script::SimpleUpdate => OpKind::SimpleUpdate,
-        }
-    }
-
-    /// Its transactions change the database (and insert a history row).
-    pub fn writes(self) -> bool {
-        self != Script::SelectOnly
-    }
-}
-
-/// One transaction's random values (pgbench's `:aid`, `:bid`, `:tid`, `:delta`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PgbenchOp {
-    pub script: Script,
-    pub aid: i32,
-    pub bid: i32,
-    pub tid: i32,
-    pub delta: i32,
-}
 
 /// A pgbench workload as a study gives it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -351,7 +298,7 @@ mod tests {
         assert_eq!(a, ops(&w, 100));
         let mut other = w.source(1, 7);
         assert_ne!(Op::Pgbench(a[0]), other.next_op());
-        assert_eq!(Op::Pgbench(a[0]).kind(), OpKind::SelectOnly);
+        assert_eq!(Op::Pgbench(a[0]).kind(), crate::model::OpKind::SelectOnly);
     }
 
     #[test]

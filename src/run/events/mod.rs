@@ -335,7 +335,7 @@ fn execute(e: &EventPlan, ctx: &Context, processes: &mut Processes) -> Recorded 
                 Err(m) => (r.status, r.detail) = (EventStatus::Failed, m),
             }
         }
-        Action::Verify { state } => match crate::verify::verify_state_file(state) {
+        Action::Verify { state } => match crate::run::verify::verify_state_file(state) {
             Ok(v) => {
                 let (checked, unit) = match &v {
                     crate::verify::Verified::Block(b) => (b.blocks_checked, "blocks"),

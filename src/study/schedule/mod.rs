@@ -36,7 +36,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::run::pacer::RateChange;
+use crate::model::rate::RateChange;
 use crate::units::Dur;
 
 mod parse;

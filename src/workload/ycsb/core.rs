@@ -11,6 +11,8 @@
 
 use std::sync::Arc;
 
+pub use crate::model::YcsbOp;
+
 use rand::SeedableRng;
 use rand::rngs::SmallRng;
 
@@ -87,32 +89,6 @@ pub struct OpProportions {
     pub insert: f64,
     pub scan: f64,
     pub read_modify_write: f64,
-}
-
-/// One run-phase or load-phase operation. `None` for a field means all fields.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum YcsbOp {
-    /// Read one field, or all (`readallfields`).
-    Read { keynum: u64, field: Option<u32> },
-    /// Rewrite one field, or all (`writeallfields`).
-    Update { keynum: u64, field: Option<u32> },
-    /// Insert a record with all fields. In the run phase, call
-    /// [`CoreSource::acknowledge_insert`] with the key number once the insert is over, whether
-    /// it succeeded or not (as YCSB).
-    Insert { keynum: u64 },
-    /// Scan `count` records from the key, reading one field or all.
-    Scan {
-        keynum: u64,
-        count: u64,
-        field: Option<u32>,
-    },
-    /// Read then update the same record. YCSB chooses the field read (`readallfields`) and the
-    /// field written (`writeallfields`) independently, so both are here.
-    ReadModifyWrite {
-        keynum: u64,
-        read_field: Option<u32>,
-        write_field: Option<u32>,
-    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -24,8 +24,8 @@ use serde::Serialize;
 use super::core::{CoreSource, CoreWorkload, LoadSource, WorkloadError};
 use super::generators::AckError;
 use super::properties::{Origin, Properties, Property};
+use crate::model::{Op, OptionError};
 use crate::record::{ErrorKind, OpError, OpKind};
-use crate::targets::{Op, OptionError};
 use crate::units::MAX_DURATION_SECS;
 
 /// The phase a workload runs.

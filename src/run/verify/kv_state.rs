@@ -16,9 +16,9 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::table::{KeyState, KvTable};
 use crate::targets::TargetConfig;
 use crate::verify::VerifyError;
+use crate::verify::kv::table::{KeyState, KvTable};
 use crate::workload::ycsb::{CoreWorkload, Origin, Properties};
 
 pub const FIRST_LINE: &str = "storlab-kv-verify-state 1";
@@ -67,7 +67,7 @@ pub fn save(
         generation_base: table.generation_base,
         keys: table.keys(),
         untracked_writes: table.untracked_writes(),
-        saved_at: crate::results::rfc3339(std::time::SystemTime::now()),
+        saved_at: crate::units::rfc3339(std::time::SystemTime::now()),
     };
     let io = |what| move |e| VerifyError::io(to, what, e);
     if let Some(parent) = to.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -117,7 +117,7 @@ pub fn load(from: &Path) -> Result<Loaded, VerifyError> {
         path: from.to_path_buf(),
         why,
     };
-    let (meta, mut r): (KvStateMeta, _) = crate::verify::state::read_head(from, FIRST_LINE)?;
+    let (meta, mut r): (KvStateMeta, _) = super::state::read_head(from, FIRST_LINE)?;
     let ty = crate::targets::find_type(&meta.target_type)
         .ok_or_else(|| bad(format!("unknown target type `{}`", meta.target_type)))?;
     let table: toml::Table = serde_json::from_value(without_nulls(meta.target_options.clone()))

@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::VerifyError;
-use super::table::{IN_FLIGHT, VerifyTable};
-use crate::targets::Region;
+use crate::model::Region;
+use crate::verify::VerifyError;
+use crate::verify::table::{IN_FLIGHT, VerifyTable};
 
 const FIRST_LINE: &str = "storlab-verify-state 1";
 
@@ -56,7 +56,7 @@ pub fn save(table: &VerifyTable, path: &Path, direct: bool, to: &Path) -> Result
         durable: table.durable_all(),
         serialized_writes: table.serialized(),
         blocks: table.blocks() as u64,
-        saved_at: crate::results::rfc3339(std::time::SystemTime::now()),
+        saved_at: crate::units::rfc3339(std::time::SystemTime::now()),
     };
     let io = |what| move |e| VerifyError::io(to, what, e);
     if let Some(parent) = to.parent().filter(|p| !p.as_os_str().is_empty()) {

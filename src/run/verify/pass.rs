@@ -6,10 +6,10 @@ use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 
-use super::VerifyError;
-use super::header;
-use super::report::{VerifyClass, VerifyReport};
-use super::table::{FAILED, GENERATION, VerifyTable};
+use crate::verify::VerifyError;
+use crate::verify::header;
+use crate::verify::report::{VerifyClass, VerifyReport};
+use crate::verify::table::{FAILED, GENERATION, VerifyTable};
 
 /// Bytes read at a time (rounded down to whole blocks, at least one).
 const CHUNK_BYTES: u64 = 1 << 20;
