@@ -14,10 +14,16 @@ fn git(args: &[&str]) -> Option<String> {
 
 fn main() {
     if let Some(dir) = git(&["rev-parse", "--git-dir"]) {
+        // What changes the commit (HEAD, a branch moved, refs packed) or the work tree's
+        // state (a source file edited). Not `.git/index`: `git status` below rewrites it, so
+        // watching it rebuilt storlab on every build.
         println!("cargo:rerun-if-changed={dir}/HEAD");
-        println!("cargo:rerun-if-changed={dir}/index");
         if let Some(common) = git(&["rev-parse", "--git-common-dir"]) {
             println!("cargo:rerun-if-changed={common}/refs/heads");
+            println!("cargo:rerun-if-changed={common}/packed-refs");
+        }
+        for path in ["src", "Cargo.toml", "Cargo.lock", "build.rs"] {
+            println!("cargo:rerun-if-changed={path}");
         }
     }
     if let Some(commit) = git(&["rev-parse", "HEAD"]) {

@@ -2,9 +2,10 @@
 //! sequential reads (1 MiB), and classifies each. It runs after the workers stopped and is
 //! timed on its own (seconds, MB/s); it is never part of a run's latency figures.
 
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
+
+use crate::targets::TargetError;
+use crate::targets::readback::BlockReader;
 
 use crate::verify::VerifyError;
 use crate::verify::header;
@@ -16,49 +17,16 @@ const CHUNK_BYTES: u64 = 1 << 20;
 /// Alignment of the read buffer (enough for O_DIRECT).
 const ALIGN: usize = 4096;
 
-/// Where written blocks are read back from: a local file or device, or a file on a server
-/// read through the target's own client library.
-pub enum Reader {
-    File(File),
-    Nfs(crate::targets::nfs::NfsReader),
-    Smb(crate::targets::smb::SmbReader),
-}
+/// Where written blocks are read back from (the target's module opens it).
+pub type Reader = BlockReader;
 
-impl Reader {
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
-        match self {
-            Reader::File(f) => f.read_at(buf, offset),
-            Reader::Nfs(r) => r.read_at(buf, offset),
-            Reader::Smb(r) => r.read_at(buf, offset),
-        }
-    }
-}
-
-/// Opens `path` for reading back, with O_DIRECT when the target used it; an `nfs://` URL
-/// through libnfs, an `smb://` URL through the smb target's connection code (errors show it
-/// without its password).
+/// Opens `path` for reading back, with O_DIRECT when the target used it (see
+/// [`BlockReader::open`]).
 pub fn open(path: &Path, direct: bool) -> Result<Reader, VerifyError> {
-    if crate::targets::smb::is_url(path) {
-        let url = path.to_string_lossy();
-        return crate::targets::smb::SmbReader::open(&url)
-            .map(Reader::Smb)
-            .map_err(|e| {
-                VerifyError::io(crate::targets::redact_url(&url), "opening to verify", e)
-            });
-    }
-    if crate::targets::nfs::is_url(path) {
-        return crate::targets::nfs::NfsReader::open(&path.to_string_lossy())
-            .map(Reader::Nfs)
-            .map_err(|e| VerifyError::io(path, "opening to verify", e));
-    }
-    let mut o = OpenOptions::new();
-    o.read(true);
-    if direct {
-        o.custom_flags(libc::O_DIRECT);
-    }
-    o.open(path)
-        .map(Reader::File)
-        .map_err(|e| VerifyError::io(path, "opening to verify", e))
+    BlockReader::open(path, direct).map_err(|e| match e {
+        TargetError::Io { path, what, source } => VerifyError::Io { path, what, source },
+        other => VerifyError::Invalid(other.to_string()),
+    })
 }
 
 /// An aligned buffer for O_DIRECT reads.
@@ -202,6 +170,7 @@ pub fn run(table: &VerifyTable, file: &Reader) -> Result<VerifyReport, VerifyErr
 mod tests {
     use super::*;
     use crate::targets::Region;
+    use std::fs::{File, OpenOptions};
     use std::os::unix::fs::FileExt;
 
     /// A table over 8 blocks of a temporary file, with `writes` (block, generation) stamped

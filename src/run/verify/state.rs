@@ -41,13 +41,7 @@ pub fn save(table: &VerifyTable, path: &Path, direct: bool, to: &Path) -> Result
     let meta = StateMeta {
         target: table.target.clone(),
         target_id: table.target_id,
-        // A server's URL as it is, but never its password (`storlab verify` of an smb state
-        // takes it from the environment).
-        path: if crate::targets::nfs::is_url(path) || crate::targets::smb::is_url(path) {
-            crate::targets::redact_url(&path.to_string_lossy()).into()
-        } else {
-            std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
-        },
+        path: crate::targets::readback::stored_location(path),
         direct,
         region: table.region,
         block_bytes: table.block_bytes,
