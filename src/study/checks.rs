@@ -6,7 +6,6 @@
 use std::path::Path;
 
 use crate::targets::TargetConfig;
-use crate::units::Bytes;
 use crate::workload::Workload;
 
 /// Why `path` cannot name a file, if it cannot.
@@ -21,54 +20,14 @@ pub(super) fn path_problem(path: &Path) -> Option<String> {
 }
 
 /// Why target `t` has no room for one block of `w` (the workload named `workload_name`),
-/// with the target key to blame (`size`, or `path` when the size is an existing file's).
+/// with the target key to blame: the target's own rule ([`crate::targets::Target::region_problem`]).
 pub(super) fn region_problem(
     t: &TargetConfig,
     w: &Workload,
     workload_name: &str,
 ) -> Option<(&'static str, String)> {
     let block = w.as_block()?.block_size;
-    let too_small = |room: u64| room < block.0;
-    match t {
-        TargetConfig::Null(n) => too_small(n.size.0).then(|| {
-            (
-                "size",
-                format!(
-                    "size {} is smaller than one block of workload `{workload_name}` (block-size {block})",
-                    n.size
-                ),
-            )
-        }),
-        TargetConfig::File(f) => match f.size {
-            Some(size) => too_small(size.0).then(|| {
-                (
-                    "size",
-                    format!(
-                        "size {size} is smaller than one block of workload `{workload_name}` (block-size {block}): the region must hold at least one"
-                    ),
-                )
-            }),
-            None => {
-                // Without `size` the region is the rest of an existing file after `offset`
-                // (a block device's size is read when the run starts).
-                let len = std::fs::metadata(&f.path).ok().filter(|m| m.is_file())?.len();
-                let room = len.saturating_sub(f.offset.0);
-                too_small(room).then(|| {
-                    (
-                        "path",
-                        format!(
-                            "{} is {} long: from offset {} that leaves {}, less than one block of workload `{workload_name}` (block-size {block}); give `size` to make the region larger",
-                            f.path.display(),
-                            Bytes(len),
-                            f.offset,
-                            Bytes(room)
-                        ),
-                    )
-                })
-            }
-        },
-        _ => None,
-    }
+    t.region_problem(block, workload_name)
 }
 
 impl super::Source<'_> {

@@ -176,6 +176,42 @@ impl Target for FileConfig {
     const TYPE: TargetType = TYPE;
     type Shared = ();
 
+    fn region_problem(
+        &self,
+        block: Bytes,
+        workload_name: &str,
+    ) -> Option<(&'static str, String)> {
+        let too_small = |room: u64| room < block.0;
+        match self.size {
+            Some(size) => too_small(size.0).then(|| {
+                (
+                    "size",
+                    format!(
+                        "size {size} is smaller than one block of workload `{workload_name}` (block-size {block}): the region must hold at least one"
+                    ),
+                )
+            }),
+            None => {
+                // Without `size` the region is the rest of an existing file after `offset`
+                // (a block device's size is read when the run starts).
+                let len = std::fs::metadata(&self.path).ok().filter(|m| m.is_file())?.len();
+                let room = len.saturating_sub(self.offset.0);
+                too_small(room).then(|| {
+                    (
+                        "path",
+                        format!(
+                            "{} is {} long: from offset {} that leaves {}, less than one block of workload `{workload_name}` (block-size {block}); give `size` to make the region larger",
+                            self.path.display(),
+                            Bytes(len),
+                            self.offset,
+                            Bytes(room)
+                        ),
+                    )
+                })
+            }
+        }
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             workloads: &["block"],

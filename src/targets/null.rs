@@ -93,6 +93,23 @@ impl Target for NullConfig {
     const TYPE: TargetType = TYPE;
     type Shared = ();
 
+    fn region_problem(
+        &self,
+        block: Bytes,
+        workload_name: &str,
+    ) -> Option<(&'static str, String)> {
+        let too_small = |room: u64| room < block.0;
+        too_small(self.size.0).then(|| {
+            (
+                "size",
+                format!(
+                    "size {} is smaller than one block of workload `{workload_name}` (block-size {block})",
+                    self.size
+                ),
+            )
+        })
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             workloads: &["block", "db-bench", "ycsb", "pgbench"],

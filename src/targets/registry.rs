@@ -46,6 +46,16 @@ pub trait Target {
         None
     }
 
+    /// Why its region has no room for one block of `block_bytes` (of the workload named
+    /// `workload_name`): the target key to blame and the message. Checked at `check` time.
+    fn region_problem(
+        &self,
+        _block_bytes: crate::units::Bytes,
+        _workload_name: &str,
+    ) -> Option<(&'static str, String)> {
+        None
+    }
+
     /// A hint added when a queue depth above 1 is refused (e.g. another engine that can).
     fn queue_depth_hint(&self) -> &'static str {
         ""
@@ -161,6 +171,17 @@ macro_rules! registry {
             ) -> Option<(&'static str, String)> {
                 match self {
                     $(TargetConfig::$variant(c) => registry::Target::check_workload(c, w),)*
+                }
+            }
+
+            pub fn region_problem(
+                &self,
+                block_bytes: crate::units::Bytes,
+                workload_name: &str,
+            ) -> Option<(&'static str, String)> {
+                match self {
+                    $(TargetConfig::$variant(c) =>
+                        registry::Target::region_problem(c, block_bytes, workload_name),)*
                 }
             }
 
