@@ -1,16 +1,16 @@
-//! Verified writes (`verify = true` on a block workload, as fio's `verify=crc32c`): every
-//! written block carries a [`header`] (magic, target id, offset, generation, block size and a
-//! crc32c of the whole block); storlab keeps the last acknowledged generation of every block in
-//! a preallocated [`table`] (no allocation, no lock per operation), and after the run a
-//! [`pass`] reads every block whose generation is known and classifies it (intact, lost, torn,
-//! misplaced, foreign) into a [`report`]. The table can be saved to a file and verified later
-//! ([`state`], as fio's `verify_state_save`), after storlab or the machine died.
+//! Verified writes (`verify = true` on a block workload, as fio's `verify=crc32c`), the part
+//! below the targets: every written block carries a [`header`] (magic, target id, offset,
+//! generation, block size and a crc32c of the whole block); storlab keeps the last
+//! acknowledged generation of every block in a preallocated [`table`] (no allocation, no lock
+//! per operation), which sessions fill through a [`Stamper`] (one per worker); a pass's
+//! findings go into a [`report`]. Sessions never time anything here.
 //!
-//! Sessions use a [`Stamper`] (one per worker) to stamp each write and to record its
-//! acknowledgement; they never time anything, and the pass is not part of any latency figure.
+//! Key-value (YCSB) workloads get the same in [`kv`] (stamped field values, the last
+//! acknowledged writes of every key), and pgbench its lost-transaction [`ledger`].
 //!
-//! Key-value (YCSB) workloads get the same in [`kv`]: stamped field values, the last
-//! acknowledged writes of every key, a pass that reads every key back.
+//! The passes that read a target back after the run, and the state files that let
+//! `storlab verify` check it later, open sessions and so sit above the targets, in
+//! `crate::run::verify`.
 
 pub mod header;
 pub mod kv;
