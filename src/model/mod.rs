@@ -13,5 +13,6 @@ pub mod rate;
 pub mod seed;
 
 pub use op::{
-    ErrorKind, Op, OpError, OpKind, OptionError, PgbenchOp, Region, Script, YcsbOp, option_error,
+    ErrorKind, Op, OpError, OpKind, OptionError, PgbenchOp, Region, Script, WorkloadKind, YcsbOp,
+    option_error,
 };

@@ -359,3 +359,54 @@ pub fn option_error(e: toml::de::Error) -> OptionError {
         message: e.message().trim().to_string(),
     }
 }
+
+/// The types of workload (a study's `type = "..."` in a workload table), what a target
+/// declares it takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkloadKind {
+    Block,
+    DbBench,
+    Ycsb,
+    Pgbench,
+}
+
+impl WorkloadKind {
+    pub const ALL: [WorkloadKind; 4] = [
+        WorkloadKind::Block,
+        WorkloadKind::DbBench,
+        WorkloadKind::Ycsb,
+        WorkloadKind::Pgbench,
+    ];
+
+    /// The name a study file gives it.
+    pub fn name(self) -> &'static str {
+        match self {
+            WorkloadKind::Block => "block",
+            WorkloadKind::DbBench => "db-bench",
+            WorkloadKind::Ycsb => "ycsb",
+            WorkloadKind::Pgbench => "pgbench",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<WorkloadKind> {
+        WorkloadKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// The key of its table that chooses its operations (blamed when a target cannot do
+    /// one of them).
+    pub fn operations_key(self) -> &'static str {
+        match self {
+            WorkloadKind::Block => "read-share",
+            WorkloadKind::DbBench => "benchmark",
+            WorkloadKind::Pgbench => "script",
+            WorkloadKind::Ycsb => "type",
+        }
+    }
+}
+
+impl std::fmt::Display for WorkloadKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}

@@ -214,7 +214,7 @@ impl Target for FileConfig {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities {
-            workloads: &["block"],
+            workloads: &[crate::model::WorkloadKind::Block],
             ops: &[OpKind::Read, OpKind::Write, OpKind::Fsync],
             overlap: match self.engine {
                 Engine::IoUring => Overlap::Concurrent {

@@ -112,7 +112,7 @@ impl Target for NullConfig {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities {
-            workloads: &["block", "db-bench", "ycsb", "pgbench"],
+            workloads: &[crate::model::WorkloadKind::Block, crate::model::WorkloadKind::DbBench, crate::model::WorkloadKind::Ycsb, crate::model::WorkloadKind::Pgbench],
             ops: &OpKind::ALL,
             // As fio's null engine: queued operations all complete at the next reap.
             overlap: Overlap::Concurrent {

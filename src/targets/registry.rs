@@ -295,7 +295,7 @@ pub(crate) use registry;
 pub fn check_workload(t: &TargetConfig, w: &Workload) -> Option<(&'static str, String)> {
     let caps = t.capabilities();
     let name = t.type_name();
-    let wtype = w.type_name();
+    let wtype = w.kind();
     if !caps.workloads.contains(&wtype) {
         let takes = caps
             .workloads
@@ -310,13 +310,10 @@ pub fn check_workload(t: &TargetConfig, w: &Workload) -> Option<(&'static str, S
     }
     for k in w.all_kinds() {
         if !caps.ops.contains(&k) {
-            let key = match wtype {
-                "block" => "read-share",
-                "db-bench" => "benchmark",
-                "pgbench" => "script",
-                _ => "type",
-            };
-            return Some((key, format!("a {name} target cannot {}", k.name())));
+            return Some((
+                wtype.operations_key(),
+                format!("a {name} target cannot {}", k.name()),
+            ));
         }
     }
     if w.as_block().is_some_and(|b| b.verify) && t.verify_file().is_none() {

@@ -259,7 +259,7 @@ impl Target for RocksConfig {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities {
-            workloads: &["db-bench", "ycsb"],
+            workloads: &[crate::model::WorkloadKind::DbBench, crate::model::WorkloadKind::Ycsb],
             ops: &[
                 OpKind::Read,
                 OpKind::Write,

@@ -3,6 +3,7 @@
 //! target declares about overlapping operations ([`Overlap`], [`Capabilities`]).
 
 pub use crate::model::Op;
+use crate::model::WorkloadKind;
 use crate::record::{OpError, OpKind};
 
 /// One finished operation: its slot and the bytes moved (or why it failed), and whether the
@@ -208,8 +209,8 @@ impl Overlap {
 /// What a target can do, checked when a study is planned.
 #[derive(Debug, Clone, Copy)]
 pub struct Capabilities {
-    /// Workload types it takes (`block`, `db-bench`, `ycsb`).
-    pub workloads: &'static [&'static str],
+    /// Workload types it takes.
+    pub workloads: &'static [WorkloadKind],
     pub ops: &'static [OpKind],
     pub overlap: Overlap,
     /// The target runs inside storlab's process, on the worker threads (an embedded engine):
@@ -221,7 +222,7 @@ impl Capabilities {
     /// A file on a file server (SMB, NFS): block reads, writes and flushes, many in flight per
     /// connection, the server out of storlab's process.
     pub const FILE_ON_SERVER: Capabilities = Capabilities {
-        workloads: &["block"],
+        workloads: &[WorkloadKind::Block],
         ops: &[OpKind::Read, OpKind::Write, OpKind::Fsync],
         overlap: Overlap::Concurrent {
             max_queue_depth: 1024,

@@ -155,7 +155,7 @@ macro_rules! server_target {
 
             fn capabilities(&self) -> $crate::targets::Capabilities {
                 $crate::targets::Capabilities {
-                    workloads: &["ycsb"],
+                    workloads: &[crate::model::WorkloadKind::Ycsb],
                     ops: &$crate::targets::YCSB_OPS,
                     overlap: $overlap,
                     in_process: false,

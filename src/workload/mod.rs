@@ -58,6 +58,8 @@ pub enum Workload {
 /// The workload types, for messages.
 pub const TYPES: &[&str] = &["block", "db-bench", "ycsb", "pgbench"];
 
+pub use crate::model::WorkloadKind;
+
 /// A worker's operation source, picked once per worker.
 pub enum Source {
     Block(BlockSource),
@@ -149,13 +151,17 @@ impl Workload {
         }
     }
 
-    pub fn type_name(&self) -> &'static str {
+    pub fn kind(&self) -> WorkloadKind {
         match self {
-            Workload::Block(_) => "block",
-            Workload::DbBench(_) => "db-bench",
-            Workload::Ycsb(_) => "ycsb",
-            Workload::Pgbench(_) => "pgbench",
+            Workload::Block(_) => WorkloadKind::Block,
+            Workload::DbBench(_) => WorkloadKind::DbBench,
+            Workload::Ycsb(_) => WorkloadKind::Ycsb,
+            Workload::Pgbench(_) => WorkloadKind::Pgbench,
         }
+    }
+
+    pub fn type_name(&self) -> &'static str {
+        self.kind().name()
     }
 
     /// The workload's type as stored with its results: `block`, `db-bench`, `ycsb-load` or

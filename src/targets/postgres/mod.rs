@@ -215,7 +215,7 @@ impl Target for PostgresConfig {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities {
-            workloads: &["ycsb", "pgbench"],
+            workloads: &[crate::model::WorkloadKind::Ycsb, crate::model::WorkloadKind::Pgbench],
             ops: &OPS,
             // One statement at a time per session.
             overlap: Overlap::None,
