@@ -81,7 +81,7 @@ pub struct KvVerifyReport {
     /// Intact keys holding a newer write than the last acknowledged one (one in flight with
     /// it, or one that failed and landed).
     pub newer_than_acknowledged: u64,
-    /// Keys checked with a failed write (it may or may not have landed; see the README).
+    /// Keys checked with a failed write (it may or may not have landed; see docs/verified-writes.md).
     pub keys_with_failed_writes: u64,
     /// Writes not tracked (a key outside the table, or written over 4 billion times).
     pub untracked_writes: u64,
