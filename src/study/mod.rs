@@ -373,10 +373,10 @@ fn study_defaults(
         .as_ref()
         .map(|i| i.get_ref().0)
         .unwrap_or(crate::run::DEFAULT_INTERVAL);
-    if let Some(i) = &raw.interval {
-        if i.get_ref().0 < std::time::Duration::from_millis(10) {
-            errors.push(src.error(Some(i.span()), "interval", "interval must be at least 10ms"));
-        }
+    if let Some(i) = &raw.interval
+        && i.get_ref().0 < std::time::Duration::from_millis(10)
+    {
+        errors.push(src.error(Some(i.span()), "interval", "interval must be at least 10ms"));
     }
     (study_reps.map(|r| r.0), interval)
 }

@@ -211,14 +211,14 @@ impl<'a> Declared<'a> {
             .map(|r| *r.get_ref())
             .or(self.repetitions)
             .unwrap_or(1);
-        if let Some(r) = &s.repetitions {
-            if *r.get_ref() == 0 {
-                errors.push(self.src.error(
-                    Some(r.span()),
-                    format!("{step_key}.repetitions"),
-                    "repetitions must be at least 1",
-                ));
-            }
+        if let Some(r) = &s.repetitions
+            && *r.get_ref() == 0
+        {
+            errors.push(self.src.error(
+                Some(r.span()),
+                format!("{step_key}.repetitions"),
+                "repetitions must be at least 1",
+            ));
         }
         reps
     }
@@ -237,23 +237,23 @@ fn check_bounds(
     if s.duration.is_none() && s.ops.is_none() && !bounded_by_workload {
         errors.push(src.error(Some(step.span()), step_key.to_string(), "a step needs a bound: `duration` (e.g. \"30s\"), `ops` (measured operations per target), or both"));
     }
-    if let Some(d) = &s.duration {
-        if d.get_ref().0.is_zero() {
-            errors.push(src.error(
-                Some(d.span()),
-                format!("{step_key}.duration"),
-                "duration must be above 0",
-            ));
-        }
+    if let Some(d) = &s.duration
+        && d.get_ref().0.is_zero()
+    {
+        errors.push(src.error(
+            Some(d.span()),
+            format!("{step_key}.duration"),
+            "duration must be above 0",
+        ));
     }
-    if let Some(o) = &s.ops {
-        if *o.get_ref() == 0 {
-            errors.push(src.error(
-                Some(o.span()),
-                format!("{step_key}.ops"),
-                "ops must be above 0",
-            ));
-        }
+    if let Some(o) = &s.ops
+        && *o.get_ref() == 0
+    {
+        errors.push(src.error(
+            Some(o.span()),
+            format!("{step_key}.ops"),
+            "ops must be above 0",
+        ));
     }
 }
 
