@@ -220,29 +220,7 @@ pub fn line_chart(
         );
     }
     open_plot(&mut svg, fr, Some(xs), ys);
-    for (mi, m) in marks.iter().enumerate() {
-        let x = xs.map(m.x);
-        svg.line(
-            x,
-            fr.y,
-            x,
-            fr.y + fr.h,
-            "#555555",
-            &format!(
-                r#" stroke-dasharray="3 3" class="mark" data-x="{}""#,
-                num_attr(m.x)
-            ),
-        );
-        // Staggered, so that marks close together keep readable labels.
-        // A label that would run past the plot's right edge sits left of its mark.
-        let ly = fr.y + 22.0 + 12.0 * (mi % 3) as f64;
-        let label_w = 5.6 * m.label.chars().count() as f64;
-        if x + 3.0 + label_w > fr.x + fr.w {
-            svg.text(x - 3.0, ly, &m.label, "end", 10.0, r##" fill="#555555""##);
-        } else {
-            svg.text(x + 3.0, ly, &m.label, "start", 10.0, r##" fill="#555555""##);
-        }
-    }
+    event_marks(&mut svg, fr, xs, marks);
     for (si, s) in series.iter().enumerate() {
         let si = s.color.unwrap_or(si);
         let color = PALETTE[si % PALETTE.len()];
@@ -322,6 +300,34 @@ pub fn line_chart(
     }
     svg.raw("</g>");
     svg.finish(id, title)
+}
+
+/// Vertical marks over the plot `fr` (x mapped by `xs`), each labelled: the look of the
+/// marks on every chart (line and stacked). Labels are staggered, so that marks close
+/// together keep readable labels; a label that would run past the plot's right edge sits
+/// left of its mark.
+pub(super) fn event_marks(svg: &mut Svg, fr: Frame, xs: Scale, marks: &[Mark]) {
+    for (mi, m) in marks.iter().enumerate() {
+        let x = xs.map(m.x);
+        svg.line(
+            x,
+            fr.y,
+            x,
+            fr.y + fr.h,
+            "#555555",
+            &format!(
+                r#" stroke-dasharray="3 3" class="mark" data-x="{}""#,
+                num_attr(m.x)
+            ),
+        );
+        let ly = fr.y + 22.0 + 12.0 * (mi % 3) as f64;
+        let label_w = 5.6 * m.label.chars().count() as f64;
+        if x + 3.0 + label_w > fr.x + fr.w {
+            svg.text(x - 3.0, ly, &m.label, "end", 10.0, r##" fill="#555555""##);
+        } else {
+            svg.text(x + 3.0, ly, &m.label, "start", 10.0, r##" fill="#555555""##);
+        }
+    }
 }
 
 /// `0%`, `90%`, `99%`, `99.9%` for 0, 1, 2, 3 nines.
