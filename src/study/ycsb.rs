@@ -258,9 +258,9 @@ impl YcsbCommand {
         if redact {
             for (k, v) in target.iter_mut() {
                 if k == "password" {
-                    *v = "<redacted>".into();
+                    *v = crate::units::MASK.into();
                 } else if let toml::Value::String(s) = v {
-                    *v = crate::targets::redact_url(s).into();
+                    *v = crate::units::redact_url(s).into();
                 }
             }
         }
