@@ -183,7 +183,16 @@ fn block_devices(h: &mut String, devices: &[BlockDeviceInfo]) {
 pub fn disclosure(h: &mut String, runs: &[StoredRun]) {
     h.push_str("<section id=\"disclosure\"><h2>Appendix: full disclosure</h2>\n");
     h.push_str("<h3>Method</h3><ul><li>Closed loop: each thread keeps queue-depth operations in flight; open loop (rate-ops): operations start on a schedule and the latency from the intended start is reported too.</li><li>Warm-up operations run and are kept out of every figure, headline, call-out and table; the timelines show the warm-up seconds, marked, when the run recorded them. ops/s = successful operations completed in measurement / time from the start of measurement to the last measured completion; MB = 10<sup>6</sup> bytes. Errors are counted, not included in ops/s.</li><li>Latency: service time from submission to observed completion, HDR histograms with 3 significant digits (1 ns to 1 h), merged by adding counts, never by averaging percentiles.</li><li>Repetitions of a sweep point are combined by adding their histograms (ops/s: all their operations over all their measured time); the spread between repetitions (min and max of their own ops/s and p99) is shown beside, never averaged into a figure.</li><li>storlab records its own CPU use: when its busiest worker was on the CPU over 90% of the time, or the process used over 90% of the machine, the run is marked saturated (the figures then measure the client).</li></ul>\n");
-    // Systems: one section per distinct capture (host, kernel, CPU, targets' storage).
+    systems(h, runs);
+    sessions_used(h, runs);
+    runs_table(h, runs);
+    study_files(h, runs);
+    h.push_str("</section>\n");
+}
+
+/// Systems: one section per distinct capture (host, kernel, CPU, targets' storage), with the
+/// runs it applies to.
+fn systems(h: &mut String, runs: &[StoredRun]) {
     let mut shown: Vec<String> = Vec::new();
     h.push_str("<h3>System under test</h3>\n");
     for r in runs {
@@ -223,6 +232,10 @@ pub fn disclosure(h: &mut String, runs: &[StoredRun]) {
     if shown.is_empty() {
         h.push_str("<p class=\"warning\">No system capture was stored with these runs.</p>\n");
     }
+}
+
+/// What the sessions used (connections, memory...), target by target.
+fn sessions_used(h: &mut String, runs: &[StoredRun]) {
     let summaries: Vec<_> = runs.iter().map(|r| &r.summary).collect();
     let used = crate::report::table::session_used_rows(&summaries);
     if !used.is_empty() {
@@ -239,6 +252,10 @@ pub fn disclosure(h: &mut String, runs: &[StoredRun]) {
         }
         h.push_str("</tbody></table>\n");
     }
+}
+
+/// Every run: its step, parameters, targets and workload, bounds and folder.
+fn runs_table(h: &mut String, runs: &[StoredRun]) {
     h.push_str("<h3>Runs</h3><table><thead><tr><th>run</th><th>run id</th><th>step</th><th>parameters</th><th>repetition</th><th>targets and workload</th><th>warm-up</th><th>measured</th><th>ended by</th><th>started</th><th>folder</th></tr></thead><tbody>\n");
     for r in runs {
         let s = &r.summary;
@@ -271,6 +288,10 @@ pub fn disclosure(h: &mut String, runs: &[StoredRun]) {
         );
     }
     h.push_str("</tbody></table>\n");
+}
+
+/// Each distinct study file as run.
+fn study_files(h: &mut String, runs: &[StoredRun]) {
     let mut texts: Vec<&str> = Vec::new();
     for r in runs {
         if let Some(t) = r.study_text.as_deref().filter(|t| !texts.contains(t)) {
@@ -284,5 +305,4 @@ pub fn disclosure(h: &mut String, runs: &[StoredRun]) {
             esc(t)
         );
     }
-    h.push_str("</section>\n");
 }
