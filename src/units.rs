@@ -236,6 +236,60 @@ pub fn timestamp_for_path(t: std::time::SystemTime) -> String {
         .replace('T', "-")
 }
 
+/// What stands for a password in a redacted URL, everywhere storlab writes or shows one (the
+/// results' redaction of secret-named keys uses the same mask). Not `<redacted>`: the
+/// results' redaction runs over finished HTML too, where that would read as a tag.
+pub const MASK: &str = "***";
+
+/// The mask of URLs saved before there was one mask (target configurations in plans and
+/// verify states); read back like [`MASK`].
+pub const LEGACY_MASK: &str = "<redacted>";
+
+/// Whether a URL's password is a mask (redacted when it was saved), not a password.
+pub fn is_mask(password: &str) -> bool {
+    password == MASK || password == LEGACY_MASK
+}
+
+/// A URL without its password: `scheme://user:secret@host/db` becomes
+/// `scheme://user:***@host/db`. The one redaction of URLs: [`redact_urls`] on a single URL.
+pub fn redact_url(url: &str) -> String {
+    redact_urls(url)
+}
+
+/// Every `scheme://user:password@host` in `text` with its password replaced by [`MASK`].
+/// An authority ends at the first `/`, `?`, `#`, whitespace, quote or angle bracket; a URL
+/// without a password (or with an empty one) is left as it is, so a redacted text redacts to
+/// itself.
+pub fn redact_urls(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(pos) = rest.find("://") {
+        let (head, tail) = rest.split_at(pos + 3);
+        out.push_str(head);
+        let end = tail
+            .find(|c: char| "/?#\"'`<>".contains(c) || c.is_whitespace())
+            .unwrap_or(tail.len());
+        let authority = &tail[..end];
+        match authority.rfind('@') {
+            Some(at) => {
+                let userinfo = &authority[..at];
+                match userinfo.find(':') {
+                    Some(colon) if colon + 1 < userinfo.len() => {
+                        out.push_str(&userinfo[..=colon]);
+                        out.push_str(MASK);
+                        out.push_str(&authority[at..]);
+                    }
+                    _ => out.push_str(authority),
+                }
+            }
+            None => out.push_str(authority),
+        }
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -300,5 +354,26 @@ mod tests {
         assert_eq!(parse_bytes(&format_bytes(3 << 30)).unwrap(), 3 << 30);
         assert_eq!(format_ns(950.0), "950 ns");
         assert_eq!(format_ns(12_345.0), "12.3 µs");
+    }
+
+    #[test]
+    fn urls_lose_their_passwords_and_redact_to_themselves() {
+        assert_eq!(
+            redact_url("postgres://u:secret@h:5/db?x=1"),
+            "postgres://u:***@h:5/db?x=1"
+        );
+        assert_eq!(redact_url("redis://:pw@r:6379"), "redis://:***@r:6379");
+        assert_eq!(redact_url("mongodb://h:1/db"), "mongodb://h:1/db");
+        assert_eq!(redact_url("smb://u@h/share/f"), "smb://u@h/share/f");
+        // The query is not the authority: an `@` there is no password's end.
+        assert_eq!(redact_url("redis://h:1?user=a@b"), "redis://h:1?user=a@b");
+        let once = redact_urls("a postgres://u:p@h/db and 'redis://x:y@r'");
+        assert_eq!(once, "a postgres://u:***@h/db and 'redis://x:***@r'");
+        assert_eq!(redact_urls(&once), once);
+        assert_eq!(
+            redact_url("smb://u:<redacted>@h/s"),
+            "smb://u:<redacted>@h/s"
+        );
+        assert!(is_mask(MASK) && is_mask(LEGACY_MASK) && !is_mask("hunter2"));
     }
 }

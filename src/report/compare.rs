@@ -9,7 +9,7 @@ use std::fmt::Write;
 use crate::report::svg::{self, esc};
 use crate::report::table::{render, thousands};
 use crate::results::comparison::sides::{
-    METRICS, SidesComparison as Comparison, or_dash, ratio_and_diff,
+    METRICS, Metrics, Row, SidesComparison as Comparison, or_dash, ratio_and_diff,
 };
 use crate::results::comparison::{Comparison as StudyComparison, parameters_text};
 use crate::results::redact;
@@ -251,25 +251,7 @@ pub fn render_html(c: &Comparison) -> String {
     let mut x_values = Vec::new();
     let mut bars: Vec<(String, usize, f64)> = Vec::new();
     for row in &c.rows {
-        for i in 1..n {
-            if !row.comparable(i) {
-                problems.push(format!(
-                    "{} [{}]: {} is not comparable with A: {}",
-                    row.step,
-                    or_dash(&row.params),
-                    letter(i),
-                    row.workload_differences[i - 1].join("; ")
-                ));
-            } else if !row.notes[i - 1].is_empty() {
-                problems.push(format!(
-                    "{} [{}]: {} differs from A (comparable) in {}",
-                    row.step,
-                    or_dash(&row.params),
-                    letter(i),
-                    row.notes[i - 1].join("; ")
-                ));
-            }
-        }
+        row_problems(row, n, &mut problems);
         let Some(a) = row.metrics[0] else { continue };
         if !(1..n).any(|i| row.comparable(i)) {
             continue;
@@ -282,46 +264,7 @@ pub fn render_html(c: &Comparison) -> String {
         );
         x_values.push(x.clone());
         bars.push((x.clone(), 0, a.rate_ops));
-        for (mi, (name, higher)) in METRICS.iter().enumerate() {
-            let av = a.values()[mi];
-            let _ = write!(
-                h,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td>",
-                esc(&row.step),
-                esc(or_dash(&row.params)),
-                esc(&row.targets[0].clone().unwrap_or_default()),
-                name,
-                esc(&show(mi, av))
-            );
-            for i in 1..n {
-                match row.metrics[i].filter(|_| row.comparable(i)) {
-                    Some(m) => {
-                        let v = m.values()[mi];
-                        if mi == 0 {
-                            bars.push((x.clone(), i, v));
-                        }
-                        let (r, d) = ratio_and_diff(av, v);
-                        let better = if *higher { v > av } else { v < av };
-                        let color = if v == av {
-                            ""
-                        } else if better {
-                            " style=\"color:#007a3d\""
-                        } else {
-                            " style=\"color:#b00\""
-                        };
-                        let _ = write!(
-                            h,
-                            "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\"{color}>{}</td>",
-                            esc(&show(mi, v)),
-                            r,
-                            d
-                        );
-                    }
-                    None => h.push_str("<td>n/c</td><td></td><td></td>"),
-                }
-            }
-            h.push_str("</tr>\n");
-        }
+        metric_rows(&mut h, row, &a, n, &x, &mut bars);
     }
     h.push_str("</tbody></table>\n");
     if !x_values.is_empty() {
@@ -350,6 +293,82 @@ pub fn render_html(c: &Comparison) -> String {
     }
     h.push_str("</body></html>\n");
     redact(&h)
+}
+
+/// How each side of `row` after A differs from A: not comparable, or comparable with notes.
+fn row_problems(row: &Row, n: usize, problems: &mut Vec<String>) {
+    for i in 1..n {
+        if !row.comparable(i) {
+            problems.push(format!(
+                "{} [{}]: {} is not comparable with A: {}",
+                row.step,
+                or_dash(&row.params),
+                letter(i),
+                row.workload_differences[i - 1].join("; ")
+            ));
+        } else if !row.notes[i - 1].is_empty() {
+            problems.push(format!(
+                "{} [{}]: {} differs from A (comparable) in {}",
+                row.step,
+                or_dash(&row.params),
+                letter(i),
+                row.notes[i - 1].join("; ")
+            ));
+        }
+    }
+}
+
+/// One table row per metric of `row`: A's figure, then each side's with its ratio and
+/// difference to A (green when better, red when worse); each side's ops/s goes to `bars`
+/// under `x`.
+fn metric_rows(
+    h: &mut String,
+    row: &Row,
+    a: &Metrics,
+    n: usize,
+    x: &str,
+    bars: &mut Vec<(String, usize, f64)>,
+) {
+    for (mi, (name, higher)) in METRICS.iter().enumerate() {
+        let av = a.values()[mi];
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td>",
+            esc(&row.step),
+            esc(or_dash(&row.params)),
+            esc(&row.targets[0].clone().unwrap_or_default()),
+            name,
+            esc(&show(mi, av))
+        );
+        for i in 1..n {
+            match row.metrics[i].filter(|_| row.comparable(i)) {
+                Some(m) => {
+                    let v = m.values()[mi];
+                    if mi == 0 {
+                        bars.push((x.to_string(), i, v));
+                    }
+                    let (r, d) = ratio_and_diff(av, v);
+                    let better = if *higher { v > av } else { v < av };
+                    let color = if v == av {
+                        ""
+                    } else if better {
+                        " style=\"color:#007a3d\""
+                    } else {
+                        " style=\"color:#b00\""
+                    };
+                    let _ = write!(
+                        h,
+                        "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\"{color}>{}</td>",
+                        esc(&show(mi, v)),
+                        r,
+                        d
+                    );
+                }
+                None => h.push_str("<td>n/c</td><td></td><td></td>"),
+            }
+        }
+        h.push_str("</tr>\n");
+    }
 }
 
 #[cfg(test)]

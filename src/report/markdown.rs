@@ -174,6 +174,20 @@ pub fn report_markdown(runs: &[StoredRun]) -> String {
         if runs.len() == 1 { "" } else { "s" }
     ));
     out.push_str(&top_markdown(runs, None));
+    raid_markdown(&mut out, runs);
+    callouts_and_warnings(&mut out, &summaries, &groups);
+    for g in &groups {
+        workload_markdown(&mut out, g, &summaries);
+    }
+    out.push_str(&events_markdown(&summaries));
+    crate::report::verify::markdown_section(&mut out, &summaries.iter().collect::<Vec<_>>());
+    out.push_str(METHOD);
+    disclosure_markdown(&mut out, runs);
+    crate::results::redact(&out)
+}
+
+/// The RAID efficiency tables of the runs' arrays, each with its failure phases.
+fn raid_markdown(out: &mut String, runs: &[StoredRun]) {
     for t in crate::results::stored::raid_tables(runs) {
         out.push_str("\n### RAID efficiency\n\n");
         match t {
@@ -193,6 +207,10 @@ pub fn report_markdown(runs: &[StoredRun]) -> String {
             Err(e) => out.push_str(&format!("{e}\n")),
         }
     }
+}
+
+/// The call-outs of every workload, then the warnings.
+fn callouts_and_warnings(out: &mut String, summaries: &[RunSummary], groups: &[model::Group]) {
     let callouts: Vec<String> = groups
         .iter()
         .flat_map(|g| {
@@ -206,9 +224,9 @@ pub fn report_markdown(runs: &[StoredRun]) -> String {
         out.push_str(&callouts.join("\n"));
         out.push('\n');
     }
-    let warnings: Vec<String> = model::warnings(&summaries)
+    let warnings: Vec<String> = model::warnings(summaries)
         .into_iter()
-        .chain(model::latency_fallbacks(&groups))
+        .chain(model::latency_fallbacks(groups))
         .collect();
     if !warnings.is_empty() {
         out.push_str("\n### Warnings\n\n");
@@ -216,23 +234,26 @@ pub fn report_markdown(runs: &[StoredRun]) -> String {
             out.push_str(&format!("- **WARNING** {w}\n"));
         }
     }
-    for g in &groups {
-        out.push_str(&format!("\n## Workload: {}\n\n", g.step));
-        out.push_str(&results_table(g.runs.iter().map(|&i| &summaries[i]), false).markdown());
-        for &ri in &g.runs {
-            for l in crate::report::table::ycsb_lines(&summaries[ri]) {
-                out.push_str(&format!("\n- run {}: {l}", summaries[ri].run_index));
-            }
+}
+
+/// One workload: its results table, YCSB's lines, its repetitions combined.
+fn workload_markdown(out: &mut String, g: &model::Group, summaries: &[RunSummary]) {
+    out.push_str(&format!("\n## Workload: {}\n\n", g.step));
+    out.push_str(&results_table(g.runs.iter().map(|&i| &summaries[i]), false).markdown());
+    for &ri in &g.runs {
+        for l in crate::report::table::ycsb_lines(&summaries[ri]) {
+            out.push_str(&format!("\n- run {}: {l}", summaries[ri].run_index));
         }
-        if let Some(t) = points_table(g) {
-            out.push_str("\n### Repetitions combined\n\nEach point: its repetitions' histograms added (ops/s: all operations over all measured time); min and max: the repetitions' own figures.\n\n");
-            out.push_str(&t.markdown());
-        }
-        out.push('\n');
     }
-    out.push_str(&events_markdown(&summaries));
-    crate::report::verify::markdown_section(&mut out, &summaries.iter().collect::<Vec<_>>());
-    out.push_str(METHOD);
+    if let Some(t) = points_table(g) {
+        out.push_str("\n### Repetitions combined\n\nEach point: its repetitions' histograms added (ops/s: all operations over all measured time); min and max: the repetitions' own figures.\n\n");
+        out.push_str(&t.markdown());
+    }
+    out.push('\n');
+}
+
+/// The disclosure: each distinct system capture, what the sessions used, the study files.
+fn disclosure_markdown(out: &mut String, runs: &[StoredRun]) {
     out.push_str("\n## Appendix: full disclosure\n");
     let mut shown = Vec::new();
     for r in runs {
@@ -280,5 +301,4 @@ pub fn report_markdown(runs: &[StoredRun]) -> String {
             t.trim_end()
         ));
     }
-    crate::results::redact(&out)
 }

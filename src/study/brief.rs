@@ -24,26 +24,32 @@ pub fn direct_supported(dir: &Path) -> bool {
 
 /// The brief's study text for a data file at `file` and a RocksDB database at `kv_dir`.
 pub fn study_text(file: &Path, kv_dir: &Path, quick: bool, direct: bool) -> String {
-    let (size, warmup, duration) = if quick {
-        ("128MiB", "500ms", "4s")
+    let note = if direct {
+        ", O_DIRECT"
     } else {
-        ("1GiB", "3s", "20s")
+        ", buffered (the filesystem refused O_DIRECT)"
     };
-    // Key-value profile: keys (4 KB values), warm-up and duration per run.
-    let (kv_num, kv_warmup, kv_duration) = if quick {
-        (20_000, "300ms", "2s")
-    } else {
-        (250_000, "2s", "10s")
-    };
-    let path = toml::Value::String(file.display().to_string());
-    let kv_path = toml::Value::String(kv_dir.display().to_string());
     format!(
         r#"# Written by `storlab brief`: the storage characterization it ran. Run it again with
 #   storlab run study.toml
 name = "brief"
 description = "Storage characterization: sequential 1 MiB read and write, 4 KiB random read and write at queue depths 1 and 32{note}; then embedded RocksDB (4 KB values): fillrandom, readrandom and readwhilewriting at 1, 4 and 16 threads"
 
-[targets.data]
+"#
+    ) + &storage_part(file, quick, direct)
+        + &key_value_part(kv_dir, quick)
+}
+
+/// The storage characterization: the data file, sequential and random workloads, their steps.
+fn storage_part(file: &Path, quick: bool, direct: bool) -> String {
+    let (size, warmup, duration) = if quick {
+        ("128MiB", "500ms", "4s")
+    } else {
+        ("1GiB", "3s", "20s")
+    };
+    let path = toml::Value::String(file.display().to_string());
+    format!(
+        r#"[targets.data]
 type = "file"
 path = {path}
 size = "{size}"
@@ -99,7 +105,21 @@ warmup = "{warmup}"
 duration = "{duration}"
 sweep.queue-depth = [1, 32]
 
-# A real engine on the same storage: embedded RocksDB with db_bench's benchmarks.
+"#
+    )
+}
+
+/// The key-value profile: embedded RocksDB loaded, then read alone and while writing.
+fn key_value_part(kv_dir: &Path, quick: bool) -> String {
+    // Keys (4 KB values), warm-up and duration per run.
+    let (kv_num, kv_warmup, kv_duration) = if quick {
+        (20_000, "300ms", "2s")
+    } else {
+        (250_000, "2s", "10s")
+    };
+    let kv_path = toml::Value::String(kv_dir.display().to_string());
+    format!(
+        r#"# A real engine on the same storage: embedded RocksDB with db_bench's benchmarks.
 [targets.kv]
 type = "rocksdb"
 path = {kv_path}
@@ -143,12 +163,7 @@ targets = ["kv"]
 warmup = "{kv_warmup}"
 duration = "{kv_duration}"
 sweep.threads = [1, 4, 16]
-"#,
-        note = if direct {
-            ", O_DIRECT"
-        } else {
-            ", buffered (the filesystem refused O_DIRECT)"
-        },
+"#
     )
 }
 

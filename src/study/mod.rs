@@ -12,6 +12,7 @@ pub mod brief;
 mod checks;
 pub mod clients;
 pub mod dbbench;
+mod declare;
 pub mod events;
 pub mod fio;
 pub mod plan;
@@ -21,6 +22,7 @@ mod raid;
 pub mod schedule;
 pub mod signal;
 pub mod steady;
+mod step;
 pub mod sweep;
 pub mod ycsb;
 
@@ -31,7 +33,7 @@ use std::path::Path;
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::targets::{OptionError, REGISTRY, TargetConfig, find_type};
+use crate::targets::TargetConfig;
 use crate::units::Dur;
 use crate::workload::Workload;
 use plan::Plan;
@@ -266,382 +268,30 @@ pub fn parse_with(file: &str, text: &str, limits: Limits) -> Result<Plan, StudyE
         file: file.to_string(),
         text,
     };
-    let raw: RawStudy = toml::from_str(text).map_err(|e| {
-        let span = e.span();
-        let key = span
-            .as_ref()
-            .map(|s| src.key_at(s.start))
-            .unwrap_or_default();
-        StudyErrors(vec![src.error(
-            span,
-            key,
-            e.message().trim().replace('\n', "; "),
-        )])
-    })?;
+    let raw = read_raw(&src)?;
     let mut errors = Vec::new();
-
-    // Targets, in file order.
-    let mut targets: BTreeMap<String, (TargetConfig, String, std::ops::Range<usize>)> =
-        BTreeMap::new();
-    let mut target_list: Vec<(&String, &Spanned<toml::Table>)> = raw.targets.iter().collect();
-    target_list.sort_by_key(|(_, t)| t.span().start);
-    for (name, table) in target_list {
-        let span = table.span();
-        let mut t = table.get_ref().clone();
-        // `${VAR}` and `${VAR:-default}` in a target's strings come from the environment, so
-        // one study file runs on each machine's own devices.
-        let mut env_error = false;
-        for (key, value) in t.iter_mut() {
-            if let toml::Value::String(text) = value {
-                match expand_env(text) {
-                    Ok(expanded) => *text = expanded,
-                    Err(message) => {
-                        errors.push(src.error(
-                            src.locate_in(&span, key),
-                            format!("targets.{name}.{key}"),
-                            message,
-                        ));
-                        env_error = true;
-                    }
-                }
-            }
-        }
-        if env_error {
-            continue;
-        }
-        // `client`: the client host (IOmeter's manager) whose connections the target uses.
-        let client = match t.remove("client") {
-            None => local_host_name(),
-            Some(toml::Value::String(c)) if !c.trim().is_empty() => c,
-            Some(_) => {
-                errors.push(src.error(
-                    src.locate_in(&span, "client"),
-                    format!("targets.{name}.client"),
-                    "`client` is a non-empty string naming the client host (IOmeter's manager)",
-                ));
-                continue;
-            }
-        };
-        let type_name = match t.remove("type") {
-            Some(toml::Value::String(s)) => s,
-            Some(_) => {
-                errors.push(src.error(
-                    src.locate_in(&span, "type"),
-                    format!("targets.{name}.type"),
-                    "`type` is a string naming a target type",
-                ));
-                continue;
-            }
-            None => {
-                let names: Vec<&str> = REGISTRY.iter().map(|t| t.name).collect();
-                errors.push(src.error(
-                    Some(span),
-                    format!("targets.{name}"),
-                    format!("missing `type`: one of {}", names.join(", ")),
-                ));
-                continue;
-            }
-        };
-        let Some(ty) = find_type(&type_name) else {
-            let names: Vec<&str> = REGISTRY.iter().map(|t| t.name).collect();
-            errors.push(src.error(
-                src.locate_in(&span, "type"),
-                format!("targets.{name}.type"),
-                format!(
-                    "unknown target type `{type_name}`: expected one of {}",
-                    names.join(", ")
-                ),
-            ));
-            continue;
-        };
-        match (ty.parse)(t) {
-            Ok(c) => {
-                let mut bad_path = false;
-                for path in c.paths() {
-                    if let Some(message) = checks::path_problem(&path) {
-                        errors.push(src.error(
-                            src.locate_in(&span, "path"),
-                            format!("targets.{name}.path"),
-                            message,
-                        ));
-                        bad_path = true;
-                    }
-                }
-                if !bad_path {
-                    targets.insert(name.clone(), (c, client, span));
-                }
-            }
-            Err(OptionError { key, message }) => {
-                let full = if key.is_empty() {
-                    format!("targets.{name}")
-                } else {
-                    format!("targets.{name}.{key}")
-                };
-                errors.push(src.error(src.locate_in(&span, &key), full, message));
-            }
-        }
-    }
-
-    // Clients: every declared one is some target's `client` (a typo would otherwise leave a
-    // target outside its namespace, silently).
+    let targets = declare::targets(&src, &raw.targets, &mut errors);
     let clients = clients::parse(&raw.clients, &src, &mut errors);
-    for (name, c) in &clients {
-        if !targets.values().any(|(_, client, _)| client == name) {
-            errors.push(src.error(
-                Some(c.span.clone()),
-                format!("clients.{name}"),
-                format!("no target names client `{name}`: set `client = \"{name}\"` on the targets it drives"),
-            ));
-        }
-    }
+    declare::check_clients(&src, &clients, &targets, &mut errors);
+    let workloads = declare::workloads(&src, &raw.workloads, raw.seed, &mut errors);
+    let (repetitions, interval) = study_defaults(&src, &raw, &mut errors);
 
-    // Workloads: validated as written; sweeps are checked per point below.
-    let mut workloads: BTreeMap<String, (toml::Table, std::ops::Range<usize>)> = BTreeMap::new();
-    for (name, table) in &raw.workloads {
-        let span = table.span();
-        let mut table = table.get_ref().clone();
-        if let Some(toml::Value::String(path)) = table.get("workload-file")
-            && let Some(message) = checks::path_problem(Path::new(path))
-        {
-            errors.push(src.error(
-                src.locate_in(&span, "workload-file"),
-                format!("workloads.{name}.workload-file"),
-                message,
-            ));
-            continue;
-        }
-        if let Some(seed) = raw.seed {
-            table
-                .entry("seed")
-                .or_insert(toml::Value::Integer(seed as i64));
-        }
-        match Workload::from_table(table.clone()) {
-            Ok(_) => {
-                workloads.insert(name.clone(), (table, span));
-            }
-            Err(OptionError { key, message }) => {
-                errors.push(src.error(
-                    src.locate_workload_key(&span, name, &key),
-                    format!("workloads.{name}.{key}"),
-                    message,
-                ));
-            }
-        }
-    }
-
-    if raw.steps.is_empty() && errors.is_empty() {
-        errors.push(src.error(None, "steps", "the study has no [[steps]]: add at least one, e.g.\n  [[steps]]\n  workload = \"randread\"\n  targets = [\"disk\"]\n  duration = \"30s\""));
-    }
-    let study_reps = raw.repetitions.as_ref().map(|r| (*r.get_ref(), r.span()));
-    if let Some((0, span)) = &study_reps {
-        errors.push(src.error(
-            Some(span.clone()),
-            "repetitions",
-            "repetitions must be at least 1",
-        ));
-    }
-    let interval = raw
-        .interval
-        .as_ref()
-        .map(|i| i.get_ref().0)
-        .unwrap_or(crate::model::rate::DEFAULT_INTERVAL);
-    if let Some(i) = &raw.interval {
-        if i.get_ref().0 < std::time::Duration::from_millis(10) {
-            errors.push(src.error(Some(i.span()), "interval", "interval must be at least 10ms"));
-        }
-    }
-
-    let mut steps = Vec::new();
-    let mut step_names = std::collections::HashSet::new();
-    let mut kept = events::KeptProcesses::default();
-    for (si, step) in raw.steps.iter().enumerate() {
-        let step_span = step.span();
-        let s = step.get_ref();
-        let step_key = format!("steps[{}]", si + 1);
-        let step_name = s
-            .name
-            .as_ref()
-            .map(|n| n.get_ref().clone())
-            .unwrap_or_else(|| s.workload.get_ref().clone());
-        if !step_names.insert(step_name.clone()) && s.name.is_some() {
-            errors.push(src.error(
-                s.name.as_ref().map(|n| n.span()),
-                format!("{step_key}.name"),
-                format!("two steps are named `{step_name}`"),
-            ));
-        }
-        let step_events = events::parse_events(
-            &src,
-            &step_key,
-            &s.events,
-            s.duration.as_ref().map(|d| *d.get_ref()),
-            &mut kept,
-            &mut errors,
-        );
-        let Some((wtable, wspan)) = workloads.get(s.workload.get_ref()) else {
-            if !raw.workloads.contains_key(s.workload.get_ref()) {
-                let names: Vec<&String> = raw.workloads.keys().collect();
-                errors.push(src.error(
-                    Some(s.workload.span()),
-                    format!("{step_key}.workload"),
-                    format!(
-                        "no workload named `{}` (defined: {})",
-                        s.workload.get_ref(),
-                        list(&names)
-                    ),
-                ));
-            }
-            continue;
-        };
-        let mut step_targets = Vec::new();
-        if s.targets.get_ref().is_empty() {
-            errors.push(src.error(
-                Some(s.targets.span()),
-                format!("{step_key}.targets"),
-                "list at least one target",
-            ));
-        }
-        for t in s.targets.get_ref() {
-            match targets.get(t.get_ref()) {
-                Some((config, client, span)) => step_targets.push(sweep::StepTarget {
-                    name: t.get_ref().clone(),
-                    config: config.clone(),
-                    client: client.clone(),
-                    netns: clients.get(client).and_then(|c| c.netns.clone()),
-                    pin: clients
-                        .get(client)
-                        .map(|c| c.pin.clone())
-                        .unwrap_or_default(),
-                    span: span.clone(),
-                }),
-                None if raw.targets.contains_key(t.get_ref()) => {}
-                None => {
-                    let names: Vec<&String> = raw.targets.keys().collect();
-                    errors.push(src.error(
-                        Some(t.span()),
-                        format!("{step_key}.targets"),
-                        format!(
-                            "no target named `{}` (defined: {})",
-                            t.get_ref(),
-                            list(&names)
-                        ),
-                    ));
-                }
-            }
-        }
-        let target_workloads =
-            sweep::target_workloads(&src, s, &step_key, &workloads, &raw.workloads, &mut errors);
-        let schedule = s.schedule.as_ref().and_then(|raw| {
-            let facts = schedule::StepFacts::of(&src, step, &step_key, interval, (wtable, wspan));
-            schedule::parse(&src, raw, &facts, &mut errors)
-        });
-        let steady_state = steady::parse_step(
-            &src,
-            &step_key,
-            steady::RawSteady {
-                criterion: s.steady_state.as_ref(),
-                seconds: s.steady_state_seconds.as_ref(),
-                ramp_seconds: s.steady_state_ramp_seconds.as_ref(),
-                duration: s.duration.as_ref(),
-                step_span: step_span.clone(),
-            },
-            interval,
-            &mut errors,
-        );
-        let bounded_by_workload = wtable.get("type").and_then(|t| t.as_str()) == Some("ycsb");
-        if s.duration.is_none() && s.ops.is_none() && !bounded_by_workload {
-            errors.push(src.error(Some(step_span.clone()), step_key.clone(), "a step needs a bound: `duration` (e.g. \"30s\"), `ops` (measured operations per target), or both"));
-        }
-        if let Some(d) = &s.duration {
-            if d.get_ref().0.is_zero() {
-                errors.push(src.error(
-                    Some(d.span()),
-                    format!("{step_key}.duration"),
-                    "duration must be above 0",
-                ));
-            }
-        }
-        if let Some(o) = &s.ops {
-            if *o.get_ref() == 0 {
-                errors.push(src.error(
-                    Some(o.span()),
-                    format!("{step_key}.ops"),
-                    "ops must be above 0",
-                ));
-            }
-        }
-        let reps = s
-            .repetitions
-            .as_ref()
-            .map(|r| *r.get_ref())
-            .or(study_reps.as_ref().map(|r| r.0))
-            .unwrap_or(1);
-        if let Some(r) = &s.repetitions {
-            if *r.get_ref() == 0 {
-                errors.push(src.error(
-                    Some(r.span()),
-                    format!("{step_key}.repetitions"),
-                    "repetitions must be at least 1",
-                ));
-            }
-        }
-
-        // Swept parameters: checked one by one here; their points are multiplied out only
-        // once the whole study is known to be of a size that can be expanded.
-        let mut sweep: Vec<(&str, &Spanned<Vec<Spanned<toml::Value>>>)> =
-            s.sweep.iter().map(|(k, v)| (k.as_str(), v)).collect();
-        sweep.sort_by_key(|(_, v)| v.span().start);
-        let sweepable = Workload::sweepable(wtable);
-        sweep.retain(|(param, values)| {
-            if let Some((_, w, _, _)) = target_workloads
-                .iter()
-                .find(|(_, _, t, _)| !Workload::sweepable(t).contains(param))
-            {
-                errors.push(src.error(Some(values.span()), format!("{step_key}.sweep.{param}"), format!("`{param}` cannot be swept: workload `{w}` (in target-workloads) has no such parameter")));
-                return false;
-            }
-            if !sweepable.contains(param) {
-                errors.push(src.error(Some(values.span()), format!("{step_key}.sweep.{param}"), format!("`{param}` is not a workload parameter that can be swept; expected one of {}", sweepable.join(", "))));
-                return false;
-            }
-            if values.get_ref().is_empty() {
-                errors.push(src.error(
-                    Some(values.span()),
-                    format!("{step_key}.sweep.{param}"),
-                    "a sweep needs at least one value",
-                ));
-                return false;
-            }
-            true
-        });
-        steps.push(sweep::Step {
-            number: si + 1,
-            key: step_key,
-            span: step_span,
-            name: step_name,
-            workload_name: s.workload.get_ref().clone(),
-            workload_table: wtable,
-            workload_span: wspan.clone(),
-            target_workloads,
-            sweep,
-            targets: step_targets,
-            together: s.together,
-            warmup: s
-                .warmup
-                .as_ref()
-                .map(|w| *w.get_ref())
-                .unwrap_or(Dur(std::time::Duration::ZERO)),
-            duration: s.duration.as_ref().map(|d| *d.get_ref()),
-            ops: s.ops.as_ref().map(|o| *o.get_ref()),
-            repetitions: reps.max(1),
-            stop_on_error: s.stop_on_error,
-            drop_caches: s.drop_caches,
-            stonewall: s.stonewall,
-            events: step_events,
-            schedule,
-            steady_state,
-        });
-    }
+    let declared = step::Declared {
+        src: &src,
+        raw: &raw,
+        targets: &targets,
+        clients: &clients,
+        workloads: &workloads,
+        repetitions,
+        interval,
+    };
+    let mut so_far = step::StepsSoFar::default();
+    let steps: Vec<sweep::Step> = raw
+        .steps
+        .iter()
+        .enumerate()
+        .filter_map(|(si, step)| declared.step(si, step, &mut so_far, &mut errors))
+        .collect();
 
     let target_names: Vec<&String> = raw.targets.keys().collect();
     let raid = raw
@@ -681,6 +331,54 @@ pub fn parse_with(file: &str, text: &str, limits: Limits) -> Result<Plan, StudyE
         runs,
         raid,
     })
+}
+
+/// The study text read as TOML into its raw tables; a syntax error or an unknown key is the
+/// one error.
+fn read_raw(src: &Source) -> Result<RawStudy, StudyErrors> {
+    toml::from_str(src.text).map_err(|e| {
+        let span = e.span();
+        let key = span
+            .as_ref()
+            .map(|s| src.key_at(s.start))
+            .unwrap_or_default();
+        StudyErrors(vec![src.error(
+            span,
+            key,
+            e.message().trim().replace('\n', "; "),
+        )])
+    })
+}
+
+/// The study's own keys that steps inherit, checked: `repetitions` and the sampling
+/// `interval`. A study without steps is an error too, when nothing else is wrong yet.
+fn study_defaults(
+    src: &Source,
+    raw: &RawStudy,
+    errors: &mut Vec<StudyError>,
+) -> (Option<u32>, std::time::Duration) {
+    if raw.steps.is_empty() && errors.is_empty() {
+        errors.push(src.error(None, "steps", "the study has no [[steps]]: add at least one, e.g.\n  [[steps]]\n  workload = \"randread\"\n  targets = [\"disk\"]\n  duration = \"30s\""));
+    }
+    let study_reps = raw.repetitions.as_ref().map(|r| (*r.get_ref(), r.span()));
+    if let Some((0, span)) = &study_reps {
+        errors.push(src.error(
+            Some(span.clone()),
+            "repetitions",
+            "repetitions must be at least 1",
+        ));
+    }
+    let interval = raw
+        .interval
+        .as_ref()
+        .map(|i| i.get_ref().0)
+        .unwrap_or(crate::model::rate::DEFAULT_INTERVAL);
+    if let Some(i) = &raw.interval
+        && i.get_ref().0 < std::time::Duration::from_millis(10)
+    {
+        errors.push(src.error(Some(i.span()), "interval", "interval must be at least 10ms"));
+    }
+    (study_reps.map(|r| r.0), interval)
 }
 
 /// Why a target cannot run a workload, with the workload key to blame: the rules are the

@@ -211,6 +211,16 @@ pub(super) fn target_workloads<'a>(
     out
 }
 
+/// One sweep point: a value for each swept parameter.
+type Point<'a> = Vec<(&'a str, &'a Spanned<toml::Value>)>;
+
+/// A workload of a step: its name, its table and where it is written.
+type Named<'a> = (&'a str, &'a toml::Table, &'a Range<usize>);
+
+/// A sweep point that expands: its number (from 1), its parameters as text and the
+/// workloads (by name) at that point.
+type PointRuns<'a> = (usize, BTreeMap<String, String>, Vec<(&'a str, Workload)>);
+
 /// Expands `step` into runs appended to `runs` (numbered on from its length); every problem
 /// of a sweep point's workload, or of a target with it, goes to `errors` once.
 pub(super) fn expand(
@@ -220,106 +230,150 @@ pub(super) fn expand(
     runs: &mut Vec<RunPlan>,
     errors: &mut Vec<StudyError>,
 ) {
-    // Sweep points: the cartesian product of every swept parameter's values.
-    let mut points: Vec<Vec<(&str, &Spanned<toml::Value>)>> = vec![Vec::new()];
-    for (param, values) in &step.sweep {
-        points = points
-            .into_iter()
-            .flat_map(|p| {
-                values.get_ref().iter().map(move |v| {
-                    let mut p = p.clone();
-                    p.push((*param, v));
-                    p
-                })
-            })
-            .collect();
-    }
-
-    fn push_once(errors: &mut Vec<StudyError>, err: StudyError) {
-        if !errors.contains(&err) {
-            errors.push(err);
-        }
-    }
-    // The workloads of the step: its own, then each other one a target runs.
-    let mut named: Vec<(&str, &toml::Table, &Range<usize>)> = vec![(
-        &step.workload_name,
-        step.workload_table,
-        &step.workload_span,
-    )];
-    for (_, name, table, span) in &step.target_workloads {
-        if !named.iter().any(|(n, _, _)| n == name) {
-            named.push((name, table, span));
-        }
-    }
-    let workload_of = |target: &str| -> &str {
-        step.target_workloads
-            .iter()
-            .find(|(t, ..)| t == target)
-            .map(|(_, w, ..)| w.as_str())
-            .unwrap_or(&step.workload_name)
-    };
+    let named = step.named_workloads();
     let mut point_runs = Vec::new();
-    'points: for (point_index, point) in points.iter().enumerate() {
-        let mut workloads: Vec<(&str, Workload)> = Vec::new();
-        for (name, wtable, wspan) in &named {
-            let mut table = (*wtable).clone();
-            for (param, value) in point {
-                table.insert((*param).to_string(), value.get_ref().clone());
-            }
-            match Workload::from_table(table) {
-                Ok(w) => workloads.push((name, w)),
-                Err(OptionError { key, message }) => {
-                    // Blame the swept value if the bad key is swept, else the workload.
-                    let at = point.iter().find(|(p, _)| *p == key).map(|(_, v)| v.span());
-                    let err = match at {
-                        Some(span) => {
-                            src.error(Some(span), format!("{}.sweep.{key}", step.key), message)
-                        }
-                        None => src.error(
-                            src.locate_workload_key(wspan, name, &key),
-                            format!("workloads.{name}.{key}"),
-                            message,
-                        ),
-                    };
-                    push_once(errors, err);
-                    continue 'points;
-                }
-            }
-        }
-        // Check each target's workload against what the target can do and the room it has.
-        for t in &step.targets {
-            let name = workload_of(&t.name);
-            let Some((_, workload)) = workloads.iter().find(|(n, _)| *n == name) else {
-                continue;
-            };
-            let (_, _, wspan) = named.iter().find(|(n, ..)| *n == name).unwrap_or(&named[0]);
-            if let Some((key, message)) = capability_problem(&t.config, workload) {
-                let at = point.iter().find(|(p, _)| *p == key).map(|(_, v)| v.span());
-                let err = src.error(
-                    at.or_else(|| src.locate_in(wspan, key)),
-                    format!("targets.{}", t.name),
-                    message,
-                );
-                push_once(errors, err);
-            }
-            if let Some((key, message)) = checks::region_problem(&t.config, workload, name) {
-                let err = src.error(
-                    src.locate_in(&t.span, key),
-                    format!("targets.{}.{key}", t.name),
-                    message,
-                );
-                push_once(errors, err);
-            }
-        }
+    for (point_index, point) in step.points_of_sweep().iter().enumerate() {
+        let Some(workloads) = point_workloads(src, step, &named, point, errors) else {
+            continue;
+        };
+        check_targets(src, step, &named, point, &workloads, errors);
         let parameters: BTreeMap<String, String> = point
             .iter()
             .map(|(p, v)| ((*p).to_string(), value_text(v.get_ref())))
             .collect();
         point_runs.push((point_index + 1, parameters, workloads));
     }
+    push_runs(step, interval, &point_runs, runs);
+}
 
+fn push_once(errors: &mut Vec<StudyError>, err: StudyError) {
+    if !errors.contains(&err) {
+        errors.push(err);
+    }
+}
+
+impl<'a> Step<'a> {
+    /// Sweep points: the cartesian product of every swept parameter's values.
+    fn points_of_sweep(&self) -> Vec<Point<'a>> {
+        let mut points: Vec<Point<'a>> = vec![Vec::new()];
+        for (param, values) in &self.sweep {
+            points = points
+                .into_iter()
+                .flat_map(|p| {
+                    values.get_ref().iter().map(move |v| {
+                        let mut p = p.clone();
+                        p.push((*param, v));
+                        p
+                    })
+                })
+                .collect();
+        }
+        points
+    }
+
+    /// The workloads of the step: its own, then each other one a target runs.
+    fn named_workloads(&self) -> Vec<Named<'_>> {
+        let mut named: Vec<Named<'_>> = vec![(
+            &self.workload_name,
+            self.workload_table,
+            &self.workload_span,
+        )];
+        for (_, name, table, span) in &self.target_workloads {
+            if !named.iter().any(|(n, _, _)| n == name) {
+                named.push((name, table, span));
+            }
+        }
+        named
+    }
+
+    /// The name of the workload `target` runs.
+    fn workload_of(&self, target: &str) -> &str {
+        self.target_workloads
+            .iter()
+            .find(|(t, ..)| t == target)
+            .map(|(_, w, ..)| w.as_str())
+            .unwrap_or(&self.workload_name)
+    }
+}
+
+/// Each named workload with the point's values; None (with the error) when one is not valid.
+fn point_workloads<'n>(
+    src: &Source,
+    step: &Step,
+    named: &[Named<'n>],
+    point: &Point,
+    errors: &mut Vec<StudyError>,
+) -> Option<Vec<(&'n str, Workload)>> {
+    let mut workloads: Vec<(&str, Workload)> = Vec::new();
+    for (name, wtable, wspan) in named {
+        let mut table = (*wtable).clone();
+        for (param, value) in point {
+            table.insert((*param).to_string(), value.get_ref().clone());
+        }
+        match Workload::from_table(table) {
+            Ok(w) => workloads.push((name, w)),
+            Err(OptionError { key, message }) => {
+                // Blame the swept value if the bad key is swept, else the workload.
+                let at = point.iter().find(|(p, _)| *p == key).map(|(_, v)| v.span());
+                let err = match at {
+                    Some(span) => {
+                        src.error(Some(span), format!("{}.sweep.{key}", step.key), message)
+                    }
+                    None => src.error(
+                        src.locate_workload_key(wspan, name, &key),
+                        format!("workloads.{name}.{key}"),
+                        message,
+                    ),
+                };
+                push_once(errors, err);
+                return None;
+            }
+        }
+    }
+    Some(workloads)
+}
+
+/// Checks each target's workload at a point against what the target can do and the room it
+/// has.
+fn check_targets(
+    src: &Source,
+    step: &Step,
+    named: &[Named],
+    point: &Point,
+    workloads: &[(&str, Workload)],
+    errors: &mut Vec<StudyError>,
+) {
+    for t in &step.targets {
+        let name = step.workload_of(&t.name);
+        let Some((_, workload)) = workloads.iter().find(|(n, _)| *n == name) else {
+            continue;
+        };
+        let (_, _, wspan) = named.iter().find(|(n, ..)| *n == name).unwrap_or(&named[0]);
+        if let Some((key, message)) = capability_problem(&t.config, workload) {
+            let at = point.iter().find(|(p, _)| *p == key).map(|(_, v)| v.span());
+            let err = src.error(
+                at.or_else(|| src.locate_in(wspan, key)),
+                format!("targets.{}", t.name),
+                message,
+            );
+            push_once(errors, err);
+        }
+        if let Some((key, message)) = checks::region_problem(&t.config, workload, name) {
+            let err = src.error(
+                src.locate_in(&t.span, key),
+                format!("targets.{}.{key}", t.name),
+                message,
+            );
+            push_once(errors, err);
+        }
+    }
+}
+
+/// The runs of the step: each repetition of each point, for the targets together or one
+/// by one.
+fn push_runs(step: &Step, interval: Dur, point_runs: &[PointRuns], runs: &mut Vec<RunPlan>) {
     for repetition in 1..=step.repetitions.max(1) {
-        for (point_number, parameters, workloads) in &point_runs {
+        for (point_number, parameters, workloads) in point_runs {
             let groups: Vec<Vec<&StepTarget>> = if step.together {
                 vec![step.targets.iter().collect()]
             } else {
@@ -343,38 +397,46 @@ pub(super) fn expand(
                     steady_state: step.steady_state,
                     targets: group
                         .into_iter()
-                        .map(|t| {
-                            let name = workload_of(&t.name);
-                            let workload = workloads
-                                .iter()
-                                .find(|(n, _)| *n == name)
-                                .map(|(_, w)| w)
-                                .unwrap_or(&workloads[0].1);
-                            (t, name, workload)
-                        })
-                        .map(|(t, workload_name, workload)| RunTarget {
-                            name: t.name.clone(),
-                            config: t.config.clone(),
-                            client: t.client.clone(),
-                            netns: t.netns.clone(),
-                            pin: t.pin.clone(),
-                            workload_name: workload_name.to_string(),
-                            // A closed-loop schedule sets the threads: the most the
-                            // target has active in a phase.
-                            workload: match step
-                                .schedule
-                                .as_ref()
-                                .and_then(|s| s.total_workers.and(s.target_threads(&t.name)))
-                            {
-                                Some(threads) => workload.with_threads(threads),
-                                None => workload.clone(),
-                            },
-                            seed: workload.run_seed(step.number, *point_number, repetition),
-                        })
+                        .map(|t| run_target(step, t, workloads, *point_number, repetition))
                         .collect(),
                 });
             }
         }
+    }
+}
+
+/// Target `t` in a run of point `point_number`, repetition `repetition`.
+fn run_target(
+    step: &Step,
+    t: &StepTarget,
+    workloads: &[(&str, Workload)],
+    point_number: usize,
+    repetition: u32,
+) -> RunTarget {
+    let workload_name = step.workload_of(&t.name);
+    let workload = workloads
+        .iter()
+        .find(|(n, _)| *n == workload_name)
+        .map(|(_, w)| w)
+        .unwrap_or(&workloads[0].1);
+    RunTarget {
+        name: t.name.clone(),
+        config: t.config.clone(),
+        client: t.client.clone(),
+        netns: t.netns.clone(),
+        pin: t.pin.clone(),
+        workload_name: workload_name.to_string(),
+        // A closed-loop schedule sets the threads: the most the target has active in a
+        // phase.
+        workload: match step
+            .schedule
+            .as_ref()
+            .and_then(|s| s.total_workers.and(s.target_threads(&t.name)))
+        {
+            Some(threads) => workload.with_threads(threads),
+            None => workload.clone(),
+        },
+        seed: workload.run_seed(step.number, point_number, repetition),
     }
 }
 

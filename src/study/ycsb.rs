@@ -66,78 +66,33 @@ fn binding_names() -> String {
 /// status reporting is storlab's progress line).
 const CLIENT_IGNORED: &[&str] = &["db", "status", "status.interval", "dotransactions"];
 
+/// The command line's flags, as given.
+#[derive(Default)]
+struct Flags {
+    /// The binding: `-db`, or the first word.
+    db: Option<String>,
+    /// `-s`.
+    status: bool,
+    /// `-p name=value`, in order.
+    overrides: Vec<String>,
+    /// `-P file`, in order.
+    files: Vec<PathBuf>,
+    /// `-threads` and `-target` as the client properties they stand for.
+    client: Vec<(String, String)>,
+}
+
 /// Parses `args` (everything after `load` or `run`).
 pub fn parse_args(phase: Phase, args: &[String]) -> Result<YcsbCommand, YcsbArgError> {
-    let mut props = Properties::new();
-    let mut db: Option<String> = None;
-    let mut status = false;
-    let mut overrides: Vec<String> = Vec::new();
-    let mut files: Vec<PathBuf> = Vec::new();
-    let mut client: Vec<(String, String)> = Vec::new();
-    let mut i = 0;
-    let value = |i: &mut usize, flag: &str| -> Result<String, YcsbArgError> {
-        *i += 1;
-        args.get(*i)
-            .cloned()
-            .ok_or_else(|| YcsbArgError::MissingValue(flag.to_string()))
-    };
-    while i < args.len() {
-        let a = args[i].as_str();
-        match a {
-            "-P" => files.push(PathBuf::from(value(&mut i, a)?)),
-            "-p" => overrides.push(value(&mut i, a)?),
-            "-threads" => client.push(("threadcount".into(), value(&mut i, a)?)),
-            "-target" => client.push(("target".into(), value(&mut i, a)?)),
-            "-db" => db = Some(value(&mut i, a)?),
-            "-l" => {
-                value(&mut i, a)?;
-            }
-            "-s" => status = true,
-            _ if !a.starts_with('-') && db.is_none() && i == 0 => db = Some(a.to_string()),
-            _ => return Err(YcsbArgError::Unsupported(a.to_string())),
-        }
-        i += 1;
-    }
-    for f in &files {
-        props.load_file(f)?;
-    }
-    // -threads and -target are properties in YCSB too; -p wins over them.
-    for (name, v) in client {
-        if props
-            .get(&name)
-            .is_none_or(|p| !matches!(p.origin, Origin::Override { .. }))
-        {
-            props.set(
-                &name,
-                &v,
-                Origin::Override {
-                    index: u32::MAX - 1,
-                },
-            );
-        }
-    }
-    for o in &overrides {
-        props.set_override(o)?;
-    }
-    let db = db
+    let flags = read_flags(args)?;
+    let mut props = properties(&flags)?;
+    let db = flags
+        .db
         .or_else(|| props.get("db").map(|p| p.value.clone()))
         .ok_or_else(|| YcsbArgError::NoBinding {
             phase: phase.name(),
             names: binding_names(),
         })?;
-    // YCSB class names for the bindings storlab has.
-    let name = match db.as_str() {
-        "site.ycsb.BasicDB" => "basic",
-        "site.ycsb.db.RedisClient" => "redis",
-        "site.ycsb.db.MongoDbClient" => "mongodb",
-        "site.ycsb.db.JdbcDBClient" => "jdbc",
-        "site.ycsb.db.rocksdb.RocksDBClient" => "rocksdb",
-        other => other,
-    };
-    let binding = find_ycsb_binding(name).ok_or_else(|| YcsbArgError::UnknownBinding {
-        name: db.clone(),
-        names: binding_names(),
-    })?;
+    let binding = binding(&db)?;
     let to_options = binding
         .ycsb_options
         .expect("bindings have a property mapping");
@@ -145,21 +100,7 @@ pub fn parse_args(phase: Phase, args: &[String]) -> Result<YcsbCommand, YcsbArgE
     for n in CLIENT_IGNORED {
         props.claim(n);
     }
-    let mut queue_depth = None;
-    // The load's batch: YCSB's mongodb `batchsize`, storlab's `redis.pipeline`.
-    let batch = match binding.name {
-        "mongodb" => Some("batchsize"),
-        "redis" => Some("redis.pipeline"),
-        _ => None,
-    };
-    if let Some(name) = batch {
-        if let Some(p) = props.claim(name).cloned() {
-            let n: u32 = p.value.parse().ok().filter(|n| *n >= 1).ok_or_else(|| {
-                YcsbArgError::Workload(format!("{p}: expected a whole number from 1"))
-            })?;
-            queue_depth = Some(n);
-        }
-    }
+    let queue_depth = batch_queue_depth(binding, &mut props)?;
     let core_names: Vec<String> = props.unclaimed().map(|p| p.name.clone()).collect();
     let mut workload = YcsbWorkload::from_properties(&mut props, phase)
         .map_err(|e| YcsbArgError::Workload(e.message))?;
@@ -188,8 +129,107 @@ pub fn parse_args(phase: Phase, args: &[String]) -> Result<YcsbCommand, YcsbArgE
         workload,
         target,
         properties,
-        status,
+        status: flags.status,
     })
+}
+
+/// YCSB's flags read one by one; an unknown one is refused.
+fn read_flags(args: &[String]) -> Result<Flags, YcsbArgError> {
+    let mut flags = Flags::default();
+    let mut i = 0;
+    let value = |i: &mut usize, flag: &str| -> Result<String, YcsbArgError> {
+        *i += 1;
+        args.get(*i)
+            .cloned()
+            .ok_or_else(|| YcsbArgError::MissingValue(flag.to_string()))
+    };
+    while i < args.len() {
+        let a = args[i].as_str();
+        match a {
+            "-P" => flags.files.push(PathBuf::from(value(&mut i, a)?)),
+            "-p" => flags.overrides.push(value(&mut i, a)?),
+            "-threads" => flags.client.push(("threadcount".into(), value(&mut i, a)?)),
+            "-target" => flags.client.push(("target".into(), value(&mut i, a)?)),
+            "-db" => flags.db = Some(value(&mut i, a)?),
+            "-l" => {
+                value(&mut i, a)?;
+            }
+            "-s" => flags.status = true,
+            _ if !a.starts_with('-') && flags.db.is_none() && i == 0 => {
+                flags.db = Some(a.to_string())
+            }
+            _ => return Err(YcsbArgError::Unsupported(a.to_string())),
+        }
+        i += 1;
+    }
+    Ok(flags)
+}
+
+/// The properties of the `-P` files, then `-threads` and `-target`, then `-p` (which wins
+/// over them, as in YCSB).
+fn properties(flags: &Flags) -> Result<Properties, YcsbArgError> {
+    let mut props = Properties::new();
+    for f in &flags.files {
+        props.load_file(f)?;
+    }
+    // -threads and -target are properties in YCSB too; -p wins over them.
+    for (name, v) in &flags.client {
+        if props
+            .get(name)
+            .is_none_or(|p| !matches!(p.origin, Origin::Override { .. }))
+        {
+            props.set(
+                name,
+                v,
+                Origin::Override {
+                    index: u32::MAX - 1,
+                },
+            );
+        }
+    }
+    for o in &flags.overrides {
+        props.set_override(o)?;
+    }
+    Ok(props)
+}
+
+/// The binding `db` names: storlab's name or YCSB's class name for it.
+fn binding(db: &str) -> Result<&'static TargetType, YcsbArgError> {
+    // YCSB class names for the bindings storlab has.
+    let name = match db {
+        "site.ycsb.BasicDB" => "basic",
+        "site.ycsb.db.RedisClient" => "redis",
+        "site.ycsb.db.MongoDbClient" => "mongodb",
+        "site.ycsb.db.JdbcDBClient" => "jdbc",
+        "site.ycsb.db.rocksdb.RocksDBClient" => "rocksdb",
+        other => other,
+    };
+    find_ycsb_binding(name).ok_or_else(|| YcsbArgError::UnknownBinding {
+        name: db.to_string(),
+        names: binding_names(),
+    })
+}
+
+/// The load's batch, as the workload's queue depth: YCSB's mongodb `batchsize`, storlab's
+/// `redis.pipeline`.
+fn batch_queue_depth(
+    binding: &TargetType,
+    props: &mut Properties,
+) -> Result<Option<u32>, YcsbArgError> {
+    let batch = match binding.name {
+        "mongodb" => Some("batchsize"),
+        "redis" => Some("redis.pipeline"),
+        _ => None,
+    };
+    if let Some(name) = batch
+        && let Some(p) = props.claim(name).cloned()
+    {
+        let n: u32 = p.value.parse().ok().filter(|n| *n >= 1).ok_or_else(|| {
+            YcsbArgError::Workload(format!("{p}: expected a whole number from 1"))
+        })?;
+        return Ok(Some(n));
+    }
+    Ok(None)
 }
 
 impl std::fmt::Debug for YcsbCommand {
@@ -218,9 +258,9 @@ impl YcsbCommand {
         if redact {
             for (k, v) in target.iter_mut() {
                 if k == "password" {
-                    *v = "<redacted>".into();
+                    *v = crate::units::MASK.into();
                 } else if let toml::Value::String(s) = v {
-                    *v = crate::targets::redact_url(s).into();
+                    *v = crate::units::redact_url(s).into();
                 }
             }
         }

@@ -8,7 +8,7 @@ use crate::report::html::{params_text, workload_text};
 use crate::report::svg::esc;
 use crate::report::table::thousands;
 use crate::results::stored::StoredRun;
-use crate::results::system::SystemInfo;
+use crate::results::system::{BlockDeviceInfo, SystemInfo, TargetStorage};
 use crate::units::format_bytes;
 
 fn dl(h: &mut String, items: &[(&str, Option<String>)]) {
@@ -26,6 +26,7 @@ fn bytes_text(b: u64) -> String {
     format!("{} ({} bytes)", format_bytes(b), thousands(b as f64))
 }
 
+/// The system under test: host, kernel, CPU and memory, the targets' software and storage.
 fn system_section(h: &mut String, sys: &SystemInfo) {
     let c = &sys.cpu;
     let kernel = sys
@@ -87,6 +88,14 @@ fn system_section(h: &mut String, sys: &SystemInfo) {
             ("Command line", sys.command_line.clone()),
         ],
     );
+    software_table(h, sys);
+    for t in &sys.targets {
+        storage(h, t);
+    }
+}
+
+/// The software and version each target reported.
+fn software_table(h: &mut String, sys: &SystemInfo) {
     if !sys.target_software.is_empty() {
         h.push_str("<table><thead><tr><th>target</th><th>type</th><th>software</th><th>version</th></tr></thead><tbody>");
         for t in &sys.target_software {
@@ -101,72 +110,89 @@ fn system_section(h: &mut String, sys: &SystemInfo) {
         }
         h.push_str("</tbody></table>\n");
     }
-    for t in &sys.targets {
-        let _ = writeln!(h, "<h4>Storage under <code>{}</code></h4>", esc(&t.path));
-        let mut items: Vec<(&str, Option<String>)> = vec![
-            ("Canonical path", t.canonical_path.clone()),
-            ("Not created yet; inspected", t.existing_ancestor.clone()),
-            (
-                "Raw block device",
-                t.is_block_device.then(|| "yes".to_string()),
-            ),
-        ];
-        if let Some(f) = &t.filesystem {
-            items.push(("Filesystem", Some(f.fs_type.clone())));
-            items.push(("Mounted from", Some(f.mount_source.clone())));
-            items.push(("Mount point", Some(f.mount_point.clone())));
-            items.push(("Mount options", Some(f.mount_options.clone())));
-            items.push(("Superblock options", Some(f.super_options.clone())));
-            items.push(("Size", f.total_bytes.map(bytes_text)));
-            items.push(("Available", f.available_bytes.map(bytes_text)));
-        }
-        dl(h, &items);
-        if !t.block_devices.is_empty() {
-            h.push_str("<table><thead><tr><th>device</th><th>model</th><th>vendor</th><th>firmware</th><th>size</th><th>rotational</th><th>scheduler</th><th>queue depth (nr_requests)</th><th>hw queues</th><th>block sizes (logical/physical)</th><th>other</th></tr></thead><tbody>");
-            for d in &t.block_devices {
-                let o = |x: &Option<String>| x.clone().unwrap_or_else(|| "-".into());
-                let mut other = Vec::new();
-                if let Some(w) = &d.whole_disk {
-                    other.push(format!("partition of {w}"));
-                }
-                if let Some(n) = &d.dm_name {
-                    other.push(format!("dm {n}"));
-                }
-                if let Some(b) = &d.loop_backing_file {
-                    other.push(format!("loop on {b}"));
-                }
-                if let Some(s) = &d.serial {
-                    other.push(format!("serial {s}"));
-                }
-                let _ = write!(
-                    h,
-                    "<tr><td>{} ({})</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}/{}</td><td>{}</td></tr>",
-                    esc(&d.name),
-                    esc(&d.device_number),
-                    esc(&o(&d.model)),
-                    esc(&o(&d.vendor)),
-                    esc(&o(&d.firmware_rev)),
-                    esc(&d.size_bytes.map(bytes_text).unwrap_or_else(|| "-".into())),
-                    d.rotational.map_or("-", |r| if r { "yes" } else { "no" }),
-                    esc(&o(&d.scheduler)),
-                    d.nr_requests.map_or("-".into(), |n| n.to_string()),
-                    d.hw_queues.map_or("-".into(), |n| n.to_string()),
-                    d.logical_block_size_bytes
-                        .map_or("-".into(), |n| n.to_string()),
-                    d.physical_block_size_bytes
-                        .map_or("-".into(), |n| n.to_string()),
-                    esc(&other.join(", "))
-                );
-            }
-            h.push_str("</tbody></table>\n");
-        }
+}
+
+/// The storage under one target's path: its filesystem and block devices.
+fn storage(h: &mut String, t: &TargetStorage) {
+    let _ = writeln!(h, "<h4>Storage under <code>{}</code></h4>", esc(&t.path));
+    let mut items: Vec<(&str, Option<String>)> = vec![
+        ("Canonical path", t.canonical_path.clone()),
+        ("Not created yet; inspected", t.existing_ancestor.clone()),
+        (
+            "Raw block device",
+            t.is_block_device.then(|| "yes".to_string()),
+        ),
+    ];
+    if let Some(f) = &t.filesystem {
+        items.push(("Filesystem", Some(f.fs_type.clone())));
+        items.push(("Mounted from", Some(f.mount_source.clone())));
+        items.push(("Mount point", Some(f.mount_point.clone())));
+        items.push(("Mount options", Some(f.mount_options.clone())));
+        items.push(("Superblock options", Some(f.super_options.clone())));
+        items.push(("Size", f.total_bytes.map(bytes_text)));
+        items.push(("Available", f.available_bytes.map(bytes_text)));
     }
+    dl(h, &items);
+    block_devices(h, &t.block_devices);
+}
+
+/// The block devices under a target, one row each.
+fn block_devices(h: &mut String, devices: &[BlockDeviceInfo]) {
+    if devices.is_empty() {
+        return;
+    }
+    h.push_str("<table><thead><tr><th>device</th><th>model</th><th>vendor</th><th>firmware</th><th>size</th><th>rotational</th><th>scheduler</th><th>queue depth (nr_requests)</th><th>hw queues</th><th>block sizes (logical/physical)</th><th>other</th></tr></thead><tbody>");
+    for d in devices {
+        let o = |x: &Option<String>| x.clone().unwrap_or_else(|| "-".into());
+        let mut other = Vec::new();
+        if let Some(w) = &d.whole_disk {
+            other.push(format!("partition of {w}"));
+        }
+        if let Some(n) = &d.dm_name {
+            other.push(format!("dm {n}"));
+        }
+        if let Some(b) = &d.loop_backing_file {
+            other.push(format!("loop on {b}"));
+        }
+        if let Some(s) = &d.serial {
+            other.push(format!("serial {s}"));
+        }
+        let _ = write!(
+            h,
+            "<tr><td>{} ({})</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}/{}</td><td>{}</td></tr>",
+            esc(&d.name),
+            esc(&d.device_number),
+            esc(&o(&d.model)),
+            esc(&o(&d.vendor)),
+            esc(&o(&d.firmware_rev)),
+            esc(&d.size_bytes.map(bytes_text).unwrap_or_else(|| "-".into())),
+            d.rotational.map_or("-", |r| if r { "yes" } else { "no" }),
+            esc(&o(&d.scheduler)),
+            d.nr_requests.map_or("-".into(), |n| n.to_string()),
+            d.hw_queues.map_or("-".into(), |n| n.to_string()),
+            d.logical_block_size_bytes
+                .map_or("-".into(), |n| n.to_string()),
+            d.physical_block_size_bytes
+                .map_or("-".into(), |n| n.to_string()),
+            esc(&other.join(", "))
+        );
+    }
+    h.push_str("</tbody></table>\n");
 }
 
 pub fn disclosure(h: &mut String, runs: &[StoredRun]) {
     h.push_str("<section id=\"disclosure\"><h2>Appendix: full disclosure</h2>\n");
     h.push_str("<h3>Method</h3><ul><li>Closed loop: each thread keeps queue-depth operations in flight; open loop (rate-ops): operations start on a schedule and the latency from the intended start is reported too.</li><li>Warm-up operations run and are kept out of every figure, headline, call-out and table; the timelines show the warm-up seconds, marked, when the run recorded them. ops/s = successful operations completed in measurement / time from the start of measurement to the last measured completion; MB = 10<sup>6</sup> bytes. Errors are counted, not included in ops/s.</li><li>Latency: service time from submission to observed completion, HDR histograms with 3 significant digits (1 ns to 1 h), merged by adding counts, never by averaging percentiles.</li><li>Repetitions of a sweep point are combined by adding their histograms (ops/s: all their operations over all their measured time); the spread between repetitions (min and max of their own ops/s and p99) is shown beside, never averaged into a figure.</li><li>storlab records its own CPU use: when its busiest worker was on the CPU over 90% of the time, or the process used over 90% of the machine, the run is marked saturated (the figures then measure the client).</li></ul>\n");
-    // Systems: one section per distinct capture (host, kernel, CPU, targets' storage).
+    systems(h, runs);
+    sessions_used(h, runs);
+    runs_table(h, runs);
+    study_files(h, runs);
+    h.push_str("</section>\n");
+}
+
+/// Systems: one section per distinct capture (host, kernel, CPU, targets' storage), with the
+/// runs it applies to.
+fn systems(h: &mut String, runs: &[StoredRun]) {
     let mut shown: Vec<String> = Vec::new();
     h.push_str("<h3>System under test</h3>\n");
     for r in runs {
@@ -206,6 +232,10 @@ pub fn disclosure(h: &mut String, runs: &[StoredRun]) {
     if shown.is_empty() {
         h.push_str("<p class=\"warning\">No system capture was stored with these runs.</p>\n");
     }
+}
+
+/// What the sessions used (connections, memory...), target by target.
+fn sessions_used(h: &mut String, runs: &[StoredRun]) {
     let summaries: Vec<_> = runs.iter().map(|r| &r.summary).collect();
     let used = crate::report::table::session_used_rows(&summaries);
     if !used.is_empty() {
@@ -222,6 +252,10 @@ pub fn disclosure(h: &mut String, runs: &[StoredRun]) {
         }
         h.push_str("</tbody></table>\n");
     }
+}
+
+/// Every run: its step, parameters, targets and workload, bounds and folder.
+fn runs_table(h: &mut String, runs: &[StoredRun]) {
     h.push_str("<h3>Runs</h3><table><thead><tr><th>run</th><th>run id</th><th>step</th><th>parameters</th><th>repetition</th><th>targets and workload</th><th>warm-up</th><th>measured</th><th>ended by</th><th>started</th><th>folder</th></tr></thead><tbody>\n");
     for r in runs {
         let s = &r.summary;
@@ -254,6 +288,10 @@ pub fn disclosure(h: &mut String, runs: &[StoredRun]) {
         );
     }
     h.push_str("</tbody></table>\n");
+}
+
+/// Each distinct study file as run.
+fn study_files(h: &mut String, runs: &[StoredRun]) {
     let mut texts: Vec<&str> = Vec::new();
     for r in runs {
         if let Some(t) = r.study_text.as_deref().filter(|t| !texts.contains(t)) {
@@ -267,5 +305,4 @@ pub fn disclosure(h: &mut String, runs: &[StoredRun]) {
             esc(t)
         );
     }
-    h.push_str("</section>\n");
 }

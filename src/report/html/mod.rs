@@ -25,6 +25,7 @@ use crate::report::table::{points_table, results_table};
 use crate::results::comparison::RunFigures;
 use crate::results::redact;
 use crate::results::stored::StoredRun;
+use crate::results::summary::RunSummary;
 
 pub const STYLE: &str = r#"
 body{font-family:"DejaVu Sans",Helvetica,Arial,sans-serif;max-width:1100px;margin:24px auto;padding:0 16px;color:#222;line-height:1.4}
@@ -160,20 +161,51 @@ pub fn report_html_compared(runs: &[StoredRun], previous: Option<&Headline>) -> 
     let summaries: Vec<_> = runs.iter().map(|r| r.summary.clone()).collect();
     let figures: Vec<RunFigures> = runs.iter().map(RunFigures::of_stored).collect();
     let groups = model::group_runs(&figures);
+    let mut h = String::new();
+    page_head(&mut h, runs, &summaries);
+    summary_section(&mut h, runs, &summaries, &groups, previous);
+
+    // A rate schedule's figures (the cluster brief): right after the summary.
+    schedule::schedule_section(&mut h, runs);
+
+    let mut names: Vec<String> = Vec::new();
+    for t in runs.iter().flat_map(|r| &r.summary.targets) {
+        if !names.contains(&t.name) {
+            names.push(t.name.clone());
+        }
+    }
+    // Per workload, then the latency percentiles of the workloads of each kind together.
+    for (gi, g) in groups.iter().enumerate() {
+        workload_section(&mut h, gi, g, runs, &names);
+    }
+    charts::percentile_section(&mut h, &groups, runs, &names);
+    steady_section(&mut h, &summaries);
+    events_section(&mut h, &summaries);
+    crate::report::verify::html_section(&mut h, &summaries.iter().collect::<Vec<_>>());
+    timelines_section(&mut h, runs, &names);
+
+    // Appendix: what each step ran, then the disclosure.
+    summary::steps_appendix(&mut h, &groups, runs);
+    disclosure::disclosure(&mut h, runs);
+
+    let _ = write!(h, "<script>{SCRIPT}</script>\n</body></html>\n");
+    redact(&h)
+}
+
+/// The page's head and title: the studies, how many runs, from when to when.
+fn page_head(h: &mut String, runs: &[StoredRun], summaries: &[RunSummary]) {
     let mut studies: Vec<&str> = Vec::new();
-    for s in &summaries {
+    for s in summaries {
         if !studies.contains(&s.study.as_str()) {
             studies.push(&s.study);
         }
     }
     let title = format!("storlab brief: {}", studies.join(", "));
-    let mut h = String::new();
     let _ = write!(
         h,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><style>{STYLE}</style></head><body>\n",
         esc(&title)
     );
-    let first = runs.first();
     let _ = writeln!(
         h,
         "<h1>{}</h1><p class=\"meta\">{} run{} from {} to {}; report by storlab {} from stored results only.</p>",
@@ -192,16 +224,53 @@ pub fn report_html_compared(runs: &[StoredRun], previous: Option<&Headline>) -> 
             .unwrap_or("")),
         env!("CARGO_PKG_VERSION"),
     );
+}
 
-    // Summary.
+/// The summary: the study's description, the headline, RAID tables, call-outs and warnings.
+fn summary_section(
+    h: &mut String,
+    runs: &[StoredRun],
+    summaries: &[RunSummary],
+    groups: &[Group],
+    previous: Option<&Headline>,
+) {
     h.push_str("<section id=\"summary\"><h2>Summary</h2>\n");
-    if let Some(d) = first
+    if let Some(d) = runs
+        .first()
         .and_then(|r| r.study_text.as_deref())
         .and_then(study_description)
     {
         let _ = write!(h, "<p>{}</p>", esc(&d));
     }
-    summary::top(&mut h, runs, previous);
+    summary::top(h, runs, previous);
+    raid_tables(h, runs);
+    let all_callouts: Vec<(&str, &str)> = groups
+        .iter()
+        .flat_map(|g| {
+            model::callouts(g)
+                .iter()
+                .map(|c| (g.step.as_str(), c.text.as_str()))
+        })
+        .collect();
+    if !all_callouts.is_empty() {
+        h.push_str("<h3>Call-outs</h3><ul class=\"callouts\">\n");
+        for (step, text) in &all_callouts {
+            let _ = writeln!(h, "<li>{}: {}</li>", esc(step), esc(text));
+        }
+        h.push_str("</ul>\n");
+    }
+    let warnings: Vec<String> = model::warnings(summaries)
+        .into_iter()
+        .chain(model::latency_fallbacks(groups))
+        .collect();
+    if !warnings.is_empty() {
+        warnings_box(h, &warnings);
+    }
+    h.push_str("</section>\n");
+}
+
+/// The RAID efficiency tables of the runs' arrays, each with its failure phases.
+fn raid_tables(h: &mut String, runs: &[StoredRun]) {
     for t in crate::results::stored::raid_tables(runs) {
         h.push_str("<h3>RAID efficiency</h3>\n");
         match t {
@@ -223,151 +292,119 @@ pub fn report_html_compared(runs: &[StoredRun], previous: Option<&Headline>) -> 
             }
         }
     }
-    let all_callouts: Vec<(&str, &str)> = groups
-        .iter()
-        .flat_map(|g| {
-            model::callouts(g)
-                .iter()
-                .map(|c| (g.step.as_str(), c.text.as_str()))
-        })
-        .collect();
-    if !all_callouts.is_empty() {
-        h.push_str("<h3>Call-outs</h3><ul class=\"callouts\">\n");
-        for (step, text) in &all_callouts {
-            let _ = writeln!(h, "<li>{}: {}</li>", esc(step), esc(text));
+}
+
+/// The warnings box. Warnings of one kind (`run N (step): KIND: ...`): the first few shown,
+/// the others one click away, so that a study of many runs does not open on a wall of them.
+fn warnings_box(h: &mut String, warnings: &[String]) {
+    h.push_str("<div class=\"warning\" id=\"warnings\"><b>Warnings: read these before the figures.</b><ul>\n");
+    const SHOWN_PER_KIND: usize = 3;
+    let mut kinds: Vec<(String, Vec<&String>)> = Vec::new();
+    for w in warnings {
+        let kind = warning_kind(w);
+        match kinds.iter_mut().find(|(k, _)| *k == kind) {
+            Some((_, list)) => list.push(w),
+            None => kinds.push((kind, vec![w])),
         }
-        h.push_str("</ul>\n");
     }
-    let warnings: Vec<String> = model::warnings(&summaries)
-        .into_iter()
-        .chain(model::latency_fallbacks(&groups))
-        .collect();
-    if !warnings.is_empty() {
-        h.push_str("<div class=\"warning\" id=\"warnings\"><b>Warnings: read these before the figures.</b><ul>\n");
-        // Warnings of one kind (`run N (step): KIND: ...`): the first few shown, the others
-        // one click away, so that a study of many runs does not open on a wall of them.
-        const SHOWN_PER_KIND: usize = 3;
-        let mut kinds: Vec<(String, Vec<&String>)> = Vec::new();
-        for w in &warnings {
-            let kind = warning_kind(w);
-            match kinds.iter_mut().find(|(k, _)| *k == kind) {
-                Some((_, list)) => list.push(w),
-                None => kinds.push((kind, vec![w])),
-            }
+    for (kind, list) in &kinds {
+        for w in list.iter().take(SHOWN_PER_KIND) {
+            let _ = writeln!(h, "<li>{}</li>", esc(w));
         }
-        for (kind, list) in &kinds {
-            for w in list.iter().take(SHOWN_PER_KIND) {
+        if list.len() > SHOWN_PER_KIND {
+            let _ = writeln!(
+                h,
+                "<li><details><summary>{} more {}</summary><ul>",
+                list.len() - SHOWN_PER_KIND,
+                esc(kind)
+            );
+            for w in &list[SHOWN_PER_KIND..] {
                 let _ = writeln!(h, "<li>{}</li>", esc(w));
             }
-            if list.len() > SHOWN_PER_KIND {
-                let _ = writeln!(
-                    h,
-                    "<li><details><summary>{} more {}</summary><ul>",
-                    list.len() - SHOWN_PER_KIND,
-                    esc(kind)
-                );
-                for w in &list[SHOWN_PER_KIND..] {
-                    let _ = writeln!(h, "<li>{}</li>", esc(w));
-                }
-                h.push_str("</ul></details></li>\n");
-            }
+            h.push_str("</ul></details></li>\n");
         }
-        h.push_str("</ul></div>\n");
+    }
+    h.push_str("</ul></div>\n");
+}
+
+/// The steady-state table and each run's sentence, when a run judged steady state.
+fn steady_section(h: &mut String, summaries: &[RunSummary]) {
+    let Some(t) = crate::report::steady::steady_table(summaries) else {
+        return;
+    };
+    let _ = write!(
+        h,
+        "<section id=\"steady-state\"><h2>Steady state</h2>{}<p class=\"meta\">{}</p>",
+        tables::table_html(&t, "steady-state"),
+        esc(crate::report::steady::STEADY_NOTE)
+    );
+    for s in summaries {
+        if let Some(ss) = &s.steady_state {
+            let _ = write!(
+                h,
+                "<p class=\"steady\">run {} ({}): {}</p>",
+                s.run_index,
+                esc(&s.step),
+                esc(&ss.sentence())
+            );
+        }
     }
     h.push_str("</section>\n");
+}
 
-    // A rate schedule's figures (the cluster brief): right after the summary.
-    schedule::schedule_section(&mut h, runs);
-
-    let mut names: Vec<String> = Vec::new();
-    for t in runs.iter().flat_map(|r| &r.summary.targets) {
-        if !names.contains(&t.name) {
-            names.push(t.name.clone());
-        }
+/// Study events and the recovery around them, and a schedule's phases.
+fn events_section(h: &mut String, summaries: &[RunSummary]) {
+    let events = crate::report::events::events_table(summaries);
+    let recovery = crate::report::events::recovery_table(summaries);
+    if events.is_none() && recovery.is_none() {
+        return;
     }
-    // Per workload, then the latency percentiles of the workloads of each kind together.
-    for (gi, g) in groups.iter().enumerate() {
-        workload_section(&mut h, gi, g, runs, &names);
+    h.push_str("<section id=\"events\"><h2>Events and recovery</h2>\n");
+    if let Some(t) = &events {
+        h.push_str("<p class=\"meta\">The study's events: times in seconds from the start of measurement; each is marked on its run's timeline.</p>");
+        h.push_str(&tables::table_html(t, "events"));
     }
-    charts::percentile_section(&mut h, &groups, runs, &names);
-    if let Some(t) = crate::report::steady::steady_table(&summaries) {
+    if let Some(t) = &recovery {
+        h.push_str(&tables::table_html(t, "recovery"));
         let _ = write!(
             h,
-            "<section id=\"steady-state\"><h2>Steady state</h2>{}<p class=\"meta\">{}</p>",
-            tables::table_html(&t, "steady-state"),
-            esc(crate::report::steady::STEADY_NOTE)
+            "<p class=\"meta\">{} Shaded on the timeline: from the event until recovered.</p>",
+            esc(crate::report::events::RECOVERY_NOTE)
         );
-        for s in &summaries {
-            if let Some(ss) = &s.steady_state {
+        for s in summaries {
+            for r in s.recovery.iter().filter(|r| !r.note.is_empty()) {
                 let _ = write!(
                     h,
-                    "<p class=\"steady\">run {} ({}): {}</p>",
+                    "<p class=\"warning\">run {}, {}: {}</p>",
                     s.run_index,
-                    esc(&s.step),
-                    esc(&ss.sentence())
+                    esc(&r.event),
+                    esc(&r.note)
                 );
             }
         }
-        h.push_str("</section>\n");
     }
-
-    // Study events and the recovery around them.
-    let events = crate::report::events::events_table(&summaries);
-    let recovery = crate::report::events::recovery_table(&summaries);
-    if events.is_some() || recovery.is_some() {
-        h.push_str("<section id=\"events\"><h2>Events and recovery</h2>\n");
-        if let Some(t) = &events {
-            h.push_str("<p class=\"meta\">The study's events: times in seconds from the start of measurement; each is marked on its run's timeline.</p>");
-            h.push_str(&tables::table_html(t, "events"));
-        }
-        if let Some(t) = &recovery {
-            h.push_str(&tables::table_html(t, "recovery"));
-            let _ = write!(
-                h,
-                "<p class=\"meta\">{} Shaded on the timeline: from the event until recovered.</p>",
-                esc(crate::report::events::RECOVERY_NOTE)
-            );
-            for s in &summaries {
-                for r in s.recovery.iter().filter(|r| !r.note.is_empty()) {
-                    let _ = write!(
-                        h,
-                        "<p class=\"warning\">run {}, {}: {}</p>",
-                        s.run_index,
-                        esc(&r.event),
-                        esc(&r.note)
-                    );
-                }
-            }
-        }
-        if let Some(t) = crate::report::events::phases_table(&summaries) {
-            h.push_str(&tables::table_html(&t, "phases"));
-            let _ = write!(
-                h,
-                "<p class=\"meta\">{}</p>",
-                esc(crate::report::events::PHASES_NOTE)
-            );
-        }
-        h.push_str("</section>\n");
+    if let Some(t) = crate::report::events::phases_table(summaries) {
+        h.push_str(&tables::table_html(&t, "phases"));
+        let _ = write!(
+            h,
+            "<p class=\"meta\">{}</p>",
+            esc(crate::report::events::PHASES_NOTE)
+        );
     }
-    crate::report::verify::html_section(&mut h, &summaries.iter().collect::<Vec<_>>());
+    h.push_str("</section>\n");
+}
 
-    // Timelines.
+/// Each run's timeline of operations per second.
+fn timelines_section(h: &mut String, runs: &[StoredRun], names: &[String]) {
     let _ = writeln!(
         h,
         "<section id=\"timelines\"><h2>Timelines</h2><p>Operations per second, interval by interval, per target (all operation kinds), each interval's operations over its real length (the last, partial one too); dashed: moving average over {} intervals, from the start of measurement; shaded: warm-up, its intervals dotted when the run recorded them (they enter no figure); vertical marks: events.</p>",
         charts::MOVING_AVERAGE_INTERVALS
     );
     for r in runs {
-        charts::timeline_chart(&mut h, r, &names);
+        charts::timeline_chart(h, r, names);
     }
     h.push_str("</section>\n");
-
-    // Appendix: what each step ran, then the disclosure.
-    summary::steps_appendix(&mut h, &groups, runs);
-    disclosure::disclosure(&mut h, runs);
-
-    let _ = write!(h, "<script>{SCRIPT}</script>\n</body></html>\n");
-    redact(&h)
 }
 
 /// The `description = "..."` line of a study file.

@@ -12,8 +12,9 @@ use crate::report::schedule::{
     MOVING_AVERAGE_NOTE, SCHEDULE_NOTE, moving_average_lines, moving_average_table, schedule_table,
 };
 use crate::report::svg::{self, Band, Series, XAxis, YAxis, esc};
-use crate::results::schedule::per_interval;
+use crate::results::schedule::{PerInterval, ScheduleResult, per_interval};
 use crate::results::stored::StoredRun;
+use crate::results::summary::RunSummary;
 
 /// The section, when any run had a rate schedule.
 pub fn schedule_section(h: &mut String, runs: &[StoredRun]) {
@@ -31,9 +32,75 @@ pub fn schedule_section(h: &mut String, runs: &[StoredRun]) {
     h.push_str("</section>\n");
 }
 
+/// One scheduled run: its headline, the total and stacked charts, the tables.
 fn run_figures(h: &mut String, r: &StoredRun) {
     let s = &r.summary;
     let Some(sched) = &s.schedule else { return };
+    headline(h, s);
+    let interval_s = r.interval_seconds();
+    // Older results lack the schedule's own length: the run's.
+    let covered_s = if sched.measured_seconds > 0.0 {
+        sched.measured_seconds
+    } else {
+        s.measured_seconds
+    };
+    let per = per_interval(&sched.groups, covered_s, &r.timeline, interval_s);
+    // The study's events (a node lost), not the start and end of measurement: the x axis is
+    // the measurement.
+    let marks: Vec<_> = event_marks(s, false)
+        .into_iter()
+        .filter(|m| !m.label.starts_with("measure-") && !m.label.starts_with("warmup-"))
+        .collect();
+    let shades: Vec<_> = run_shades(s)
+        .into_iter()
+        .filter(|sh| sh.class == "recovery")
+        .collect();
+    h.push_str(&svg::line_chart(
+        &format!("schedule-total-{}", s.run_index),
+        &format!(
+            "run {}: throughput over the measurement, all groups",
+            s.run_index
+        ),
+        "seconds from the start of measurement",
+        "operations per second",
+        1.0,
+        &total_series(sched, &per, interval_s, covered_s),
+        XAxis::Linear,
+        YAxis::Linear,
+        &marks,
+        &shades,
+        Some(0.0),
+    ));
+    // Each group's throughput, stacked.
+    let xs: Vec<f64> = (0..per.end_s.len())
+        .filter(|i| per.length_s[*i] > 0.0)
+        .map(|i| per.end_s[i])
+        .collect();
+    let bands: Vec<Band> = sched
+        .groups
+        .iter()
+        .enumerate()
+        .map(|(g, group)| Band {
+            name: group.name.clone(),
+            values: per.rate_points(Some(g)).into_iter().map(|p| p.1).collect(),
+        })
+        .collect();
+    h.push_str(&svg::stacked_chart(
+        &format!("schedule-groups-{}", s.run_index),
+        &format!("run {}: each group's throughput, stacked", s.run_index),
+        "seconds from the start of measurement",
+        "operations per second",
+        &xs,
+        &bands,
+        &marks,
+        &shades,
+    ));
+    tables(h, s, sched);
+}
+
+/// The run's heading and headline: the moving averages' deviations, each recovery, each
+/// wait-for's outcome.
+fn headline(h: &mut String, s: &RunSummary) {
     let _ = writeln!(
         h,
         "<h3>run {}: {}</h3><ul class=\"headline\">",
@@ -65,25 +132,15 @@ fn run_figures(h: &mut String, r: &StoredRun) {
         }
     }
     h.push_str("</ul>\n");
-    let interval_s = r.interval_seconds();
-    // Older results lack the schedule's own length: the run's.
-    let covered_s = if sched.measured_seconds > 0.0 {
-        sched.measured_seconds
-    } else {
-        s.measured_seconds
-    };
-    let per = per_interval(&sched.groups, covered_s, &r.timeline, interval_s);
-    // The study's events (a node lost), not the start and end of measurement: the x axis is
-    // the measurement.
-    let marks: Vec<_> = event_marks(s, false)
-        .into_iter()
-        .filter(|m| !m.label.starts_with("measure-") && !m.label.starts_with("warmup-"))
-        .collect();
-    let shades: Vec<_> = run_shades(s)
-        .into_iter()
-        .filter(|sh| sh.class == "recovery")
-        .collect();
-    // The total with its moving averages and the reported throughput.
+}
+
+/// The total with its moving averages and the reported throughput.
+fn total_series(
+    sched: &ScheduleResult,
+    per: &PerInterval,
+    interval_s: f64,
+    covered_s: f64,
+) -> Vec<Series> {
     let total: Vec<(f64, f64, String)> = per
         .rate_points(None)
         .into_iter()
@@ -131,46 +188,11 @@ fn run_figures(h: &mut String, r: &StoredRun) {
         warmup: Vec::new(),
         color: Some(7),
     });
-    h.push_str(&svg::line_chart(
-        &format!("schedule-total-{}", s.run_index),
-        &format!(
-            "run {}: throughput over the measurement, all groups",
-            s.run_index
-        ),
-        "seconds from the start of measurement",
-        "operations per second",
-        1.0,
-        &series,
-        XAxis::Linear,
-        YAxis::Linear,
-        &marks,
-        &shades,
-        Some(0.0),
-    ));
-    // Each group's throughput, stacked.
-    let xs: Vec<f64> = (0..per.end_s.len())
-        .filter(|i| per.length_s[*i] > 0.0)
-        .map(|i| per.end_s[i])
-        .collect();
-    let bands: Vec<Band> = sched
-        .groups
-        .iter()
-        .enumerate()
-        .map(|(g, group)| Band {
-            name: group.name.clone(),
-            values: per.rate_points(Some(g)).into_iter().map(|p| p.1).collect(),
-        })
-        .collect();
-    h.push_str(&svg::stacked_chart(
-        &format!("schedule-groups-{}", s.run_index),
-        &format!("run {}: each group's throughput, stacked", s.run_index),
-        "seconds from the start of measurement",
-        "operations per second",
-        &xs,
-        &bands,
-        &marks,
-        &shades,
-    ));
+    series
+}
+
+/// The charts' note, the moving averages' table and the phase table.
+fn tables(h: &mut String, s: &RunSummary, sched: &ScheduleResult) {
     let _ = write!(
         h,
         "<p class=\"meta\">Per timeline interval, each interval's operations over its length. Vertical marks: the study's events; shaded (outlined on the stacked chart): from a fault until throughput was back. Phases of {} s.</p>",

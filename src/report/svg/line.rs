@@ -105,38 +105,82 @@ pub fn line_chart(
         .map(|(i, s)| s.color.unwrap_or(i))
         .collect();
     legend(&mut svg, (fr.x, 38.0, fr.w), &names, &colors, note);
-    let all = series.iter().flat_map(|s| {
-        s.points
-            .iter()
-            .map(|p| (p.0, p.1))
-            .chain(s.warmup.iter().copied())
-    });
-    let (mut xmax, mut ymax) = (f64::MIN, 0.0f64);
-    let mut xlo = f64::MAX;
-    let mut ylo_positive = f64::MAX;
-    for (x, y) in all {
-        xmax = xmax.max(x);
-        xlo = xlo.min(x);
-        ymax = ymax.max(y);
-        if y > 0.0 {
-            ylo_positive = ylo_positive.min(y);
+    let ext = Extent::of(series, marks, shades);
+    let ys = y_scale(&mut svg, fr, y_axis_kind, &ext, y_div, y_label);
+    let xs = x_scale(&mut svg, fr, &x_axis, x_min, &ext, x_label);
+    shade_ranges(&mut svg, fr, xs, shades);
+    open_plot(&mut svg, fr, Some(xs), ys);
+    event_marks(&mut svg, fr, xs, marks);
+    for (si, s) in series.iter().enumerate() {
+        draw_series(&mut svg, xs, ys, s.color.unwrap_or(si), s);
+    }
+    svg.raw("</g>");
+    svg.finish(id, title)
+}
+
+/// The data's extent: x from the lowest to the highest of points, marks and shades; y up to
+/// the highest point, and its lowest positive value (for a log axis).
+struct Extent {
+    xlo: f64,
+    xmax: f64,
+    ymax: f64,
+    ylo_positive: f64,
+}
+
+impl Extent {
+    fn of(series: &[Series], marks: &[Mark], shades: &[Shade]) -> Extent {
+        let all = series.iter().flat_map(|s| {
+            s.points
+                .iter()
+                .map(|p| (p.0, p.1))
+                .chain(s.warmup.iter().copied())
+        });
+        let (mut xmax, mut ymax) = (f64::MIN, 0.0f64);
+        let mut xlo = f64::MAX;
+        let mut ylo_positive = f64::MAX;
+        for (x, y) in all {
+            xmax = xmax.max(x);
+            xlo = xlo.min(x);
+            ymax = ymax.max(y);
+            if y > 0.0 {
+                ylo_positive = ylo_positive.min(y);
+            }
+        }
+        for m in marks {
+            xmax = xmax.max(m.x);
+            xlo = xlo.min(m.x);
+        }
+        for sh in shades {
+            xmax = xmax.max(sh.to);
+            xlo = xlo.min(sh.from);
+        }
+        if xmax == f64::MIN {
+            (xmax, xlo) = (1.0, 0.0);
+        }
+        Extent {
+            xlo,
+            xmax,
+            ymax,
+            ylo_positive,
         }
     }
-    for m in marks {
-        xmax = xmax.max(m.x);
-        xlo = xlo.min(m.x);
-    }
-    for sh in shades {
-        xmax = xmax.max(sh.to);
-        xlo = xlo.min(sh.from);
-    }
-    if xmax == f64::MIN {
-        (xmax, xlo) = (1.0, 0.0);
-    }
-    let ys = match y_axis_kind {
+}
+
+/// The y axis drawn (linear from zero, or log10 over the powers of ten around the data) and
+/// its scale.
+fn y_scale(
+    svg: &mut Svg,
+    fr: Frame,
+    kind: YAxis,
+    ext: &Extent,
+    y_div: f64,
+    y_label: &str,
+) -> Scale {
+    let (ymax, ylo_positive) = (ext.ymax, ext.ylo_positive);
+    match kind {
         YAxis::Linear => {
             let (ytop, ystep) = nice_axis(ymax);
-            y_axis(&mut svg, fr, ytop, ystep, y_div, y_label);
+            y_axis(svg, fr, ytop, ystep, y_div, y_label);
             Scale {
                 d0: 0.0,
                 d1: ytop,
@@ -153,9 +197,22 @@ pub fn line_chart(
             } else {
                 (1.0, 10.0)
             };
-            log_y_axis(&mut svg, fr, bottom, top, y_div, y_label)
+            log_y_axis(svg, fr, bottom, top, y_div, y_label)
         }
-    };
+    }
+}
+
+/// The x axis drawn (from `x_min`, else from zero or the lowest x; linear or "nines"), its
+/// ticks and label, and its scale.
+fn x_scale(
+    svg: &mut Svg,
+    fr: Frame,
+    x_axis: &XAxis,
+    x_min: Option<f64>,
+    ext: &Extent,
+    x_label: &str,
+) -> Scale {
+    let (xlo, xmax) = (ext.xlo, ext.xmax);
     let x0 = x_min.unwrap_or(0.0f64.min(xlo));
     let (xtop, xstep) = match x_axis {
         XAxis::Linear if x0 < 0.0 => {
@@ -195,6 +252,11 @@ pub fn line_chart(
         12.0,
         "",
     );
+    xs
+}
+
+/// Shaded x ranges behind the curves (warm-up, recoveries), each labelled at its bottom left.
+fn shade_ranges(svg: &mut Svg, fr: Frame, xs: Scale, shades: &[Shade]) {
     for (i, sh) in shades.iter().enumerate() {
         let (xa, xb) = (xs.map(sh.from), xs.map(sh.to));
         svg.rect(
@@ -219,7 +281,92 @@ pub fn line_chart(
             r##" fill="#777777""##,
         );
     }
-    open_plot(&mut svg, fr, Some(xs), ys);
+}
+
+/// One series: its line, its warm-up dotted, its moving average dashed, its markers and
+/// labels, in palette colour `si`.
+fn draw_series(svg: &mut Svg, xs: Scale, ys: Scale, si: usize, s: &Series) {
+    let color = PALETTE[si % PALETTE.len()];
+    let px: Vec<(f64, f64)> = s
+        .points
+        .iter()
+        .map(|p| (xs.map(p.0), ys.map(p.1)))
+        .collect();
+    svg.path(
+        &px,
+        color,
+        &format!(
+            r#" stroke-width="2" class="series" data-series="{}"{}"#,
+            esc(&s.name),
+            series_dash(si)
+        ),
+    );
+    if !s.warmup.is_empty() {
+        let w: Vec<(f64, f64)> = s
+            .warmup
+            .iter()
+            .map(|p| (xs.map(p.0), ys.map(p.1)))
+            .collect();
+        svg.path(
+            &w,
+            color,
+            &format!(
+                r#" stroke-width="1.5" stroke-dasharray="2 3" class="warmup" data-series="{}""#,
+                esc(&s.name)
+            ),
+        );
+        for (p, (x, y)) in s.warmup.iter().zip(&w) {
+            svg.circle(
+                *x,
+                *y,
+                2.5,
+                "#ffffff",
+                &format!(
+                    r#" stroke="{color}" class="warmup-pt" data-x="{}" data-y="{}""#,
+                    num_attr(p.0),
+                    num_attr(p.1)
+                ),
+            );
+        }
+    }
+    if !s.dashed.is_empty() {
+        let d: Vec<(f64, f64)> = s
+            .dashed
+            .iter()
+            .map(|p| (xs.map(p.0), ys.map(p.1)))
+            .collect();
+        svg.path(
+            &d,
+            color,
+            r#" stroke-width="1.5" stroke-dasharray="6 4" class="average""#,
+        );
+    }
+    if s.markers {
+        for (p, (x, y)) in s.points.iter().zip(&px) {
+            svg.circle(
+                *x,
+                *y,
+                4.0,
+                color,
+                &format!(
+                    r#" class="pt" data-series="{}" data-x="{}" data-y="{}""#,
+                    esc(&s.name),
+                    num_attr(p.0),
+                    num_attr(p.1)
+                ),
+            );
+            if !p.2.is_empty() {
+                svg.text(*x + 6.0, *y - 6.0, &p.2, "start", 10.0, "");
+            }
+        }
+    }
+}
+
+/// Vertical marks over the plot `fr` (x mapped by `xs`), each labelled: the look of the
+/// marks on every chart (line and stacked). Labels are staggered, so that marks close
+/// together keep readable labels; a label that would run past the plot's right edge sits
+/// left of its mark.
+pub(super) fn event_marks(svg: &mut Svg, fr: Frame, xs: Scale, marks: &[Mark]) {
     for (mi, m) in marks.iter().enumerate() {
         let x = xs.map(m.x);
         svg.line(
@@ -233,8 +380,6 @@ pub fn line_chart(
                 num_attr(m.x)
             ),
         );
-        // Staggered, so that marks close together keep readable labels.
-        // A label that would run past the plot's right edge sits left of its mark.
         let ly = fr.y + 22.0 + 12.0 * (mi % 3) as f64;
         let label_w = 5.6 * m.label.chars().count() as f64;
         if x + 3.0 + label_w > fr.x + fr.w {
@@ -243,85 +388,6 @@ pub fn line_chart(
             svg.text(x + 3.0, ly, &m.label, "start", 10.0, r##" fill="#555555""##);
         }
     }
-    for (si, s) in series.iter().enumerate() {
-        let si = s.color.unwrap_or(si);
-        let color = PALETTE[si % PALETTE.len()];
-        let px: Vec<(f64, f64)> = s
-            .points
-            .iter()
-            .map(|p| (xs.map(p.0), ys.map(p.1)))
-            .collect();
-        svg.path(
-            &px,
-            color,
-            &format!(
-                r#" stroke-width="2" class="series" data-series="{}"{}"#,
-                esc(&s.name),
-                series_dash(si)
-            ),
-        );
-        if !s.warmup.is_empty() {
-            let w: Vec<(f64, f64)> = s
-                .warmup
-                .iter()
-                .map(|p| (xs.map(p.0), ys.map(p.1)))
-                .collect();
-            svg.path(
-                &w,
-                color,
-                &format!(
-                    r#" stroke-width="1.5" stroke-dasharray="2 3" class="warmup" data-series="{}""#,
-                    esc(&s.name)
-                ),
-            );
-            for (p, (x, y)) in s.warmup.iter().zip(&w) {
-                svg.circle(
-                    *x,
-                    *y,
-                    2.5,
-                    "#ffffff",
-                    &format!(
-                        r#" stroke="{color}" class="warmup-pt" data-x="{}" data-y="{}""#,
-                        num_attr(p.0),
-                        num_attr(p.1)
-                    ),
-                );
-            }
-        }
-        if !s.dashed.is_empty() {
-            let d: Vec<(f64, f64)> = s
-                .dashed
-                .iter()
-                .map(|p| (xs.map(p.0), ys.map(p.1)))
-                .collect();
-            svg.path(
-                &d,
-                color,
-                r#" stroke-width="1.5" stroke-dasharray="6 4" class="average""#,
-            );
-        }
-        if s.markers {
-            for (p, (x, y)) in s.points.iter().zip(&px) {
-                svg.circle(
-                    *x,
-                    *y,
-                    4.0,
-                    color,
-                    &format!(
-                        r#" class="pt" data-series="{}" data-x="{}" data-y="{}""#,
-                        esc(&s.name),
-                        num_attr(p.0),
-                        num_attr(p.1)
-                    ),
-                );
-                if !p.2.is_empty() {
-                    svg.text(*x + 6.0, *y - 6.0, &p.2, "start", 10.0, "");
-                }
-            }
-        }
-    }
-    svg.raw("</g>");
-    svg.finish(id, title)
 }
 
 /// `0%`, `90%`, `99%`, `99.9%` for 0, 1, 2, 3 nines.

@@ -505,23 +505,7 @@ pub fn bar_chart(
             "",
         );
         if let Some(h) = highlight.filter(|h| &h.x == x) {
-            let cx = fr.x + band * (xi as f64 + 0.5);
-            svg.rect(
-                cx - band / 2.0 + 2.0,
-                fr.y - 4.0,
-                band - 4.0,
-                fr.h + 24.0,
-                "none",
-                r##" stroke="#D55E00" stroke-width="2" stroke-dasharray="5 3" class="highlight""##,
-            );
-            svg.text(
-                cx,
-                fr.y + fr.h + 44.0,
-                &h.text,
-                "middle",
-                12.0,
-                r##" fill="#D55E00" font-weight="bold""##,
-            );
+            highlight_group(&mut svg, fr, band, xi, h);
         }
     }
     svg.raw("</g>");
@@ -534,6 +518,27 @@ pub fn bar_chart(
         "",
     );
     svg.finish(id, title)
+}
+
+/// The highlighted group `xi` (of width `band`) outlined, its finding written under it.
+fn highlight_group(svg: &mut Svg, fr: Frame, band: f64, xi: usize, h: &Highlight) {
+    let cx = fr.x + band * (xi as f64 + 0.5);
+    svg.rect(
+        cx - band / 2.0 + 2.0,
+        fr.y - 4.0,
+        band - 4.0,
+        fr.h + 24.0,
+        "none",
+        r##" stroke="#D55E00" stroke-width="2" stroke-dasharray="5 3" class="highlight""##,
+    );
+    svg.text(
+        cx,
+        fr.y + fr.h + 44.0,
+        &h.text,
+        "middle",
+        12.0,
+        r##" fill="#D55E00" font-weight="bold""##,
+    );
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! over time and the total they make together). Vertical marks and shaded ranges as on line
 //! charts.
 
+use super::line::event_marks;
 use super::*;
 
 /// One band of a stacked chart: its name and its value at each x.
@@ -46,17 +47,8 @@ pub fn stacked_chart(
     let colors: Vec<usize> = (0..bands.len()).collect();
     legend(&mut svg, (fr.x, 38.0, fr.w), &names, &colors, None);
     // Tops of the stack after each band.
-    let mut tops: Vec<Vec<f64>> = Vec::with_capacity(bands.len());
-    let mut below = vec![0.0; xs.len()];
-    for b in bands {
-        let top: Vec<f64> = below
-            .iter()
-            .enumerate()
-            .map(|(i, base)| base + b.values.get(i).copied().unwrap_or(0.0).max(0.0))
-            .collect();
-        tops.push(top.clone());
-        below = top;
-    }
+    let tops = stack_tops(xs, bands);
+    let below = tops.last().cloned().unwrap_or_else(|| vec![0.0; xs.len()]);
     let ymax = below.iter().copied().fold(0.0f64, f64::max);
     let (ytop, ystep) = nice_axis(ymax);
     y_axis(&mut svg, fr, ytop, ystep, 1.0, y_label);
@@ -98,6 +90,31 @@ pub fn stacked_chart(
         "",
     );
     open_plot(&mut svg, fr, Some(xsc), ys);
+    draw_bands(&mut svg, xs, bands, &tops, xsc, ys);
+    outline_shades(&mut svg, fr, xsc, shades);
+    event_marks(&mut svg, fr, xsc, marks);
+    svg.raw("</g>");
+    svg.finish(id, title)
+}
+
+/// The top of the stack after each band, at each x (negative values count as 0).
+fn stack_tops(xs: &[f64], bands: &[Band]) -> Vec<Vec<f64>> {
+    let mut tops: Vec<Vec<f64>> = Vec::with_capacity(bands.len());
+    let mut below = vec![0.0; xs.len()];
+    for b in bands {
+        let top: Vec<f64> = below
+            .iter()
+            .enumerate()
+            .map(|(i, base)| base + b.values.get(i).copied().unwrap_or(0.0).max(0.0))
+            .collect();
+        tops.push(top.clone());
+        below = top;
+    }
+    tops
+}
+
+/// Each band's polygon, from the top of the bands below it to its own top, with its values.
+fn draw_bands(svg: &mut Svg, xs: &[f64], bands: &[Band], tops: &[Vec<f64>], xsc: Scale, ys: Scale) {
     for (bi, b) in bands.iter().enumerate() {
         let base: Vec<f64> = if bi == 0 {
             vec![0.0; xs.len()]
@@ -122,12 +139,16 @@ pub fn stacked_chart(
         d.push('Z');
         let values: Vec<String> = b.values.iter().map(|v| num_attr(*v)).collect();
         svg.raw(&format!(
-            r#"<path d="{d}" fill="{}" fill-opacity="0.85" stroke="none" class="band" data-series="{}" data-values="{}"/>"#,
-            PALETTE[bi % PALETTE.len()],
-            esc(&b.name),
-            values.join(" ")
-        ));
+        r#"<path d="{d}" fill="{}" fill-opacity="0.85" stroke="none" class="band" data-series="{}" data-values="{}"/>"#,
+        PALETTE[bi % PALETTE.len()],
+        esc(&b.name),
+        values.join(" ")
+    ));
     }
+}
+
+/// Shaded ranges (recoveries) outlined, not filled, so that the bands show through.
+fn outline_shades(svg: &mut Svg, fr: Frame, xsc: Scale, shades: &[Shade]) {
     for sh in shades {
         let (xa, xb) = (xsc.map(sh.from), xsc.map(sh.to));
         svg.rect(
@@ -144,24 +165,6 @@ pub fn stacked_chart(
             ),
         );
     }
-    for (mi, m) in marks.iter().enumerate() {
-        let x = xsc.map(m.x);
-        svg.line(
-            x,
-            fr.y,
-            x,
-            fr.y + fr.h,
-            "#000000",
-            &format!(
-                r#" stroke-dasharray="3 3" class="mark" data-x="{}""#,
-                num_attr(m.x)
-            ),
-        );
-        let ly = fr.y + 12.0 + 12.0 * (mi % 3) as f64;
-        svg.text(x + 3.0, ly, &m.label, "start", 10.0, "");
-    }
-    svg.raw("</g>");
-    svg.finish(id, title)
 }
 
 #[cfg(test)]

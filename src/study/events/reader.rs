@@ -176,6 +176,31 @@ impl EventReader<'_, '_> {
         kept: &KeptProcesses,
         started: &[(String, bool)],
     ) -> Option<EventPlan> {
+        self.check_known_keys();
+        let action = self.action_name()?;
+        self.check_action_keys(&action);
+        let name = self
+            .string("name")
+            .unwrap_or_else(|| format!("{action}-{position}"));
+        if name.is_empty() {
+            self.err("name", "`name` is empty");
+        }
+        let (trigger, before_step) = self.trigger(duration);
+        let action = self.action(&action, kept, started);
+        let on_failure = self.on_failure();
+        let action = action?;
+        let recovery = self.recovery(&action, before_step);
+        Some(EventPlan {
+            name,
+            trigger: trigger?,
+            action,
+            on_failure,
+            recovery,
+        })
+    }
+
+    /// Every key is one that some event takes.
+    fn check_known_keys(&mut self) {
         for k in self.table.keys() {
             if !KEYS.contains(&k.as_str()) {
                 let k = k.clone();
@@ -185,15 +210,19 @@ impl EventReader<'_, '_> {
                 );
             }
         }
-        let action = match self.table.get("action") {
+    }
+
+    /// `action`, one of [`ACTIONS`].
+    fn action_name(&mut self) -> Option<String> {
+        match self.table.get("action") {
             None => {
                 self.err(
                     "",
                     format!("missing `action`: one of {}", ACTIONS.join(", ")),
                 );
-                return None;
+                None
             }
-            Some(toml::Value::String(a)) if ACTIONS.contains(&a.as_str()) => a.clone(),
+            Some(toml::Value::String(a)) if ACTIONS.contains(&a.as_str()) => Some(a.clone()),
             Some(other) => {
                 let shown = other.as_str().map_or(other.to_string(), str::to_string);
                 self.err(
@@ -203,9 +232,13 @@ impl EventReader<'_, '_> {
                         ACTIONS.join(", ")
                     ),
                 );
-                return None;
+                None
             }
-        };
+        }
+    }
+
+    /// Every known key is common to all events or one that `action` takes.
+    fn check_action_keys(&mut self, action: &str) {
         let common = [
             "name",
             "action",
@@ -221,7 +254,7 @@ impl EventReader<'_, '_> {
         for k in self.table.keys() {
             if KEYS.contains(&k.as_str())
                 && !common.contains(&k.as_str())
-                && !action_keys(&action).contains(&k.as_str())
+                && !action_keys(action).contains(&k.as_str())
             {
                 let k = k.clone();
                 let takes: Vec<&str> = ACTIONS
@@ -238,13 +271,11 @@ impl EventReader<'_, '_> {
                 );
             }
         }
-        let name = self
-            .string("name")
-            .unwrap_or_else(|| format!("{action}-{position}"));
-        if name.is_empty() {
-            self.err("name", "`name` is empty");
-        }
+    }
 
+    /// When the event runs: exactly one of `at` (within the step's `duration`), `after-ops`
+    /// and `before-step`; with whether it is `before-step`.
+    fn trigger(&mut self, duration: Option<Dur>) -> (Option<Trigger>, bool) {
         let at = self.duration("at");
         let after_ops = match self.table.get("after-ops") {
             None => None,
@@ -297,8 +328,17 @@ impl EventReader<'_, '_> {
                 None
             }
         };
+        (trigger, before_step)
+    }
 
-        let action = match action.as_str() {
+    /// The action `action` with its own keys.
+    fn action(
+        &mut self,
+        action: &str,
+        kept: &KeptProcesses,
+        started: &[(String, bool)],
+    ) -> Option<Action> {
+        match action {
             "exec" => {
                 let command = self.command();
                 let timeout = self.duration("timeout").unwrap_or(Dur(DEFAULT_TIMEOUT));
@@ -310,72 +350,86 @@ impl EventReader<'_, '_> {
                 let keep = self.boolean("keep").unwrap_or(false);
                 command.map(|command| Action::Start { command, keep })
             }
-            "wait-for" => {
-                let command = self.command();
-                let timeout = self.duration("timeout").unwrap_or(Dur(DEFAULT_TIMEOUT));
-                let poll = self.duration("poll").unwrap_or(Dur(DEFAULT_POLL));
-                self.positive("timeout", timeout);
-                self.positive("poll", poll);
-                let outlive_step = self.boolean("outlive-step").unwrap_or(false);
-                command.map(|command| Action::WaitFor {
-                    command,
-                    poll,
-                    timeout,
-                    outlive_step,
-                })
-            }
-            "kill" => {
-                let signal = match self.string("signal") {
-                    None => Some(Signal::TERM),
-                    Some(s) => {
-                        let sig = Signal::parse(&s);
-                        if sig.is_none() {
-                            let names: Vec<&str> = SIGNALS.iter().map(|(n, _)| *n).collect();
-                            self.err(
-                                "signal",
-                                format!(
-                                    "unknown signal `{s}`: expected one of {} (or its number)",
-                                    names.join(", ")
-                                ),
-                            );
-                        }
-                        sig
-                    }
-                };
-                let process = self.process(kept, started);
-                match (process, signal) {
-                    (Some(process), Some(signal)) => Some(Action::Kill { process, signal }),
-                    _ => None,
-                }
-            }
+            "wait-for" => self.wait_for(),
+            "kill" => self.kill(kept, started),
             "power-off" => self.power_off(),
             "stop" => self
                 .process(kept, started)
                 .map(|process| Action::Stop { process }),
-            "verify" => match self.string("state") {
-                Some(s) if !s.is_empty() => Some(Action::Verify {
-                    state: std::path::PathBuf::from(s),
-                }),
-                Some(_) => {
-                    self.err("state", "`state` is the path of a saved verify state");
-                    None
-                }
-                None => {
-                    if !self.table.contains_key("state") {
-                        self.err(
-                            "",
-                            "missing `state`: the file an earlier run saved with `verify-state = \"PATH\"`",
-                        );
-                    }
-                    None
-                }
-            },
+            "verify" => self.verify(),
             _ => self
                 .process(kept, started)
                 .map(|process| Action::Cont { process }),
-        };
+        }
+    }
 
-        let on_failure = match self.string("on-failure").as_deref() {
+    /// `wait-for`: a command run every `poll` until it succeeds or `timeout` passes.
+    fn wait_for(&mut self) -> Option<Action> {
+        let command = self.command();
+        let timeout = self.duration("timeout").unwrap_or(Dur(DEFAULT_TIMEOUT));
+        let poll = self.duration("poll").unwrap_or(Dur(DEFAULT_POLL));
+        self.positive("timeout", timeout);
+        self.positive("poll", poll);
+        let outlive_step = self.boolean("outlive-step").unwrap_or(false);
+        command.map(|command| Action::WaitFor {
+            command,
+            poll,
+            timeout,
+            outlive_step,
+        })
+    }
+
+    /// `kill`: a `signal` (TERM unless given) to a process.
+    fn kill(&mut self, kept: &KeptProcesses, started: &[(String, bool)]) -> Option<Action> {
+        let signal = match self.string("signal") {
+            None => Some(Signal::TERM),
+            Some(s) => {
+                let sig = Signal::parse(&s);
+                if sig.is_none() {
+                    let names: Vec<&str> = SIGNALS.iter().map(|(n, _)| *n).collect();
+                    self.err(
+                        "signal",
+                        format!(
+                            "unknown signal `{s}`: expected one of {} (or its number)",
+                            names.join(", ")
+                        ),
+                    );
+                }
+                sig
+            }
+        };
+        let process = self.process(kept, started);
+        match (process, signal) {
+            (Some(process), Some(signal)) => Some(Action::Kill { process, signal }),
+            _ => None,
+        }
+    }
+
+    /// `verify`: the saved verify `state` to check.
+    fn verify(&mut self) -> Option<Action> {
+        match self.string("state") {
+            Some(s) if !s.is_empty() => Some(Action::Verify {
+                state: std::path::PathBuf::from(s),
+            }),
+            Some(_) => {
+                self.err("state", "`state` is the path of a saved verify state");
+                None
+            }
+            None => {
+                if !self.table.contains_key("state") {
+                    self.err(
+                        "",
+                        "missing `state`: the file an earlier run saved with `verify-state = \"PATH\"`",
+                    );
+                }
+                None
+            }
+        }
+    }
+
+    /// `on-failure`: stop (the default) or continue.
+    fn on_failure(&mut self) -> OnFailure {
+        match self.string("on-failure").as_deref() {
             None | Some("stop") => OnFailure::Stop,
             Some("continue") => OnFailure::Continue,
             Some(other) => {
@@ -385,8 +439,11 @@ impl EventReader<'_, '_> {
                 );
                 OnFailure::Stop
             }
-        };
-        let action = action?;
+        }
+    }
+
+    /// Recovery metrics of the event: `recovery`, `baseline`, `settle`, `recovered-within`.
+    fn recovery(&mut self, action: &Action, before_step: bool) -> Option<RecoveryPlan> {
         // A fault during measurement gets recovery metrics by default; one before the step
         // (making an array, starting a server) has no throughput before it to compare with.
         let recovery_default = matches!(
@@ -427,17 +484,10 @@ impl EventReader<'_, '_> {
         if let Some(b) = baseline {
             self.positive("baseline", b);
         }
-        let recovery = recovery_on.then(|| RecoveryPlan {
+        recovery_on.then(|| RecoveryPlan {
             baseline: baseline.unwrap_or(Dur(DEFAULT_BASELINE)),
             recovered_within: within.unwrap_or(DEFAULT_RECOVERED_WITHIN),
             settle: settle.unwrap_or(Dur(DEFAULT_SETTLE)),
-        });
-        Some(EventPlan {
-            name,
-            trigger: trigger?,
-            action,
-            on_failure,
-            recovery,
         })
     }
 

@@ -388,6 +388,22 @@ fn bssplit(e: &Entry, kb: u64) -> Result<Vec<(u64, u32)>, String> {
 
 /// Applies one option line to `job`: the refusal names the option.
 fn apply(job: &mut Job, e: &Entry, kb: &mut u64) -> Result<(), String> {
+    if apply_job_file(job, e, *kb)?
+        || apply_io(job, e, *kb)?
+        || apply_time(job, e)?
+        || apply_run(job, e, kb)?
+    {
+        return Ok(());
+    }
+    Err(format!(
+        "option `{}` is not supported by storlab fio",
+        e.name
+    ))
+}
+
+/// The job's name and files: `name`, `description`, `filename`, `directory`, `size`,
+/// `offset`. False when `e` is none of these.
+fn apply_job_file(job: &mut Job, e: &Entry, kb: u64) -> Result<bool, String> {
     let name = e.name.as_str();
     match name {
         "name" => job.name = need(e)?.to_string(),
@@ -414,31 +430,22 @@ fn apply(job: &mut Job, e: &Entry, kb: &mut u64) -> Result<(), String> {
         }
         "size" => {
             let v = need(e)?;
-            job.size = Some(parse_size(v, *kb).map_err(|m| format!("size={v}: {m}"))?);
+            job.size = Some(parse_size(v, kb).map_err(|m| format!("size={v}: {m}"))?);
         }
         "offset" => {
             let v = need(e)?;
-            job.offset = parse_size(v, *kb).map_err(|m| format!("offset={v}: {m}"))?;
+            job.offset = parse_size(v, kb).map_err(|m| format!("offset={v}: {m}"))?;
         }
-        "norandommap" => {
-            if !flag(e)? {
-                return Err(
-                    "norandommap=0 is not supported by storlab fio: storlab draws random offsets with replacement"
-                        .into(),
-                );
-            }
-        }
-        "randrepeat" => {
-            if !flag(e)? {
-                return Err(
-                    "randrepeat=0 is not supported by storlab fio: storlab draws the same offsets on every run"
-                        .into(),
-                );
-            }
-        }
-        "thread" => {
-            flag(e)?;
-        }
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// The I/O the job does: `rw`, `rwmixread`, block sizes, `direct`, `ioengine`, `iodepth`,
+/// `numjobs`, `fsync`. False when `e` is none of these.
+fn apply_io(job: &mut Job, e: &Entry, kb: u64) -> Result<bool, String> {
+    let name = e.name.as_str();
+    match name {
         "rw" | "readwrite" => {
             let v = need(e)?;
             let (mode, suffix) = match v.split_once(':') {
@@ -472,11 +479,11 @@ fn apply(job: &mut Job, e: &Entry, kb: &mut u64) -> Result<(), String> {
             job.rwmixread = if name == "rwmixread" { p } else { 100 - p };
         }
         "bs" | "blocksize" => {
-            job.bs = one_bs(e, *kb)?;
+            job.bs = one_bs(e, kb)?;
             job.bssplit.clear();
         }
-        "bssplit" => job.bssplit = bssplit(e, *kb)?,
-        "blockalign" | "ba" => job.blockalign = Some(one_bs(e, *kb)?),
+        "bssplit" => job.bssplit = bssplit(e, kb)?,
+        "blockalign" | "ba" => job.blockalign = Some(one_bs(e, kb)?),
         "direct" => job.direct = flag(e)?,
         "buffered" => {
             job.direct = !flag(e)?;
@@ -505,6 +512,17 @@ fn apply(job: &mut Job, e: &Entry, kb: &mut u64) -> Result<(), String> {
                 return Err(format!("numjobs={}: from 1 to 4096", job.numjobs));
             }
         }
+        "fsync" => job.fsync = int(e)?,
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// How long and how fast the job runs: `runtime`, `time_based`, `ramp_time`, `rate_iops`
+/// and steady state (`ss`, `ss_dur`, `ss_ramp`). False when `e` is none of these.
+fn apply_time(job: &mut Job, e: &Entry) -> Result<bool, String> {
+    let name = e.name.as_str();
+    match name {
         "runtime" | "timeout" => {
             let v = need(e)?;
             let d = parse_time(v).map_err(|m| format!("{name}={v}: {m}"))?;
@@ -525,7 +543,50 @@ fn apply(job: &mut Job, e: &Entry, kb: &mut u64) -> Result<(), String> {
             let r: u64 = int(e)?;
             job.rate_iops = (r > 0).then_some(r);
         }
-        "fsync" => job.fsync = int(e)?,
+        "ss" => {
+            let v = need(e)?;
+            crate::study::steady::parse_steady_state(v).map_err(|m| format!("ss={v}: {m}"))?;
+            job.ss = Some(v.to_string());
+        }
+        "ss_dur" => {
+            let v = need(e)?;
+            let d = parse_time(v).map_err(|m| format!("{name}={v}: {m}"))?;
+            job.ss_dur = (!d.is_zero()).then_some(d);
+        }
+        "ss_ramp" => {
+            let v = need(e)?;
+            job.ss_ramp = parse_time(v).map_err(|m| format!("{name}={v}: {m}"))?;
+        }
+
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// How fio runs and reports the job: random map, threads, reporting, `stonewall`, `verify`,
+/// `invalidate`, `kb_base`, logs. False when `e` is none of these.
+fn apply_run(job: &mut Job, e: &Entry, kb: &mut u64) -> Result<bool, String> {
+    let name = e.name.as_str();
+    match name {
+        "norandommap" => {
+            if !flag(e)? {
+                return Err(
+                    "norandommap=0 is not supported by storlab fio: storlab draws random offsets with replacement"
+                        .into(),
+                );
+            }
+        }
+        "randrepeat" => {
+            if !flag(e)? {
+                return Err(
+                    "randrepeat=0 is not supported by storlab fio: storlab draws the same offsets on every run"
+                        .into(),
+                );
+            }
+        }
+        "thread" => {
+            flag(e)?;
+        }
         "group_reporting" => job.group_reporting = flag(e)?,
         "stonewall" | "wait_for_previous" => job.stonewall = flag(e)?,
         "verify" => {
@@ -557,23 +618,9 @@ fn apply(job: &mut Job, e: &Entry, kb: &mut u64) -> Result<(), String> {
         "write_iops_log" => {
             job.iops_log = Some(e.value.clone().unwrap_or_else(|| job.name.clone()))
         }
-        "ss" => {
-            let v = need(e)?;
-            crate::study::steady::parse_steady_state(v).map_err(|m| format!("ss={v}: {m}"))?;
-            job.ss = Some(v.to_string());
-        }
-        "ss_dur" => {
-            let v = need(e)?;
-            let d = parse_time(v).map_err(|m| format!("{name}={v}: {m}"))?;
-            job.ss_dur = (!d.is_zero()).then_some(d);
-        }
-        "ss_ramp" => {
-            let v = need(e)?;
-            job.ss_ramp = parse_time(v).map_err(|m| format!("{name}={v}: {m}"))?;
-        }
-        other => return Err(format!("option `{other}` is not supported by storlab fio")),
+        _ => return Ok(false),
     }
-    Ok(())
+    Ok(true)
 }
 
 #[cfg(test)]

@@ -210,10 +210,35 @@ pub fn build(
         global_options.extend(g);
     }
     let mut errors = Vec::new();
-    let mut notes = Vec::new();
+    let targets = job_targets(&jobs);
+    let notes = substitution_notes(&jobs);
+    let groups = groups(&jobs, &starts);
+    let mut doc = StudyDoc::default();
+    for g in &groups {
+        let step = doc.group_step(g, &jobs, &targets, &mut errors);
+        doc.steps.push(toml::Value::Table(step));
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let study_text = doc.text(&names, &notes);
+    Ok(FioPlan {
+        files: names,
+        jobs,
+        targets,
+        groups,
+        global_options,
+        notes,
+        study_text,
+    })
+}
+
+/// Each job's targets: its `filename` (under `directory`), or one file per `numjobs` clone
+/// named as fio names them; target names unique across all jobs.
+fn job_targets(jobs: &[Job]) -> Vec<JobTargets> {
     let mut targets: Vec<JobTargets> = Vec::new();
     let mut used = std::collections::BTreeSet::new();
-    for j in &jobs {
+    for j in jobs {
         let base = sanitize(&j.name);
         let mut unique = |n: String| {
             let mut name = n.clone();
@@ -255,6 +280,14 @@ pub fn build(
             }
         };
         targets.push(t);
+    }
+    targets
+}
+
+/// What runs otherwise than fio would run it, job by job.
+fn substitution_notes(jobs: &[Job]) -> Vec<String> {
+    let mut notes = Vec::new();
+    for j in jobs {
         if j.engine == Engine::LibaioOnUring {
             notes.push(format!(
                 "job `{}`: ioengine=libaio ran on io_uring (storlab has no libaio engine)",
@@ -274,7 +307,11 @@ pub fn build(
             ));
         }
     }
-    // Groups: each file's first job and every stonewall job start one.
+    notes
+}
+
+/// Groups: each file's first job (at `starts`) and every stonewall job start one.
+fn groups(jobs: &[Job], starts: &[usize]) -> Vec<Group> {
     let mut groups: Vec<Group> = Vec::new();
     for (i, j) in jobs.iter().enumerate() {
         match groups.last_mut() {
@@ -289,17 +326,51 @@ pub fn build(
             }
         }
     }
-    let mut doc_targets = toml::Table::new();
-    let mut doc_workloads = toml::Table::new();
-    let mut steps = Vec::new();
-    for g in &groups {
+    groups
+}
+
+/// The warm-up, duration and operations that bound a job (see [`bounds`]).
+type Bounds = (String, Option<String>, Option<u64>);
+
+/// The study being written: its targets, workloads and steps.
+#[derive(Default)]
+struct StudyDoc {
+    targets: toml::Table,
+    workloads: toml::Table,
+    steps: Vec<toml::Value>,
+}
+
+/// One group's step as it is built, job target by job target.
+struct GroupStep<'a> {
+    /// The group's first job, whose workload and bounds the step has.
+    first: &'a Job,
+    bounds: Option<Bounds>,
+    targets: Vec<toml::Value>,
+    paths_seen: Vec<PathBuf>,
+    drop: bool,
+    target_workloads: toml::Table,
+}
+
+impl StudyDoc {
+    /// The step of group `g`, its workloads and targets added to the study; a job that
+    /// cannot run beside the group's first is an error.
+    fn group_step(
+        &mut self,
+        g: &Group,
+        jobs: &[Job],
+        targets: &[JobTargets],
+        errors: &mut Vec<LineError>,
+    ) -> toml::Table {
         let first = &jobs[g.jobs[0]];
         let wl = workload_table(first);
-        let mut step_bounds = None;
-        let mut step_targets: Vec<toml::Value> = Vec::new();
-        let mut paths_seen: Vec<PathBuf> = Vec::new();
-        let mut drop = false;
-        let mut target_workloads = toml::Table::new();
+        let mut step = GroupStep {
+            first,
+            bounds: None,
+            targets: Vec::new(),
+            paths_seen: Vec::new(),
+            drop: false,
+            target_workloads: toml::Table::new(),
+        };
         let group_steady = steady(first);
         if let Err(m) = &group_steady {
             errors.push(err(first, format!("job `{}`: {m}", first.name)));
@@ -323,96 +394,128 @@ pub fn build(
                 None
             } else {
                 let name = format!("{}-{}", g.step, j.name);
-                doc_workloads.insert(name.clone(), own.into());
+                self.workloads.insert(name.clone(), own.into());
                 Some(name)
             };
-            drop |= j.invalidate && !j.direct;
+            step.drop |= j.invalidate && !j.direct;
             let t = &targets[ji];
             for (name, path) in t.names.iter().zip(&t.paths) {
-                if paths_seen.contains(path) {
-                    errors.push(err(
-                        j,
-                        format!(
-                            "job `{}` uses {} at the same time as another job of its group: not supported by storlab fio (use numjobs, or stonewall)",
-                            j.name,
-                            path.display()
-                        ),
-                    ));
-                    continue;
-                }
-                paths_seen.push(path.clone());
-                let size = j.size.or_else(|| existing_size(path));
-                if size.is_none() {
-                    errors.push(err(
-                        j,
-                        format!(
-                            "job `{}`: {} does not exist: give a size, as fio needs one",
-                            j.name,
-                            path.display()
-                        ),
-                    ));
-                    continue;
-                }
-                let b = match bounds(j, size) {
-                    Ok(b) => b,
-                    Err(m) => {
-                        errors.push(err(j, format!("job `{}`: {m}", j.name)));
-                        continue;
-                    }
-                };
-                match &step_bounds {
-                    None => step_bounds = Some(b),
-                    Some(sb) if *sb != b => {
-                        errors.push(err(
-                            j,
-                            format!(
-                                "job `{}` runs at the same time as job `{}` with another size, runtime or ramp_time: storlab bounds a group once; add `stonewall` to job `{}`",
-                                j.name, first.name, j.name
-                            ),
-                        ));
-                        continue;
-                    }
-                    Some(_) => {}
-                }
-                let mut tt = toml::Table::new();
-                tt.insert("type".into(), "file".into());
-                tt.insert("path".into(), path.display().to_string().into());
-                tt.insert(
-                    "engine".into(),
-                    if j.engine == Engine::Psync {
-                        "psync"
-                    } else {
-                        "io-uring"
-                    }
-                    .into(),
-                );
-                tt.insert("direct".into(), j.direct.into());
-                if let Some(s) = j.size {
-                    tt.insert("size".into(), (s as i64).into());
-                }
-                if j.offset > 0 {
-                    tt.insert("offset".into(), (j.offset as i64).into());
-                }
-                doc_targets.insert(name.clone(), tt.into());
-                step_targets.push(name.clone().into());
-                if let Some(w) = &job_workload {
-                    target_workloads.insert(name.clone(), w.clone().into());
+                if let Some(tt) = step.add_target(j, name, path, job_workload.as_deref(), errors) {
+                    self.targets.insert(name.clone(), tt.into());
                 }
             }
         }
-        doc_workloads.insert(g.step.clone(), wl.into());
+        self.workloads.insert(g.step.clone(), wl.into());
+        step.table(g, &group_steady)
+    }
+
+    /// The study's text: a comment naming the job files and substitutions, then the study.
+    fn text(self, names: &[String], notes: &[String]) -> String {
+        let mut doc = toml::Table::new();
+        doc.insert("name".into(), "fio".into());
+        let mut description = format!("storlab fio {}", names.join(" "));
+        if !notes.is_empty() {
+            description.push_str(&format!(" ({})", notes.join("; ")));
+        }
+        doc.insert("description".into(), description.into());
+        doc.insert("targets".into(), self.targets.into());
+        doc.insert("workloads".into(), self.workloads.into());
+        doc.insert("steps".into(), self.steps.into());
+        let mut text = String::from("# Generated by `storlab fio` from fio job files:");
+        for n in names {
+            text.push_str(&format!(" {n}"));
+        }
+        text.push('\n');
+        for n in notes {
+            text.push_str(&format!("# substitution: {n}\n"));
+        }
+        text.push_str(&toml::to_string(&doc).unwrap_or_default());
+        text
+    }
+}
+
+impl GroupStep<'_> {
+    /// Target `name` (file `path`) of job `j` added to the step; its target table, or None
+    /// (with the error) when it cannot run in this group.
+    fn add_target(
+        &mut self,
+        j: &Job,
+        name: &str,
+        path: &Path,
+        job_workload: Option<&str>,
+        errors: &mut Vec<LineError>,
+    ) -> Option<toml::Table> {
+        if self.paths_seen.iter().any(|p| p == path) {
+            errors.push(err(
+                j,
+                format!(
+                    "job `{}` uses {} at the same time as another job of its group: not supported by storlab fio (use numjobs, or stonewall)",
+                    j.name,
+                    path.display()
+                ),
+            ));
+            return None;
+        }
+        self.paths_seen.push(path.to_path_buf());
+        let size = j.size.or_else(|| existing_size(path));
+        if size.is_none() {
+            errors.push(err(
+                j,
+                format!(
+                    "job `{}`: {} does not exist: give a size, as fio needs one",
+                    j.name,
+                    path.display()
+                ),
+            ));
+            return None;
+        }
+        let b = match bounds(j, size) {
+            Ok(b) => b,
+            Err(m) => {
+                errors.push(err(j, format!("job `{}`: {m}", j.name)));
+                return None;
+            }
+        };
+        match &self.bounds {
+            None => self.bounds = Some(b),
+            Some(sb) if *sb != b => {
+                errors.push(err(
+                    j,
+                    format!(
+                        "job `{}` runs at the same time as job `{}` with another size, runtime or ramp_time: storlab bounds a group once; add `stonewall` to job `{}`",
+                        j.name, self.first.name, j.name
+                    ),
+                ));
+                return None;
+            }
+            Some(_) => {}
+        }
+        self.targets.push(name.to_string().into());
+        if let Some(w) = job_workload {
+            self.target_workloads
+                .insert(name.to_string(), w.to_string().into());
+        }
+        Some(target_table(j, path))
+    }
+
+    /// The step's table: its workload and targets, bounds, caches and steady state.
+    fn table(
+        self,
+        g: &Group,
+        group_steady: &Result<Option<(String, f64, f64)>, String>,
+    ) -> toml::Table {
         let mut s = toml::Table::new();
         s.insert("name".into(), g.step.clone().into());
         s.insert("workload".into(), g.step.clone().into());
-        let together = step_targets.len() > 1;
-        s.insert("targets".into(), step_targets.into());
-        if !target_workloads.is_empty() {
-            s.insert("target-workloads".into(), target_workloads.into());
+        let together = self.targets.len() > 1;
+        s.insert("targets".into(), self.targets.into());
+        if !self.target_workloads.is_empty() {
+            s.insert("target-workloads".into(), self.target_workloads.into());
         }
         if together {
             s.insert("together".into(), true.into());
         }
-        if let Some((warmup, duration, ops)) = step_bounds {
+        if let Some((warmup, duration, ops)) = self.bounds {
             s.insert("warmup".into(), warmup.into());
             if let Some(d) = duration {
                 s.insert("duration".into(), d.into());
@@ -421,47 +524,40 @@ pub fn build(
                 s.insert("ops".into(), (o as i64).into());
             }
         }
-        if drop {
+        if self.drop {
             s.insert("drop-caches".into(), true.into());
         }
-        if let Ok(Some((criterion, window_s, ramp_s))) = &group_steady {
+        if let Ok(Some((criterion, window_s, ramp_s))) = group_steady {
             s.insert("steady-state".into(), criterion.clone().into());
             s.insert("steady-state-seconds".into(), (*window_s).into());
             if *ramp_s > 0.0 {
                 s.insert("steady-state-ramp-seconds".into(), (*ramp_s).into());
             }
         }
-        steps.push(toml::Value::Table(s));
+        s
     }
-    if !errors.is_empty() {
-        return Err(errors);
+}
+
+/// The `file` target of job `j` on `path`.
+fn target_table(j: &Job, path: &Path) -> toml::Table {
+    let mut tt = toml::Table::new();
+    tt.insert("type".into(), "file".into());
+    tt.insert("path".into(), path.display().to_string().into());
+    tt.insert(
+        "engine".into(),
+        if j.engine == Engine::Psync {
+            "psync"
+        } else {
+            "io-uring"
+        }
+        .into(),
+    );
+    tt.insert("direct".into(), j.direct.into());
+    if let Some(s) = j.size {
+        tt.insert("size".into(), (s as i64).into());
     }
-    let mut doc = toml::Table::new();
-    doc.insert("name".into(), "fio".into());
-    let mut description = format!("storlab fio {}", names.join(" "));
-    if !notes.is_empty() {
-        description.push_str(&format!(" ({})", notes.join("; ")));
+    if j.offset > 0 {
+        tt.insert("offset".into(), (j.offset as i64).into());
     }
-    doc.insert("description".into(), description.into());
-    doc.insert("targets".into(), doc_targets.into());
-    doc.insert("workloads".into(), doc_workloads.into());
-    doc.insert("steps".into(), steps.into());
-    let mut text = String::from("# Generated by `storlab fio` from fio job files:");
-    for n in &names {
-        text.push_str(&format!(" {n}"));
-    }
-    text.push('\n');
-    for n in &notes {
-        text.push_str(&format!("# substitution: {n}\n"));
-    }
-    text.push_str(&toml::to_string(&doc).unwrap_or_default());
-    Ok(FioPlan {
-        files: names,
-        jobs,
-        targets,
-        groups,
-        global_options,
-        notes,
-        study_text: text,
-    })
+    tt
 }

@@ -202,6 +202,34 @@ pub fn workload_error(e: WorkloadError) -> OptionError {
     }
 }
 
+/// YCSB properties from a workload table: the `workload-file`'s, then the table's own keys
+/// (`-` dropped from their names), then `properties.NAME` by YCSB's own names.
+fn table_properties(
+    table: &toml::Table,
+    raw: &toml::Table,
+    workload_file: Option<&std::path::Path>,
+) -> Result<Properties, OptionError> {
+    let mut props = Properties::new();
+    if let Some(f) = workload_file {
+        props
+            .load_file(f)
+            .map_err(|e| err("workload-file", e.to_string()))?;
+    }
+    for (k, v) in table {
+        let value = value_text(v)
+            .ok_or_else(|| err(k, "a YCSB property is a string, number or boolean"))?;
+        let name: String = k.chars().filter(|c| *c != '-').collect();
+        props.set(&name, &value, Origin::Study { key: k.clone() });
+    }
+    for (k, v) in raw {
+        let key = format!("properties.{k}");
+        let value = value_text(v)
+            .ok_or_else(|| err(&key, "a YCSB property is a string, number or boolean"))?;
+        props.set(k, &value, Origin::Study { key });
+    }
+    Ok(props)
+}
+
 impl YcsbWorkload {
     /// Builds the workload from its table (`type` already removed).
     pub fn from_table(mut table: toml::Table) -> Result<YcsbWorkload, OptionError> {
@@ -264,24 +292,7 @@ impl YcsbWorkload {
             }
         };
 
-        let mut props = Properties::new();
-        if let Some(f) = &workload_file {
-            props
-                .load_file(f)
-                .map_err(|e| err("workload-file", e.to_string()))?;
-        }
-        for (k, v) in &table {
-            let value = value_text(v)
-                .ok_or_else(|| err(k, "a YCSB property is a string, number or boolean"))?;
-            let name: String = k.chars().filter(|c| *c != '-').collect();
-            props.set(&name, &value, Origin::Study { key: k.clone() });
-        }
-        for (k, v) in &raw {
-            let key = format!("properties.{k}");
-            let value = value_text(v)
-                .ok_or_else(|| err(&key, "a YCSB property is a string, number or boolean"))?;
-            props.set(k, &value, Origin::Study { key });
-        }
+        let mut props = table_properties(&table, &raw, workload_file.as_deref())?;
         let mut w = YcsbWorkload::from_properties(&mut props, phase)?;
         if let Some(t) = threads {
             w.threads = t as u32;
