@@ -7,8 +7,8 @@
 //! applied by the writers in [`crate::results`] and again by every report format, so results
 //! written before a target learned to hide its credentials are still masked when shown.
 
-/// What a masked value is replaced with.
-pub const MASK: &str = "***";
+/// What a masked value is replaced with (the same mask as URLs' passwords).
+pub use crate::units::MASK;
 
 /// Key names whose values are credentials (compared case-insensitively, ignoring `-`/`_`, as a
 /// suffix: `db-password`, `api_key`, `authToken` all match).
@@ -41,39 +41,7 @@ fn is_key_char(c: char) -> bool {
 /// Masks credentials in `text` (see the module documentation). Text without credentials is
 /// returned unchanged.
 pub fn redact(text: &str) -> String {
-    redact_keys(&redact_uris(text))
-}
-
-/// `scheme://user:password@host` -> `scheme://user:***@host`.
-fn redact_uris(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(pos) = rest.find("://") {
-        let (head, tail) = rest.split_at(pos + 3);
-        out.push_str(head);
-        // The authority ends at the first `/`, `?`, `#`, whitespace or quote.
-        let end = tail
-            .find(|c: char| "/?#\"'`<>".contains(c) || c.is_whitespace())
-            .unwrap_or(tail.len());
-        let authority = &tail[..end];
-        match authority.rfind('@') {
-            Some(at) => {
-                let userinfo = &authority[..at];
-                match userinfo.find(':') {
-                    Some(colon) if colon + 1 < userinfo.len() => {
-                        out.push_str(&userinfo[..=colon]);
-                        out.push_str(MASK);
-                        out.push_str(&authority[at..]);
-                    }
-                    _ => out.push_str(authority),
-                }
-            }
-            None => out.push_str(authority),
-        }
-        rest = &tail[end..];
-    }
-    out.push_str(rest);
-    out
+    redact_keys(&crate::units::redact_urls(text))
 }
 
 /// Values of secret-named keys, in the forms listed in the module documentation.

@@ -82,31 +82,7 @@ pub fn find_ycsb_binding(name: &str) -> Option<&'static TargetType> {
         .find(|t| t.ycsb_options.is_some() && (t.name == name || t.ycsb_names.contains(&name)))
 }
 
-/// What stands for a password in a redacted URL.
-pub const REDACTED: &str = "<redacted>";
-
-/// A connection URL without its password (`scheme://user:secret@host` becomes
-/// `scheme://user:<redacted>@host`), for results and plans.
-pub fn redact_url(url: &str) -> String {
-    let Some(scheme_end) = url.find("://") else {
-        return url.to_string();
-    };
-    let rest = &url[scheme_end + 3..];
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    match rest[..authority_end].rfind('@') {
-        Some(at) => {
-            let userinfo = &rest[..at];
-            let user = userinfo.split(':').next().unwrap_or("");
-            let hidden = if userinfo.contains(':') {
-                format!(":{REDACTED}")
-            } else {
-                String::new()
-            };
-            format!("{}{user}{hidden}{}", &url[..scheme_end + 3], &rest[at..])
-        }
-        None => url.to_string(),
-    }
-}
+pub use crate::units::redact_url;
 
 /// Serializes a URL without its password.
 pub fn serialize_redacted_url<S: serde::Serializer>(url: &str, s: S) -> Result<S::Ok, S::Error> {

@@ -503,7 +503,7 @@ mod tests {
         assert_eq!(c.encryption.mode(), EncryptionMode::Required);
         let json = serde_json::to_string(&TargetConfig::Smb(c)).unwrap();
         assert!(!json.contains("hunter2"), "{json}");
-        assert!(json.contains("<redacted>"), "{json}");
+        assert!(json.contains(crate::units::MASK), "{json}");
         for (text, key) in [
             ("url = \"smb://u:p@h/s\"", "url"),
             ("url = \"smb://u:p@h/s/f\"\nsize = 0", "size"),

@@ -497,7 +497,7 @@ mod tests {
     fn urls_are_redacted_and_tables_are_identifiers() {
         assert_eq!(
             crate::targets::redact_url("postgres://u:secret@h:5/db?x=1"),
-            "postgres://u:<redacted>@h:5/db?x=1"
+            "postgres://u:***@h:5/db?x=1"
         );
         assert_eq!(
             crate::targets::redact_url("mongodb://h:1/db"),

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::link::{Link, LinkError, Protocol};
-use crate::targets::{REDACTED, redact_url};
+use crate::targets::redact_url;
 
 /// The environment variable `storlab verify` takes an smb state's password from.
 pub const PASSWORD_ENV: &str = "STORLAB_SMB_PASSWORD";
@@ -41,7 +41,7 @@ impl SmbReader {
         let shown = redact_url(url);
         let invalid = |m: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, m);
         let mut endpoint = super::parse_url(url).map_err(invalid)?;
-        if endpoint.password == REDACTED {
+        if crate::units::is_mask(&endpoint.password) {
             endpoint.password = match std::env::var(PASSWORD_ENV) {
                 Ok(p) if !p.is_empty() => p,
                 _ => {
