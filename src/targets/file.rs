@@ -7,6 +7,7 @@
 //! session checks each operation against the region it was given, so storlab never writes
 //! outside it.
 
+mod buf;
 mod uring;
 
 use std::collections::HashSet;
@@ -31,6 +32,7 @@ use crate::verify::Stamper;
 use crate::verify::stamper::Prepared as Stamped;
 use crate::workload::Workload;
 use crate::targets::session::{NOT_BLOCK_OP, OUT_OF_BOUNDS, in_bounds};
+use buf::AlignedBuf;
 use uring::UringOptions;
 pub use uring::UringSession;
 
@@ -539,79 +541,6 @@ fn lay_out(path: &Path, from: u64, to: u64, verbose: bool) -> Result<(), TargetE
     f.sync_all()
         .map_err(|e| TargetError::io(path, "syncing the layout", e))?;
     Ok(())
-}
-
-/// Page-aligned I/O buffers, one block per slot.
-struct AlignedBuf {
-    ptr: *mut u8,
-    layout: std::alloc::Layout,
-    block: usize,
-}
-
-// SAFETY: the buffer is owned by one session, which lives on one thread at a time.
-unsafe impl Send for AlignedBuf {}
-
-impl AlignedBuf {
-    fn new(slots: usize, block: usize, p: &SessionParams) -> Result<AlignedBuf, TargetError> {
-        let size = (slots * block).max(BUF_ALIGN);
-        let layout = std::alloc::Layout::from_size_align(size, BUF_ALIGN)
-            .map_err(|e| TargetError::Invalid(format!("buffer layout: {e}")))?;
-        // SAFETY: layout has a non-zero size.
-        let ptr = unsafe { std::alloc::alloc(layout) };
-        if ptr.is_null() {
-            return Err(TargetError::Invalid(format!(
-                "cannot allocate {size} bytes of buffers"
-            )));
-        }
-        let mut b = AlignedBuf { ptr, layout, block };
-        if p.random_data {
-            let mut rng = rand::rngs::SmallRng::seed_from_u64(p.seed ^ ((p.worker as u64) << 32));
-            rng.fill_bytes(b.all());
-        } else {
-            b.all().fill(p.pattern);
-        }
-        Ok(b)
-    }
-
-    fn all(&mut self) -> &mut [u8] {
-        // SAFETY: ptr is valid for layout.size() bytes and we hold &mut self.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.layout.size()) }
-    }
-
-    /// The first `len` bytes of a slot's block (len <= the block size).
-    #[inline]
-    fn slot_mut(&mut self, slot: u32, len: u32) -> &mut [u8] {
-        // SAFETY: the slot's block lies inside the allocation and len <= block; we hold
-        // &mut self.
-        unsafe {
-            std::slice::from_raw_parts_mut(self.slot_ptr(slot), (len as usize).min(self.block))
-        }
-    }
-
-    #[inline]
-    fn slot_ptr(&self, slot: u32) -> *mut u8 {
-        // SAFETY: callers pass slot < slots, so the offset stays inside the allocation.
-        unsafe { self.ptr.add(slot as usize * self.block) }
-    }
-
-    /// Marks a block about to be written with its offset and a generation, so that no two
-    /// written blocks are identical (defeats dedup) and later verification can find them.
-    #[inline]
-    fn stamp(&mut self, slot: u32, offset: u64, generation: u64) {
-        let p = self.slot_ptr(slot);
-        // SAFETY: every block is at least 512 bytes (checked at plan time) and owned by us.
-        unsafe {
-            std::ptr::write_unaligned(p as *mut u64, offset);
-            std::ptr::write_unaligned(p.add(8) as *mut u64, generation);
-        }
-    }
-}
-
-impl Drop for AlignedBuf {
-    fn drop(&mut self) {
-        // SAFETY: allocated in `new` with this layout.
-        unsafe { std::alloc::dealloc(self.ptr, self.layout) };
-    }
 }
 
 /// pread/pwrite, executed in `submit`.
