@@ -14,6 +14,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 export PATH="$HOME/.cargo/bin:$PATH"
+# The code's habits, kept by the tests: rustfmt's layout and no clippy warning (lints of
+# the vendored smb crate are its own). Both come with a rustup toolchain's default profile.
+cargo fmt --check
+cargo clippy --locked --all-targets --features mpi -- -D warnings
 ./scripts/servers.sh install
 ./scripts/fileservers.sh install
 ./scripts/cluster.sh install

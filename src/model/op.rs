@@ -146,6 +146,13 @@ pub struct OpError {
 }
 
 impl OpError {
+    /// A value read back was not the one written, or a record lacked fields (YCSB's
+    /// `dataintegrity`); every database target reports it so.
+    pub const INTEGRITY: OpError = OpError {
+        kind: ErrorKind::Integrity,
+        code: 0,
+    };
+
     pub fn errno(code: i32) -> OpError {
         OpError {
             kind: ErrorKind::from_errno(code),

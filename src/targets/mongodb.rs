@@ -160,11 +160,6 @@ pub struct MongoSession {
     _client: Client,
 }
 
-const INTEGRITY: OpError = OpError {
-    kind: ErrorKind::Integrity,
-    code: 0,
-};
-
 fn error_of(e: &mongodb::error::Error) -> OpError {
     use mongodb::error::ErrorKind as K;
     let kind = match *e.kind {
@@ -239,7 +234,7 @@ impl MongoSession {
         };
         let (bytes, good) = check_doc(&self.record, &d, field);
         if !good {
-            return Err(INTEGRITY);
+            return Err(OpError::INTEGRITY);
         }
         Ok((bytes + self.record.key.len() as u32, true))
     }
@@ -301,7 +296,7 @@ impl MongoSession {
             n += 1;
         }
         if !good {
-            return Err(INTEGRITY);
+            return Err(OpError::INTEGRITY);
         }
         Ok((bytes, n > 0))
     }

@@ -80,11 +80,6 @@ pub struct PgSession {
     pub(super) record: RecordBuf,
 }
 
-const INTEGRITY: OpError = OpError {
-    kind: ErrorKind::Integrity,
-    code: 0,
-};
-
 fn error_of(e: &postgres::Error) -> OpError {
     let kind = if e.is_closed() {
         ErrorKind::Connection
@@ -209,7 +204,7 @@ impl PgSession {
         };
         let (bytes, good) = check_row(rec, &row, field);
         if !good {
-            return Err(INTEGRITY);
+            return Err(OpError::INTEGRITY);
         }
         Ok((bytes + rec.key.len() as u32, true))
     }
@@ -307,7 +302,7 @@ impl PgSession {
             good &= g;
         }
         if !good {
-            return Err(INTEGRITY);
+            return Err(OpError::INTEGRITY);
         }
         Ok((bytes, !rows.is_empty()))
     }

@@ -41,10 +41,6 @@ pub(super) fn error_of(e: &redis::RedisError) -> OpError {
     OpError { kind, code: 0 }
 }
 
-const INTEGRITY: OpError = OpError {
-    kind: ErrorKind::Integrity,
-    code: 0,
-};
 const PROTOCOL: OpError = OpError {
     kind: ErrorKind::Other,
     code: 0,
@@ -152,11 +148,11 @@ impl RedisSession {
                     bytes += (name.len() + value.len()) as u32;
                     match r.field_index(name) {
                         Some(i) if r.verify(i, value) => seen += 1,
-                        _ => return Err(INTEGRITY),
+                        _ => return Err(OpError::INTEGRITY),
                     }
                 }
                 if r.verifying() && seen != r.field_count() {
-                    return Err(INTEGRITY);
+                    return Err(OpError::INTEGRITY);
                 }
                 Ok((bytes, true))
             }
@@ -172,11 +168,11 @@ impl RedisSession {
                     bytes += (name.len() + value.len()) as u32;
                     match r.field_index(name) {
                         Some(i) if r.verify(i, value) => {}
-                        _ => return Err(INTEGRITY),
+                        _ => return Err(OpError::INTEGRITY),
                     }
                 }
                 if r.verifying() && items.len() != r.field_count() {
-                    return Err(INTEGRITY);
+                    return Err(OpError::INTEGRITY);
                 }
                 Ok((bytes, true))
             }
@@ -185,7 +181,7 @@ impl RedisSession {
                 Some(v) => {
                     let value = bulk(v).ok_or(PROTOCOL)?;
                     if !r.verify(f as usize, value) {
-                        return Err(INTEGRITY);
+                        return Err(OpError::INTEGRITY);
                     }
                     Ok((value.len() as u32, true))
                 }

@@ -17,11 +17,6 @@ pub struct RocksSession<'a> {
     pub(super) encoded: Vec<u8>,
 }
 
-const INTEGRITY: OpError = OpError {
-    kind: ErrorKind::Integrity,
-    code: 0,
-};
-
 /// Checks a stored record: the fields asked for (one, or all) are there and, with
 /// `dataintegrity`, hold what was written for `rec`'s current key.
 fn check_record(rec: &RecordBuf, value: &[u8], field: Option<u32>) -> bool {
@@ -189,7 +184,7 @@ impl RocksSession<'_> {
                 }
                 it.status().map_err(|e| op_error(&e))?;
                 if !good {
-                    return Err(INTEGRITY);
+                    return Err(OpError::INTEGRITY);
                 }
                 Ok((bytes, n > 0))
             }
@@ -206,7 +201,7 @@ fn read_record(
     match db.get_pinned_opt(&rec.key, read) {
         Ok(Some(v)) => {
             if !check_record(rec, &v, field) {
-                return Err(INTEGRITY);
+                return Err(OpError::INTEGRITY);
             }
             Ok(((rec.key.len() + v.len()) as u32, true))
         }
@@ -240,7 +235,7 @@ fn update_record(
                 }
             });
             if !whole {
-                return Err(INTEGRITY);
+                return Err(OpError::INTEGRITY);
             }
             drop(current);
             rec.fill(f as usize);
