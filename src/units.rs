@@ -114,7 +114,7 @@ pub fn format_bytes(b: u64) -> String {
     ];
     for (name, size) in UNITS {
         if b >= size {
-            if b % size == 0 {
+            if b.is_multiple_of(size) {
                 return format!("{}{name}", b / size);
             }
             return format!("{:.1}{name}", b as f64 / size as f64);
@@ -139,7 +139,7 @@ pub fn format_ns(ns: f64) -> String {
 /// Formats a duration compactly: `500ms`, `30s`, `2m30s`.
 pub fn format_duration(d: Duration) -> String {
     let ms = d.as_millis();
-    if ms % 1000 != 0 {
+    if !ms.is_multiple_of(1000) {
         return format!("{ms}ms");
     }
     let s = d.as_secs();

@@ -340,7 +340,7 @@ fn power_off_kills_every_process_of_a_namespace_and_sets_its_link_down() {
         return;
     }
     let lab = Lab::new();
-    let tag = format!("{:x}", std::process::id() & 0xffff_ff);
+    let tag = format!("{:x}", std::process::id() & 0x00ff_ffff);
     let ns = Netns {
         name: format!("storlab-t-{tag}"),
         veth: format!("slt{tag}"),

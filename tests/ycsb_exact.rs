@@ -40,6 +40,9 @@ const DRAWS: usize = 20_000;
 /// The stream the Java side feeds YCSB (FixedStreamThreadLocalRandom).
 struct SplitMix64(u64);
 
+/// One generator's draw, given the stream and the draw's index.
+type Draw<'a> = Box<dyn FnMut(&mut SplitMix64, usize) -> String + 'a>;
+
 impl rand::TryRng for SplitMix64 {
     type Error = Infallible;
 
@@ -154,7 +157,7 @@ fn ycsb_draws(classpath: &str, seed: u64) -> HashMap<String, Vec<String>> {
 fn storlab_draws(seed: u64) -> Vec<(String, Vec<String>)> {
     let n = DRAWS;
     let mut out: Vec<(String, Vec<String>)> = Vec::new();
-    let mut put = |name: &str, mut draw: Box<dyn FnMut(&mut SplitMix64, usize) -> String + '_>| {
+    let mut put = |name: &str, mut draw: Draw<'_>| {
         let mut r = SplitMix64(seed);
         out.push((name.into(), (0..n).map(|i| draw(&mut r, i)).collect()));
     };
@@ -182,7 +185,7 @@ fn storlab_draws(seed: u64) -> Vec<(String, Vec<String>)> {
         }),
     );
     out.push(("zipfian 0 999 growing by 3 state".into(), state));
-    let mut put = |name: &str, mut draw: Box<dyn FnMut(&mut SplitMix64, usize) -> String + '_>| {
+    let mut put = |name: &str, mut draw: Draw<'_>| {
         let mut r = SplitMix64(seed);
         out.push((name.into(), (0..n).map(|i| draw(&mut r, i)).collect()));
     };

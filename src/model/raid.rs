@@ -81,7 +81,7 @@ impl Level {
                 self.name()
             ));
         }
-        if even && members % 2 != 0 {
+        if even && !members.is_multiple_of(2) {
             return Err(format!(
                 "{} needs an even number of members, and {members} are named",
                 self.name()

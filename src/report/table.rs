@@ -530,6 +530,31 @@ impl Table {
     }
 }
 
+/// What the targets' sessions actually used (how operations overlapped, kernel features and
+/// fallbacks), one row per distinct (target, what, value) with the runs it applies to:
+/// [target, what, value, runs].
+pub fn session_used_rows(runs: &[&RunSummary]) -> Vec<[String; 4]> {
+    let mut rows: Vec<[String; 4]> = Vec::new();
+    for s in runs {
+        for t in &s.targets {
+            for (k, v) in &t.session_used {
+                let run = s.run_index.to_string();
+                match rows
+                    .iter_mut()
+                    .find(|r| r[0] == t.name && r[1] == *k && r[2] == *v)
+                {
+                    Some(r) => {
+                        r[3].push_str(", ");
+                        r[3].push_str(&run);
+                    }
+                    None => rows.push([t.name.clone(), k.clone(), v.clone(), run]),
+                }
+            }
+        }
+    }
+    rows
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -562,29 +587,4 @@ mod tests {
         );
         assert_eq!(cells[5].value, Some(10.0));
     }
-}
-
-/// What the targets' sessions actually used (how operations overlapped, kernel features and
-/// fallbacks), one row per distinct (target, what, value) with the runs it applies to:
-/// [target, what, value, runs].
-pub fn session_used_rows(runs: &[&RunSummary]) -> Vec<[String; 4]> {
-    let mut rows: Vec<[String; 4]> = Vec::new();
-    for s in runs {
-        for t in &s.targets {
-            for (k, v) in &t.session_used {
-                let run = s.run_index.to_string();
-                match rows
-                    .iter_mut()
-                    .find(|r| r[0] == t.name && r[1] == *k && r[2] == *v)
-                {
-                    Some(r) => {
-                        r[3].push_str(", ");
-                        r[3].push_str(&run);
-                    }
-                    None => rows.push([t.name.clone(), k.clone(), v.clone(), run]),
-                }
-            }
-        }
-    }
-    rows
 }

@@ -161,7 +161,8 @@ pub(crate) mod tests {
     #[test]
     fn new_files_skip_no_measured_interval() {
         let seconds = [0i64, 1, 2];
-        let intervals: Vec<(i64, &str, &[(u64, u64)])> = seconds
+        type Interval<'a> = (i64, &'a str, &'a [(u64, u64)]);
+        let intervals: Vec<Interval> = seconds
             .iter()
             .map(|&s| {
                 let v: &[(u64, u64)] = &[(2_000_000, 10)];

@@ -149,7 +149,9 @@ pub fn render(rows: &[Row<'_>]) -> String {
     };
     let secs = |ns: u64| ns as f64 / 1e9;
     type Value = fn(&Row<'_>) -> String;
-    let simple: [(&str, &str, Option<&str>, &str, &str, Value); 5] = [
+    /// (name, type, unit, help, label, value)
+    type Family<'a> = (&'a str, &'a str, Option<&'a str>, &'a str, &'a str, Value);
+    let simple: [Family; 5] = [
         (
             "storlab_operations",
             "counter",

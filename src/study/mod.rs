@@ -229,10 +229,9 @@ impl Source<'_> {
                 if let Some(rest) = t
                     .strip_prefix(first)
                     .or_else(|| t.strip_prefix(quoted.as_str()))
+                    && rest.trim_start().starts_with('=')
                 {
-                    if rest.trim_start().starts_with('=') {
-                        return Some(pos..pos + line.len());
-                    }
+                    return Some(pos..pos + line.len());
                 }
                 pos += line.len();
             }

@@ -125,7 +125,7 @@ fn parse(table: toml::Table) -> Result<TargetConfig, OptionError> {
             message: "size must be above 0".into(),
         });
     }
-    if c.direct && c.offset.0 % 512 != 0 {
+    if c.direct && !c.offset.0.is_multiple_of(512) {
         return Err(OptionError {
             key: "offset".into(),
             message: "with direct = true the offset must be a multiple of 512 bytes".into(),

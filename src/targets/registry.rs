@@ -27,8 +27,11 @@ pub struct TargetType {
     pub ycsb_names: &'static [&'static str],
     /// Turns the binding's YCSB properties (`redis.host`, `mongodb.url`, ...) into this
     /// target's option table, claiming them; None: the target takes no YCSB workloads.
-    pub ycsb_options: Option<fn(&mut Properties) -> Result<toml::Table, super::YcsbBindingError>>,
+    pub ycsb_options: Option<YcsbOptions>,
 }
+
+/// A target type's reading of a YCSB binding's properties into its option table.
+pub type YcsbOptions = fn(&mut Properties) -> Result<toml::Table, super::YcsbBindingError>;
 
 /// What a target type implements: one file each.
 pub trait Target {

@@ -247,13 +247,13 @@ impl BlockWorkload {
             ("rate-ops", self.rate_ops),
             ("rate-per-thread-ops", self.rate_per_thread_ops),
         ] {
-            if let Some(r) = rate {
-                if !(r > 0.0 && r.is_finite()) {
-                    return Err(err(
-                        key,
-                        "a rate is a number of operations per second above 0",
-                    ));
-                }
+            if let Some(r) = rate
+                && !(r > 0.0 && r.is_finite())
+            {
+                return Err(err(
+                    key,
+                    "a rate is a number of operations per second above 0",
+                ));
             }
         }
         let delays = self.access_spec.iter().any(|l| !l.burst_delay.0.is_zero());

@@ -227,13 +227,13 @@ impl KvWorkload {
             ("rate-ops", self.rate_ops),
             ("rate-per-thread-ops", self.rate_per_thread_ops),
         ] {
-            if let Some(r) = rate {
-                if !(r > 0.0 && r.is_finite()) {
-                    return Err(err(
-                        key,
-                        "a rate is a number of operations per second above 0",
-                    ));
-                }
+            if let Some(r) = rate
+                && !(r > 0.0 && r.is_finite())
+            {
+                return Err(err(
+                    key,
+                    "a rate is a number of operations per second above 0",
+                ));
             }
         }
         Ok(())
@@ -386,8 +386,10 @@ impl ValueGen {
         ValueGen { data, pos: 0, len }
     }
 
-    /// The next value (its slice of the buffer).
+    /// The next value (its slice of the buffer). Not an `Iterator`: the value borrows the
+    /// generator's buffer (a lending iterator), so that no value is ever allocated.
     #[inline]
+    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> &[u8] {
         if self.pos + self.len > self.data.len() {
             self.pos = 0;

@@ -60,7 +60,9 @@ pub const TYPES: &[&str] = &["block", "db-bench", "ycsb", "pgbench"];
 
 pub use crate::model::WorkloadKind;
 
-/// A worker's operation source, picked once per worker.
+/// A worker's operation source, picked once per worker. Not boxed: a worker owns one for its
+/// whole run, and the loop reaches it on every operation without an indirection.
+#[allow(clippy::large_enum_variant)]
 pub enum Source {
     Block(BlockSource),
     /// A block workload in IOmeter's model.
@@ -257,10 +259,11 @@ impl Workload {
     /// Every kind the workload issues, background included (for capability checks).
     pub fn all_kinds(&self) -> Vec<OpKind> {
         let mut k = self.kinds();
-        if let Workload::DbBench(w) = self {
-            if w.has_writer() && !k.contains(&OpKind::Write) {
-                k.push(OpKind::Write);
-            }
+        if let Workload::DbBench(w) = self
+            && w.has_writer()
+            && !k.contains(&OpKind::Write)
+        {
+            k.push(OpKind::Write);
         }
         k
     }

@@ -62,10 +62,10 @@ impl Pattern {
         let sequential = w.get("access").and_then(|a| a.as_str()) == Some("sequential");
         let read_share = w.get("read-share").and_then(|r| r.as_f64()).unwrap_or(1.0);
         match (sequential, read_share) {
-            (true, r) if r == 1.0 => Some(Pattern::SequentialRead),
-            (true, r) if r == 0.0 => Some(Pattern::SequentialWrite),
-            (false, r) if r == 1.0 => Some(Pattern::RandomRead),
-            (false, r) if r == 0.0 => Some(Pattern::RandomWrite),
+            (true, 1.0) => Some(Pattern::SequentialRead),
+            (true, 0.0) => Some(Pattern::SequentialWrite),
+            (false, 1.0) => Some(Pattern::RandomRead),
+            (false, 0.0) => Some(Pattern::RandomWrite),
             _ => None,
         }
     }

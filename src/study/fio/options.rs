@@ -295,7 +295,7 @@ fn kb_base(entries: &[Entry]) -> u64 {
         .unwrap_or(1024)
 }
 
-fn need<'a>(e: &'a Entry) -> Result<&'a str, String> {
+fn need(e: &Entry) -> Result<&str, String> {
     e.value
         .as_deref()
         .ok_or_else(|| format!("option `{}` needs a value", e.name))
@@ -367,10 +367,9 @@ fn bssplit(e: &Entry, kb: u64) -> Result<Vec<(u64, u32)>, String> {
         return Err(format!("bssplit={v}: the percents must add up to 100"));
     }
     // fio splits what is left evenly among the entries without a percent.
-    let (share, mut extra) = if blank > 0 {
-        ((100 - given) / blank, (100 - given) % blank)
-    } else {
-        (0, 0)
+    let (share, mut extra) = match (100 - given).checked_div(blank) {
+        Some(share) => (share, (100 - given) % blank),
+        None => (0, 0),
     };
     Ok(parts
         .into_iter()

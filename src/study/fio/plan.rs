@@ -196,10 +196,11 @@ fn existing_size(path: &Path) -> Option<u64> {
     m.is_file().then_some(m.len()).filter(|l| *l > 0)
 }
 
+/// A job file: its name, its jobs and its `[global]` options as written.
+pub type JobFile = (String, Vec<Job>, Vec<(String, String)>);
+
 /// Builds the study from the jobs of `files` (each file's first job starts a group).
-pub fn build(
-    files: Vec<(String, Vec<Job>, Vec<(String, String)>)>,
-) -> Result<FioPlan, Vec<LineError>> {
+pub fn build(files: Vec<JobFile>) -> Result<FioPlan, Vec<LineError>> {
     let mut jobs = Vec::new();
     let mut starts = Vec::new();
     let mut global_options = Vec::new();

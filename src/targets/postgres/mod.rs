@@ -146,15 +146,14 @@ fn parse(table: toml::Table) -> Result<TargetConfig, OptionError> {
 
 fn ycsb_options(props: &mut Properties) -> Result<toml::Table, YcsbBindingError> {
     let mut t = toml::Table::new();
-    if let Some((v, p)) = claim_value(props, "db.driver") {
-        if v != "org.postgresql.Driver" {
+    if let Some((v, p)) = claim_value(props, "db.driver")
+        && v != "org.postgresql.Driver" {
             return Err(YcsbBindingError {
                 property: p,
                 reason: "storlab's JDBC binding speaks to PostgreSQL only (org.postgresql.Driver)"
                     .into(),
             });
         }
-    }
     match claim_value(props, "db.url") {
         Some((v, p)) => {
             let url = v.strip_prefix("jdbc:").unwrap_or(&v).to_string();

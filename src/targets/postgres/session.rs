@@ -337,13 +337,12 @@ impl Session for PgSession {
         let y = ycsb_op(op)?;
         self.take_pooled();
         let outcome = self.ycsb(y);
-        if let Err(e) = outcome {
-            if e.kind == ErrorKind::Connection
-                || self.conn.as_ref().is_some_and(|c| c.client.is_closed())
+        if let Err(e) = outcome
+            && (e.kind == ErrorKind::Connection
+                || self.conn.as_ref().is_some_and(|c| c.client.is_closed()))
             {
                 self.conn = None;
             }
-        }
         self.give_pooled();
         Ok(Submitted::done(outcome))
     }

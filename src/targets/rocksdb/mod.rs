@@ -240,11 +240,9 @@ pub fn library_version(dir: &Path) -> Option<String> {
         if let Some(n) = name
             .strip_prefix("OPTIONS-")
             .and_then(|n| n.parse::<u64>().ok())
-        {
-            if newest.as_ref().is_none_or(|(m, _)| n > *m) {
+            && newest.as_ref().is_none_or(|(m, _)| n > *m) {
                 newest = Some((n, e.path()));
             }
-        }
     }
     let text = std::fs::read_to_string(newest?.1).ok()?;
     text.lines()

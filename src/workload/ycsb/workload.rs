@@ -553,8 +553,10 @@ impl YcsbWorkload {
     }
 }
 
-/// A worker's YCSB operations: the load phase's inserts or the run phase's mix.
+/// A worker's YCSB operations: the load phase's inserts or the run phase's mix. Not boxed,
+/// as [`crate::workload::Source`].
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
 pub enum YcsbSource {
     Load(LoadSource),
     Run(CoreSource),
