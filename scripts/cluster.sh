@@ -18,11 +18,12 @@
 #                                       streaming (a `wait-for` command)
 #
 # Layout: a bridge slcHHHHHH (HHHHHH: from DIR) with the host at 10.214.X.1/24 (X: the first
-# 10.214.X.0/24 no host interface uses); etcd in namespace slc-HHHHHH-dcs at 10.214.X.10; node N
-# (N = 1..3) in namespace slc-HHHHHH-nodeN at 10.214.X.1N: Patroni (REST API :8008) and
-# PostgreSQL (:5432). One etcd in a namespace of its own, not a member per node: the DCS is not
-# what is under test; with a member per node, powering off the node whose member leads etcd would
-# add an etcd election to the outage, so the outage would depend on which member led.
+# 10.214.X.0/24 no interface uses, on the host or in a network namespace: scripts/netns-lib.sh);
+# etcd in namespace slc-HHHHHH-dcs at 10.214.X.10; node N (N = 1..3) in namespace slc-HHHHHH-nodeN
+# at 10.214.X.1N: Patroni (REST API :8008) and PostgreSQL (:5432). One etcd in a namespace of its
+# own, not a member per node: the DCS is not what is under test; with a member per node, powering
+# off the node whose member leads etcd would add an etcd election to the outage, so the outage
+# would depend on which member led.
 # Timings (the measured ones): ttl 10, loop_wait 2, retry_timeout 4, synchronous_mode.
 # Every data, config, log and pid file is under DIR; PostgreSQL and Patroni run as `postgres`.
 # Nothing else on the host is touched: no other interface, no forwarding, no firewall rule.

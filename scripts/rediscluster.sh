@@ -22,11 +22,12 @@
 #                                            a replica of the master that took over)
 #
 # Layout: a bridge slrHHHHHH (HHHHHH: from DIR) with the host at 10.215.X.1/24 (X: the first
-# 10.215.X.0/24 no host interface uses); node N (N = 1..6) in namespace slr-HHHHHH-nodeN at
-# 10.215.X.1N, redis-server on port 6379. `redis-cli --cluster create` makes node1..node3
-# masters (the first three addresses) and node4..node6 their replicas. The client (storlab,
-# redis-cli) runs on the host and reaches every node through the bridge, which is also what
-# the nodes announce to clients in CLUSTER SLOTS and MOVED redirections.
+# 10.215.X.0/24 no interface uses, on the host or in a network namespace: scripts/netns-lib.sh);
+# node N (N = 1..6) in namespace slr-HHHHHH-nodeN at 10.215.X.1N, redis-server on port 6379.
+# `redis-cli --cluster create` makes node1..node3 masters (the first three addresses) and
+# node4..node6 their replicas. The client (storlab, redis-cli) runs on the host and reaches every
+# node through the bridge, which is also what the nodes announce to clients in CLUSTER SLOTS and
+# MOVED redirections.
 # Persistence: appendonly yes with appendfsync everysec (Redis's recommended setting), so a
 # restarted node comes back with its data; writes lost when a master dies are lost by the
 # asynchronous replication to its replica, which is what the lost-writes check counts.
