@@ -18,11 +18,12 @@
 #                                       streaming (a `wait-for` command)
 #
 # Layout: a bridge slcHHHHHH (HHHHHH: from DIR) with the host at 10.214.X.1/24 (X: the first
-# 10.214.X.0/24 no host interface uses); etcd in namespace slc-HHHHHH-dcs at 10.214.X.10; node N
-# (N = 1..3) in namespace slc-HHHHHH-nodeN at 10.214.X.1N: Patroni (REST API :8008) and
-# PostgreSQL (:5432). One etcd in a namespace of its own, not a member per node: the DCS is not
-# what is under test; with a member per node, powering off the node whose member leads etcd would
-# add an etcd election to the outage, so the outage would depend on which member led.
+# 10.214.X.0/24 no interface uses, on the host or in a network namespace: scripts/netns-lib.sh);
+# etcd in namespace slc-HHHHHH-dcs at 10.214.X.10; node N (N = 1..3) in namespace slc-HHHHHH-nodeN
+# at 10.214.X.1N: Patroni (REST API :8008) and PostgreSQL (:5432). One etcd in a namespace of its
+# own, not a member per node: the DCS is not what is under test; with a member per node, powering
+# off the node whose member leads etcd would add an etcd election to the outage, so the outage
+# would depend on which member led.
 # Timings (the issue's measured ones): ttl 10, loop_wait 2, retry_timeout 4, synchronous_mode.
 # Every data, config, log and pid file is under DIR; PostgreSQL and Patroni run as `postgres`.
 # Nothing else on the host is touched: no other interface, no forwarding, no firewall rule.
@@ -30,6 +31,8 @@ set -euo pipefail
 SCRIPTS="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck source=scripts/tools-lib.sh
 . "$SCRIPTS/tools-lib.sh"
+# shellcheck source=scripts/netns-lib.sh
+. "$SCRIPTS/netns-lib.sh"
 
 PG_BIN="${STORLAB_PG_BIN:-/usr/lib/postgresql/15/bin}"
 NODES=(node1 node2 node3)
@@ -50,57 +53,22 @@ cmd_install() {
 # ---------------------------------------------------------------------------------------------
 # names (interface names: at most 15 characters)
 
-hash_of() { printf '%s' "$1" | md5sum | cut -c1-6; }
-bridge_of() { echo "slc$(hash_of "$1")"; }
-ns_of() { echo "slc-$(hash_of "$1")-$2"; }         # DIR NODE|dcs
-veth_of() { echo "slc$(hash_of "$1")-${2: -1}"; } # DIR NODE|dcs: host end, e.g. slcab12cd-1
-node_ip() {                                       # DIR NODE|dcs
+bridge_of() { echo "slc$(dir_hash "$1")"; }
+ns_of() { echo "slc-$(dir_hash "$1")-$2"; }         # DIR NODE|dcs
+veth_of() { echo "slc$(dir_hash "$1")-${2: -1}"; } # DIR NODE|dcs: host end, e.g. slcab12cd-1
+node_ip() {                                         # DIR NODE|dcs
   local x
   x="$(cat "$1/subnet")"
   case "$2" in dcs) echo "10.214.$x.10" ;; node*) echo "10.214.$x.1${2#node}" ;; esac
 }
 
-# A free 10.214.X.0/24 on this host: prints X.
-free_subnet() {
-  local x
-  for ((x = 0; x < 250; x++)); do
-    ip -4 -o addr show | grep -q " 10\.214\.$x\." || {
-      echo "$x"
-      return
-    }
-  done
-  die "no free 10.214.X.0/24 for the cluster's bridge"
-}
-
-ns_exists() { ip netns list 2>/dev/null | grep -Eq "^$1( |$)"; }
-link_exists() { ip link show "$1" >/dev/null 2>&1; }
-
 # make_ns DIR NODE|dcs: the namespace, its veth pair (host end on the bridge, namespace end
 # named eth0) and its address.
 make_ns() {
-  local dir="$1" who="$2" ns veth
+  local dir="$1" who="$2" ns
   ns="$(ns_of "$dir" "$who")"
-  veth="$(veth_of "$dir" "$who")"
   ip netns add "$ns"
-  ip link add "$veth" type veth peer name "${veth}p"
-  ip link set "$veth" master "$(bridge_of "$dir")"
-  ip link set "$veth" up
-  ip link set "${veth}p" netns "$ns"
-  ip -n "$ns" link set "${veth}p" name eth0
-  ip -n "$ns" addr add "$(node_ip "$dir" "$who")/24" dev eth0
-  ip -n "$ns" link set eth0 up
-  ip -n "$ns" link set lo up
-}
-
-# run_in NS PIDFILE LOG USER CMD...: CMD in namespace NS, in its own session, as USER (root: as
-# is); the pid file holds CMD's pid from the start (the shell writes its pid, then execs).
-run_in() {
-  local ns="$1" pidfile="$2" logfile="$3" user="$4"
-  shift 4
-  local as=()
-  [ "$user" = root ] || as=(setpriv --reuid="$user" --regid="$user" --init-groups)
-  ip netns exec "$ns" setsid sh -c 'echo $$ > "$0"; exec "$@"' "$pidfile" "${as[@]}" "$@" \
-    </dev/null >>"$logfile" 2>&1 &
+  veth_to_bridge "$ns" "$(veth_of "$dir" "$who")" "$(bridge_of "$dir")" eth0 "$(node_ip "$dir" "$who")/24"
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -187,7 +155,7 @@ start_etcd() {
   mkdir -p "$root"
   echo "$ns" >"$root/netns"
   # The peer URL is the namespace's own loopback: a one-member cluster.
-  run_in "$ns" "$root/etcd.pid" "$root/etcd.log" root etcd --name dcs --data-dir "$root/data" \
+  ns_spawn "$ns" "$root/etcd.pid" "$root/etcd.log" root etcd --name dcs --data-dir "$root/data" \
     --listen-client-urls "http://$ip:2379" --advertise-client-urls "http://$ip:2379" \
     --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
     --initial-cluster dcs=http://127.0.0.1:2380 --initial-cluster-state new
@@ -210,7 +178,7 @@ write_patroni_conf() {
   ip="$(node_ip "$dir" "$node")"
   cat >"$root/patroni.yml" <<EOF
 # storlab scripts/cluster.sh: node $node in namespace $(ns_of "$dir" "$node") ($ip)
-scope: storlab-$(hash_of "$dir")
+scope: storlab-$(dir_hash "$dir")
 namespace: /storlab/
 name: $node
 log:
@@ -280,7 +248,7 @@ start_node() {
   write_patroni_conf "$dir" "$node"
   chown -R postgres:postgres "$root"
   chmod 700 "$root/run"
-  run_in "$ns" "$root/patroni.pid" "$root/patroni.log" postgres patroni "$root/patroni.yml"
+  ns_spawn "$ns" "$root/patroni.pid" "$root/patroni.log" postgres patroni "$root/patroni.yml"
 }
 
 cmd_start() {
@@ -298,12 +266,12 @@ cmd_start() {
   runuser -u postgres -- test -x "$dir" ||
     die "the postgres user cannot reach $dir: use a DIR whose parent directories others may traverse (e.g. under /tmp)"
   local x br
-  x="$(free_subnet)"
-  echo "$x" >"$dir/subnet"
   br="$(bridge_of "$dir")"
-  ip link add "$br" type bridge
-  ip addr add "10.214.$x.1/24" dev "$br"
-  ip link set "$br" up
+  netns_lock
+  x="$(free_octet 10.214 "no free 10.214.X.0/24 for the cluster's bridge")"
+  echo "$x" >"$dir/subnet"
+  bridge_add "$br" "10.214.$x.1/24"
+  netns_unlock
   local who
   for who in dcs "${NODES[@]}"; do make_ns "$dir" "$who"; done
 
@@ -375,29 +343,11 @@ EOF
 # namespaces, the veth links and the bridge. Names come from DIR, so a half-started cluster
 # (no subnet file yet) is stopped as well.
 stop_all() {
-  local dir="$1" quiet="${2:-}" rc=0 who ns pids=()
+  local dir="$1" where="the cluster's namespaces" who links=()
+  [ -z "${2:-}" ] || where=""
   rm -f "$dir/env.sh" "$dir/env.sh.tmp"
-  for who in "${NODES[@]}" dcs; do
-    ns="$(ns_of "$dir" "$who")"
-    ns_exists "$ns" || continue
-    mapfile -t -O "${#pids[@]}" pids < <(ip netns pids "$ns" 2>/dev/null)
-  done
-  if [ "${#pids[@]}" -gt 0 ]; then
-    [ -n "$quiet" ] || log "stopping ${#pids[@]} processes in the cluster's namespaces"
-    term_wait cluster "${pids[@]}" || rc=1
-  fi
-  for who in "${NODES[@]}" dcs; do
-    ns="$(ns_of "$dir" "$who")"
-    if ns_exists "$ns"; then ip netns del "$ns" || rc=1; fi
-    # Deleting the namespace deletes the pair; the host end may take a moment to go.
-    if link_exists "$(veth_of "$dir" "$who")"; then
-      ip link del "$(veth_of "$dir" "$who")" 2>/dev/null || ! link_exists "$(veth_of "$dir" "$who")" || rc=1
-    fi
-  done
-  local br
-  br="$(bridge_of "$dir")"
-  if link_exists "$br"; then ip link del "$br" || rc=1; fi
-  return "$rc"
+  for who in "${NODES[@]}" dcs; do links+=("$(ns_of "$dir" "$who")" "$(veth_of "$dir" "$who")"); done
+  netns_teardown cluster "$where" "$(bridge_of "$dir")" "${links[@]}"
 }
 
 cmd_stop() {
@@ -425,7 +375,7 @@ cmd_status() {
   for node in "${NODES[@]}"; do
     ns="$(ns_of "$dir" "$node")"
     if ns_exists "$ns"; then
-      echo "$node  namespace $ns  $(node_ip "$dir" "$node")  link $(ip -n "$ns" -br link show eth0 2>/dev/null | awk '{print $2}')  processes $(ip netns pids "$ns" 2>/dev/null | wc -l)"
+      echo "$node  namespace $ns  $(node_ip "$dir" "$node")  link $(ip -n "$ns" -br link show eth0 2>/dev/null | awk '{print $2}')  processes $(ns_pids "$ns" | wc -l)"
     else
       echo "$node  no namespace"
     fi
@@ -458,27 +408,17 @@ cmd_redundant() {
 # A power loss: the node's link goes down first (nothing the dying processes' sockets send gets
 # out, as with a cut power supply), then every process in its namespace gets SIGKILL.
 cmd_power_off() {
-  local dir node="${2:-}" ns veth t pids
+  local dir node="${2:-}" ns t
   dir="$(need_cluster "${1:-}")"
   [ -n "$node" ] || usage
   if [ "$node" = leader ]; then node="$(cluster_py "$dir" leader)" || die "no leader to power off"; fi
   [[ " ${NODES[*]} " == *" $node "* ]] || die "no node '$node' in the cluster (nodes: ${NODES[*]})"
   ns="$(ns_of "$dir" "$node")"
-  veth="$(veth_of "$dir" "$node")"
   ns_exists "$ns" || die "$node: namespace $ns does not exist"
   t="$(now)"
-  ip link set "$veth" down
-  ip -n "$ns" link set eth0 down
-  mapfile -t pids < <(ip netns pids "$ns")
-  [ "${#pids[@]}" -eq 0 ] || kill -KILL "${pids[@]}" 2>/dev/null || true
-  local i left
-  for ((i = 0; i < 100; i++)); do
-    left="$(ip netns pids "$ns" | wc -l)"
-    [ "$left" -eq 0 ] && break
-    sleep 0.05
-  done
-  [ "$left" -eq 0 ] || die "$node: $left processes survive SIGKILL in $ns"
-  log "$node powered off: link down, ${#pids[@]} processes killed in $(elapsed "$t") s"
+  veth_set down "$ns" "$(veth_of "$dir" "$node")" eth0
+  ns_sigkill "$ns" 5 || die "$node: $NS_LEFT processes survive SIGKILL in $ns"
+  log "$node powered off: link down, $NS_KILLED processes killed in $(elapsed "$t") s"
   echo "$node"
 }
 

@@ -33,6 +33,8 @@ set -euo pipefail
 SCRIPTS="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck source=scripts/tools-lib.sh
 . "$SCRIPTS/tools-lib.sh"
+# shellcheck source=scripts/netns-lib.sh
+. "$SCRIPTS/netns-lib.sh"
 
 SHARES=5
 CLIENTS=5
@@ -50,49 +52,31 @@ cmd_install() {
 
 # The network namespace of DIR's NFS server, and its veth ends (interface names: at most 15
 # characters).
-ns_name() { echo "storlab-nfs-$(printf '%s' "$1" | md5sum | cut -c1-8)"; }
-veth_host() { echo "slnfs$(printf '%s' "$1" | md5sum | cut -c1-8)"; }
+ns_name() { echo "storlab-nfs-$(dir_hash "$1" 8)"; }
+veth_host() { echo "slnfs$(dir_hash "$1" 8)"; }
 # The client LAN's bridge, and client N's namespace.
-lan_bridge() { echo "slbr$(printf '%s' "$1" | md5sum | cut -c1-8)"; }
-client_ns() { echo "storlab-cl-$(printf '%s' "$1" | md5sum | cut -c1-8)-$2"; }
+lan_bridge() { echo "slbr$(dir_hash "$1" 8)"; }
+client_ns() { echo "storlab-cl-$(dir_hash "$1" 8)-$2"; }
 
 # ---------------------------------------------------------------------------------------------
 # The client LAN
 
-# A free /24 in 10.214.0.0/16 on this host: prints the third octet.
-free_lan() {
-  local y
-  for ((y = 0; y < 250; y++)); do
-    ip -4 -o addr show | grep -q " 10\.214\.$y\." || {
-      echo "$y"
-      return
-    }
-  done
-  die "no free 10.214.Y.0/24 for the client LAN"
-}
-
 # lan_attach DIR NS VETH ADDR: a veth link from namespace NS (its end named lan0, at ADDR/24)
 # to the LAN's bridge.
-lan_attach() {
-  local dir="$1" ns="$2" veth="$3" addr="$4"
-  ip link add "$veth" type veth peer name lan0 netns "$ns"
-  ip link set "$veth" master "$(lan_bridge "$dir")" up
-  ip netns exec "$ns" ip addr add "$addr/24" dev lan0
-  ip netns exec "$ns" ip link set lan0 up
-  ip netns exec "$ns" ip link set lo up
-}
+lan_attach() { veth_to_bridge "$2" "$3" "$(lan_bridge "$1")" lan0 "$4/24"; }
 
-# start_lan DIR: the bridge and the client namespaces (nothing runs in them).
+# start_lan DIR: the bridge (on a free 10.214.Y.0/24) and the client namespaces (nothing runs
+# in them).
 start_lan() {
   local dir="$1" y br i ns h
-  y="$(free_lan)"
   br="$(lan_bridge "$dir")"
-  h="$(printf '%s' "$dir" | md5sum | cut -c1-8)"
+  h="$(dir_hash "$dir" 8)"
   mkdir -p "$dir/lan"
+  netns_lock
+  y="$(free_octet 10.214 "no free 10.214.Y.0/24 for the client LAN")"
   echo "$y" >"$dir/lan/subnet"
-  ip link add "$br" type bridge
-  ip addr add "10.214.$y.1/24" dev "$br"
-  ip link set "$br" up
+  bridge_add "$br" "10.214.$y.1/24"
+  netns_unlock
   for ((i = 1; i <= CLIENTS; i++)); do
     ns="$(client_ns "$dir" "$i")"
     ip netns add "$ns"
@@ -103,13 +87,9 @@ start_lan() {
 
 # stop_lan DIR: the client namespaces (and anything left running in them) and the bridge.
 stop_lan() {
-  local dir="$1" i ns br
-  for ((i = 1; i <= CLIENTS; i++)); do
-    ns="$(client_ns "$dir" "$i")"
-    stop_node "$ns" || return 1
-  done
-  br="$(lan_bridge "$dir")"
-  if ip link show "$br" >/dev/null 2>&1; then ip link del "$br"; fi
+  local dir="$1" i links=()
+  for ((i = 1; i <= CLIENTS; i++)); do links+=("$(client_ns "$dir" "$i")" ""); done
+  netns_teardown "client namespaces" "" "$(lan_bridge "$dir")" "${links[@]}"
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -182,7 +162,7 @@ EOF
 samba_pids() {
   local conf="$1/samba/smb.conf" pid
   for pid in $(pgrep -x smbd 2>/dev/null || true); do
-    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "-s $conf " && echo "$pid"
+    [[ "$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" == *"-s $conf "* ]] && echo "$pid"
   done
   return 0
 }
@@ -190,30 +170,12 @@ samba_pids() {
 # ---------------------------------------------------------------------------------------------
 # NFS-Ganesha, with rpcbind, in its own network namespace
 
-# A free /30 in 10.213.0.0/16 on this host: prints the third octet.
-free_subnet() {
-  local x
-  for ((x = 0; x < 250; x++)); do
-    ip -4 -o addr show | grep -q " 10\.213\.$x\." || {
-      echo "$x"
-      return
-    }
-  done
-  die "NFS: no free 10.213.X.0/30 for the namespace link"
-}
-
 # make_node NS VETH X DIR: a namespace reached from the host over a veth link, the host at
 # 10.213.X.1, the namespace at 10.213.X.2, and on DIR's client LAN at 10.214.Y.2.
 make_node() {
   local ns="$1" veth="$2" x="$3" dir="$4"
   ip netns add "$ns"
-  ip link add "$veth" type veth peer name "${veth}n"
-  ip link set "${veth}n" netns "$ns"
-  ip addr add "10.213.$x.1/30" dev "$veth"
-  ip link set "$veth" up
-  ip netns exec "$ns" ip addr add "10.213.$x.2/30" dev "${veth}n"
-  ip netns exec "$ns" ip link set "${veth}n" up
-  ip netns exec "$ns" ip link set lo up
+  veth_to_host "$ns" "$veth" "${veth}n" "10.213.$x.1/30" "10.213.$x.2/30"
   lan_attach "$dir" "$ns" "${veth}l" "10.214.$(cat "$dir/lan/subnet").2"
 }
 
@@ -222,7 +184,7 @@ make_node() {
 # Ganesha registers through /run/rpcbind.sock, so two nodes (two DIRs) never meet there.
 run_ganesha() {
   local ns="$1" root="$2"
-  # Both daemonize; they are found again as the processes of the namespace (stop_node).
+  # Both daemonize; they are found again as the processes of the namespace (stop_ganesha).
   ip netns exec "$ns" unshare --mount --propagation private sh -c '
     mount -t tmpfs -o mode=755 storlab-run /run && mkdir -p /run/rpcbind || exit 1
     rpcbind -w || { echo "rpcbind did not start"; exit 1; }
@@ -252,11 +214,13 @@ start_ganesha() {
   is_root || die "NFS: creating the network namespace for rpcbind and Ganesha needs root"
   local ns x
   ns="$(ns_name "$dir")"
-  x="$(free_subnet)"
   mkdir -p "$root/recovery"
   echo "$ns" >"$root/netns"
+  netns_lock
+  x="$(free_octet 10.213 "NFS: no free 10.213.X.0/30 for the namespace link")"
   echo "$x" >"$root/subnet"
   make_node "$ns" "$(veth_host "$dir")" "$x" "$dir"
+  netns_unlock
   local addr="10.213.$x.2"
   {
     cat <<EOF
@@ -298,23 +262,12 @@ EOF
   echo "nfs://$addr" >"$root/url"
 }
 
-# stop_node NS: stops every process in namespace NS (the namespace is this script's own:
-# rpcbind and Ganesha) and removes it, which removes its veth link.
-stop_node() {
-  local ns="$1" pids
-  ip netns list 2>/dev/null | grep -Eq "^$ns( |$)" || return 0
-  pids="$(ip netns pids "$ns" 2>/dev/null | tr '\n' ' ')"
-  # shellcheck disable=SC2086
-  [ -z "$pids" ] || term_wait "namespace $ns" $pids || return 1
-  ip netns del "$ns"
-}
-
-# Stops Ganesha and rpcbind on node A and, after a failover, node B.
+# Stops Ganesha and rpcbind on node A and, after a failover, node B: every process in their
+# namespaces (this script's own), and the namespaces, which removes their veth links.
 stop_ganesha() {
-  local dir="$1" ns
-  ns="$(ns_name "$dir")"
-  stop_node "$ns" || return 1
-  stop_node "${ns}-b"
+  local ns
+  ns="$(ns_name "$1")"
+  netns_teardown "namespace $ns" "" "" "$ns" "" "${ns}-b" ""
 }
 
 stop_all() {
@@ -408,7 +361,7 @@ cmd_status() {
 cmd_failover() {
   local dir t
   dir="$(resolve_dir "${1:-}")"
-  local root="$dir/nfs" ns x pids
+  local root="$dir/nfs" ns x
   [ -r "$root/subnet" ] || die "no NFS server was started under $dir"
   ns="$(cat "$root/netns")"
   x="$(cat "$root/subnet")"
@@ -416,22 +369,23 @@ cmd_failover() {
   local ns_b veth_b
   if [ "$ns" = "$(ns_name "$dir")" ]; then
     ns_b="${ns}-b"
-    veth_b="slnfb$(printf '%s' "$dir" | md5sum | cut -c1-8)"
+    veth_b="slnfb$(dir_hash "$dir" 8)"
   else
     ns_b="$(ns_name "$dir")"
     veth_b="$(veth_host "$dir")"
   fi
+  # The lock: no script takes the subnet while it is on no link.
+  netns_lock
   t="$(now)"
-  pids="$(ip netns pids "$ns" 2>/dev/null | tr '\n' ' ')"
-  # shellcheck disable=SC2086
-  [ -z "$pids" ] || kill -KILL $pids
+  ns_sigkill "$ns"
   ip netns del "$ns"
   local i
   for ((i = 0; i < 50; i++)); do
-    ip -4 -o addr show | grep -q " 10\.213\.$x\.1/" || break
+    host_has_addr "10.213.$x.1" || break
     sleep 0.1
   done
   make_node "$ns_b" "$veth_b" "$x" "$dir"
+  netns_unlock
   echo "$ns_b" >"$root/netns"
   run_ganesha "$ns_b" "$root"
   wait_nfs "$root" "10.213.$x.2"
@@ -448,9 +402,8 @@ cmd_restart_nfs() {
   local root="$dir/nfs" ns pids
   [ -r "$root/netns" ] || die "no NFS server was started under $dir"
   ns="$(cat "$root/netns")"
-  pids="$(ip netns pids "$ns" 2>/dev/null | tr '\n' ' ')"
-  # shellcheck disable=SC2086
-  [ -z "$pids" ] || term_wait "namespace $ns" $pids || die "could not stop what was left in $ns"
+  mapfile -t pids < <(ns_pids "$ns")
+  [ "${#pids[@]}" -eq 0 ] || term_wait "namespace $ns" "${pids[@]}" || die "could not stop what was left in $ns"
   run_ganesha "$ns" "$root"
   wait_nfs "$root" "$(sed 's|nfs://||' "$root/url")"
 }

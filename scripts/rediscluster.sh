@@ -22,11 +22,12 @@
 #                                            a replica of the master that took over)
 #
 # Layout: a bridge slrHHHHHH (HHHHHH: from DIR) with the host at 10.215.X.1/24 (X: the first
-# 10.215.X.0/24 no host interface uses); node N (N = 1..6) in namespace slr-HHHHHH-nodeN at
-# 10.215.X.1N, redis-server on port 6379. `redis-cli --cluster create` makes node1..node3
-# masters (the first three addresses) and node4..node6 their replicas. The client (storlab,
-# redis-cli) runs on the host and reaches every node through the bridge, which is also what
-# the nodes announce to clients in CLUSTER SLOTS and MOVED redirections.
+# 10.215.X.0/24 no interface uses, on the host or in a network namespace: scripts/netns-lib.sh);
+# node N (N = 1..6) in namespace slr-HHHHHH-nodeN at 10.215.X.1N, redis-server on port 6379.
+# `redis-cli --cluster create` makes node1..node3 masters (the first three addresses) and
+# node4..node6 their replicas. The client (storlab, redis-cli) runs on the host and reaches every
+# node through the bridge, which is also what the nodes announce to clients in CLUSTER SLOTS and
+# MOVED redirections.
 # Persistence: appendonly yes with appendfsync everysec (Redis's recommended setting), so a
 # restarted node comes back with its data; writes lost when a master dies are lost by the
 # asynchronous replication to its replica, which is what the lost-writes check counts.
@@ -37,6 +38,8 @@ set -euo pipefail
 SCRIPTS="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck source=scripts/tools-lib.sh
 . "$SCRIPTS/tools-lib.sh"
+# shellcheck source=scripts/netns-lib.sh
+. "$SCRIPTS/netns-lib.sh"
 
 NODES=(node1 node2 node3 node4 node5 node6)
 PORT=6379
@@ -55,40 +58,19 @@ cmd_install() {
 # ---------------------------------------------------------------------------------------------
 # names (interface names: at most 15 characters)
 
-hash_of() { printf '%s' "$1" | md5sum | cut -c1-6; }
-bridge_of() { echo "slr$(hash_of "$1")"; }
-ns_of() { echo "slr-$(hash_of "$1")-$2"; }        # DIR NODE
-veth_of() { echo "slr$(hash_of "$1")-${2: -1}"; } # DIR NODE: host end, e.g. slrab12cd-1
+bridge_of() { echo "slr$(dir_hash "$1")"; }
+ns_of() { echo "slr-$(dir_hash "$1")-$2"; }        # DIR NODE
+veth_of() { echo "slr$(dir_hash "$1")-${2: -1}"; } # DIR NODE: host end, e.g. slrab12cd-1
 node_ip() { echo "10.215.$(cat "$1/subnet").1${2#node}"; }
 is_node() { [[ " ${NODES[*]} " == *" $1 "* ]]; }
 
-free_subnet() {
-  local x
-  for ((x = 0; x < 250; x++)); do
-    ip -4 -o addr show | grep -q " 10\.215\.$x\." || {
-      echo "$x"
-      return
-    }
-  done
-  die "no free 10.215.X.0/24 for the cluster's bridge"
-}
-
-ns_exists() { ip netns list 2>/dev/null | grep -Eq "^$1( |$)"; }
-link_exists() { ip link show "$1" >/dev/null 2>&1; }
-
+# make_ns DIR NODE: the namespace, its veth pair (host end on the bridge, namespace end named
+# eth0) and its address.
 make_ns() {
-  local dir="$1" node="$2" ns veth
+  local dir="$1" node="$2" ns
   ns="$(ns_of "$dir" "$node")"
-  veth="$(veth_of "$dir" "$node")"
   ip netns add "$ns"
-  ip link add "$veth" type veth peer name "${veth}p"
-  ip link set "$veth" master "$(bridge_of "$dir")"
-  ip link set "$veth" up
-  ip link set "${veth}p" netns "$ns"
-  ip -n "$ns" link set "${veth}p" name eth0
-  ip -n "$ns" addr add "$(node_ip "$dir" "$node")/24" dev eth0
-  ip -n "$ns" link set eth0 up
-  ip -n "$ns" link set lo up
+  veth_to_bridge "$ns" "$(veth_of "$dir" "$node")" "$(bridge_of "$dir")" eth0 "$(node_ip "$dir" "$node")/24"
 }
 
 # redis-cli against NODE with a bound time (a powered-off node never answers).
@@ -100,10 +82,9 @@ rcli() {
 
 # Nodes whose namespace has processes (a powered-off node has none).
 live_nodes() {
-  local dir="$1" n ns
+  local dir="$1" n
   for n in "${NODES[@]}"; do
-    ns="$(ns_of "$dir" "$n")"
-    ns_exists "$ns" && [ -n "$(ip netns pids "$ns" 2>/dev/null)" ] && echo "$n"
+    [ -z "$(ns_pids "$(ns_of "$dir" "$n")")" ] || echo "$n"
   done
   return 0
 }
@@ -132,10 +113,8 @@ EOF
 }
 
 start_node() {
-  local dir="$1" node="$2" root="$1/$2" ns
-  ns="$(ns_of "$dir" "$node")"
-  ip netns exec "$ns" setsid sh -c 'echo $$ > "$0"; exec "$@"' "$root/server.pid" \
-    redis-server "$root/redis.conf" </dev/null >>"$root/stdout.log" 2>&1 &
+  local dir="$1" node="$2" root="$1/$2"
+  ns_spawn "$(ns_of "$dir" "$node")" "$root/server.pid" "$root/stdout.log" root redis-server "$root/redis.conf"
 }
 
 wait_answers() {
@@ -158,12 +137,12 @@ cmd_start() {
   rm -rf "$dir/subnet" "$dir"/node?
   trap 'rc=$?; if [ "$rc" -ne 0 ]; then log "start failed: stopping what was started in '"$dir"'"; stop_all "'"$dir"'" quiet || true; fi' EXIT
   local x br node
-  x="$(free_subnet)"
-  echo "$x" >"$dir/subnet"
   br="$(bridge_of "$dir")"
-  ip link add "$br" type bridge
-  ip addr add "10.215.$x.1/24" dev "$br"
-  ip link set "$br" up
+  netns_lock
+  x="$(free_octet 10.215 "no free 10.215.X.0/24 for the cluster's bridge")"
+  echo "$x" >"$dir/subnet"
+  bridge_add "$br" "10.215.$x.1/24"
+  netns_unlock
   for node in "${NODES[@]}"; do
     make_ns "$dir" "$node"
     mkdir -p "$dir/$node"
@@ -266,7 +245,7 @@ cmd_status() {
   for node in "${NODES[@]}"; do
     ns="$(ns_of "$dir" "$node")"
     if ns_exists "$ns"; then
-      echo "$node  $ns  $(node_ip "$dir" "$node")  processes $(ip netns pids "$ns" 2>/dev/null | wc -l)  role $(rcli "$dir" "$node" role | head -n1 || echo '-')"
+      echo "$node  $ns  $(node_ip "$dir" "$node")  processes $(ns_pids "$ns" | wc -l)  role $(rcli "$dir" "$node" role | head -n1 || echo '-')"
     else
       echo "$node  no namespace"
     fi
@@ -302,10 +281,8 @@ cmd_restart_node() {
   is_node "$node" || die "no node '$node' in the cluster (nodes: ${NODES[*]})"
   ns="$(ns_of "$dir" "$node")"
   ns_exists "$ns" || die "$node: namespace $ns does not exist"
-  [ -z "$(ip netns pids "$ns")" ] || die "$node is running: power it off first"
-  ip -n "$ns" link set lo up
-  ip -n "$ns" link set eth0 up
-  ip link set "$(veth_of "$dir" "$node")" up
+  [ -z "$(ns_pids "$ns")" ] || die "$node is running: power it off first"
+  veth_set up "$ns" "$(veth_of "$dir" "$node")" eth0
   start_node "$dir" "$node"
   wait_answers "$dir" "$node"
   log "$node restarted on its own data"
@@ -314,29 +291,14 @@ cmd_restart_node() {
 # ---------------------------------------------------------------------------------------------
 # stop
 
+# stop_all DIR [quiet]: every process in DIR's namespaces (SIGTERM, then SIGKILL), the
+# namespaces, the veth links and the bridge, also of a half-started cluster.
 stop_all() {
-  local dir="$1" quiet="${2:-}" rc=0 node ns pids=()
+  local dir="$1" where="the cluster's namespaces" node links=()
+  [ -z "${2:-}" ] || where=""
   rm -f "$dir/env.sh" "$dir/env.sh.tmp"
-  for node in "${NODES[@]}"; do
-    ns="$(ns_of "$dir" "$node")"
-    ns_exists "$ns" || continue
-    mapfile -t -O "${#pids[@]}" pids < <(ip netns pids "$ns" 2>/dev/null)
-  done
-  if [ "${#pids[@]}" -gt 0 ]; then
-    [ -n "$quiet" ] || log "stopping ${#pids[@]} processes in the cluster's namespaces"
-    term_wait "redis cluster" "${pids[@]}" || rc=1
-  fi
-  for node in "${NODES[@]}"; do
-    ns="$(ns_of "$dir" "$node")"
-    if ns_exists "$ns"; then ip netns del "$ns" || rc=1; fi
-    if link_exists "$(veth_of "$dir" "$node")"; then
-      ip link del "$(veth_of "$dir" "$node")" 2>/dev/null || ! link_exists "$(veth_of "$dir" "$node")" || rc=1
-    fi
-  done
-  local br
-  br="$(bridge_of "$dir")"
-  if link_exists "$br"; then ip link del "$br" || rc=1; fi
-  return "$rc"
+  for node in "${NODES[@]}"; do links+=("$(ns_of "$dir" "$node")" "$(veth_of "$dir" "$node")"); done
+  netns_teardown "redis cluster" "$where" "$(bridge_of "$dir")" "${links[@]}"
 }
 
 cmd_stop() {

@@ -1,0 +1,24 @@
+# shellcheck shell=bash
+# Helpers shared by the shell scripts in bench/ (sourced, not run), as bench/lib/benchlib.py is
+# by the Python ones:
+#
+#   . "$(dirname "${BASH_SOURCE[0]}")/lib/benchlib.sh"
+#
+# STORLAB_DEFAULT is the storlab binary the scripts run unless told otherwise: $STORLAB_BIN if
+# set, else this checkout's target/release/storlab.
+
+BENCH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+# shellcheck disable=SC2034 # read by the scripts that source this file
+STORLAB_DEFAULT="${STORLAB_BIN:-$BENCH_ROOT/target/release/storlab}"
+
+# need_storlab PATH MESSAGE [STATUS]: exits with STATUS (2) and MESSAGE on stderr unless PATH
+# is an executable file.
+need_storlab() {
+  [ -x "$1" ] || {
+    echo "$2" >&2
+    exit "${3:-2}"
+  }
+}
+
+# The 1, 5 and 15 minute load averages, as /proc/loadavg prints them.
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
