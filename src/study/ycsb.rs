@@ -195,16 +195,7 @@ fn properties(flags: &Flags) -> Result<Properties, YcsbArgError> {
 
 /// The binding `db` names: storlab's name or YCSB's class name for it.
 fn binding(db: &str) -> Result<&'static TargetType, YcsbArgError> {
-    // YCSB class names for the bindings storlab has.
-    let name = match db {
-        "site.ycsb.BasicDB" => "basic",
-        "site.ycsb.db.RedisClient" => "redis",
-        "site.ycsb.db.MongoDbClient" => "mongodb",
-        "site.ycsb.db.JdbcDBClient" => "jdbc",
-        "site.ycsb.db.rocksdb.RocksDBClient" => "rocksdb",
-        other => other,
-    };
-    find_ycsb_binding(name).ok_or_else(|| YcsbArgError::UnknownBinding {
+    find_ycsb_binding(db).ok_or_else(|| YcsbArgError::UnknownBinding {
         name: db.to_string(),
         names: binding_names(),
     })
@@ -216,12 +207,7 @@ fn batch_queue_depth(
     binding: &TargetType,
     props: &mut Properties,
 ) -> Result<Option<u32>, YcsbArgError> {
-    let batch = match binding.name {
-        "mongodb" => Some("batchsize"),
-        "redis" => Some("redis.pipeline"),
-        _ => None,
-    };
-    if let Some(name) = batch
+    if let Some(name) = binding.ycsb_batch
         && let Some(p) = props.claim(name).cloned()
     {
         let n: u32 = p.value.parse().ok().filter(|n| *n >= 1).ok_or_else(|| {

@@ -75,11 +75,13 @@ pub fn find_type(name: &str) -> Option<&'static TargetType> {
     REGISTRY.iter().find(|t| t.name == name)
 }
 
-/// Finds the target type of a YCSB binding name (`redis`, `mongodb`, `jdbc`, `basic`, ...).
+/// Finds the target type of a YCSB binding name (`redis`, `mongodb`, `jdbc`, `basic`, ...) or of
+/// YCSB's class name for it (`site.ycsb.db.RedisClient`).
 pub fn find_ycsb_binding(name: &str) -> Option<&'static TargetType> {
-    REGISTRY
-        .iter()
-        .find(|t| t.ycsb_options.is_some() && (t.name == name || t.ycsb_names.contains(&name)))
+    REGISTRY.iter().find(|t| {
+        t.ycsb_options.is_some()
+            && (t.name == name || t.ycsb_names.contains(&name) || t.ycsb_classes.contains(&name))
+    })
 }
 
 pub use crate::units::redact_url;

@@ -37,6 +37,8 @@ pub const TYPE: TargetType = TargetType {
     )],
     parse,
     ycsb_names: &["mongodb-async"],
+    ycsb_classes: &["site.ycsb.db.MongoDbClient"],
+    ycsb_batch: Some("batchsize"),
     ycsb_options: Some(ycsb_options),
 };
 

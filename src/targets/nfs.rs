@@ -41,6 +41,8 @@ pub const TYPE: TargetType = TargetType {
     ],
     parse,
     ycsb_names: &[],
+    ycsb_classes: &[],
+    ycsb_batch: None,
     ycsb_options: None,
 };
 

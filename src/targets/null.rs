@@ -36,6 +36,8 @@ pub const TYPE: TargetType = TargetType {
     ],
     parse,
     ycsb_names: &["basic"],
+    ycsb_classes: &["site.ycsb.BasicDB"],
+    ycsb_batch: None,
     ycsb_options: Some(ycsb_options),
 };
 

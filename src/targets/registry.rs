@@ -25,6 +25,11 @@ pub struct TargetType {
     pub parse: fn(toml::Table) -> Result<TargetConfig, OptionError>,
     /// Names YCSB gives this kind of database on its command line (`-db`, binding name).
     pub ycsb_names: &'static [&'static str],
+    /// YCSB's Java class names for this binding (`-db site.ycsb.db.RedisClient`).
+    pub ycsb_classes: &'static [&'static str],
+    /// The YCSB property that batches a load's inserts (YCSB's mongodb `batchsize`,
+    /// storlab's `redis.pipeline`), taken as the workload's queue depth.
+    pub ycsb_batch: Option<&'static str>,
     /// Turns the binding's YCSB properties (`redis.host`, `mongodb.url`, ...) into this
     /// target's option table, claiming them; None: the target takes no YCSB workloads.
     pub ycsb_options: Option<YcsbOptions>,

@@ -60,6 +60,8 @@ pub const TYPE: TargetType = TargetType {
     ],
     parse,
     ycsb_names: &["jdbc", "postgresql"],
+    ycsb_classes: &["site.ycsb.db.JdbcDBClient"],
+    ycsb_batch: None,
     ycsb_options: Some(ycsb_options),
 };
 

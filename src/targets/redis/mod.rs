@@ -73,6 +73,8 @@ pub const TYPE: TargetType = TargetType {
     ],
     parse,
     ycsb_names: &[],
+    ycsb_classes: &["site.ycsb.db.RedisClient"],
+    ycsb_batch: Some("redis.pipeline"),
     ycsb_options: Some(ycsb_options),
 };
 

@@ -101,6 +101,8 @@ pub const TYPE: TargetType = TargetType {
     ],
     parse,
     ycsb_names: &[],
+    ycsb_classes: &["site.ycsb.db.rocksdb.RocksDBClient"],
+    ycsb_batch: None,
     ycsb_options: Some(ycsb_options),
 };
 
