@@ -7,7 +7,6 @@
 
 mod after;
 pub mod collector;
-pub mod console;
 pub mod distributed;
 pub mod events;
 pub mod metrics;
@@ -28,7 +27,6 @@ use crate::results::store::Store;
 use crate::results::summary::RunSummary;
 use crate::study::plan::{Plan, RunPlan};
 use crate::targets::{Region, TargetError};
-use console::Console;
 use worker::WorkerOutcome;
 
 /// Spare intervals each worker starts with, so that rotation never waits or allocates.
@@ -62,7 +60,8 @@ pub struct RunOptions {
     pub allow_destroy: Vec<PathBuf>,
     /// Set by the Ctrl-C handler.
     pub interrupted: Arc<AtomicBool>,
-    pub console: Console,
+    /// Who hears of the run's progress and of each run stored (the CLI's console).
+    pub console: Box<dyn Watch>,
     /// The command line, for the disclosure.
     pub command_line: String,
     /// The live metrics endpoint (`--metrics`), fed by each run's collector.
@@ -76,7 +75,18 @@ pub struct StudyOutcome {
     pub interrupted: bool,
 }
 
-/// Runs every run of the plan in order and stores each one's results.
+/// What a running plan tells whoever watches it (the CLI prints it).
+pub trait Watch: Sync {
+    /// After each interval the collector completed.
+    fn progress(&self, run: &RunPlan, n_runs: usize, p: &collector::Progress, interval_ns: u64);
+    /// When a run's threads have ended.
+    fn clear_progress(&self);
+    /// When a run's results are stored.
+    fn run_finished(&self, s: &RunSummary);
+}
+
+/// Runs every run of the plan in order and stores each one's results (the study's files
+/// made from them, such as `raid.json` and `iometer.csv`, are the CLI's to write).
 pub fn run_plan(plan: &Plan, opts: &RunOptions) -> Result<StudyOutcome, RunError> {
     #[cfg(feature = "mpi")]
     if let Some(d) = distributed::current().filter(|d| d.rank != 0) {
@@ -125,34 +135,6 @@ pub fn run_plan(plan: &Plan, opts: &RunOptions) -> Result<StudyOutcome, RunError
         }
     }
     result?;
-    if let Some(geometry) = &plan.raid {
-        let steps = crate::results::comparison::compare_all_in_folder(&study_folder, &summaries);
-        let mut table = crate::results::raid::table(geometry, &steps);
-        table.failures = crate::results::raid::failure::failures(&geometry.array, &summaries);
-        let path = study_folder.join("raid.json");
-        crate::results::write_json_file(&path, &table)
-            .map_err(|source| RunError::Results { path, source })?;
-    }
-    // IOmeter's result file, from the stored runs (a study of block workloads).
-    let block_runs = plan
-        .runs
-        .iter()
-        .any(|r| r.targets.iter().any(|t| t.workload.as_block().is_some()));
-    if block_runs && !summaries.is_empty() {
-        let path = study_folder.join(crate::report::iometer::FILE);
-        let runs = crate::results::stored::read_study_folder(&study_folder)
-            .map_err(|e| std::io::Error::other(e.to_string()));
-        runs.and_then(|runs| std::fs::write(&path, crate::report::iometer::iometer_csv(&runs)))
-            .map_err(|source| RunError::Results { path, source })?;
-    }
-    let comparison =
-        crate::results::comparison::compare_in_folder(&plan.study, &study_folder, &summaries);
-    if !comparison.steps.is_empty() {
-        let path = study_folder.join("comparison.json");
-        let text = serde_json::to_string_pretty(&comparison).map_err(std::io::Error::other);
-        text.and_then(|t| std::fs::write(&path, t + "\n"))
-            .map_err(|source| RunError::Results { path, source })?;
-    }
     Ok(StudyOutcome {
         folder: study_folder,
         summaries,
