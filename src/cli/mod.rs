@@ -10,12 +10,14 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::report;
 use crate::results::store::Store;
-use crate::run::console::Console;
 use crate::run::{RunOptions, StudyOutcome, run_plan};
 use crate::study::{self, plan::Plan};
+use console::Console;
 
+mod console;
 mod fio;
 mod reports;
+mod study_files;
 mod tools;
 
 use fio::{FioArgs, fio};
@@ -497,11 +499,12 @@ fn execute_with(plan: &Plan, args: &CommonRunArgs, tables: bool) -> Result<(Stud
         results_dir: args.store.results.clone(),
         allow_destroy: args.allow_destroy.clone(),
         interrupted,
-        console: Console::auto(args.quiet, tables),
+        console: Box::new(Console::auto(args.quiet, tables)),
         command_line: std::env::args().collect::<Vec<_>>().join(" "),
         metrics,
     };
-    let outcome = run_plan(plan, &opts);
+    // The study's files made from its stored runs (raid.json, iometer.csv, comparison.json).
+    let outcome = run_plan(plan, &opts).and_then(|o| study_files::write(plan, &o).map(|()| o));
     if opts.metrics.is_some() && args.metrics_linger_seconds > 0.0 {
         let linger = std::time::Duration::from_secs_f64(args.metrics_linger_seconds.min(86_400.0));
         let until = std::time::Instant::now() + linger;

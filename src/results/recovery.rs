@@ -152,9 +152,40 @@ pub fn recovery(
 ) -> Recovery {
     let slots = slots(timeline, targets, interval_s, measured_seconds);
     let t_e = ask.event_seconds;
-    let mut r = Recovery {
+    let mut r = unjudged(event, interval_s, &ask);
+    let mut notes: Vec<String> = Vec::new();
+    baseline(&mut r, &slots, &ask, &mut notes);
+
+    // From the interval holding the event on.
+    let after: Vec<&Slot> = slots.iter().filter(|s| s.end_s > t_e + 1e-9).collect();
+    if after.is_empty() {
+        notes.push("no measured interval after the event".into());
+        r.note = notes.join("; ");
+        return r;
+    }
+    outage(&mut r, &after, t_e, &mut notes);
+    let recovered_at = recovered_at(&mut r, &after, &ask, &mut notes);
+
+    // The dip: from the event's interval until recovered (or the end); at least the first.
+    let dip_end = recovered_at.unwrap_or(after.len()).max(1);
+    let dip = &after[..dip_end];
+    r.dip_min_rate_ops = dip.iter().map(|s| s.rate()).min_by(|a, b| a.total_cmp(b));
+    let (ops, secs) = dip
+        .iter()
+        .fold((0u64, 0.0), |(o, t), s| (o + s.ops, t + s.length()));
+    r.dip_mean_rate_ops = Some(ops as f64 / secs.max(1e-9));
+    for s in dip {
+        add_errors(&mut r.errors_until_recovered, &s.errors);
+    }
+    r.note = notes.join("; ");
+    r
+}
+
+/// The recovery asked for, nothing judged yet.
+fn unjudged(event: &str, interval_s: f64, ask: &RecoveryAsk) -> Recovery {
+    Recovery {
         event: event.to_string(),
-        event_seconds: t_e,
+        event_seconds: ask.event_seconds,
         interval_seconds: interval_s,
         baseline_window_seconds: ask.baseline_seconds,
         baseline_covered_seconds: 0.0,
@@ -173,10 +204,12 @@ pub fn recovery(
         errors_during_outage: BTreeMap::new(),
         errors_until_recovered: BTreeMap::new(),
         note: String::new(),
-    };
-    let mut notes: Vec<String> = Vec::new();
+    }
+}
 
-    // Baseline: whole intervals ending by the event, within the window before it.
+/// Baseline: whole intervals ending by the event, within the window before it.
+fn baseline(r: &mut Recovery, slots: &[Slot], ask: &RecoveryAsk, notes: &mut Vec<String>) {
+    let t_e = ask.event_seconds;
     let window_start = t_e - ask.baseline_seconds;
     let before: Vec<&Slot> = slots
         .iter()
@@ -193,15 +226,11 @@ pub fn recovery(
                 .into(),
         );
     }
+}
 
-    // From the interval holding the event on.
-    let after: Vec<&Slot> = slots.iter().filter(|s| s.end_s > t_e + 1e-9).collect();
-    if after.is_empty() {
-        notes.push("no measured interval after the event".into());
-        r.note = notes.join("; ");
-        return r;
-    }
-
+/// The time to the first success after the event (at `t_e`) and the longest outage, from
+/// the intervals `after` it.
+fn outage(r: &mut Recovery, after: &[&Slot], t_e: f64, notes: &mut Vec<String>) {
     // Spans without a success: runs of consecutive empty intervals, the first clipped to
     // start at the event.
     let mut spans: Vec<(usize, usize)> = Vec::new();
@@ -243,54 +272,49 @@ pub fn recovery(
             add_errors(&mut r.errors_during_outage, &s.errors);
         }
     }
+}
 
-    // Recovered: the first interval from which every interval over `settle` is back.
+/// Recovered: the first interval from which every interval over `settle` is back within
+/// `recovered-within` of the baseline. Returns its index in `after`.
+fn recovered_at(
+    r: &mut Recovery,
+    after: &[&Slot],
+    ask: &RecoveryAsk,
+    notes: &mut Vec<String>,
+) -> Option<usize> {
+    let t_e = ask.event_seconds;
+    let base = r.baseline_rate_ops?;
     let mut recovered_at: Option<usize> = None;
-    if let Some(base) = r.baseline_rate_ops {
-        let floor = (1.0 - ask.recovered_within) * base;
-        let run_end = after.last().map_or(t_e, |s| s.end_s);
-        for i in 0..after.len() {
-            let from = after[i].start_s;
-            if from + ask.settle_seconds > run_end + 1e-9 {
-                break;
-            }
-            let holds = after[i..]
-                .iter()
-                .take_while(|s| s.start_s < from + ask.settle_seconds.max(1e-9))
-                .all(|s| s.rate() >= floor);
-            if holds {
-                recovered_at = Some(i);
-                break;
-            }
+    let floor = (1.0 - ask.recovered_within) * base;
+    let run_end = after.last().map_or(t_e, |s| s.end_s);
+    for i in 0..after.len() {
+        let from = after[i].start_s;
+        if from + ask.settle_seconds > run_end + 1e-9 {
+            break;
         }
-        match recovered_at {
-            Some(i) => {
-                let at = after[i].start_s.max(t_e);
-                r.recovered = true;
-                r.recovered_at_seconds = Some(at);
-                r.time_to_recover_seconds = Some(at - t_e);
-            }
-            None => notes.push(format!(
-                "never recovered: throughput did not stay at {:.0}% of the baseline or more for {} s before the run ended",
-                (1.0 - ask.recovered_within) * 100.0,
-                ask.settle_seconds
-            )),
+        let holds = after[i..]
+            .iter()
+            .take_while(|s| s.start_s < from + ask.settle_seconds.max(1e-9))
+            .all(|s| s.rate() >= floor);
+        if holds {
+            recovered_at = Some(i);
+            break;
         }
     }
-
-    // The dip: from the event's interval until recovered (or the end); at least the first.
-    let dip_end = recovered_at.unwrap_or(after.len()).max(1);
-    let dip = &after[..dip_end];
-    r.dip_min_rate_ops = dip.iter().map(|s| s.rate()).min_by(|a, b| a.total_cmp(b));
-    let (ops, secs) = dip
-        .iter()
-        .fold((0u64, 0.0), |(o, t), s| (o + s.ops, t + s.length()));
-    r.dip_mean_rate_ops = Some(ops as f64 / secs.max(1e-9));
-    for s in dip {
-        add_errors(&mut r.errors_until_recovered, &s.errors);
+    match recovered_at {
+        Some(i) => {
+            let at = after[i].start_s.max(t_e);
+            r.recovered = true;
+            r.recovered_at_seconds = Some(at);
+            r.time_to_recover_seconds = Some(at - t_e);
+        }
+        None => notes.push(format!(
+            "never recovered: throughput did not stay at {:.0}% of the baseline or more for {} s before the run ended",
+            (1.0 - ask.recovered_within) * 100.0,
+            ask.settle_seconds
+        )),
     }
-    r.note = notes.join("; ");
-    r
+    recovered_at
 }
 
 /// Recovery around every event of a stored run that ran and asked for it (`recovery`),

@@ -252,87 +252,8 @@ pub fn for_run(
 ) -> ScheduleResult {
     let nominal = if interval_s > 0.0 { interval_s } else { 1.0 };
     let phase_s = schedule.phase.0.as_secs_f64();
-    let mut intervals: IntervalOps = BTreeMap::new();
-    for r in timeline.rows.iter().filter(|r| r.measured) {
-        let start = r.second as f64 * nominal;
-        let e = intervals
-            .entry(r.second)
-            .or_insert_with(|| (start, nominal, BTreeMap::new()));
-        if let Some(len) = r.interval_s {
-            e.1 = len;
-        }
-        let t = e.2.entry(r.target.clone()).or_default();
-        t.0 += r.ops;
-        t.1 += r.errors;
-    }
-    let mut phases: Vec<SchedulePhase> = Vec::new();
-    let mut lengths: Vec<f64> = Vec::new();
-    for (start, len, targets) in intervals.values() {
-        if *start >= measured - 1e-9 {
-            continue;
-        }
-        let len = (start + len).min(measured) - start;
-        // The small epsilon keeps an interval that starts on a phase edge in the new phase.
-        let p = ((start + 1e-9) / phase_s).floor() as usize;
-        while phases.len() <= p {
-            let n = phases.len();
-            phases.push(SchedulePhase {
-                phase: n + 1,
-                table_phase: n % schedule.table_phases().max(1) + 1,
-                from_seconds: n as f64 * phase_s,
-                to_seconds: n as f64 * phase_s,
-                ops: 0,
-                rate_ops: 0.0,
-                rate_of_target: None,
-                groups: schedule
-                    .groups
-                    .iter()
-                    .enumerate()
-                    .map(|(gi, g)| GroupPhase {
-                        group: g.name.clone(),
-                        scheduled_share: schedule.share(g, n),
-                        scheduled_rate_ops: schedule
-                            .total_rate_ops
-                            .map(|t| schedule.share(g, n) * t),
-                        scheduled_workers: schedule.group_workers(n).map(|w| w[gi]),
-                        ops: 0,
-                        rate_ops: 0.0,
-                        share: 0.0,
-                        errors: 0,
-                    })
-                    .collect(),
-            });
-            lengths.push(0.0);
-        }
-        let phase = &mut phases[p];
-        phase.to_seconds = phase.to_seconds.max(start + len);
-        lengths[p] += len;
-        for (gi, g) in schedule.groups.iter().enumerate() {
-            for t in &g.targets {
-                if let Some((ops, errors)) = targets.get(t) {
-                    phase.groups[gi].ops += ops;
-                    phase.groups[gi].errors += errors;
-                    phase.ops += ops;
-                }
-            }
-        }
-    }
-    for (phase, length) in phases.iter_mut().zip(lengths) {
-        if length <= 0.0 {
-            continue;
-        }
-        phase.rate_ops = phase.ops as f64 / length;
-        phase.rate_of_target = schedule.total_rate_ops.map(|t| phase.rate_ops / t);
-        let total = phase.ops;
-        for g in &mut phase.groups {
-            g.rate_ops = g.ops as f64 / length;
-            g.share = if total > 0 {
-                g.ops as f64 / total as f64
-            } else {
-                0.0
-            };
-        }
-    }
+    let intervals = interval_ops(timeline, nominal);
+    let mut phases = phase_figures(schedule, &intervals, measured, phase_s);
     // Phases with no measured interval (a run cut short) are left out.
     phases.retain(|p| p.to_seconds > p.from_seconds);
     let groups: Vec<ScheduleGroup> = schedule
@@ -372,6 +293,105 @@ pub fn for_run(
         reported_rate_ops,
         moving_averages,
     }
+}
+
+/// The measured intervals of the timeline (`nominal`: the run's interval, seconds).
+fn interval_ops(timeline: &Timeline, nominal: f64) -> IntervalOps {
+    let mut intervals: IntervalOps = BTreeMap::new();
+    for r in timeline.rows.iter().filter(|r| r.measured) {
+        let start = r.second as f64 * nominal;
+        let e = intervals
+            .entry(r.second)
+            .or_insert_with(|| (start, nominal, BTreeMap::new()));
+        if let Some(len) = r.interval_s {
+            e.1 = len;
+        }
+        let t = e.2.entry(r.target.clone()).or_default();
+        t.0 += r.ops;
+        t.1 += r.errors;
+    }
+    intervals
+}
+
+/// Phase `n` of the schedule, as scheduled, nothing measured yet.
+fn scheduled_phase(schedule: &Schedule, n: usize, phase_s: f64) -> SchedulePhase {
+    SchedulePhase {
+        phase: n + 1,
+        table_phase: n % schedule.table_phases().max(1) + 1,
+        from_seconds: n as f64 * phase_s,
+        to_seconds: n as f64 * phase_s,
+        ops: 0,
+        rate_ops: 0.0,
+        rate_of_target: None,
+        groups: schedule
+            .groups
+            .iter()
+            .enumerate()
+            .map(|(gi, g)| GroupPhase {
+                group: g.name.clone(),
+                scheduled_share: schedule.share(g, n),
+                scheduled_rate_ops: schedule.total_rate_ops.map(|t| schedule.share(g, n) * t),
+                scheduled_workers: schedule.group_workers(n).map(|w| w[gi]),
+                ops: 0,
+                rate_ops: 0.0,
+                share: 0.0,
+                errors: 0,
+            })
+            .collect(),
+    }
+}
+
+/// Per phase of `phase_s` seconds: the operations of each group over the measured intervals
+/// up to `measured` seconds, and their rates and shares.
+fn phase_figures(
+    schedule: &Schedule,
+    intervals: &IntervalOps,
+    measured: f64,
+    phase_s: f64,
+) -> Vec<SchedulePhase> {
+    let mut phases: Vec<SchedulePhase> = Vec::new();
+    let mut lengths: Vec<f64> = Vec::new();
+    for (start, len, targets) in intervals.values() {
+        if *start >= measured - 1e-9 {
+            continue;
+        }
+        let len = (start + len).min(measured) - start;
+        // The small epsilon keeps an interval that starts on a phase edge in the new phase.
+        let p = ((start + 1e-9) / phase_s).floor() as usize;
+        while phases.len() <= p {
+            phases.push(scheduled_phase(schedule, phases.len(), phase_s));
+            lengths.push(0.0);
+        }
+        let phase = &mut phases[p];
+        phase.to_seconds = phase.to_seconds.max(start + len);
+        lengths[p] += len;
+        for (gi, g) in schedule.groups.iter().enumerate() {
+            for t in &g.targets {
+                if let Some((ops, errors)) = targets.get(t) {
+                    phase.groups[gi].ops += ops;
+                    phase.groups[gi].errors += errors;
+                    phase.ops += ops;
+                }
+            }
+        }
+    }
+    for (phase, length) in phases.iter_mut().zip(lengths) {
+        if length <= 0.0 {
+            continue;
+        }
+        phase.rate_ops = phase.ops as f64 / length;
+        phase.rate_of_target = schedule.total_rate_ops.map(|t| phase.rate_ops / t);
+        let total = phase.ops;
+        for g in &mut phase.groups {
+            g.rate_ops = g.ops as f64 / length;
+            g.share = if total > 0 {
+                g.ops as f64 / total as f64
+            } else {
+                0.0
+            };
+        }
+    }
+    phases
 }
 
 /// The schedule's phase changes up to `measured_seconds`, as timeline marks (kind

@@ -181,35 +181,86 @@ fn worker_results(
         .collect()
 }
 
+/// The measured span of a run: when its first worker started measuring (run clock, ns),
+/// and for how long, in seconds (never 0).
+#[derive(Clone, Copy)]
+struct Span {
+    measure_start: u64,
+    secs: f64,
+}
+
 pub fn summarize(plan: &Plan, run: &RunPlan, m: &Measured<'_>) -> RunSummary {
-    let Measured {
-        run_id,
-        started,
-        workers: outcomes,
-        totals,
-        worker_cpu_ns,
-        worker_totals,
-        worker_shape,
-        error_samples,
-        cpu_used_ns,
-        start_ns,
-        background_names,
-        session_used,
-    } = m;
-    let (run_id, started, cpu_used_ns, start_ns) = (*run_id, *started, *cpu_used_ns, *start_ns);
+    let outcomes = &m.workers;
     let measure_start = outcomes
         .iter()
         .map(|o| o.measure_start_ns)
         .min()
-        .unwrap_or(start_ns);
+        .unwrap_or(m.start_ns);
     let measure_end = outcomes
         .iter()
         .map(|o| o.last_completion_ns)
         .max()
         .unwrap_or(measure_start);
     let measured_ns = measure_end.saturating_sub(measure_start);
-    let secs = (measured_ns as f64 / 1e9).max(1e-9);
-    let end_reason = if outcomes.iter().any(|o| o.end_reason == EndReason::Error) {
+    let span = Span {
+        measure_start,
+        secs: (measured_ns as f64 / 1e9).max(1e-9),
+    };
+    let secs = span.secs;
+    let end_reason = end_reason(outcomes);
+    let status = match end_reason {
+        EndReason::Duration | EndReason::Ops | EndReason::SteadyState => RunStatus::Complete,
+        _ => RunStatus::Partial,
+    };
+    let (targets, total) = target_results(run, m, end_reason, span);
+    let background = background_results(run, m, secs);
+    let (client, mut warnings) = client_usage(run, m, measured_ns);
+    let outcome = (status, end_reason);
+    run_warnings(run, m, &targets, &total, outcome, secs, &mut warnings);
+    let warmup_s = run.warmup.0.as_secs_f64();
+    let events = vec![
+        Event::mark(-warmup_s, "warmup-start", ""),
+        Event::mark(0.0, "measure-start", ""),
+        Event::mark(
+            secs,
+            "measure-end",
+            format!("{end_reason:?}").to_lowercase(),
+        ),
+    ];
+    RunSummary {
+        run_id: m.run_id.to_string(),
+        study: plan.study.clone(),
+        step: run.step.clone(),
+        run_index: run.index,
+        run_count: plan.runs.len(),
+        repetition: run.repetition,
+        parameters: run.parameters.clone(),
+        status,
+        end_reason,
+        started_at: crate::results::rfc3339(m.started),
+        ended_at: crate::results::rfc3339(SystemTime::now()),
+        warmup_seconds: warmup_s,
+        measured_seconds: secs,
+        targets,
+        total,
+        background,
+        software: BTreeMap::new(),
+        client,
+        warnings,
+        events,
+        recovery: Vec::new(),
+        phases: Vec::new(),
+        schedule: None,
+        distributed: None,
+        steady_state: None,
+        error_samples: error_samples(run, m),
+    }
+}
+
+/// Why the run ended, from its workers' ends: an error first, then an interruption, steady
+/// state, operations done, time.
+fn end_reason(outcomes: &[WorkerEnd]) -> EndReason {
+    if outcomes.iter().any(|o| o.end_reason == EndReason::Error) {
         EndReason::Error
     } else if outcomes
         .iter()
@@ -225,38 +276,50 @@ pub fn summarize(plan: &Plan, run: &RunPlan, m: &Measured<'_>) -> RunSummary {
         EndReason::Ops
     } else {
         EndReason::Duration
-    };
-    let status = match end_reason {
-        EndReason::Duration | EndReason::Ops | EndReason::SteadyState => RunStatus::Complete,
-        _ => RunStatus::Partial,
-    };
+    }
+}
 
+/// Shape `ti`'s operation kinds, and their measured totals.
+fn kinds_of(totals: &[Vec<Option<KindTotals>>], ti: usize) -> (Vec<OpKind>, Vec<&KindTotals>) {
+    let present: Vec<OpKind> = OpKind::ALL
+        .into_iter()
+        .filter(|k| totals[ti][*k as usize].is_some())
+        .collect();
+    let kinds: Vec<&KindTotals> = present
+        .iter()
+        .filter_map(|k| totals[ti][*k as usize].as_ref())
+        .collect();
+    (present, kinds)
+}
+
+/// Per target its result, and the total over them.
+fn target_results(
+    run: &RunPlan,
+    m: &Measured<'_>,
+    end_reason: EndReason,
+    span: Span,
+) -> (Vec<TargetResult>, TargetResult) {
+    let (outcomes, worker_shape) = (&m.workers, m.worker_shape);
     let mut targets = Vec::new();
     let mut total_kinds: BTreeMap<OpKind, KindTotals> = BTreeMap::new();
     for (ti, t) in run.targets.iter().enumerate() {
-        let present: Vec<OpKind> = OpKind::ALL
-            .into_iter()
-            .filter(|k| totals[ti][*k as usize].is_some())
-            .collect();
-        let kinds: Vec<&KindTotals> = present
-            .iter()
-            .filter_map(|k| totals[ti][*k as usize].as_ref())
-            .collect();
+        let (present, kinds) = kinds_of(m.totals, ti);
+        let of_target = |w: &usize| worker_shape.get(*w) == Some(&(ti as u32));
         // Operation-bounded with several targets: a target that did its operations before
         // the others is measured until its own last completion, not while it stood idle.
         let own_secs = if end_reason == EndReason::Ops && run.targets.len() > 1 {
             outcomes
                 .iter()
                 .enumerate()
-                .filter(|(w, _)| worker_shape.get(*w) == Some(&(ti as u32)))
+                .filter(|(w, _)| of_target(w))
                 .map(|(_, o)| o.last_completion_ns)
                 .max()
-                .map(|end| (end.saturating_sub(measure_start) as f64 / 1e9).max(1e-9))
-                .filter(|s| *s < secs)
+                .map(|end| (end.saturating_sub(span.measure_start) as f64 / 1e9).max(1e-9))
+                .filter(|s| *s < span.secs)
         } else {
             None
         };
-        let target_secs = own_secs.unwrap_or(secs);
+        let target_secs = own_secs.unwrap_or(span.secs);
         let mut r = target_result(&t.name, &kinds, &present, target_secs);
         r.measured_seconds = own_secs;
         r.target_type = t.config.type_name().to_string();
@@ -266,12 +329,12 @@ pub fn summarize(plan: &Plan, run: &RunPlan, m: &Measured<'_>) -> RunSummary {
         r.threads = t.workload.threads();
         r.queue_depth = t.workload.queue_depth();
         r.block_bytes = t.workload.block_bytes();
-        r.session_used = session_used.get(ti).cloned().unwrap_or_default();
-        r.workers = worker_results(ti, worker_shape, worker_totals, target_secs);
+        r.session_used = m.session_used.get(ti).cloned().unwrap_or_default();
+        r.workers = worker_results(ti, worker_shape, m.worker_totals, target_secs);
         r.skipped_starts = outcomes
             .iter()
             .enumerate()
-            .filter(|(w, _)| worker_shape.get(*w) == Some(&(ti as u32)))
+            .filter(|(w, _)| of_target(w))
             .map(|(_, o)| o.skipped_starts)
             .sum();
         targets.push(r);
@@ -284,32 +347,34 @@ pub fn summarize(plan: &Plan, run: &RunPlan, m: &Measured<'_>) -> RunSummary {
     }
     let names: Vec<OpKind> = total_kinds.keys().copied().collect();
     let refs: Vec<&KindTotals> = total_kinds.values().collect();
-    let mut total = target_result("total", &refs, &names, secs);
+    let mut total = target_result("total", &refs, &names, span.secs);
     total.threads = run.targets.iter().map(|t| t.workload.threads()).sum();
-    let background: Vec<TargetResult> = background_names
+    (targets, total)
+}
+
+/// Per background worker (readwhilewriting's writer): its result.
+fn background_results(run: &RunPlan, m: &Measured<'_>, secs: f64) -> Vec<TargetResult> {
+    m.background_names
         .iter()
         .enumerate()
         .map(|(bi, name)| {
-            let ti = run.targets.len() + bi;
-            let present: Vec<OpKind> = OpKind::ALL
-                .into_iter()
-                .filter(|k| totals[ti][*k as usize].is_some())
-                .collect();
-            let kinds: Vec<&KindTotals> = present
-                .iter()
-                .filter_map(|k| totals[ti][*k as usize].as_ref())
-                .collect();
+            let (present, kinds) = kinds_of(m.totals, run.targets.len() + bi);
             let mut r = target_result(name, &kinds, &present, secs);
             r.threads = 1;
             r.queue_depth = 1;
             r
         })
-        .collect();
+        .collect()
+}
 
+/// The client's CPU use over the run, and the warnings it calls for (storlab saturated, or
+/// the CPU the limit of an embedded engine).
+fn client_usage(run: &RunPlan, m: &Measured<'_>, measured_ns: u64) -> (ClientUsage, Vec<String>) {
     let logical_cpus = std::thread::available_parallelism()
         .map(|n| n.get() as u32)
         .unwrap_or(1);
-    let busy: Vec<f64> = worker_cpu_ns
+    let busy: Vec<f64> = m
+        .worker_cpu_ns
         .iter()
         .map(|&ns| ns as f64 / measured_ns.max(1) as f64)
         .collect();
@@ -320,7 +385,7 @@ pub fn summarize(plan: &Plan, run: &RunPlan, m: &Measured<'_>) -> RunSummary {
         busy.iter().sum::<f64>() / busy.len() as f64
     };
     let run_secs = (measured_ns + run.warmup.0.as_nanos() as u64) as f64 / 1e9;
-    let cores_used = cpu_used_ns as f64 / 1e9 / run_secs.max(1e-9);
+    let cores_used = m.cpu_used_ns as f64 / 1e9 / run_secs.max(1e-9);
     let cpu_bound = busy_max >= SATURATED_BUSY || cores_used >= 0.9 * logical_cpus as f64;
     // An embedded engine (RocksDB) does its work on the worker threads: busy workers then
     // mean the machine's CPU is the limit, which is part of what is measured, not a client
@@ -344,6 +409,28 @@ pub fn summarize(plan: &Plan, run: &RunPlan, m: &Measured<'_>) -> RunSummary {
             logical_cpus
         ));
     }
+    let client = ClientUsage {
+        cpu_seconds: m.cpu_used_ns as f64 / 1e9,
+        cpu_cores_used: cores_used,
+        logical_cpus,
+        worker_busy_max: busy_max,
+        worker_busy_mean: busy_mean,
+        saturated,
+    };
+    (client, warnings)
+}
+
+/// The warnings about the run itself: partial, a rate not kept, starts skipped for the
+/// latency limit, the collector behind, nothing completed.
+fn run_warnings(
+    run: &RunPlan,
+    m: &Measured<'_>,
+    targets: &[TargetResult],
+    total: &TargetResult,
+    (status, end_reason): (RunStatus, EndReason),
+    secs: f64,
+    warnings: &mut Vec<String>,
+) {
     if status == RunStatus::Partial {
         warnings.push(format!(
             "partial run: measurement stopped early ({}); the figures cover {:.2} s",
@@ -354,7 +441,7 @@ pub fn summarize(plan: &Plan, run: &RunPlan, m: &Measured<'_>) -> RunSummary {
             secs
         ));
     }
-    for (t, r) in run.targets.iter().zip(&targets) {
+    for (t, r) in run.targets.iter().zip(targets) {
         if let Some(rate) = t.workload.rate_per_thread() {
             let wanted = rate * t.workload.threads() as f64;
             if status == RunStatus::Complete && r.rate_ops + r.errors as f64 / secs < 0.95 * wanted
@@ -378,7 +465,7 @@ pub fn summarize(plan: &Plan, run: &RunPlan, m: &Measured<'_>) -> RunSummary {
             "latency limit: {skipped} intended starts were skipped, already more than {limit} late when their turn came (pgbench's skipped transactions); they are neither operations nor errors"
         ));
     }
-    let misses: u64 = outcomes.iter().map(|o| o.spare_misses).sum();
+    let misses: u64 = m.workers.iter().map(|o| o.spare_misses).sum();
     if misses > 0 {
         warnings.push(format!(
             "the collector fell behind: {misses} intervals were allocated on the worker threads"
@@ -387,18 +474,11 @@ pub fn summarize(plan: &Plan, run: &RunPlan, m: &Measured<'_>) -> RunSummary {
     if total.ops == 0 && status == RunStatus::Complete {
         warnings.push("no operation completed successfully during measurement".into());
     }
+}
 
-    let warmup_s = run.warmup.0.as_secs_f64();
-    let events = vec![
-        Event::mark(-warmup_s, "warmup-start", ""),
-        Event::mark(0.0, "measure-start", ""),
-        Event::mark(
-            secs,
-            "measure-end",
-            format!("{end_reason:?}").to_lowercase(),
-        ),
-    ];
-    let error_samples = error_samples
+/// The first errors the workers sampled, with their target's (or background worker's) name.
+fn error_samples(run: &RunPlan, m: &Measured<'_>) -> Vec<ErrorSample> {
+    m.error_samples
         .iter()
         .map(|(t, k, e)| ErrorSample {
             target: run
@@ -406,7 +486,7 @@ pub fn summarize(plan: &Plan, run: &RunPlan, m: &Measured<'_>) -> RunSummary {
                 .get(*t as usize)
                 .map(|t| t.name.clone())
                 .or_else(|| {
-                    background_names
+                    m.background_names
                         .get(*t as usize - run.targets.len())
                         .cloned()
                 })
@@ -415,41 +495,5 @@ pub fn summarize(plan: &Plan, run: &RunPlan, m: &Measured<'_>) -> RunSummary {
             kind: e.kind.name().into(),
             message: e.message(),
         })
-        .collect();
-
-    RunSummary {
-        run_id: run_id.to_string(),
-        study: plan.study.clone(),
-        step: run.step.clone(),
-        run_index: run.index,
-        run_count: plan.runs.len(),
-        repetition: run.repetition,
-        parameters: run.parameters.clone(),
-        status,
-        end_reason,
-        started_at: crate::results::rfc3339(started),
-        ended_at: crate::results::rfc3339(SystemTime::now()),
-        warmup_seconds: warmup_s,
-        measured_seconds: secs,
-        targets,
-        total,
-        background,
-        software: BTreeMap::new(),
-        client: ClientUsage {
-            cpu_seconds: cpu_used_ns as f64 / 1e9,
-            cpu_cores_used: cores_used,
-            logical_cpus,
-            worker_busy_max: busy_max,
-            worker_busy_mean: busy_mean,
-            saturated,
-        },
-        warnings,
-        events,
-        recovery: Vec::new(),
-        phases: Vec::new(),
-        schedule: None,
-        distributed: None,
-        steady_state: None,
-        error_samples,
-    }
+        .collect()
 }

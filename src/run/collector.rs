@@ -158,86 +158,186 @@ pub fn collect<W1: Write, W2: Write>(
 ) -> Collected {
     let cpu_at_start = crate::record::thread_cpu_ns();
     let n_workers = worker_target.len();
-    let new_kind_table = |targets: &[TargetShape]| -> Vec<Vec<Option<KindTotals>>> {
-        targets
-            .iter()
-            .map(|t| {
-                let mut v: Vec<Option<KindTotals>> = (0..OpKind::COUNT).map(|_| None).collect();
-                for k in &t.kinds {
-                    v[*k as usize] = Some(KindTotals::new(t.open_loop));
-                }
-                v
-            })
-            .collect()
-    };
-    let mut out = Collected {
-        totals: new_kind_table(&targets),
-        worker_cpu_ns: vec![0; n_workers],
-        worker_totals: vec![[None; OpKind::COUNT]; n_workers],
-        worker_shape: worker_target,
-        error_samples: Vec::new(),
-        io_error: None,
-        group_totals: Vec::new(),
-        cpu_ns: 0,
-        steady: None,
-    };
+    let mut m = Merger::new(targets, worker_target, worker_group);
     let Live {
         mut steady,
         metrics,
     } = live;
-    let mut rates: Vec<Vec<[f64; 2]>> = vec![vec![[0.0; 2]; OpKind::COUNT]; targets.len()];
     // Each completed interval: progress, then steady state (the workers stop at their next
     // poll once it is reached).
     let mut on_second = |p: Progress| {
         progress(p);
-        if let Some((d, stop)) = &mut steady {
-            if d.push(p.index, p.rate_ops, p.rate_bytes) {
-                stop.store(true, Ordering::Relaxed);
-            }
+        if let Some((d, stop)) = &mut steady
+            && d.push(p.index, p.rate_ops, p.rate_bytes)
+        {
+            stop.store(true, Ordering::Relaxed);
         }
     };
-    let groups = worker_group
-        .iter()
-        .map(|g| *g as usize + 1)
-        .max()
-        .unwrap_or(0);
-    out.group_totals = (0..groups).map(|_| new_kind_table(&targets)).collect();
-    let mut progress_of: Vec<i64> = vec![i64::MIN; n_workers];
-    let mut pending: BTreeMap<i64, Pending> = BTreeMap::new();
-    let mut finished = 0usize;
-
-    let io = |r: std::io::Result<()>, slot: &mut Option<std::io::Error>| {
-        if let Err(e) = r {
-            slot.get_or_insert(e);
-        }
-    };
-    io(
+    keep_first(
         writeln!(sinks.timeline, "{TIMELINE_HEADER}"),
-        &mut out.io_error,
+        &mut m.out.io_error,
     );
     let mut serializer = V2DeflateSerializer::new();
+    let mut log = begin_log(
+        &mut sinks.hdr_log,
+        &mut serializer,
+        sinks.measure_start_wall,
+        &mut m.out.io_error,
+    );
+    while m.finished < n_workers {
+        let Ok(mut iv) = rx.recv() else { break };
+        m.add(&iv);
+        let w = iv.worker as usize;
+        iv.clear();
+        // A worker that has stopped no longer takes spares; dropping the interval is fine.
+        let _ = spares[w].try_send(iv);
+        // Finalize every second that all workers have moved past (or reported, if last).
+        while let Some((index, p)) = m.next_complete() {
+            let r = write_second(
+                index,
+                &p,
+                &m.targets,
+                interval_ns,
+                &mut sinks.timeline,
+                log.as_mut(),
+                &mut on_second,
+            );
+            keep_first(r, &mut m.out.io_error);
+            if let Some(metrics) = metrics {
+                last_rates(&p, interval_ns, &mut m.rates);
+                publish_metrics(metrics, &m.targets, &m.out, &m.rates);
+            }
+        }
+    }
+    while let Some((index, p)) = m.pending.pop_first() {
+        let r = write_second(
+            index,
+            &p,
+            &m.targets,
+            interval_ns,
+            &mut sinks.timeline,
+            log.as_mut(),
+            &mut on_second,
+        );
+        keep_first(r, &mut m.out.io_error);
+        if metrics.is_some() {
+            last_rates(&p, interval_ns, &mut m.rates);
+        }
+    }
+    // The last snapshot holds the run's final totals: what its summary counts.
+    if let Some(metrics) = metrics {
+        publish_metrics(metrics, &m.targets, &m.out, &m.rates);
+    }
+    let mut out = m.out;
+    out.steady = steady.map(|(d, _)| d);
+    keep_first(sinks.timeline.flush(), &mut out.io_error);
+    drop(log);
+    keep_first(sinks.hdr_log.flush(), &mut out.io_error);
+    out.cpu_ns = crate::record::thread_cpu_ns().saturating_sub(cpu_at_start);
+    out
+}
+
+/// Keeps the first error of the collector's writes.
+fn keep_first(r: std::io::Result<()>, slot: &mut Option<std::io::Error>) {
+    if let Err(e) = r {
+        slot.get_or_insert(e);
+    }
+}
+
+type HdrLog<'a, W> =
+    hdrhistogram::serialization::interval_log::IntervalLogWriter<'a, 'a, W, V2DeflateSerializer>;
+
+/// Starts the HDR interval log, its times from the start of measurement (`wall`).
+fn begin_log<'a, W: Write>(
+    hdr_log: &'a mut W,
+    serializer: &'a mut V2DeflateSerializer,
+    wall: SystemTime,
+    io_error: &mut Option<std::io::Error>,
+) -> Option<HdrLog<'a, W>> {
     let mut log_builder = IntervalLogWriterBuilder::new();
     log_builder
         .add_comment("storlab HDR interval log: latency in ns; tags are target.op[.intended]")
-        .with_base_time(sinks.measure_start_wall)
-        .with_start_time(sinks.measure_start_wall);
-    let mut log = match log_builder.begin_log_with(&mut sinks.hdr_log, &mut serializer) {
+        .with_base_time(wall)
+        .with_start_time(wall);
+    match log_builder.begin_log_with(hdr_log, serializer) {
         Ok(l) => Some(l),
         Err(e) => {
-            out.io_error.get_or_insert(e);
+            io_error.get_or_insert(e);
             None
         }
-    };
+    }
+}
 
-    while finished < n_workers {
-        let Ok(mut iv) = rx.recv() else { break };
+/// Per target, per op kind (indexed by `OpKind as usize`): empty totals for the kinds it runs.
+fn new_kind_table(targets: &[TargetShape]) -> Vec<Vec<Option<KindTotals>>> {
+    targets
+        .iter()
+        .map(|t| {
+            let mut v: Vec<Option<KindTotals>> = (0..OpKind::COUNT).map(|_| None).collect();
+            for k in &t.kinds {
+                v[*k as usize] = Some(KindTotals::new(t.open_loop));
+            }
+            v
+        })
+        .collect()
+}
+
+/// What the collector has merged so far: the run's totals, the seconds not yet complete,
+/// and how far each worker has reported.
+struct Merger<'a> {
+    targets: Vec<TargetShape>,
+    worker_group: &'a [u32],
+    out: Collected,
+    pending: BTreeMap<i64, Pending>,
+    /// Per worker: the index of the last interval it sent (i64::MAX once its last).
+    progress_of: Vec<i64>,
+    /// Workers that have sent their last interval.
+    finished: usize,
+    /// Per shape, per kind: the last interval's rates, for the metrics.
+    rates: Vec<Vec<[f64; 2]>>,
+}
+
+impl<'a> Merger<'a> {
+    fn new(targets: Vec<TargetShape>, worker_target: Vec<u32>, worker_group: &'a [u32]) -> Self {
+        let n_workers = worker_target.len();
+        let groups = worker_group
+            .iter()
+            .map(|g| *g as usize + 1)
+            .max()
+            .unwrap_or(0);
+        let out = Collected {
+            totals: new_kind_table(&targets),
+            worker_cpu_ns: vec![0; n_workers],
+            worker_totals: vec![[None; OpKind::COUNT]; n_workers],
+            worker_shape: worker_target,
+            error_samples: Vec::new(),
+            io_error: None,
+            group_totals: (0..groups).map(|_| new_kind_table(&targets)).collect(),
+            cpu_ns: 0,
+            steady: None,
+        };
+        Merger {
+            rates: vec![vec![[0.0; 2]; OpKind::COUNT]; targets.len()],
+            targets,
+            worker_group,
+            out,
+            pending: BTreeMap::new(),
+            progress_of: vec![i64::MIN; n_workers],
+            finished: 0,
+        }
+    }
+
+    /// Adds one worker's interval to its second and, measured, to the run's totals.
+    fn add(&mut self, iv: &Interval) {
         let w = iv.worker as usize;
         let t = iv.target as usize;
-        let entry = pending.entry(iv.index).or_insert_with(|| Pending {
+        let out = &mut self.out;
+        let targets = &self.targets;
+        let entry = self.pending.entry(iv.index).or_insert_with(|| Pending {
             reported: 0,
             start_ns: u64::MAX,
             end_ns: 0,
-            per_target: new_kind_table(&targets),
+            per_target: new_kind_table(targets),
             cpu_ns: vec![0; targets.len()],
         });
         entry.reported += 1;
@@ -256,7 +356,8 @@ pub fn collect<W1: Write, W2: Write>(
                 out.worker_totals[w][k]
                     .get_or_insert_with(WorkerKindTotals::default)
                     .add(stats);
-                if let Some(dst) = worker_group
+                if let Some(dst) = self
+                    .worker_group
                     .get(w)
                     .and_then(|g| out.group_totals[*g as usize][t][k].as_mut())
                 {
@@ -273,67 +374,23 @@ pub fn collect<W1: Write, W2: Write>(
             }
         }
         if iv.last {
-            finished += 1;
-            progress_of[w] = i64::MAX;
+            self.finished += 1;
+            self.progress_of[w] = i64::MAX;
         } else {
-            progress_of[w] = iv.index;
+            self.progress_of[w] = iv.index;
         }
-        iv.clear();
-        // A worker that has stopped no longer takes spares; dropping the interval is fine.
-        let _ = spares[w].try_send(iv);
+    }
 
-        // Finalize every second that all workers have moved past (or reported, if last).
-        let done_upto = progress_of.iter().copied().min().unwrap_or(i64::MAX);
-        while let Some((&index, p)) = pending.first_key_value() {
-            let complete = index <= done_upto || p.reported >= n_workers;
-            if !complete {
-                break;
-            }
-            let Some((index, p)) = pending.pop_first() else {
-                break;
-            };
-            let r = write_second(
-                index,
-                &p,
-                &targets,
-                interval_ns,
-                &mut sinks.timeline,
-                log.as_mut(),
-                &mut on_second,
-            );
-            io(r, &mut out.io_error);
-            if let Some(m) = metrics {
-                last_rates(&p, interval_ns, &mut rates);
-                publish_metrics(m, &targets, &out, &rates);
-            }
+    /// The first pending second, once every worker has moved past it (or reported it).
+    fn next_complete(&mut self) -> Option<(i64, Pending)> {
+        let done_upto = self.progress_of.iter().copied().min().unwrap_or(i64::MAX);
+        let (&index, p) = self.pending.first_key_value()?;
+        let complete = index <= done_upto || p.reported >= self.progress_of.len();
+        if !complete {
+            return None;
         }
+        self.pending.pop_first()
     }
-    while let Some((index, p)) = pending.pop_first() {
-        let r = write_second(
-            index,
-            &p,
-            &targets,
-            interval_ns,
-            &mut sinks.timeline,
-            log.as_mut(),
-            &mut on_second,
-        );
-        io(r, &mut out.io_error);
-        if metrics.is_some() {
-            last_rates(&p, interval_ns, &mut rates);
-        }
-    }
-    drop(on_second);
-    // The last snapshot holds the run's final totals: what its summary counts.
-    if let Some(m) = metrics {
-        publish_metrics(m, &targets, &out, &rates);
-    }
-    out.steady = steady.map(|(d, _)| d);
-    io(sinks.timeline.flush(), &mut out.io_error);
-    drop(log);
-    io(sinks.hdr_log.flush(), &mut out.io_error);
-    out.cpu_ns = crate::record::thread_cpu_ns().saturating_sub(cpu_at_start);
-    out
 }
 
 /// Each shape's and kind's rates over the interval `p`, into `rates` (an interval too short

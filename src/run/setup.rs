@@ -228,32 +228,84 @@ pub fn plan_workers(
         + backgrounds.len();
     let gate = StartGate::new(total_workers);
     let (tx, rx) = sync_channel::<Box<Interval>>(total_workers * (SPARES_PER_WORKER + 2));
-    let mut spare_senders = Vec::new();
-    let mut worker_target = Vec::new();
-    let mut shapes = Vec::new();
-    let mut worker_inputs = Vec::new();
-    let mut worker_index = 0u32;
-    let mut new_worker =
-        |shape: usize, kinds: &[OpKind], open: bool, worker_index: u32| -> Recorder {
-            let (stx, srx) = sync_channel(SPARES_PER_WORKER + 2);
-            for _ in 0..SPARES_PER_WORKER {
-                let _ = stx.try_send(Interval::new(worker_index, shape as u32, kinds, open));
-            }
-            spare_senders.push(stx);
-            worker_target.push(shape as u32);
-            Recorder::new(
-                Interval::new(worker_index, shape as u32, kinds, open),
-                tx.clone(),
-                srx,
-            )
-        };
-    let params_for = |ti: usize, worker: u32, thread: Option<u32>| {
+    let mut b = Builder {
+        run,
+        regions,
+        verify_tables,
+        kv_tables,
+        ledgers,
+        interval_ns,
+        tx,
+        spare_senders: Vec::new(),
+        worker_target: Vec::new(),
+        shapes: Vec::new(),
+        inputs: Vec::new(),
+        worker_index: 0,
+    };
+    for ti in 0..run.targets.len() {
+        b.add_target(ti);
+    }
+    let background_names = backgrounds
+        .into_iter()
+        .enumerate()
+        .map(|(bi, (ti, bg))| b.add_background(bi, ti, bg))
+        .collect();
+    Workers {
+        to_collector: b.tx,
+        inputs: b.inputs,
+        gate,
+        rx,
+        spare_senders: b.spare_senders,
+        worker_target: b.worker_target,
+        shapes: b.shapes,
+        background_names,
+    }
+}
+
+/// Builds a run's workers one by one, in their global order.
+struct Builder<'a> {
+    run: &'a RunPlan,
+    regions: &'a [Region],
+    verify_tables: &'a [Option<Arc<VerifyTable>>],
+    kv_tables: &'a [Option<Arc<crate::verify::kv::KvTable>>],
+    ledgers: &'a [Option<Arc<crate::verify::ledger::Ledger>>],
+    interval_ns: u64,
+    tx: SyncSender<Box<Interval>>,
+    spare_senders: Vec<SyncSender<Box<Interval>>>,
+    worker_target: Vec<u32>,
+    shapes: Vec<TargetShape>,
+    inputs: Vec<WorkerInput>,
+    worker_index: u32,
+}
+
+impl Builder<'_> {
+    /// The next worker's recorder, its spare intervals and its place in the collector's
+    /// shapes.
+    fn recorder(&mut self, shape: usize, kinds: &[OpKind], open: bool) -> Recorder {
+        let worker_index = self.worker_index;
+        let (stx, srx) = sync_channel(SPARES_PER_WORKER + 2);
+        for _ in 0..SPARES_PER_WORKER {
+            let _ = stx.try_send(Interval::new(worker_index, shape as u32, kinds, open));
+        }
+        self.spare_senders.push(stx);
+        self.worker_target.push(shape as u32);
+        Recorder::new(
+            Interval::new(worker_index, shape as u32, kinds, open),
+            self.tx.clone(),
+            srx,
+        )
+    }
+
+    /// A session's parameters: target `ti`'s, for `worker` (`thread`: its thread of the
+    /// target, None for a background worker).
+    fn params(&self, ti: usize, worker: u32, thread: Option<u32>) -> SessionParams {
+        let run = self.run;
         let w = &run.targets[ti].workload;
         let block = w.as_block();
         SessionParams {
             worker,
             writes: w.writes(),
-            region: regions[ti],
+            region: self.regions[ti],
             queue_depth: w.queue_depth(),
             block_bytes: w.block_bytes() as u32,
             random_data: block.is_none_or(|b| b.write_data == crate::workload::WriteData::Random),
@@ -261,19 +313,24 @@ pub fn plan_workers(
             seed: run.targets[ti].seed,
             kv: w.kv_shape(),
             ycsb: w.ycsb(),
-            verify: verify_tables
+            verify: self
+                .verify_tables
                 .get(ti)
                 .and_then(|t| t.clone())
                 .zip(thread)
                 .map(|(table, thread)| VerifyParams { table, thread }),
-            kv_verify: kv_tables.get(ti).and_then(|t| t.clone()),
+            kv_verify: self.kv_tables.get(ti).and_then(|t| t.clone()),
             pgbench: w.as_pgbench().map(|_| crate::targets::PgbenchParams {
                 client: thread.unwrap_or(0),
-                ledger: ledgers.get(ti).and_then(|l| l.clone()),
+                ledger: self.ledgers.get(ti).and_then(|l| l.clone()),
             }),
         }
-    };
-    for (ti, t) in run.targets.iter().enumerate() {
+    }
+
+    /// Target `ti`'s shape and one worker per thread of its workload.
+    fn add_target(&mut self, ti: usize) {
+        let run = self.run;
+        let t = &run.targets[ti];
         let w = &t.workload;
         let kinds = w.kinds();
         let open = w.rate_per_thread().is_some()
@@ -281,7 +338,7 @@ pub fn plan_workers(
                 .schedule
                 .as_ref()
                 .is_some_and(|s| s.total_rate_ops.is_some());
-        shapes.push(TargetShape {
+        self.shapes.push(TargetShape {
             name: t.name.clone(),
             kinds: kinds.clone(),
             open_loop: open,
@@ -295,32 +352,28 @@ pub fn plan_workers(
                 .map(|s| s.saturating_mul(1_000_000_000)),
             _ => None,
         });
-        let mut sources = w.sources(regions[ti], t.seed).into_iter();
+        let mut sources = w.sources(self.regions[ti], t.seed).into_iter();
+        let step_ns = run.duration.map_or(0, |d| d.0.as_nanos() as u64);
         // A rate schedule: this target's share of its group's rate, per phase, per thread.
-        let scheduled = run.schedule.as_ref().and_then(|s| {
-            s.worker_rates(
-                &t.name,
-                threads,
-                run.duration.map_or(0, |d| d.0.as_nanos() as u64),
-            )
-        });
+        let scheduled = run
+            .schedule
+            .as_ref()
+            .and_then(|s| s.worker_rates(&t.name, threads, step_ns));
         for thread in 0..threads {
             // A closed-loop schedule: when this thread runs and when it is paused.
-            let activity = run.schedule.as_ref().and_then(|s| {
-                s.worker_activity(
-                    &t.name,
-                    thread,
-                    run.duration.map_or(0, |d| d.0.as_nanos() as u64),
-                )
-            });
-            let recorder = new_worker(ti, &kinds, open, worker_index);
+            let activity = run
+                .schedule
+                .as_ref()
+                .and_then(|s| s.worker_activity(&t.name, thread, step_ns));
+            let worker_index = self.worker_index;
+            let recorder = self.recorder(ti, &kinds, open);
             let max_ops =
                 ops.map(|n| n / threads as u64 + u64::from((thread as u64) < n % threads as u64));
             let config = WorkerConfig {
                 worker: worker_index,
                 queue_depth: w.queue_depth(),
                 overlap: t.config.capabilities().overlap,
-                interval_ns,
+                interval_ns: self.interval_ns,
                 warmup_ns: run.warmup.0.as_nanos() as u64,
                 duration_ns: duration,
                 max_ops,
@@ -337,10 +390,10 @@ pub fn plan_workers(
                 stop_on_error: run.stop_on_error,
             };
             let source = sources.next().expect("one source per thread");
-            worker_inputs.push(WorkerInput {
+            self.inputs.push(WorkerInput {
                 target: ti,
                 config,
-                params: params_for(ti, worker_index, Some(thread)),
+                params: self.params(ti, worker_index, Some(thread)),
                 recorder,
                 source,
                 background: false,
@@ -351,27 +404,30 @@ pub fn plan_workers(
                     .map(|changes| changes.clone().into_boxed_slice())
                     .unwrap_or_default(),
             });
-            worker_index += 1;
+            self.worker_index += 1;
         }
     }
-    let mut background_names = Vec::new();
-    for (bi, (ti, b)) in backgrounds.into_iter().enumerate() {
+
+    /// Background worker `bi` (of target `ti`): its shape, after the targets', and its
+    /// worker. Returns its name.
+    fn add_background(&mut self, bi: usize, ti: usize, b: crate::workload::Background) -> String {
+        let run = self.run;
         let shape = run.targets.len() + bi;
         let name = format!("{}:writer", run.targets[ti].name);
         let open = b.rate_ops.is_some();
-        shapes.push(TargetShape {
+        self.shapes.push(TargetShape {
             name: name.clone(),
             kinds: b.kinds.clone(),
             open_loop: open,
             background: true,
         });
-        background_names.push(name);
-        let recorder = new_worker(shape, &b.kinds, open, worker_index);
+        let worker_index = self.worker_index;
+        let recorder = self.recorder(shape, &b.kinds, open);
         let config = WorkerConfig {
             worker: worker_index,
             queue_depth: 1,
             overlap: run.targets[ti].config.capabilities().overlap,
-            interval_ns,
+            interval_ns: self.interval_ns,
             warmup_ns: run.warmup.0.as_nanos() as u64,
             duration_ns: None,
             max_ops: None,
@@ -380,25 +436,16 @@ pub fn plan_workers(
             starts_paused: false,
             stop_on_error: false,
         };
-        worker_inputs.push(WorkerInput {
+        self.inputs.push(WorkerInput {
             target: ti,
             config,
-            params: params_for(ti, worker_index, None),
+            params: self.params(ti, worker_index, None),
             recorder,
             source: b.source,
             background: true,
             rate_changes: Box::new([]),
         });
-        worker_index += 1;
-    }
-    Workers {
-        to_collector: tx,
-        inputs: worker_inputs,
-        gate,
-        rx,
-        spare_senders,
-        worker_target,
-        shapes,
-        background_names,
+        self.worker_index += 1;
+        name
     }
 }

@@ -22,6 +22,7 @@ pub use crate::record::EndReason;
 use crate::record::{OpError, OpKind, Recorder, thread_cpu_ns};
 use crate::targets::{Completions, Overlap, Session, SessionUser, Submitted};
 use crate::workload::Source;
+use edges::{Counts, Timing, finish, next_interval, poll};
 
 /// The run's monotonic clock: nanoseconds since a base instant shared by all workers.
 ///
@@ -380,6 +381,159 @@ fn publish_completed(control: &Control, published: &mut u64, issued: u64, in_fli
     }
 }
 
+/// What decides when the next operation starts and which it is: the bounds of measurement,
+/// the open loop's intended starts, a closed-loop schedule's pauses and a burst's delay.
+struct Issuer {
+    pacer: Option<Pacer>,
+    activity: Activity,
+    measure_start: u64,
+    measure_end: Option<u64>,
+    max_ops: u64,
+    /// Open loop: an intended start further behind than this is skipped, ns.
+    skip_late: Option<f64>,
+    /// An operation held back by its burst's delay, and until when.
+    held: Option<crate::targets::Op>,
+    hold_until: u64,
+    measured_ops: u64,
+    skipped_starts: u64,
+}
+
+impl Issuer {
+    /// When to wake while waiting to issue: at the end of a burst's delay (`holding`) or the
+    /// next intended start, no later than the interval's end, the next poll or the end of
+    /// measurement.
+    #[inline]
+    fn wake_at(&self, holding: bool, next_boundary: u64, next_poll: u64) -> u64 {
+        let next_start = if holding {
+            self.hold_until
+        } else {
+            self.pacer.as_ref().map_or(u64::MAX, |p| p.next_ns() as u64)
+        };
+        let mut until = next_start.min(next_boundary).min(next_poll);
+        if let Some(end) = self.measure_end {
+            until = until.min(end);
+        }
+        until
+    }
+}
+
+/// The per-operation loop: while a slot is free and an operation is due, takes the next one
+/// and submits it, timed from a clock reading right before its `submit`. Returns Err when
+/// the session failed (the loop ends).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn issue<S: Session>(
+    s: &mut S,
+    f: &mut Flight,
+    t: &mut Tally<'_>,
+    is: &mut Issuer,
+    clock: &Clock,
+    cfg: &WorkerConfig,
+    now: &mut u64,
+) -> Result<(), ()> {
+    while let Some(&slot) = f.free.last() {
+        let measured = *now >= is.measure_start;
+        if measured && is.measured_ops >= is.max_ops {
+            t.issuing = false;
+            t.end_reason = EndReason::Ops;
+            break;
+        }
+        if *now < is.hold_until {
+            break;
+        }
+        // A closed-loop schedule's paused worker waits for its next phase as running (what
+        // is in flight completes meanwhile).
+        if let Some(until) = is.activity.paused_until(*now) {
+            is.hold_until = until;
+            break;
+        }
+        let intended = match &mut is.pacer {
+            Some(p) => {
+                if p.next_ns() > *now as f64 {
+                    break;
+                }
+                // Starts already further behind than the latency limit are skipped
+                // (pgbench's --latency-limit): after a stall the open loop resumes at its
+                // rate instead of sending the backlog at once.
+                if let Some(limit) = is.skip_late {
+                    while *now as f64 - p.next_ns() > limit {
+                        let at = p.take();
+                        if at >= is.measure_start && is.measure_end.is_none_or(|e| at < e) {
+                            is.skipped_starts += 1;
+                        }
+                    }
+                    if p.next_ns() > *now as f64 {
+                        break;
+                    }
+                }
+                p.take()
+            }
+            None => *now,
+        };
+        let op = match is.held.take() {
+            Some(op) => op,
+            None => {
+                let Some(op) = t.source.next_op() else {
+                    // The source is done (a YCSB load thread's share of the records).
+                    t.issuing = false;
+                    t.end_reason = EndReason::Ops;
+                    break;
+                };
+                let delay_ns = t.source.take_delay_ns();
+                if delay_ns > 0 {
+                    is.held = Some(op);
+                    is.hold_until = now.saturating_add(delay_ns);
+                    break;
+                }
+                op
+            }
+        };
+        let kind = op.kind();
+        if f.outstanding > 0 && !cfg.overlap.queues(kind) {
+            let all = f.outstanding as u32;
+            *now = reap(s, f, t, clock, all)?;
+        }
+        if measured {
+            is.measured_ops += 1;
+        }
+        let mut info = SlotInfo {
+            start_ns: 0,
+            intended_ns: intended,
+            insert_key: op.inserted_key().unwrap_or(u64::MAX),
+            kind_index: kind as u8,
+            measured,
+        };
+        info.start_ns = clock.now_ns();
+        match s.submit(slot, op) {
+            Ok(Submitted::Queued) => {
+                f.free.pop();
+                f.slots[slot as usize] = info;
+                f.outstanding += 1;
+            }
+            Ok(Submitted::Done { result, found }) => {
+                *now = clock.now_ns();
+                t.settle(&info, *now, result, found);
+                // Back to the top: interval boundaries, stop flags and the end are checked
+                // between operations run one at a time.
+                break;
+            }
+            Err(e) => {
+                if let Some(k) = op.inserted_key() {
+                    t.acknowledge(k);
+                }
+                if measured || t.index < 0 {
+                    t.recorder.record_error(kind, e);
+                }
+                if cfg.stop_on_error {
+                    t.fail(kind, e);
+                }
+                break;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The loop itself. `start_ns` is when the run (warm-up first) begins on the run clock.
 ///
 /// Each operation is timed from a clock reading taken right before its own `submit`: one the
@@ -400,50 +554,15 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
     if cfg.rate_ops.is_some() {
         tight_timer_slack();
     }
-    let qd = cfg.queue_depth.max(1) as usize;
-    let interval = cfg.interval_ns.max(1);
     let measure_start = start_ns.saturating_add(cfg.warmup_ns);
-    let measure_end = cfg.duration_ns.map(|d| measure_start.saturating_add(d));
-    let max_ops = cfg.max_ops.unwrap_or(u64::MAX);
-    // Open loop: the intended starts, laid out without a clock reading or an allocation.
-    let (mut pacer, mut activity) = match cfg.rate_ops {
-        Some(r) => (
-            Some(Pacer::new(start_ns, r, rate_changes, measure_start)),
-            Activity::always(),
-        ),
-        None if cfg.starts_paused || !rate_changes.is_empty() => (
-            None,
-            Activity::new(!cfg.starts_paused, rate_changes, measure_start),
-        ),
-        None => (None, Activity::always()),
+    let timing = Timing {
+        start_ns,
+        measure_start,
+        interval: cfg.interval_ns.max(1),
     };
-    let open = pacer.is_some();
-    let next_intended = |p: &Option<Pacer>| p.as_ref().map_or(u64::MAX, |p| p.next_ns() as u64);
-
-    let mut f = Flight {
-        slots: vec![SlotInfo::default(); qd],
-        free: (0..qd as u32).rev().collect(),
-        outstanding: 0,
-        done: Completions::with_capacity(qd),
-    };
-
-    // Interval k covers [measure_start + k*interval, measure_start + (k+1)*interval).
-    let index_at = |t: u64| -> i64 {
-        if t >= measure_start {
-            ((t - measure_start) / interval) as i64
-        } else {
-            -(((measure_start - t).div_ceil(interval)) as i64)
-        }
-    };
-    let boundary_after = |k: i64| -> u64 {
-        let b = measure_start as i128 + (k as i128 + 1) * interval as i128;
-        b.clamp(0, u64::MAX as i128) as u64
-    };
-    // Where interval k starts for this worker: its boundary, or the run's start.
-    let start_of = |k: i64| -> u64 {
-        let b = measure_start as i128 + k as i128 * interval as i128;
-        b.clamp(start_ns as i128, u64::MAX as i128) as u64
-    };
+    let mut is = Issuer::new(&cfg, timing, rate_changes);
+    let (open, measure_end) = (is.pacer.is_some(), is.measure_end);
+    let mut f = Flight::new(cfg.queue_depth.max(1) as usize);
 
     // Workers are released a little before the start: wait for it, so that the clock never
     // reads earlier than the start (operations would otherwise count as warm-up, or their
@@ -455,192 +574,57 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
         source,
         control,
         stop_on_error: cfg.stop_on_error,
-        index: index_at(now),
+        index: timing.index_at(now),
         issuing: true,
         end_reason: EndReason::Duration,
         last_completion: measure_start,
         fatal: None,
     };
-    let mut next_boundary = boundary_after(t.index);
+    let mut next_boundary = timing.boundary_after(t.index);
     let mut next_poll = now + POLL_NS;
     let mut cpu_mark = thread_cpu_ns();
     // Time spent spinning while waiting for the next intended start (not work).
     let mut spin_ns = 0u64;
-    let mut measured_ops = 0u64;
-    let mut skipped_starts = 0u64;
-    let skip_late = cfg.skip_late_ns.map(|n| n as f64);
     let mut published_ops = 0u64;
-    // An operation held back by its burst's delay, and until when.
-    let mut held: Option<crate::targets::Op> = None;
-    let mut hold_until = 0u64;
 
-    'run: loop {
+    loop {
         if now >= next_boundary {
-            let cpu = thread_cpu_ns();
-            let next = index_at(now);
-            let busy = (cpu - cpu_mark).saturating_sub(spin_ns);
-            spin_ns = 0;
-            let (from, to) = (start_of(t.index), next_boundary);
-            if !t.recorder.rotate(t.index, from, to, busy, false, next) {
+            let spent = (cpu_mark, spin_ns);
+            let ok;
+            (t.index, next_boundary, cpu_mark, ok) =
+                next_interval(&mut t.recorder, t.index, timing, now, next_boundary, spent);
+            if !ok {
                 t.issuing = false;
                 t.end_reason = EndReason::Interrupted;
             }
-            cpu_mark = cpu;
-            t.index = next;
-            next_boundary = boundary_after(t.index);
+            spin_ns = 0;
             // The rotation's cost is nobody's service time.
             now = clock.now_ns();
         }
         if now >= next_poll {
             next_poll = now + POLL_NS;
-            publish_completed(control, &mut published_ops, measured_ops, f.outstanding);
-            if t.issuing && control.stonewall.load(Ordering::Relaxed) {
+            let counts = (is.measured_ops, f.outstanding);
+            let fatal = t.fatal.is_some();
+            if let Some(end) = poll(control, &mut published_ops, counts, t.issuing, fatal) {
                 t.issuing = false;
-                t.end_reason = EndReason::Ops;
-            }
-            if t.issuing && control.steady_state.load(Ordering::Relaxed) {
-                t.issuing = false;
-                t.end_reason = EndReason::SteadyState;
-            }
-            if t.issuing
-                && (control.stop.load(Ordering::Relaxed)
-                    || control.interrupted.load(Ordering::Relaxed))
-            {
-                t.issuing = false;
-                t.end_reason = if t.fatal.is_some() {
-                    EndReason::Error
-                } else {
-                    EndReason::Interrupted
-                };
+                t.end_reason = end;
             }
         }
         if t.issuing && measure_end.is_some_and(|end| now >= end) {
             t.issuing = false;
             t.end_reason = EndReason::Duration;
         }
-
-        if t.issuing {
-            while let Some(&slot) = f.free.last() {
-                let measured = now >= measure_start;
-                if measured && measured_ops >= max_ops {
-                    t.issuing = false;
-                    t.end_reason = EndReason::Ops;
-                    break;
-                }
-                if now < hold_until {
-                    break;
-                }
-                // A closed-loop schedule's paused worker waits for its next phase as
-                // running (what is in flight completes meanwhile).
-                if let Some(until) = activity.paused_until(now) {
-                    hold_until = until;
-                    break;
-                }
-                let intended = match &mut pacer {
-                    Some(p) => {
-                        if p.next_ns() > now as f64 {
-                            break;
-                        }
-                        // Starts already further behind than the latency limit are skipped
-                        // (pgbench's --latency-limit): after a stall the open loop resumes
-                        // at its rate instead of sending the backlog at once.
-                        if let Some(limit) = skip_late {
-                            while now as f64 - p.next_ns() > limit {
-                                let at = p.take();
-                                if at >= measure_start && measure_end.is_none_or(|e| at < e) {
-                                    skipped_starts += 1;
-                                }
-                            }
-                            if p.next_ns() > now as f64 {
-                                break;
-                            }
-                        }
-                        p.take()
-                    }
-                    None => now,
-                };
-                let op = match held.take() {
-                    Some(op) => op,
-                    None => {
-                        let Some(op) = t.source.next_op() else {
-                            // The source is done (a YCSB load thread's share of the records).
-                            t.issuing = false;
-                            t.end_reason = EndReason::Ops;
-                            break;
-                        };
-                        let delay_ns = t.source.take_delay_ns();
-                        if delay_ns > 0 {
-                            held = Some(op);
-                            hold_until = now.saturating_add(delay_ns);
-                            break;
-                        }
-                        op
-                    }
-                };
-                let kind = op.kind();
-                if f.outstanding > 0 && !cfg.overlap.queues(kind) {
-                    let all = f.outstanding as u32;
-                    match reap(&mut s, &mut f, &mut t, &clock, all) {
-                        Ok(at) => now = at,
-                        Err(()) => break 'run,
-                    }
-                }
-                if measured {
-                    measured_ops += 1;
-                }
-                let mut info = SlotInfo {
-                    start_ns: 0,
-                    intended_ns: intended,
-                    insert_key: op.inserted_key().unwrap_or(u64::MAX),
-                    kind_index: kind as u8,
-                    measured,
-                };
-                info.start_ns = clock.now_ns();
-                match s.submit(slot, op) {
-                    Ok(Submitted::Queued) => {
-                        f.free.pop();
-                        f.slots[slot as usize] = info;
-                        f.outstanding += 1;
-                    }
-                    Ok(Submitted::Done { result, found }) => {
-                        now = clock.now_ns();
-                        t.settle(&info, now, result, found);
-                        // Back to the top: interval boundaries, stop flags and the end are
-                        // checked between operations run one at a time.
-                        break;
-                    }
-                    Err(e) => {
-                        if let Some(k) = op.inserted_key() {
-                            t.acknowledge(k);
-                        }
-                        if measured || t.index < 0 {
-                            t.recorder.record_error(kind, e);
-                        }
-                        if cfg.stop_on_error {
-                            t.fail(kind, e);
-                        }
-                        break;
-                    }
-                }
-            }
+        if t.issuing && issue(&mut s, &mut f, &mut t, &mut is, &clock, &cfg, &mut now).is_err() {
+            break;
         }
 
         if f.outstanding == 0 {
             if !t.issuing {
                 break;
             }
-            let holding = t.issuing && now < hold_until;
+            let holding = t.issuing && now < is.hold_until;
             if open || holding {
-                let next_start = if holding {
-                    hold_until
-                } else {
-                    next_intended(&pacer)
-                };
-                let mut until = next_start.min(next_boundary).min(next_poll);
-                if let Some(end) = measure_end {
-                    until = until.min(end);
-                }
-                spin_ns += wait_until(&clock, until);
+                spin_ns += wait_until(&clock, is.wake_at(holding, next_boundary, next_poll));
             }
             now = clock.now_ns();
             continue;
@@ -648,7 +632,7 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
 
         // Open loop, or a burst's delay, with a free slot and the next start not yet due: do
         // not block.
-        let holding = now < hold_until;
+        let holding = now < is.hold_until;
         let waiting_to_issue = t.issuing && (open || holding) && !f.free.is_empty();
         let min = if waiting_to_issue { 0 } else { 1 };
         let before = f.outstanding;
@@ -657,44 +641,24 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
             Err(()) => break,
         }
         if before == f.outstanding && waiting_to_issue {
-            let next_start = if holding {
-                hold_until
-            } else {
-                next_intended(&pacer)
-            };
-            let mut until = next_start.min(next_boundary).min(next_poll);
-            if let Some(end) = measure_end {
-                until = until.min(end);
-            }
+            let until = is.wake_at(holding, next_boundary, next_poll);
             // Poll completions at least every 20 µs while waiting for the next start.
             spin_ns += wait_until(&clock, until.min(now + 20_000));
             now = clock.now_ns();
         }
     }
 
-    publish_completed(control, &mut published_ops, measured_ops, f.outstanding);
-    let cpu = thread_cpu_ns();
-    let index = t.index;
-    t.recorder.rotate(
-        index,
-        start_of(index).min(now),
-        now,
-        (cpu - cpu_mark).saturating_sub(spin_ns),
-        true,
-        index + 1,
-    );
-    WorkerOutcome {
-        worker: cfg.worker,
-        end_reason: t.end_reason,
-        measured_ops,
-        measure_start_ns: measure_start,
-        last_completion_ns: t.last_completion,
-        spare_misses: t.recorder.spare_misses,
-        skipped_starts,
-        fatal: t.fatal,
-        used: s.used(),
-    }
+    let counts = Counts {
+        measured_ops: is.measured_ops,
+        skipped_starts: is.skipped_starts,
+        published_ops,
+        cpu_mark,
+        spin_ns,
+    };
+    finish(s, t, &cfg, timing, now, counts, f.outstanding)
 }
+
+mod edges;
 
 #[cfg(test)]
 mod burst_tests;

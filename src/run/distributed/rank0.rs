@@ -74,6 +74,61 @@ struct RankState {
     bytes: u64,
 }
 
+impl RankState {
+    /// Lost, or has sent its end and every worker's last interval.
+    fn done(&self) -> bool {
+        self.lost_at_ns.is_some() || (self.final_.is_some() && self.lasts >= self.workers)
+    }
+
+    /// A message of `bytes` bytes arrived from this rank.
+    fn heard(&mut self, bytes: usize, clock: &Clock) {
+        self.bytes += bytes as u64;
+        self.last_heard = Some(Instant::now());
+        self.last_heard_ns = clock.now_ns();
+    }
+}
+
+/// The stops rank 0 has sent during one run.
+#[derive(Default)]
+struct Stops {
+    /// The rank that finished first and when (run clock, ns).
+    stonewall: Option<(u32, u64)>,
+    stop_sent: bool,
+    steady_sent: bool,
+    interrupted_at: Option<Instant>,
+}
+
+/// Ranks not heard from for `stale` (or, once the grace after an interruption is over, any
+/// not done) are lost: their open workers' last intervals are made up, empty, so that the
+/// collector finishes with what they sent.
+fn lose_silent(
+    ranks: &mut [RankState],
+    tx: &SyncSender<Box<Interval>>,
+    stale: Duration,
+    grace_over: bool,
+) {
+    let now = Instant::now();
+    for s in ranks.iter_mut().skip(1) {
+        if s.done() {
+            continue;
+        }
+        let heard = *s.last_heard.get_or_insert(now);
+        if grace_over || now.duration_since(heard) > stale {
+            s.lost_at_ns = Some(s.last_heard_ns.max(1));
+            for (w, (t, index, end)) in std::mem::take(&mut s.open) {
+                let mut iv = Interval::new(w, t, &[], false);
+                // Past every second: the collector adds nothing and writes no row for it.
+                let _ = index;
+                iv.index = i64::MAX;
+                iv.start_ns = end;
+                iv.end_ns = end;
+                iv.last = true;
+                let _ = tx.send(iv);
+            }
+        }
+    }
+}
+
 impl Rank0Run {
     /// When running as rank 0 of an MPI job: keeps rank 0's share of `workers` and hears
     /// every other rank's opening. `system`: rank 0's own system capture.
@@ -151,60 +206,16 @@ impl Rank0Run {
         local_fg: usize,
     ) -> Received {
         let cpu0 = thread_cpu_ns();
-        let n = self.dist.size as usize;
-        let mut ranks: Vec<RankState> = (0..n).map(|_| RankState::default()).collect();
-        for (w, r) in self.assignment.iter().enumerate() {
-            let s = &mut ranks[*r as usize];
-            s.workers += 1;
-            s.open.insert(w as u32, (0, i64::MIN, 0));
-        }
+        let mut ranks = self.rank_states();
         let mut de = Deserializer::new();
-        let mut stonewall: Option<(u32, u64)> = None;
-        let mut stop_sent = false;
-        let mut steady_sent = false;
-        let mut interrupted_at: Option<Instant> = None;
+        let mut stops = Stops::default();
         let mut intervals = 0u64;
         let stale = Duration::from_nanos(3 * self.interval_ns) + Duration::from_secs(2);
-        let remote_done =
-            |s: &RankState| s.lost_at_ns.is_some() || (s.final_.is_some() && s.lasts >= s.workers);
         loop {
-            let mut busy = false;
-            while let Some((r, bytes)) = self.dist.try_receive_any(TAG_INTERVAL) {
-                busy = true;
-                let s = &mut ranks[r as usize];
-                s.bytes += bytes.len() as u64;
-                s.last_heard = Some(Instant::now());
-                s.last_heard_ns = clock.now_ns();
-                if s.lost_at_ns.is_some() {
-                    continue;
-                }
-                match wire::decode_interval(&bytes, r, &mut de) {
-                    Ok(iv) => {
-                        intervals += 1;
-                        if iv.last {
-                            s.lasts += 1;
-                            s.open.remove(&iv.worker);
-                        } else if let Some(o) = s.open.get_mut(&iv.worker) {
-                            *o = (iv.target, iv.index, iv.end_ns);
-                        }
-                        if tx.send(iv).is_err() {
-                            break;
-                        }
-                    }
-                    Err(e) => eprintln!("storlab rank 0: {e}"),
-                }
-            }
-            while let Some((r, bytes)) = self.dist.try_receive_any(TAG_FINAL) {
-                busy = true;
-                let s = &mut ranks[r as usize];
-                s.bytes += bytes.len() as u64;
-                s.last_heard = Some(Instant::now());
-                s.last_heard_ns = clock.now_ns();
-                match serde_json::from_slice::<Final>(&bytes) {
-                    Ok(f) => s.final_ = Some(f),
-                    Err(e) => eprintln!("storlab rank 0: rank {r}'s end report: {e}"),
-                }
-            }
+            let got_intervals =
+                self.take_intervals(&mut ranks, &mut de, &tx, clock, &mut intervals);
+            let got_finals = self.take_finals(&mut ranks, clock);
+            let busy = got_intervals || got_finals;
             let mut first_done = None;
             while let Some((r, bytes)) = self.dist.try_receive_any(TAG_DONE) {
                 if bytes == (self.run_index as u64).to_le_bytes() {
@@ -215,56 +226,16 @@ impl Rank0Run {
                 first_done.get_or_insert(0);
             }
             let started = self.start.get().is_some();
-            if self.stonewall
-                && stonewall.is_none()
-                && !stop_sent
-                && started
-                && let Some(r) = first_done
-            {
-                stonewall = Some((r, clock.now_ns()));
-                control.stonewall.store(true, Ordering::Relaxed);
-                self.stop_all(&ranks, Stop::Stonewall, &remote_done);
-                stop_sent = true;
-            }
-            // Steady state is judged on rank 0 from every rank's merged intervals: it stops
-            // every rank, as the stonewall does.
-            if !steady_sent && control.steady_state.load(Ordering::Relaxed) {
-                self.stop_all(&ranks, Stop::SteadyState, &remote_done);
-                steady_sent = true;
-            }
-            if control.interrupted.load(Ordering::Relaxed) && interrupted_at.is_none() {
-                interrupted_at = Some(Instant::now());
-                self.stop_all(&ranks, Stop::Interrupted, &remote_done);
-            }
+            self.send_stops(&mut stops, &ranks, first_done, started, control, clock);
             // Silent ranks are lost: their workers' last intervals are made up, empty, so that
             // the collector finishes with what they sent.
-            let grace_over = interrupted_at.is_some_and(|t| {
+            let grace_over = stops.interrupted_at.is_some_and(|t| {
                 t.elapsed() > INTERRUPT_GRACE && local_fg_done.load(Ordering::Relaxed) >= local_fg
             });
             if started {
-                let now = Instant::now();
-                for s in ranks.iter_mut().skip(1) {
-                    if remote_done(s) {
-                        continue;
-                    }
-                    let heard = *s.last_heard.get_or_insert(now);
-                    if grace_over || now.duration_since(heard) > stale {
-                        s.lost_at_ns = Some(s.last_heard_ns.max(1));
-                        for (w, (t, index, end)) in std::mem::take(&mut s.open) {
-                            let mut iv = Interval::new(w, t, &[], false);
-                            // Past every second: the collector adds nothing and writes no
-                            // row for it.
-                            let _ = index;
-                            iv.index = i64::MAX;
-                            iv.start_ns = end;
-                            iv.end_ns = end;
-                            iv.last = true;
-                            let _ = tx.send(iv);
-                        }
-                    }
-                }
+                lose_silent(&mut ranks, &tx, stale, grace_over);
             }
-            if ranks.iter().skip(1).all(remote_done) {
+            if ranks.iter().skip(1).all(RankState::done) {
                 break;
             }
             if !busy {
@@ -273,16 +244,113 @@ impl Rank0Run {
         }
         Received {
             ranks,
-            stonewall,
+            stonewall: stops.stonewall,
             cpu_ns: thread_cpu_ns().saturating_sub(cpu0),
             intervals,
         }
     }
 
-    fn stop_all(&self, ranks: &[RankState], stop: Stop, done: &impl Fn(&RankState) -> bool) {
+    /// Per rank: the workers it runs, all still open.
+    fn rank_states(&self) -> Vec<RankState> {
+        let n = self.dist.size as usize;
+        let mut ranks: Vec<RankState> = (0..n).map(|_| RankState::default()).collect();
+        for (w, r) in self.assignment.iter().enumerate() {
+            let s = &mut ranks[*r as usize];
+            s.workers += 1;
+            s.open.insert(w as u32, (0, i64::MIN, 0));
+        }
+        ranks
+    }
+
+    /// Feeds every interval the other ranks have sent into `tx`; true if there was any.
+    fn take_intervals(
+        &self,
+        ranks: &mut [RankState],
+        de: &mut Deserializer,
+        tx: &SyncSender<Box<Interval>>,
+        clock: &Clock,
+        intervals: &mut u64,
+    ) -> bool {
+        let mut busy = false;
+        while let Some((r, bytes)) = self.dist.try_receive_any(TAG_INTERVAL) {
+            busy = true;
+            let s = &mut ranks[r as usize];
+            s.heard(bytes.len(), clock);
+            if s.lost_at_ns.is_some() {
+                continue;
+            }
+            match wire::decode_interval(&bytes, r, de) {
+                Ok(iv) => {
+                    *intervals += 1;
+                    if iv.last {
+                        s.lasts += 1;
+                        s.open.remove(&iv.worker);
+                    } else if let Some(o) = s.open.get_mut(&iv.worker) {
+                        *o = (iv.target, iv.index, iv.end_ns);
+                    }
+                    if tx.send(iv).is_err() {
+                        break;
+                    }
+                }
+                Err(e) => eprintln!("storlab rank 0: {e}"),
+            }
+        }
+        busy
+    }
+
+    /// Keeps every end report the other ranks have sent; true if there was any.
+    fn take_finals(&self, ranks: &mut [RankState], clock: &Clock) -> bool {
+        let mut busy = false;
+        while let Some((r, bytes)) = self.dist.try_receive_any(TAG_FINAL) {
+            busy = true;
+            let s = &mut ranks[r as usize];
+            s.heard(bytes.len(), clock);
+            match serde_json::from_slice::<Final>(&bytes) {
+                Ok(f) => s.final_ = Some(f),
+                Err(e) => eprintln!("storlab rank 0: rank {r}'s end report: {e}"),
+            }
+        }
+        busy
+    }
+
+    /// Stops every rank, once: for the stonewall (`first_done`: the first rank whose
+    /// targets' workers have all ended), steady state, or an interruption.
+    fn send_stops(
+        &self,
+        stops: &mut Stops,
+        ranks: &[RankState],
+        first_done: Option<u32>,
+        started: bool,
+        control: &Control,
+        clock: &Clock,
+    ) {
+        if self.stonewall
+            && stops.stonewall.is_none()
+            && !stops.stop_sent
+            && started
+            && let Some(r) = first_done
+        {
+            stops.stonewall = Some((r, clock.now_ns()));
+            control.stonewall.store(true, Ordering::Relaxed);
+            self.stop_all(ranks, Stop::Stonewall);
+            stops.stop_sent = true;
+        }
+        // Steady state is judged on rank 0 from every rank's merged intervals: it stops
+        // every rank, as the stonewall does.
+        if !stops.steady_sent && control.steady_state.load(Ordering::Relaxed) {
+            self.stop_all(ranks, Stop::SteadyState);
+            stops.steady_sent = true;
+        }
+        if control.interrupted.load(Ordering::Relaxed) && stops.interrupted_at.is_none() {
+            stops.interrupted_at = Some(Instant::now());
+            self.stop_all(ranks, Stop::Interrupted);
+        }
+    }
+
+    fn stop_all(&self, ranks: &[RankState], stop: Stop) {
         let bytes = serde_json::to_vec(&(self.run_index, stop)).expect("a stop serializes");
         for (r, s) in ranks.iter().enumerate().skip(1) {
-            if !done(s) {
+            if !s.done() {
                 self.dist.send(r as u32, TAG_STOP, &bytes);
             }
         }
@@ -338,64 +406,21 @@ impl Rank0Run {
         let secs = summary.measured_seconds.max(1e-9);
         let measure_start_ns = self.start.get().map_or(0, |s| s.1) + self.warmup_ns;
         let since_measure = |ns: u64| (ns as i64 - measure_start_ns as i64) as f64 / 1e9;
-        let n_targets = run.targets.len();
         let mut rank_hist: Vec<Histogram<u64>> = Vec::new();
         let mut ranks = Vec::new();
         let mut log_entries: Vec<(String, &Histogram<u64>)> = Vec::new();
         for (r, s) in received.ranks.iter().enumerate() {
-            let hello = &self.hellos[r];
-            let mut all = new_histogram::<u64>();
-            let (mut ops, mut bytes, mut errors) = (0, 0, 0);
-            if let Some(per_target) = collected.group_totals.get(r) {
-                for (t, kinds) in per_target.iter().enumerate().take(n_targets) {
-                    for (k, kt) in kinds.iter().enumerate() {
-                        let Some(kt) = kt else { continue };
-                        let kt: &KindTotals = kt;
-                        merge(&mut all, &kt.service);
-                        ops += kt.ops;
-                        bytes += kt.bytes;
-                        errors += kt.error_count();
-                        let tag = format!(
-                            "rank-{r}.{}.{}",
-                            run.targets[t].name.replace([' ', ',', '='], "_"),
-                            crate::record::OpKind::ALL[k].name()
-                        );
-                        log_entries.push((tag, &kt.service));
-                    }
-                }
-            }
-            let sent = if r == 0 { 0 } else { s.bytes };
-            let lost = s.lost_at_ns.is_some();
+            let (row, all) = self.rank_row(r, s, collected, run, secs, &mut log_entries);
             ranks.push(RankResult {
-                rank: r as u32,
-                host: hello.host.clone(),
-                pid: hello.pid,
-                workers: self
-                    .assignment
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, a)| **a as usize == r)
-                    .map(|(w, _)| w as u32)
-                    .collect(),
-                clock_offset_ns: hello.clock_offset_ns,
-                clock_rtt_ns: hello.clock_rtt_ns,
-                status: if lost { "lost" } else { "complete" }.into(),
                 last_heard_seconds: s.lost_at_ns.map(since_measure),
-                ops,
-                bytes,
-                errors,
-                rate_ops: ops as f64 / secs,
-                service_latency: crate::record::summary::LatencySummary::from_histogram(&all),
-                bytes_sent: sent,
-                bytes_sent_per_second: sent as f64 / secs,
-                messages_sent: s.final_.as_ref().map_or(0, |f| f.messages_sent + 1),
+                ..row
             });
             rank_hist.push(all);
             crate::results::write_json_file(
                 &folder
                     .path
                     .join(crate::results::distributed::system_file(r as u32)),
-                &hello.system,
+                &self.hellos[r].system,
             )?;
         }
         let mut by_host: BTreeMap<String, Histogram<u64>> = BTreeMap::new();
@@ -405,30 +430,8 @@ impl Rank0Run {
                 h,
             );
         }
-        let others: Vec<&RankResult> = ranks.iter().skip(1).collect();
-        let gather = GatherCost {
-            bytes_per_rank_per_second: if others.is_empty() {
-                0.0
-            } else {
-                others.iter().map(|r| r.bytes_sent_per_second).sum::<f64>() / others.len() as f64
-            },
-            receive_cpu_seconds: received.cpu_ns as f64 / 1e9,
-            merge_cpu_seconds: collected.cpu_ns as f64 / 1e9,
-            intervals_received: received.intervals,
-        };
-        for r in ranks.iter().filter(|r| r.status == "lost") {
-            summary.status = RunStatus::Partial;
-            if summary.end_reason != EndReason::Error {
-                summary.end_reason = EndReason::Interrupted;
-            }
-            summary.warnings.push(format!(
-                "partial run: rank {} on host {} (pid {}) was lost: rank 0 last heard from it {:.2} s after the start of measurement; what it sent until then is kept",
-                r.rank,
-                r.host,
-                r.pid,
-                r.last_heard_seconds.unwrap_or(0.0)
-            ));
-        }
+        let gather = gather_cost(&ranks, received, collected);
+        mark_lost(&ranks, summary);
         self.client_cpus(summary);
         let stonewall = received.stonewall.map(|(first, at)| Stonewall {
             first_rank: first,
@@ -452,6 +455,99 @@ impl Rank0Run {
             gather,
         });
         write_ranks_log(folder, &log_entries, secs)
+    }
+
+    /// Rank `r`'s row (`last_heard_seconds` left out) and its measured histogram; adds its
+    /// histograms per target and operation to `log_entries`.
+    fn rank_row<'c>(
+        &self,
+        r: usize,
+        s: &RankState,
+        collected: &'c Collected,
+        run: &RunPlan,
+        secs: f64,
+        log_entries: &mut Vec<(String, &'c Histogram<u64>)>,
+    ) -> (RankResult, Histogram<u64>) {
+        let hello = &self.hellos[r];
+        let mut all = new_histogram::<u64>();
+        let (mut ops, mut bytes, mut errors) = (0, 0, 0);
+        if let Some(per_target) = collected.group_totals.get(r) {
+            for (t, kinds) in per_target.iter().enumerate().take(run.targets.len()) {
+                for (k, kt) in kinds.iter().enumerate() {
+                    let Some(kt) = kt else { continue };
+                    let kt: &KindTotals = kt;
+                    merge(&mut all, &kt.service);
+                    ops += kt.ops;
+                    bytes += kt.bytes;
+                    errors += kt.error_count();
+                    let tag = format!(
+                        "rank-{r}.{}.{}",
+                        run.targets[t].name.replace([' ', ',', '='], "_"),
+                        crate::record::OpKind::ALL[k].name()
+                    );
+                    log_entries.push((tag, &kt.service));
+                }
+            }
+        }
+        let sent = if r == 0 { 0 } else { s.bytes };
+        let lost = s.lost_at_ns.is_some();
+        let row = RankResult {
+            rank: r as u32,
+            host: hello.host.clone(),
+            pid: hello.pid,
+            workers: self
+                .assignment
+                .iter()
+                .enumerate()
+                .filter(|(_, a)| **a as usize == r)
+                .map(|(w, _)| w as u32)
+                .collect(),
+            clock_offset_ns: hello.clock_offset_ns,
+            clock_rtt_ns: hello.clock_rtt_ns,
+            status: if lost { "lost" } else { "complete" }.into(),
+            last_heard_seconds: None,
+            ops,
+            bytes,
+            errors,
+            rate_ops: ops as f64 / secs,
+            service_latency: crate::record::summary::LatencySummary::from_histogram(&all),
+            bytes_sent: sent,
+            bytes_sent_per_second: sent as f64 / secs,
+            messages_sent: s.final_.as_ref().map_or(0, |f| f.messages_sent + 1),
+        };
+        (row, all)
+    }
+}
+
+/// What gathering the other ranks' intervals cost rank 0.
+fn gather_cost(ranks: &[RankResult], received: &Received, collected: &Collected) -> GatherCost {
+    let others: Vec<&RankResult> = ranks.iter().skip(1).collect();
+    GatherCost {
+        bytes_per_rank_per_second: if others.is_empty() {
+            0.0
+        } else {
+            others.iter().map(|r| r.bytes_sent_per_second).sum::<f64>() / others.len() as f64
+        },
+        receive_cpu_seconds: received.cpu_ns as f64 / 1e9,
+        merge_cpu_seconds: collected.cpu_ns as f64 / 1e9,
+        intervals_received: received.intervals,
+    }
+}
+
+/// A lost rank makes the run partial, with a warning naming it.
+fn mark_lost(ranks: &[RankResult], summary: &mut RunSummary) {
+    for r in ranks.iter().filter(|r| r.status == "lost") {
+        summary.status = RunStatus::Partial;
+        if summary.end_reason != EndReason::Error {
+            summary.end_reason = EndReason::Interrupted;
+        }
+        summary.warnings.push(format!(
+            "partial run: rank {} on host {} (pid {}) was lost: rank 0 last heard from it {:.2} s after the start of measurement; what it sent until then is kept",
+            r.rank,
+            r.host,
+            r.pid,
+            r.last_heard_seconds.unwrap_or(0.0)
+        ));
     }
 }
 

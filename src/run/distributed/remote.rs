@@ -21,7 +21,8 @@ use super::wire::{
 };
 use super::{assign_workers, keep_share};
 use crate::record::{Interval, process_cpu_ns};
-use crate::run::worker::{Clock, Control, Worker, WorkerOutcome};
+use crate::run::threads::{Armed, Flags, Joined, join_workers, spawn_workers};
+use crate::run::worker::{Control, StartGate};
 use crate::run::{RunError, RunOptions, StudyOutcome, setup};
 use crate::study::plan::{Plan, RunPlan};
 use crate::targets::{Region, TargetError};
@@ -84,8 +85,81 @@ fn run_one_remote(
         target: "distributed".into(),
         source: TargetError::Invalid(e.to_string()),
     })?;
+    let hello = say_hello(run, opts, dist, &ready);
+    let ready = match ready {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = dist.agree_start(false, 0, START_IN);
+            return Err(e);
+        }
+    };
+    let armed = Armed::new(run, ready)?;
+    let mut workers = armed.plan_workers(run);
+    keep_share(&mut workers, &assignment, dist.rank);
+    let setup::Workers {
+        inputs,
+        gate,
+        rx,
+        spare_senders,
+        to_collector,
+        ..
+    } = workers;
+    drop(to_collector);
+    let local = inputs.len();
+    let flags = Flags::new(opts.interrupted.clone());
+    let shift: OnceLock<Shift> = OnceLock::new();
+    let mut cpu_at_start = 0u64;
+    let (joined, sent) = std::thread::scope(|scope| -> Result<_, RunError> {
+        let shipper = {
+            let (control, shift, fg_done) = (&flags.control, &shift, &flags.fg_done);
+            std::thread::Builder::new()
+                .name("storlab-mpi-tx".into())
+                .spawn_scoped(scope, move || {
+                    ship(
+                        dist,
+                        run.index,
+                        rx,
+                        spare_senders,
+                        local,
+                        control,
+                        shift,
+                        fg_done,
+                    )
+                })
+                .map_err(RunError::Thread)?
+        };
+        let threads = spawn_workers(scope, run, inputs, &armed.ready.handles, &gate, &flags)?;
+        cpu_at_start = release(dist, &gate, &flags, &shift, hello.clock_offset_ns);
+        let joined = join_workers(threads, &flags);
+        let sent = shipper
+            .join()
+            .map_err(|_| RunError::Thread(std::io::Error::other("the shipper panicked")))?;
+        Ok((joined, sent))
+    })?;
+    let shift = shift.get().copied().unwrap_or(Shift {
+        local_start: 0,
+        rank0_start: 0,
+    });
+    let end = Final {
+        workers: worker_ends(joined, shift),
+        cpu_used_ns: process_cpu_ns().saturating_sub(cpu_at_start),
+        bytes_sent: sent.0,
+        messages_sent: sent.1,
+    };
+    dist.send(0, TAG_FINAL, &serde_json::to_vec(&end).unwrap_or_default());
+    Ok(())
+}
+
+/// Measures this rank's clock offset to rank 0 and sends rank 0 its opening: host, offset,
+/// system capture, or why its targets could not be prepared.
+fn say_hello(
+    run: &RunPlan,
+    opts: &RunOptions,
+    dist: &Dist,
+    ready: &Result<setup::Ready, RunError>,
+) -> Hello {
     let (clock_offset_ns, clock_rtt_ns) = dist.measure_offset(PINGS);
-    let system = match &ready {
+    let system = match ready {
         Ok(r) => serde_json::to_value(setup::capture_system(run, &r.handles, &opts.command_line))
             .unwrap_or_default(),
         Err(_) => serde_json::Value::Null,
@@ -104,132 +178,43 @@ fn run_one_remote(
         TAG_HELLO,
         &serde_json::to_vec(&hello).unwrap_or_default(),
     );
-    let ready = match ready {
-        Ok(r) => r,
-        Err(e) => {
-            let _ = dist.agree_start(false, 0, START_IN);
-            return Err(e);
-        }
-    };
-    let verify_tables = setup::verify_tables(run, &ready.regions)?;
-    let kv_tables = setup::kv_tables(run)?;
-    let ledgers = setup::ledgers(run);
-    let interval_ns = run.interval.0.as_nanos() as u64;
-    let mut workers = setup::plan_workers(
-        run,
-        &ready.regions,
-        &verify_tables,
-        &kv_tables,
-        &ledgers,
-        interval_ns,
-    );
-    keep_share(&mut workers, &assignment, dist.rank);
-    let setup::Workers {
-        inputs,
-        gate,
-        rx,
-        spare_senders,
-        to_collector,
-        ..
-    } = workers;
-    drop(to_collector);
-    let local = inputs.len();
-    let clock = Clock::new();
-    let control = Control::new(opts.interrupted.clone());
-    let shift: OnceLock<Shift> = OnceLock::new();
-    let fg_done = AtomicUsize::new(0);
+    hello
+}
+
+/// Once every local session has opened, joins every rank's agreement and starts the local
+/// workers at rank 0's instant (`clock_offset_ns`: this host's wall clock less rank 0's);
+/// stops them if the run was called off. Returns the process CPU time at the start.
+fn release(
+    dist: &Dist,
+    gate: &StartGate,
+    flags: &Flags,
+    shift: &OnceLock<Shift>,
+    clock_offset_ns: i64,
+) -> u64 {
     let mut cpu_at_start = 0u64;
-    let mut local_start = 0u64;
-    let mut outcomes: Vec<WorkerOutcome> = Vec::new();
-    let mut open_errors: Vec<(u32, String)> = Vec::new();
-    let sent = std::thread::scope(|scope| -> Result<(u64, u64), RunError> {
-        let shipper = {
-            let (control, shift, fg_done) = (&control, &shift, &fg_done);
-            std::thread::Builder::new()
-                .name("storlab-mpi-tx".into())
-                .spawn_scoped(scope, move || {
-                    ship(
-                        dist,
-                        run.index,
-                        rx,
-                        spare_senders,
-                        local,
-                        control,
-                        shift,
-                        fg_done,
-                    )
-                })
-                .map_err(RunError::Thread)?
-        };
-        let mut handles = Vec::new();
-        for input in inputs {
-            let t = &run.targets[input.target];
-            let (gate, control, fg_done) = (&gate, &control, &fg_done);
-            let prepared = &ready.handles[input.target];
-            let clock = clock.clone();
-            let worker_index = input.config.worker;
-            let h = std::thread::Builder::new()
-                .name(format!("storlab-w{worker_index}"))
-                .spawn_scoped(scope, move || {
-                    let ended = (|| {
-                        let _netns = match crate::targets::netns::enter(t.netns.as_deref()) {
-                            Ok(entered) => entered,
-                            Err(e) => {
-                                gate.fail();
-                                return Err(TargetError::Netns(e).to_string());
-                            }
-                        };
-                        let worker = Worker {
-                            config: input.config,
-                            clock,
-                            control,
-                            gate,
-                            source: input.source,
-                            recorder: input.recorder,
-                            rate_changes: input.rate_changes,
-                        };
-                        t.config.open(prepared, &input.params, worker).map_err(|e| {
-                            gate.fail();
-                            format!("target `{}`: {e}", t.name)
-                        })
-                    })();
-                    fg_done.fetch_add(1, Ordering::Relaxed);
-                    (worker_index, ended)
-                })
-                .map_err(RunError::Thread)?;
-            handles.push(h);
-        }
-        let ok = gate.release_agreed(|ok| {
-            cpu_at_start = process_cpu_ns();
-            let (wall0, rank0_start) = dist.agree_start(ok, 0, START_IN)?;
-            // Rank 0's start instant on this host's wall clock, then on this run clock.
-            let until = wall0 + hello.clock_offset_ns - wall_ns();
-            local_start = (clock.now_ns() as i64 + until.max(0)) as u64;
-            let _ = shift.set(Shift {
-                local_start,
-                rank0_start,
-            });
-            Some(local_start)
+    let ok = gate.release_agreed(|ok| {
+        cpu_at_start = process_cpu_ns();
+        let (wall0, rank0_start) = dist.agree_start(ok, 0, START_IN)?;
+        // Rank 0's start instant on this host's wall clock, then on this run clock.
+        let until = wall0 + clock_offset_ns - wall_ns();
+        let local_start = (flags.clock.now_ns() as i64 + until.max(0)) as u64;
+        let _ = shift.set(Shift {
+            local_start,
+            rank0_start,
         });
-        if !ok {
-            control.stop.store(true, Ordering::Relaxed);
-        }
-        for h in handles {
-            match h.join() {
-                Ok((_, Ok(o))) => outcomes.push(o),
-                Ok((w, Err(e))) => open_errors.push((w, e)),
-                Err(_) => open_errors.push((u32::MAX, "a worker thread panicked".into())),
-            }
-        }
-        shipper
-            .join()
-            .map_err(|_| RunError::Thread(std::io::Error::other("the shipper panicked")))
-    })?;
-    let shift = shift.get().copied().unwrap_or(Shift {
-        local_start: 0,
-        rank0_start: 0,
+        Some(local_start)
     });
-    let mut workers: Vec<WorkerEndWire> = outcomes
+    if !ok {
+        flags.control.stop.store(true, Ordering::Relaxed);
+    }
+    cpu_at_start
+}
+
+/// How this rank's workers ended, times on rank 0's run clock: their outcomes, then the
+/// sessions that could not open.
+fn worker_ends(joined: Joined, shift: Shift) -> Vec<WorkerEndWire> {
+    let mut workers: Vec<WorkerEndWire> = joined
+        .outcomes
         .iter()
         .map(|o| WorkerEndWire {
             worker: o.worker,
@@ -247,7 +232,7 @@ fn run_one_remote(
             open_error: None,
         })
         .collect();
-    for (w, e) in open_errors {
+    for (w, e) in joined.failures.into_iter().map(|f| f.into_text()) {
         workers.push(WorkerEndWire {
             worker: w,
             end_reason: crate::record::EndReason::NotStarted,
@@ -260,14 +245,7 @@ fn run_one_remote(
             open_error: Some(e),
         });
     }
-    let end = Final {
-        workers,
-        cpu_used_ns: process_cpu_ns().saturating_sub(cpu_at_start),
-        bytes_sent: sent.0,
-        messages_sent: sent.1,
-    };
-    dist.send(0, TAG_FINAL, &serde_json::to_vec(&end).unwrap_or_default());
-    Ok(())
+    workers
 }
 
 /// The shipper: sends every local interval to rank 0 as it arrives, hands it back to its

@@ -202,50 +202,9 @@ fn execute(e: &EventPlan, ctx: &Context, processes: &mut Processes) -> Recorded 
     let mut r = not_run(e, EventStatus::Ok, String::new());
     r.recovery = e.recovery.is_some();
     r.start_ns = Some(ctx.clock.now_ns());
-    let cut_off = || ctx.over();
     match &e.action {
-        Action::Exec { command, timeout } => {
-            let ran = run_to_end(command, timeout.0, &cut_off);
-            r.exit_code = ran.exit_code();
-            let shown = command.join(" ");
-            (r.status, r.detail) = match &ran.finish {
-                Finish::Exited(s) if s.success() => {
-                    (EventStatus::Ok, format!("`{shown}`: exit code 0"))
-                }
-                Finish::Exited(s) => (
-                    EventStatus::Failed,
-                    format!("`{shown}`: {}", process::describe(s)),
-                ),
-                Finish::TimedOut => (
-                    EventStatus::TimedOut,
-                    format!("`{shown}` ran past its timeout of {timeout} and was killed"),
-                ),
-                Finish::CutOff => (
-                    EventStatus::CutOff,
-                    format!("`{shown}` was still running when the step ended, and was killed"),
-                ),
-                Finish::NotStarted(m) => (EventStatus::Failed, m.clone()),
-            };
-            r.stdout = ran.stdout;
-            r.stderr = ran.stderr;
-        }
-        Action::Start { command, keep } => {
-            let log = ctx
-                .log_dir
-                .join(format!("{}-run{:03}.log", e.name, ctx.run_index));
-            match processes.start(&e.name, command, *keep, &log) {
-                Ok(pid) => {
-                    r.pid = Some(pid);
-                    r.detail = format!(
-                        "started `{}` as pid {pid}{} (output: {})",
-                        command.join(" "),
-                        if *keep { ", kept after the step" } else { "" },
-                        log.display()
-                    );
-                }
-                Err(m) => (r.status, r.detail) = (EventStatus::Failed, m),
-            }
-        }
+        Action::Exec { command, timeout } => exec(&mut r, command, timeout, ctx),
+        Action::Start { command, keep } => start(&mut r, e, command, *keep, ctx, processes),
         Action::Kill { process, signal } => {
             signal_event(&mut r, process, signal.number, signal.name, processes)
         }
@@ -256,117 +215,190 @@ fn execute(e: &EventPlan, ctx: &Context, processes: &mut Processes) -> Recorded 
             poll,
             timeout,
             outlive_step,
-        } => {
-            // With `outlive-step` only Ctrl-C cuts the wait short, not the end of the load.
-            let interrupted = || ctx.control.interrupted.load(Ordering::Relaxed);
-            let cut_off = || {
-                if *outlive_step {
-                    interrupted()
-                } else {
-                    ctx.over()
-                }
-            };
-            let shown = command.join(" ");
-            let start = ctx.clock.now_ns();
-            let mut attempts = 0u32;
-            loop {
-                let elapsed = Duration::from_nanos(ctx.clock.now_ns() - start);
-                let left = timeout.0.saturating_sub(elapsed);
-                attempts += 1;
-                let ran = run_to_end(command, left.max(Duration::from_millis(1)), &cut_off);
-                r.exit_code = ran.exit_code();
-                r.stdout = ran.stdout.clone();
-                r.stderr = ran.stderr.clone();
-                let elapsed = Duration::from_nanos(ctx.clock.now_ns() - start);
-                if ran.succeeded() {
-                    r.detail = format!(
-                        "`{shown}` succeeded after {attempts} tries, {:.3} s{}",
-                        elapsed.as_secs_f64(),
-                        if ctx.over() {
-                            " (after the step's load had ended: the wait outlived the step)"
-                        } else {
-                            ""
-                        }
-                    );
-                    break;
-                }
-                if let Finish::NotStarted(m) = &ran.finish {
-                    (r.status, r.detail) = (EventStatus::Failed, m.clone());
-                    break;
-                }
-                if ran.finish == Finish::CutOff || cut_off() {
-                    (r.status, r.detail) = (
-                        EventStatus::CutOff,
-                        format!(
-                            "`{shown}` had not succeeded after {attempts} tries when the step ended"
-                        ),
-                    );
-                    break;
-                }
-                if elapsed + poll.0 >= timeout.0 {
-                    (r.status, r.detail) = (
-                        EventStatus::TimedOut,
-                        format!("`{shown}` did not succeed within {timeout} ({attempts} tries)"),
-                    );
-                    break;
-                }
-                std::thread::sleep(poll.0);
-            }
-            r.attempts = Some(attempts);
-        }
+        } => wait_for(&mut r, command, poll.0, timeout, *outlive_step, ctx),
         Action::PowerOff {
             netns,
             netns_command,
             pid_files,
-        } => {
-            let named = if netns_command.is_empty() {
-                Ok((netns.clone(), String::new()))
-            } else {
-                power_off::netns_named_by(netns_command)
-                    .map(|(ns, how)| (Some(ns), format!("{how}; ")))
-            };
-            match named.and_then(|(ns, how)| {
-                power_off::power_off(ns.as_deref(), pid_files).map(|done| (done, ns, how))
-            }) {
-                Ok((done, ns, how)) => {
-                    r.pids_killed = Some(done.killed.len() as u32);
-                    r.detail = format!("{how}{}", done.describe(ns.as_deref(), pid_files));
-                }
-                Err(m) => (r.status, r.detail) = (EventStatus::Failed, m),
-            }
-        }
-        Action::Verify { state } => match crate::run::verify::verify_state_file(state) {
-            Ok(v) => {
-                let (checked, unit) = match &v {
-                    crate::verify::Verified::Block(b) => (b.blocks_checked, "blocks"),
-                    crate::verify::Verified::KeyValue(k) => (k.keys_checked, "keys"),
-                };
-                let head = format!(
-                    "verify of `{}` (target `{}`): {checked} {unit} checked",
-                    state.display(),
-                    v.target()
-                );
-                (r.status, r.detail) = if v.damaged() == 0 {
-                    (EventStatus::Ok, format!("{head}, all intact"))
-                } else {
-                    let classes: Vec<String> = v
-                        .class_rows()
-                        .into_iter()
-                        .filter(|(class, n, _)| *n > 0 && *class != "intact")
-                        .map(|(class, n, _)| format!("{class} {n}"))
-                        .collect();
-                    (
-                        EventStatus::Failed,
-                        format!("{head}, {} damaged ({})", v.damaged(), classes.join(", ")),
-                    )
-                };
-                r.verify = Some(Box::new(v));
-            }
-            Err(e) => (r.status, r.detail) = (EventStatus::Failed, format!("verify: {e}")),
-        },
+        } => power_off_event(&mut r, netns, netns_command, pid_files),
+        Action::Verify { state } => verify_event(&mut r, state),
     }
     r.end_ns = Some(ctx.clock.now_ns());
     r
+}
+
+/// `exec`: runs the command to its end (or its timeout, or the step's end).
+fn exec(r: &mut Recorded, command: &[String], timeout: &crate::units::Dur, ctx: &Context) {
+    let cut_off = || ctx.over();
+    let ran = run_to_end(command, timeout.0, &cut_off);
+    r.exit_code = ran.exit_code();
+    let shown = command.join(" ");
+    (r.status, r.detail) = match &ran.finish {
+        Finish::Exited(s) if s.success() => (EventStatus::Ok, format!("`{shown}`: exit code 0")),
+        Finish::Exited(s) => (
+            EventStatus::Failed,
+            format!("`{shown}`: {}", process::describe(s)),
+        ),
+        Finish::TimedOut => (
+            EventStatus::TimedOut,
+            format!("`{shown}` ran past its timeout of {timeout} and was killed"),
+        ),
+        Finish::CutOff => (
+            EventStatus::CutOff,
+            format!("`{shown}` was still running when the step ended, and was killed"),
+        ),
+        Finish::NotStarted(m) => (EventStatus::Failed, m.clone()),
+    };
+    r.stdout = ran.stdout;
+    r.stderr = ran.stderr;
+}
+
+/// `start`: starts the command as a process of the study, its output in the log folder.
+fn start(
+    r: &mut Recorded,
+    e: &EventPlan,
+    command: &[String],
+    keep: bool,
+    ctx: &Context,
+    processes: &mut Processes,
+) {
+    let log = ctx
+        .log_dir
+        .join(format!("{}-run{:03}.log", e.name, ctx.run_index));
+    match processes.start(&e.name, command, keep, &log) {
+        Ok(pid) => {
+            r.pid = Some(pid);
+            r.detail = format!(
+                "started `{}` as pid {pid}{} (output: {})",
+                command.join(" "),
+                if keep { ", kept after the step" } else { "" },
+                log.display()
+            );
+        }
+        Err(m) => (r.status, r.detail) = (EventStatus::Failed, m),
+    }
+}
+
+/// `wait-for`: runs the command every `poll` until it succeeds, its timeout passes or the
+/// step ends (with `outlive-step`, only Ctrl-C cuts the wait short).
+fn wait_for(
+    r: &mut Recorded,
+    command: &[String],
+    poll: Duration,
+    timeout: &crate::units::Dur,
+    outlive_step: bool,
+    ctx: &Context,
+) {
+    let interrupted = || ctx.control.interrupted.load(Ordering::Relaxed);
+    let cut_off = || {
+        if outlive_step {
+            interrupted()
+        } else {
+            ctx.over()
+        }
+    };
+    let shown = command.join(" ");
+    let start = ctx.clock.now_ns();
+    let mut attempts = 0u32;
+    loop {
+        let elapsed = Duration::from_nanos(ctx.clock.now_ns() - start);
+        let left = timeout.0.saturating_sub(elapsed);
+        attempts += 1;
+        let ran = run_to_end(command, left.max(Duration::from_millis(1)), &cut_off);
+        r.exit_code = ran.exit_code();
+        r.stdout = ran.stdout.clone();
+        r.stderr = ran.stderr.clone();
+        let elapsed = Duration::from_nanos(ctx.clock.now_ns() - start);
+        if ran.succeeded() {
+            r.detail = format!(
+                "`{shown}` succeeded after {attempts} tries, {:.3} s{}",
+                elapsed.as_secs_f64(),
+                if ctx.over() {
+                    " (after the step's load had ended: the wait outlived the step)"
+                } else {
+                    ""
+                }
+            );
+            break;
+        }
+        if let Finish::NotStarted(m) = &ran.finish {
+            (r.status, r.detail) = (EventStatus::Failed, m.clone());
+            break;
+        }
+        if ran.finish == Finish::CutOff || cut_off() {
+            (r.status, r.detail) = (
+                EventStatus::CutOff,
+                format!("`{shown}` had not succeeded after {attempts} tries when the step ended"),
+            );
+            break;
+        }
+        if elapsed + poll >= timeout.0 {
+            (r.status, r.detail) = (
+                EventStatus::TimedOut,
+                format!("`{shown}` did not succeed within {timeout} ({attempts} tries)"),
+            );
+            break;
+        }
+        std::thread::sleep(poll);
+    }
+    r.attempts = Some(attempts);
+}
+
+/// `power-off`: kills every process of the network namespace (named, or named by a command)
+/// at once.
+fn power_off_event(
+    r: &mut Recorded,
+    netns: &Option<String>,
+    netns_command: &[String],
+    pid_files: &[std::path::PathBuf],
+) {
+    let named = if netns_command.is_empty() {
+        Ok((netns.clone(), String::new()))
+    } else {
+        power_off::netns_named_by(netns_command).map(|(ns, how)| (Some(ns), format!("{how}; ")))
+    };
+    match named.and_then(|(ns, how)| {
+        power_off::power_off(ns.as_deref(), pid_files).map(|done| (done, ns, how))
+    }) {
+        Ok((done, ns, how)) => {
+            r.pids_killed = Some(done.killed.len() as u32);
+            r.detail = format!("{how}{}", done.describe(ns.as_deref(), pid_files));
+        }
+        Err(m) => (r.status, r.detail) = (EventStatus::Failed, m),
+    }
+}
+
+/// `verify`: reads back what a state file says was written.
+fn verify_event(r: &mut Recorded, state: &std::path::Path) {
+    match crate::run::verify::verify_state_file(state) {
+        Ok(v) => {
+            let (checked, unit) = match &v {
+                crate::verify::Verified::Block(b) => (b.blocks_checked, "blocks"),
+                crate::verify::Verified::KeyValue(k) => (k.keys_checked, "keys"),
+            };
+            let head = format!(
+                "verify of `{}` (target `{}`): {checked} {unit} checked",
+                state.display(),
+                v.target()
+            );
+            (r.status, r.detail) = if v.damaged() == 0 {
+                (EventStatus::Ok, format!("{head}, all intact"))
+            } else {
+                let classes: Vec<String> = v
+                    .class_rows()
+                    .into_iter()
+                    .filter(|(class, n, _)| *n > 0 && *class != "intact")
+                    .map(|(class, n, _)| format!("{class} {n}"))
+                    .collect();
+                (
+                    EventStatus::Failed,
+                    format!("{head}, {} damaged ({})", v.damaged(), classes.join(", ")),
+                )
+            };
+            r.verify = Some(Box::new(v));
+        }
+        Err(e) => (r.status, r.detail) = (EventStatus::Failed, format!("verify: {e}")),
+    }
 }
 
 fn signal_event(

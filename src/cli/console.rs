@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::report;
 use crate::results::summary::RunSummary;
+use crate::run::Watch;
 use crate::run::collector::Progress;
 use crate::study::plan::RunPlan;
 use crate::units::format_ns;
@@ -61,9 +62,11 @@ impl Console {
             plain_every: Duration::from_secs(5),
         }
     }
+}
 
+impl Watch for Console {
     /// Called by the collector after each interval.
-    pub fn progress(&self, run: &RunPlan, n_runs: usize, p: &Progress, interval_ns: u64) {
+    fn progress(&self, run: &RunPlan, n_runs: usize, p: &Progress, interval_ns: u64) {
         if self.mode == ProgressMode::Quiet {
             return;
         }
@@ -124,7 +127,7 @@ impl Console {
         }
     }
 
-    pub fn clear_progress(&self) {
+    fn clear_progress(&self) {
         if let Some(b) = &self.bar {
             b.set_message("");
             b.tick();
@@ -133,7 +136,7 @@ impl Console {
     }
 
     /// Called when a run's results are stored.
-    pub fn run_finished(&self, s: &RunSummary) {
+    fn run_finished(&self, s: &RunSummary) {
         if let Some(b) = &self.bar {
             b.suspend(|| {});
         }

@@ -1,0 +1,56 @@
+//! The study folder's files made from its stored runs once a study has run: the RAID
+//! efficiency table (`raid.json`), IOmeter's result file (`iometer.csv`, a study of block
+//! workloads) and the targets side by side (`comparison.json`). The runner stores runs; these
+//! are written here, in that order.
+
+use crate::results::summary::RunSummary;
+use crate::run::{RunError, StudyOutcome};
+use crate::study::plan::Plan;
+
+/// Writes the study's files from what `run_plan` stored. A rank other than 0 of a
+/// distributed run stored nothing and writes nothing.
+pub(super) fn write(plan: &Plan, outcome: &StudyOutcome) -> Result<(), RunError> {
+    if crate::run::distributed::is_other_rank() {
+        return Ok(());
+    }
+    let (study_folder, summaries) = (&outcome.folder, &outcome.summaries);
+    if let Some(geometry) = &plan.raid {
+        raid(geometry, study_folder, summaries)?;
+    }
+    // IOmeter's result file, from the stored runs (a study of block workloads).
+    let block_runs = plan
+        .runs
+        .iter()
+        .any(|r| r.targets.iter().any(|t| t.workload.as_block().is_some()));
+    if block_runs && !summaries.is_empty() {
+        let path = study_folder.join(crate::report::iometer::FILE);
+        let runs = crate::results::stored::read_study_folder(study_folder)
+            .map_err(|e| std::io::Error::other(e.to_string()));
+        runs.and_then(|runs| std::fs::write(&path, crate::report::iometer::iometer_csv(&runs)))
+            .map_err(|source| RunError::Results { path, source })?;
+    }
+    let comparison =
+        crate::results::comparison::compare_in_folder(&plan.study, study_folder, summaries);
+    if !comparison.steps.is_empty() {
+        let path = study_folder.join("comparison.json");
+        let text = serde_json::to_string_pretty(&comparison).map_err(std::io::Error::other);
+        text.and_then(|t| std::fs::write(&path, t + "\n"))
+            .map_err(|source| RunError::Results { path, source })?;
+    }
+    Ok(())
+}
+
+/// `raid.json`: the RAID efficiency table of the study's steps, with the failures its runs
+/// measured.
+fn raid(
+    geometry: &crate::results::raid::Geometry,
+    study_folder: &std::path::Path,
+    summaries: &[RunSummary],
+) -> Result<(), RunError> {
+    let steps = crate::results::comparison::compare_all_in_folder(study_folder, summaries);
+    let mut table = crate::results::raid::table(geometry, &steps);
+    table.failures = crate::results::raid::failure::failures(&geometry.array, summaries);
+    let path = study_folder.join("raid.json");
+    crate::results::write_json_file(&path, &table)
+        .map_err(|source| RunError::Results { path, source })
+}
