@@ -20,7 +20,11 @@ fn main() {
         println!("cargo:rerun-if-changed={dir}/HEAD");
         if let Some(common) = git(&["rev-parse", "--git-common-dir"]) {
             println!("cargo:rerun-if-changed={common}/refs/heads");
-            println!("cargo:rerun-if-changed={common}/packed-refs");
+            // Only if it is there: a watched file that does not exist reruns every build.
+            let packed = format!("{common}/packed-refs");
+            if std::path::Path::new(&packed).exists() {
+                println!("cargo:rerun-if-changed={packed}");
+            }
         }
         for path in ["src", "Cargo.toml", "Cargo.lock", "build.rs"] {
             println!("cargo:rerun-if-changed={path}");
