@@ -184,32 +184,9 @@ pub fn collect<W1: Write, W2: Write>(
         sinks.measure_start_wall,
         &mut m.out.io_error,
     );
-    while m.finished < n_workers {
-        let Ok(mut iv) = rx.recv() else { break };
-        m.add(&iv);
-        let w = iv.worker as usize;
-        iv.clear();
-        // A worker that has stopped no longer takes spares; dropping the interval is fine.
-        let _ = spares[w].try_send(iv);
-        // Finalize every second that all workers have moved past (or reported, if last).
-        while let Some((index, p)) = m.next_complete() {
-            let r = write_second(
-                index,
-                &p,
-                &m.targets,
-                interval_ns,
-                &mut sinks.timeline,
-                log.as_mut(),
-                &mut on_second,
-            );
-            keep_first(r, &mut m.out.io_error);
-            if let Some(metrics) = metrics {
-                last_rates(&p, interval_ns, &mut m.rates);
-                publish_metrics(metrics, &m.targets, &m.out, &m.rates);
-            }
-        }
-    }
-    while let Some((index, p)) = m.pending.pop_first() {
+    // A complete second: its timeline row and log entry, its rates for the live metrics, and
+    // (while the run goes on) a metrics snapshot.
+    let mut finish_second = |m: &mut Merger, index: i64, p: Pending, snapshot: bool| {
         let r = write_second(
             index,
             &p,
@@ -220,9 +197,27 @@ pub fn collect<W1: Write, W2: Write>(
             &mut on_second,
         );
         keep_first(r, &mut m.out.io_error);
-        if metrics.is_some() {
+        if let Some(metrics) = metrics {
             last_rates(&p, interval_ns, &mut m.rates);
+            if snapshot {
+                publish_metrics(metrics, &m.targets, &m.out, &m.rates);
+            }
         }
+    };
+    while m.finished < n_workers {
+        let Ok(mut iv) = rx.recv() else { break };
+        m.add(&iv);
+        let w = iv.worker as usize;
+        iv.clear();
+        // A worker that has stopped no longer takes spares; dropping the interval is fine.
+        let _ = spares[w].try_send(iv);
+        // Finalize every second that all workers have moved past (or reported, if last).
+        while let Some((index, p)) = m.next_complete() {
+            finish_second(&mut m, index, p, true);
+        }
+    }
+    while let Some((index, p)) = m.pending.pop_first() {
+        finish_second(&mut m, index, p, false);
     }
     // The last snapshot holds the run's final totals: what its summary counts.
     if let Some(metrics) = metrics {
