@@ -317,6 +317,53 @@ impl Links {
         assert!(s.success(), "ip {}", args.join(" "));
     }
 
+    /// Every IPv4 address (`ip -o` lines) on this machine and in every named namespace.
+    fn all_addrs() -> String {
+        let run = |args: &[&str]| {
+            Command::new("ip")
+                .args(args)
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                .unwrap_or_default()
+        };
+        let mut all = run(&["-4", "-o", "addr", "show"]);
+        for ns in run(&["netns", "list"]).lines() {
+            if let Some(ns) = ns.split_whitespace().next() {
+                all.push_str(&run(&["-n", ns, "-4", "-o", "addr", "show"]));
+            }
+        }
+        all
+    }
+
+    /// N links on the first 10.N.0.0/16 (N in 200..250) that no link on this machine or in
+    /// a namespace uses: the scripts' clusters and client LANs live on 10.213-10.215, and a
+    /// collision sends the ranks' traffic to a bridge instead of their veth. Chosen under the
+    /// scripts' lock (scripts/netns-lib.sh), held until the addresses are on their links.
+    fn on_free_net(n: usize) -> (Links, u8) {
+        let lock_path = std::env::var("STORLAB_NETNS_LOCK").unwrap_or_else(|_| {
+            if Path::new("/run/lock").is_dir() {
+                "/run/lock/storlab-netns.lock".into()
+            } else {
+                "/tmp/storlab-netns.lock".into()
+            }
+        });
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&lock_path)
+            .unwrap_or_else(|e| panic!("{lock_path}: {e}"));
+        // SAFETY: flock on a descriptor this function owns; released when `lock` drops.
+        let held = unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) };
+        assert_eq!(held, 0, "flock {lock_path}");
+        let addrs = Links::all_addrs();
+        let net = (200..250u8)
+            .find(|net| !addrs.contains(&format!(" 10.{net}.")))
+            .unwrap_or_else(|| panic!("no free 10.N.0.0/16 for N in 200..250:\n{addrs}"));
+        let links = Links::new(n, net);
+        drop(lock);
+        (links, net)
+    }
+
     /// Namespace i gets 10.N.(i+1).2/24, this side of its link 10.N.(i+1).1.
     fn new(n: usize, net: u8) -> Links {
         let tag = std::process::id() % 100_000;
@@ -394,8 +441,7 @@ fn ranks_as_hosts_in_network_namespaces_drive_redis_over_veth() {
         eprintln!("SKIPPED: redis-server or unshare is missing");
         return;
     }
-    let net = 200 + (std::process::id() % 50) as u8;
-    let links = Links::new(4, net);
+    let (links, net) = Links::on_free_net(4);
     let port = 17000 + (std::process::id() % 1000) as u16;
     let lab = Lab::new();
     let binds: Vec<String> = (1..=4).map(|i| format!("10.{net}.{i}.1")).collect();
