@@ -105,6 +105,34 @@ fn mongodb_study_quick_prints_the_briefs_four_metrics() {
     assert_eq!(s["total"]["ops"], 1000, "{s}");
     assert_eq!(s["total"]["errors"], 0, "{s}");
     assert_eq!(s["targets"][0]["workload-type"], "ycsb-run", "{s}");
+    // The report opens with the brief's four metrics for the run phase (the load is not a
+    // row of the brief's table).
+    let out = Command::new(common::bin())
+        .args(["report", "--format", "md", "-o", "-"])
+        .arg(summaries.path())
+        .output()
+        .unwrap();
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{md}");
+    let at = |title: &str| {
+        md.find(title)
+            .unwrap_or_else(|| panic!("no {title}:\n{md}"))
+    };
+    assert!(
+        at("### YCSB") < at("### Throughput"),
+        "the brief's table first:\n{md}"
+    );
+    let ycsb: Vec<&str> = md[at("### YCSB")..]
+        .lines()
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .collect();
+    assert_eq!(ycsb.len(), 3, "header, rule, workload-a: {md}");
+    assert!(
+        ycsb[0].contains("| run time | ops/s | mean read latency | mean update latency |"),
+        "{md}"
+    );
+    assert!(ycsb[2].starts_with("| workload-a | mongodb | "), "{md}");
     let client = mongodb::sync::Client::with_uri_str(&url).unwrap();
     client.database(&db).drop().run().unwrap();
 }

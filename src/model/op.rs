@@ -367,6 +367,52 @@ pub fn option_error(e: toml::de::Error) -> OptionError {
     }
 }
 
+/// What a stored result's workload was (`workload-type` in summary.json): the workload's kind,
+/// and for YCSB its phase, since the YCSB brief's table is the run phase's and the load
+/// phase is not one of its rows. Reports decide by it, never by matching the stored text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ResultKind {
+    Block,
+    DbBench,
+    YcsbLoad,
+    YcsbRun,
+    Pgbench,
+    /// The total over targets, or a name this build does not know (a newer storlab's).
+    #[default]
+    #[serde(other)]
+    Unknown,
+}
+
+impl ResultKind {
+    /// The name stored in summary.json and shown in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            ResultKind::Block => "block",
+            ResultKind::DbBench => "db-bench",
+            ResultKind::YcsbLoad => "ycsb-load",
+            ResultKind::YcsbRun => "ycsb-run",
+            ResultKind::Pgbench => "pgbench",
+            ResultKind::Unknown => "unknown",
+        }
+    }
+
+    pub fn is_unknown(&self) -> bool {
+        *self == ResultKind::Unknown
+    }
+
+    /// The workload kind it is a result of.
+    pub fn workload_kind(self) -> Option<WorkloadKind> {
+        match self {
+            ResultKind::Block => Some(WorkloadKind::Block),
+            ResultKind::DbBench => Some(WorkloadKind::DbBench),
+            ResultKind::YcsbLoad | ResultKind::YcsbRun => Some(WorkloadKind::Ycsb),
+            ResultKind::Pgbench => Some(WorkloadKind::Pgbench),
+            ResultKind::Unknown => None,
+        }
+    }
+}
+
 /// The types of workload (a study's `type = "..."` in a workload table), what a target
 /// declares it takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

@@ -8,6 +8,7 @@
 //! own tables and add no rows here. The same figures go to the HTML, the Markdown and the
 //! terminal; `with_previous` puts an earlier result's figures beside each one with the change.
 
+use crate::model::op::ResultKind;
 use crate::report::model::{Group, Point};
 use crate::report::table::{Cell, Table, TableRow, thousands};
 use crate::results::stored::StoredRun;
@@ -31,6 +32,9 @@ impl Unit {
             Unit::Rate => thousands(v),
             Unit::MegaBytes => format!("{:.1}", v / 1e6),
             Unit::Latency => format_ns(v),
+            // As the YCSB brief words its run time ("18.33 hours").
+            Unit::Seconds if v >= 3600.0 => format!("{:.2} h", v / 3600.0),
+            Unit::Seconds if v >= 60.0 => format!("{:.1} min", v / 60.0),
             Unit::Seconds => format!("{v:.2} s"),
         }
     }
@@ -129,12 +133,12 @@ pub fn headline(runs: &[StoredRun], groups: &[Group]) -> Headline {
                 continue;
             };
             let workload = run.workload_json(p.figures.target_position);
-            let title = match t.workload_type.as_str() {
-                "block" if matches!(t.target_type.as_str(), "smb" | "nfs") => FILE_SERVER,
-                "block" => STORAGE,
-                "db-bench" => KEY_VALUE,
-                "ycsb" => YCSB,
-                _ => OTHER,
+            let title = match t.workload_type {
+                ResultKind::Block if matches!(t.target_type.as_str(), "smb" | "nfs") => FILE_SERVER,
+                ResultKind::Block => STORAGE,
+                ResultKind::DbBench => KEY_VALUE,
+                ResultKind::YcsbRun => YCSB,
+                ResultKind::YcsbLoad | ResultKind::Pgbench | ResultKind::Unknown => OTHER,
             };
             let f = &p.figures;
             let values = match title {
@@ -180,6 +184,8 @@ pub fn headline(runs: &[StoredRun], groups: &[Group]) -> Headline {
             }
         }
     }
+    // The brief's own table first: throughput of anything else (a YCSB load) comes after.
+    h.sections.sort_by_key(|s| s.title == OTHER);
     // The same test on the same target from two steps: the step names tell them apart.
     for s in &mut h.sections {
         let keys: Vec<(String, String)> = s
@@ -565,6 +571,68 @@ mod tests {
             ["readrandom, 16 threads", "-", "-", "300", "2.0 µs"]
         );
         assert_eq!(t.rows[1].cells[1].value, None);
+    }
+
+    /// A stored YCSB run phase, as `storlab run` writes it (`workload-type = "ycsb-run"`).
+    fn ycsb_run(index: usize, step: &str, workload_type: ResultKind) -> StoredRun {
+        let mut s = crate::results::comparison::tests::summary(index, step, &[], &[]);
+        s.measured_seconds = 4.0;
+        let mut t = crate::results::summary::TargetResult {
+            name: "mongodb".into(),
+            target_type: "mongodb".into(),
+            workload: step.into(),
+            workload_type,
+            threads: 4,
+            ops: 400,
+            rate_ops: 100.0,
+            ..Default::default()
+        };
+        for (kind, mean_ns) in [("read", 1000.0), ("update", 3000.0)] {
+            let mut k = crate::results::summary::KindResult {
+                ops: 200,
+                ..Default::default()
+            };
+            k.service_latency.mean_ns = mean_ns;
+            t.kinds.insert(kind.into(), k);
+        }
+        s.targets = vec![t];
+        StoredRun {
+            folder: std::path::PathBuf::from("/nonexistent"),
+            summary: s,
+            system: None,
+            study_text: None,
+            plan: None,
+            timeline: Default::default(),
+        }
+    }
+
+    #[test]
+    fn a_stored_ycsb_run_phase_gets_the_ycsb_briefs_four_metrics() {
+        let runs = vec![
+            ycsb_run(1, "load", ResultKind::YcsbLoad),
+            ycsb_run(2, "workload-a", ResultKind::YcsbRun),
+        ];
+        let h = of_runs(&runs);
+        assert_eq!(h.sections[0].title, YCSB, "the brief's table first: {h:#?}");
+        let ycsb = h
+            .sections
+            .iter()
+            .find(|s| s.title == YCSB)
+            .unwrap_or_else(|| panic!("no YCSB section in {h:#?}"));
+        // The run phase is the brief's table; the load phase is not one of its rows.
+        assert_eq!(ycsb.rows.len(), 1, "{ycsb:#?}");
+        assert_eq!(ycsb.rows[0].step, "workload-a");
+        assert_eq!(
+            ycsb.rows[0].values,
+            [Some(4.0), Some(100.0), Some(1000.0), Some(3000.0)]
+        );
+    }
+
+    #[test]
+    fn run_times_read_as_the_brief_words_them() {
+        assert_eq!(Unit::Seconds.show(65_988.0), "18.33 h");
+        assert_eq!(Unit::Seconds.show(750.0), "12.5 min");
+        assert_eq!(Unit::Seconds.show(4.0), "4.00 s");
     }
 
     #[test]

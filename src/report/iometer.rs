@@ -40,6 +40,7 @@
 //! `WORKER` rows. `# Workers` and `# Disks` count the workers (a target's `threads`) and, as
 //! IOmeter does, the worker-target pairs.
 
+use crate::model::op::ResultKind;
 use crate::report::csv::field;
 use crate::results::histograms::{Histograms, hlog_tag};
 use crate::results::stored::StoredRun;
@@ -472,7 +473,10 @@ pub fn iometer_csv(runs: &[StoredRun]) -> String {
     out.push_str(&format!("{}\n", time_stamp(start.unwrap_or(""))));
     for run in runs {
         let s = &run.summary;
-        let block = s.targets.iter().all(|t| t.workload_type == "block");
+        let block = s
+            .targets
+            .iter()
+            .all(|t| t.workload_type == ResultKind::Block);
         if s.targets.is_empty() && s.status != RunStatus::Failed || !block {
             continue;
         }
@@ -654,7 +658,7 @@ mod tests {
                 name: name.into(),
                 client: client.into(),
                 workload: "oltp".into(),
-                workload_type: "block".into(),
+                workload_type: ResultKind::Block,
                 threads: 2,
                 queue_depth: 12,
                 errors: 1,

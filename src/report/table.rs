@@ -3,6 +3,7 @@
 //! kind; columns with the text shown and the stored value) that the HTML, Markdown and CSV
 //! reports render.
 
+use crate::model::op::ResultKind;
 use crate::record::summary::LatencySummary;
 use crate::results::comparison::parameters_text;
 use crate::results::summary::{KindResult, RunSummary, TargetResult};
@@ -89,7 +90,7 @@ pub fn found_lines(s: &RunSummary) -> Vec<String> {
 pub fn ycsb_lines(s: &RunSummary) -> Vec<String> {
     let mut out = Vec::new();
     for t in &s.targets {
-        if t.workload_type != "ycsb-run" {
+        if t.workload_type != ResultKind::YcsbRun {
             continue;
         }
         let all = t.ops + t.errors;

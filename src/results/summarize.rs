@@ -325,7 +325,7 @@ fn target_results(
         r.target_type = t.config.type_name().to_string();
         r.client = t.client.clone();
         r.workload = t.workload_name.clone();
-        r.workload_type = t.workload.result_type().to_string();
+        r.workload_type = t.workload.result_type();
         r.threads = t.workload.threads();
         r.queue_depth = t.workload.queue_depth();
         r.block_bytes = t.workload.block_bytes();

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::op::ResultKind;
 use crate::record::EndReason;
 use crate::record::summary::LatencySummary;
 
@@ -158,9 +159,10 @@ pub struct TargetResult {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub client: String,
     pub workload: String,
-    /// The workload's type: `block`, `db-bench`, `ycsb-load` or `ycsb-run`.
-    #[serde(default)]
-    pub workload_type: String,
+    /// The workload's type: `block`, `db-bench`, `ycsb-load`, `ycsb-run` or `pgbench` (none
+    /// for the total).
+    #[serde(default, skip_serializing_if = "ResultKind::is_unknown")]
+    pub workload_type: ResultKind,
     pub threads: u32,
     pub queue_depth: u32,
     pub block_bytes: u64,

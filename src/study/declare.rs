@@ -188,6 +188,23 @@ pub(super) fn check_clients(
     }
 }
 
+/// A relative path under `key` names the file beside the study file when there is one there
+/// (a study runs from any folder); otherwise it stays relative to the current folder, as
+/// YCSB's `-P` is. The plan stores the path used.
+fn resolve_beside_study(src: &Source, table: &mut toml::Table, key: &str) {
+    let Some(toml::Value::String(path)) = table.get(key) else {
+        return;
+    };
+    let Some(dir) = Path::new(&src.file).parent() else {
+        return;
+    };
+    let beside = dir.join(path);
+    if Path::new(path).is_relative() && !dir.as_os_str().is_empty() && beside.is_file() {
+        let beside = beside.to_string_lossy().into_owned();
+        table.insert(key.into(), toml::Value::String(beside));
+    }
+}
+
 /// The valid workloads, validated as written (sweeps are checked per point when the steps
 /// are expanded); `seed` is the study's default seed.
 pub(super) fn workloads(
@@ -210,6 +227,7 @@ pub(super) fn workloads(
             ));
             continue;
         }
+        resolve_beside_study(src, &mut table, "workload-file");
         if let Some(seed) = seed {
             table
                 .entry("seed")

@@ -168,15 +168,16 @@ impl Workload {
 
     /// The workload's type as stored with its results: `block`, `db-bench`, `ycsb-load` or
     /// `ycsb-run`.
-    pub fn result_type(&self) -> &'static str {
+    pub fn result_type(&self) -> crate::model::op::ResultKind {
+        use crate::model::op::ResultKind;
         match self {
-            Workload::Block(_) => "block",
-            Workload::DbBench(_) => "db-bench",
+            Workload::Block(_) => ResultKind::Block,
+            Workload::DbBench(_) => ResultKind::DbBench,
             Workload::Ycsb(w) => match w.phase {
-                ycsb::workload::Phase::Load => "ycsb-load",
-                ycsb::workload::Phase::Run => "ycsb-run",
+                ycsb::workload::Phase::Load => ResultKind::YcsbLoad,
+                ycsb::workload::Phase::Run => ResultKind::YcsbRun,
             },
-            Workload::Pgbench(_) => "pgbench",
+            Workload::Pgbench(_) => ResultKind::Pgbench,
         }
     }
 

@@ -5,6 +5,7 @@
 
 use std::fmt::Write;
 
+use crate::model::op::ResultKind;
 use crate::report::html::params_text;
 use crate::report::model::{self, Group};
 use crate::report::svg::{self, Highlight, Mark, Series, Shade, XAxis, YAxis, esc};
@@ -209,16 +210,16 @@ fn percentile_curves(g: &Group, runs: &[StoredRun]) -> (Vec<(String, Series)>, V
 fn curve_kind(g: &Group, runs: &[StoredRun]) -> String {
     let r = &runs[g.runs[0]];
     let t = r.summary.targets.first();
-    let wt = t.map(|t| t.workload_type.clone()).unwrap_or_default();
+    let wt = t.map(|t| t.workload_type).unwrap_or_default();
     let access = r
         .workload_json(0)
         .and_then(|w| w.get("access"))
         .and_then(|v| v.as_str())
         .unwrap_or("");
-    if wt == "block" {
+    if wt == ResultKind::Block {
         format!("{access} block I/O")
     } else {
-        wt
+        wt.name().to_string()
     }
 }
 
