@@ -108,8 +108,21 @@ pub(super) struct ReportArgs {
     /// Also write every chart as a PNG (2x size, for slides) into this folder.
     #[arg(long, value_name = "DIR")]
     png: Option<PathBuf>,
+    /// Put a brief's published figures beside these (a baseline file, e.g.
+    /// studies/baselines/ycsb-mongodb.toml), with the ratio. By default, the baseline the
+    /// study names (`baseline = "..."` in the study file), kept with its results.
+    #[arg(long, value_name = "FILE")]
+    baseline: Option<PathBuf>,
     #[command(flatten)]
     store: StoreArgs,
+}
+
+/// A baseline file given on the command line, read and checked.
+fn read_baseline_file(path: &Path) -> Result<crate::model::baseline::Baseline> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    crate::model::baseline::Baseline::from_toml(&text)
+        .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.trim()))
 }
 
 pub(super) const COMPARE_ABOUT: &str =
@@ -144,9 +157,20 @@ pub(super) const EXIT_NOT_COMPARABLE: i32 = 3;
 
 pub(super) fn report_command(args: ReportArgs) -> Result<i32> {
     let runs = crate::results::stored::load_results(&args.results_to_report, &args.store.results)?;
+    let baseline = args
+        .baseline
+        .as_deref()
+        .map(read_baseline_file)
+        .transpose()?;
     let (text, ext) = match args.format {
-        ReportFormat::Html => (report::html::report_html(&runs), "html"),
-        ReportFormat::Md => (report::markdown::report_markdown(&runs), "md"),
+        ReportFormat::Html => (
+            report::html::report_html_compared(&runs, None, baseline.as_ref()),
+            "html",
+        ),
+        ReportFormat::Md => (
+            report::markdown::report_markdown(&runs, baseline.as_ref()),
+            "md",
+        ),
         ReportFormat::Csv => (report::csv::report_csv(&runs), "csv"),
         ReportFormat::Iometer => (report::iometer::iometer_csv(&runs), "csv"),
     };
@@ -214,7 +238,10 @@ pub(super) fn write_brief_html(
 ) -> Result<PathBuf> {
     let runs = crate::results::stored::read_study_folder(folder)?;
     let path = folder.join("brief.html");
-    std::fs::write(&path, report::html::report_html_compared(&runs, previous))
-        .with_context(|| format!("writing {}", path.display()))?;
+    std::fs::write(
+        &path,
+        report::html::report_html_compared(&runs, previous, None),
+    )
+    .with_context(|| format!("writing {}", path.display()))?;
     Ok(path)
 }

@@ -1,5 +1,6 @@
 //! The study folder's files made from its stored runs once a study has run: the RAID
-//! efficiency table (`raid.json`), IOmeter's result file (`iometer.csv`, a study of block
+//! efficiency table (`raid.json`), the published figures the study names (`baseline.json`),
+//! IOmeter's result file (`iometer.csv`, a study of block
 //! workloads) and the targets side by side (`comparison.json`). The runner stores runs; these
 //! are written here, in that order.
 
@@ -16,6 +17,12 @@ pub(super) fn write(plan: &Plan, outcome: &StudyOutcome) -> Result<(), RunError>
     let (study_folder, summaries) = (&outcome.folder, &outcome.summaries);
     if let Some(geometry) = &plan.raid {
         raid(geometry, study_folder, summaries)?;
+    }
+    // The brief's published figures the study names, kept with its results.
+    if let Some(baseline) = &plan.baseline {
+        let path = study_folder.join(crate::results::stored::BASELINE_FILE);
+        crate::results::write_json_file(&path, baseline)
+            .map_err(|source| RunError::Results { path, source })?;
     }
     // IOmeter's result file, from the stored runs (a study of block workloads).
     let block_runs = plan

@@ -7,6 +7,7 @@
 //! `record`, `verify`, `workload`, `targets`, `study`, `results`, `run`, `report`, `cli`.
 //! A module imports only from layers below its own.
 
+pub mod baseline;
 pub mod op;
 pub mod raid;
 pub mod rate;

@@ -3,6 +3,7 @@
 //! the disclosure). Tables come from the one table model ([`crate::report::table`]), figures
 //! and call-outs from the one comparison; credentials are redacted.
 
+use crate::model::baseline::Baseline;
 use crate::report::headline::Headline;
 use crate::report::model;
 use crate::report::table::{points_table, results_table};
@@ -93,7 +94,11 @@ fn events_markdown(summaries: &[RunSummary]) -> String {
 /// What was tested (a sentence per target) and the headline tables, as Markdown: the top of
 /// every Markdown report, the same figures as the HTML's. `previous`: an earlier result's
 /// headline to put beside (its `compared_with` names it).
-pub fn top_markdown(runs: &[StoredRun], previous: Option<&Headline>) -> String {
+pub fn top_markdown(
+    runs: &[StoredRun],
+    previous: Option<&Headline>,
+    baseline: Option<&Baseline>,
+) -> String {
     let mut out = String::from("## What was tested\n\n");
     for (name, s) in crate::report::tested::sentences(runs) {
         out.push_str(&format!("- **{name}**: {s}\n"));
@@ -113,6 +118,7 @@ pub fn top_markdown(runs: &[StoredRun], previous: Option<&Headline>) -> String {
             out.push_str(&format!("\n### {title}\n\n{}", t.markdown()));
         }
     }
+    out.push_str(&crate::report::baseline::markdown(runs, &hl, baseline));
     out.push('\n');
     out
 }
@@ -157,7 +163,7 @@ pub fn study_markdown(
 
 /// The report of stored runs as Markdown: summary, call-outs, warnings, one table per workload
 /// (the same figures as the HTML report) and the disclosure. Credentials are redacted.
-pub fn report_markdown(runs: &[StoredRun]) -> String {
+pub fn report_markdown(runs: &[StoredRun], baseline: Option<&Baseline>) -> String {
     let summaries: Vec<RunSummary> = runs.iter().map(|r| r.summary.clone()).collect();
     let figures: Vec<RunFigures> = runs.iter().map(RunFigures::of_stored).collect();
     let groups = model::group_runs(&figures);
@@ -173,7 +179,7 @@ pub fn report_markdown(runs: &[StoredRun]) -> String {
         runs.len(),
         if runs.len() == 1 { "" } else { "s" }
     ));
-    out.push_str(&top_markdown(runs, None));
+    out.push_str(&top_markdown(runs, None, baseline));
     raid_markdown(&mut out, runs);
     callouts_and_warnings(&mut out, &summaries, &groups);
     for g in &groups {

@@ -3,6 +3,7 @@
 //! is made from stored run folders and the results store only (never from live state), read and
 //! compared by [`crate::results`], so any stored run can be shown again without re-running it.
 
+pub mod baseline;
 pub mod compare;
 pub mod csv;
 pub mod dbbench;

@@ -152,6 +152,21 @@ pub fn raid_tables(runs: &[StoredRun]) -> Vec<Result<super::raid::Table, LoadErr
         .collect()
 }
 
+/// A study folder's copy of the published figures its study names.
+pub const BASELINE_FILE: &str = "baseline.json";
+
+/// The published figures the runs' studies name: the first study folder's that has them.
+pub fn stored_baseline(
+    runs: &[StoredRun],
+) -> Result<Option<crate::model::baseline::Baseline>, LoadError> {
+    for folder in runs.iter().filter_map(|r| r.folder.parent()) {
+        if let Some(b) = read_optional_json(&folder.join(BASELINE_FILE))? {
+            return Ok(Some(b));
+        }
+    }
+    Ok(None)
+}
+
 /// A run folder's summary (`summary.json`).
 pub fn read_summary(folder: &Path) -> Result<RunSummary, LoadError> {
     let path = folder.join("summary.json");

@@ -115,6 +115,8 @@ struct RawStudy {
     steps: Vec<Spanned<RawStep>>,
     /// The array's geometry, for the RAID efficiency table.
     raid: Option<raid::RawRaid>,
+    /// The brief's published figures: a file beside the study (`baselines/NAME.toml`).
+    baseline: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -298,6 +300,11 @@ pub fn parse_with(file: &str, text: &str, limits: Limits) -> Result<Plan, StudyE
         .as_ref()
         .and_then(|r| raid::check(&src, r, &target_names, &mut errors));
 
+    let baseline = raw
+        .baseline
+        .as_ref()
+        .and_then(|b| read_baseline(&src, b, &mut errors));
+
     // Count before expanding: a study of millions of runs is refused, not expanded.
     let mut runs = Vec::new();
     let too_large = limits
@@ -329,7 +336,32 @@ pub fn parse_with(file: &str, text: &str, limits: Limits) -> Result<Plan, StudyE
         source_text: text.to_string(),
         runs,
         raid,
+        baseline,
     })
+}
+
+/// The baseline file a study names, found beside the study file (or, failing that, from the
+/// current folder), read and checked; a problem is the study's `baseline` key's, and names
+/// the baseline file and its line.
+fn read_baseline(
+    src: &Source,
+    path: &Spanned<String>,
+    errors: &mut Vec<StudyError>,
+) -> Option<crate::model::baseline::Baseline> {
+    let given = Path::new(path.get_ref());
+    let beside = Path::new(&src.file)
+        .parent()
+        .map(|d| d.join(given))
+        .filter(|p| given.is_relative() && p.is_file());
+    let file = beside.unwrap_or_else(|| given.to_path_buf());
+    let read = std::fs::read_to_string(&file)
+        .map_err(|e| e.to_string())
+        .and_then(|text| crate::model::baseline::Baseline::from_toml(&text));
+    read.map_err(|message| {
+        let message = format!("{}: {}", file.display(), message.trim());
+        errors.push(src.error(Some(path.span()), "baseline", message));
+    })
+    .ok()
 }
 
 /// The study text read as TOML into its raw tables; a syntax error or an unknown key is the

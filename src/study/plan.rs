@@ -23,6 +23,9 @@ pub struct Plan {
     /// The array's geometry (`[raid]`), for the efficiency table.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub raid: Option<crate::model::raid::Geometry>,
+    /// The brief's published figures (`baseline = "FILE"`), for the report to put beside.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<crate::model::baseline::Baseline>,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -18,6 +18,7 @@ pub mod tables;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
+use crate::model::baseline::Baseline;
 use crate::report::headline::Headline;
 use crate::report::model::{self, Group};
 use crate::report::svg::esc;
@@ -152,18 +153,23 @@ pub(crate) fn config_text(c: &serde_json::Value) -> String {
 
 /// The whole report.
 pub fn report_html(runs: &[StoredRun]) -> String {
-    report_html_compared(runs, None)
+    report_html_compared(runs, None, None)
 }
 
 /// The whole report, its headline beside an earlier result's figures when `previous` is given
 /// (see [`crate::report::headline::Headline::with_previous`]).
-pub fn report_html_compared(runs: &[StoredRun], previous: Option<&Headline>) -> String {
+/// `baseline`: published figures to put beside (by default, those the study named).
+pub fn report_html_compared(
+    runs: &[StoredRun],
+    previous: Option<&Headline>,
+    baseline: Option<&Baseline>,
+) -> String {
     let summaries: Vec<_> = runs.iter().map(|r| r.summary.clone()).collect();
     let figures: Vec<RunFigures> = runs.iter().map(RunFigures::of_stored).collect();
     let groups = model::group_runs(&figures);
     let mut h = String::new();
     page_head(&mut h, runs, &summaries);
-    summary_section(&mut h, runs, &summaries, &groups, previous);
+    summary_section(&mut h, runs, &summaries, &groups, (previous, baseline));
 
     // A rate schedule's figures (the cluster brief): right after the summary.
     schedule::schedule_section(&mut h, runs);
@@ -232,7 +238,7 @@ fn summary_section(
     runs: &[StoredRun],
     summaries: &[RunSummary],
     groups: &[Group],
-    previous: Option<&Headline>,
+    (previous, baseline): (Option<&Headline>, Option<&Baseline>),
 ) {
     h.push_str("<section id=\"summary\"><h2>Summary</h2>\n");
     if let Some(d) = runs
@@ -242,7 +248,7 @@ fn summary_section(
     {
         let _ = write!(h, "<p>{}</p>", esc(&d));
     }
-    summary::top(h, runs, previous);
+    summary::top(h, runs, previous, baseline);
     raid_tables(h, runs);
     let all_callouts: Vec<(&str, &str)> = groups
         .iter()

@@ -13,7 +13,12 @@ use crate::report::svg::esc;
 use crate::results::stored::StoredRun;
 
 /// What was tested and the headline table.
-pub fn top(h: &mut String, runs: &[StoredRun], previous: Option<&Headline>) {
+pub fn top(
+    h: &mut String,
+    runs: &[StoredRun],
+    previous: Option<&Headline>,
+    baseline: Option<&crate::model::baseline::Baseline>,
+) {
     h.push_str("<h3>What was tested</h3><ul class=\"tested\">\n");
     for (name, s) in crate::report::tested::sentences(runs) {
         let _ = writeln!(h, "<li><b>{}</b>: {}</li>", esc(&name), esc(&s));
@@ -40,6 +45,36 @@ pub fn top(h: &mut String, runs: &[StoredRun], previous: Option<&Headline>) {
         h.push_str(&table_html(&t, "headline"));
     }
     h.push_str("<p class=\"meta\">IOPS, ops/s: operations per second of measured time (repetitions combined); MB/s: 10<sup>6</sup> bytes per second; p99 and mean: service latency. The full tables per workload follow.</p>\n");
+    published(h, runs, &hl, baseline);
+}
+
+/// The brief's published figures beside the measured ones, when the study names a baseline
+/// or one is given.
+fn published(
+    h: &mut String,
+    runs: &[StoredRun],
+    hl: &Headline,
+    given: Option<&crate::model::baseline::Baseline>,
+) {
+    use crate::report::baseline;
+    match baseline::chosen(runs, given) {
+        Ok(None) => {}
+        Ok(Some(b)) => {
+            let s = baseline::beside(&b, runs, hl);
+            let _ = writeln!(h, "<h3 id=\"published\">{}</h3>", esc(&s.heading));
+            for n in &s.notes {
+                let _ = writeln!(h, "<p class=\"note\">{}</p>", esc(n));
+            }
+            h.push_str(&table_html(&s.table, "published"));
+        }
+        Err(e) => {
+            let _ = writeln!(
+                h,
+                "<p class=\"warning\">Published figures not shown: {}</p>",
+                esc(&e)
+            );
+        }
+    }
 }
 
 /// The appendix's list of steps: the workload's defining parameters, the sweep and the
