@@ -316,7 +316,7 @@ pub fn parse_with(file: &str, text: &str, limits: Limits) -> Result<Plan, StudyE
         errors.sort_by_key(|e| e.line.unwrap_or(0));
         return Err(StudyErrors(errors));
     }
-    Ok(Plan {
+    let mut plan = Plan {
         study: raw.name.map(|n| n.into_inner()).unwrap_or_else(|| {
             Path::new(file)
                 .file_stem()
@@ -329,7 +329,9 @@ pub fn parse_with(file: &str, text: &str, limits: Limits) -> Result<Plan, StudyE
         source_text: text.to_string(),
         runs,
         raid,
-    })
+    };
+    plan.equalize_raid_load();
+    Ok(plan)
 }
 
 /// The study text read as TOML into its raw tables; a syntax error or an unknown key is the
