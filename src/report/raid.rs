@@ -1,6 +1,8 @@
 //! The RAID efficiency table as the reports show it (terminal, Markdown, HTML): the brief's
 //! columns "workload | total raw (measured) | theoretical RAID (calculated) | real RAID
-//! (measured) | efficiency", plus the I/O-count model beside, from a stored `raid.json`; and
+//! (measured) | efficiency", plus the I/O-count model beside and the operations each side
+//! kept in flight, from a stored `raid.json`; below it, the rules of the theoretical column,
+//! each side's load spelled out, and a warning for every row whose loads differ; and
 //! for each run in which a member failed or a rebuild ran, the array's throughput phase by
 //! phase, the events' durations and the verify pass.
 
@@ -48,6 +50,7 @@ pub fn table(t: &RaidTable) -> Table {
         ("efficiency", true),
         ("I/O-count model", true),
         ("efficiency (model)", true),
+        ("in flight (raw / real)", false),
     ];
     Table {
         columns: columns
@@ -70,13 +73,26 @@ pub fn table(t: &RaidTable) -> Table {
                     share(r.efficiency),
                     figure(r.pattern, r.model_rate),
                     share(r.model_efficiency),
+                    Cell {
+                        shown: format!("{} / {}", r.raw.load.in_flight, r.real.load.in_flight),
+                        value: None,
+                    },
                 ],
             })
             .collect(),
     }
 }
 
-/// One line on the geometry and the rules, then notes on what is missing.
+/// The rule of `pattern`'s row, if it has one.
+fn rule(t: &RaidTable, pattern: Pattern) -> Option<&str> {
+    t.rows
+        .iter()
+        .find(|r| r.pattern == pattern)
+        .map(|r| r.theoretical_rule.as_str())
+}
+
+/// One line on the geometry and the rules, the loads of both sides, then warnings and notes
+/// on what is missing.
 pub fn caption(t: &RaidTable) -> String {
     let g = &t.geometry;
     let strip = g
@@ -85,18 +101,26 @@ pub fn caption(t: &RaidTable) -> String {
         .unwrap_or_default();
     let mut s = format!(
         "{} of {} members ({}){strip}, array `{}`. Raw: all members driven at once, summed. \
-         Theoretical: the brief's rules (reads = sum; sequential write = sum x data share; \
-         random write = {}). Efficiency = real / theoretical.",
+         Theoretical: the brief's rules (reads = sum; sequential write = {}; random write = {}). \
+         A sequential write of at least a stripe (strip x data members) is full-stripe: the \
+         data share of the members' write rate; a smaller one is read-modify-write, R member \
+         reads and W member writes of its size (RAID 5: 2 + 2, RAID 6: 3 + 3): \
+         1 / (R / seq read sum + W / seq write sum). Efficiency = real / theoretical.",
         g.level.name(),
         g.members.len(),
         g.members.join(", "),
         g.array,
+        rule(t, Pattern::SequentialWrite).unwrap_or("not measured"),
         t.rows
             .iter()
             .find(|r| r.pattern == Pattern::RandomWrite)
             .map(|r| format!("{}; I/O-count model: {}", r.theoretical_rule, r.model_rule))
             .unwrap_or_else(|| "not measured".into()),
     );
+    s.push_str(&loads(t));
+    for w in &t.warnings {
+        s.push_str(&format!("\nWarning: {w}."));
+    }
     for m in &t.missing {
         s.push_str(&format!("\nNo complete row: {m}."));
     }
@@ -116,6 +140,40 @@ pub fn caption(t: &RaidTable) -> String {
                 ));
             }
         }
+    }
+    s
+}
+
+/// The outstanding I/O of both sides, one line per distinct pair of loads (with the rows it
+/// holds for), e.g. "Outstanding I/O (all rows): raw 6 members x 1 thread x QD 32 = 192 in
+/// flight; array 6 threads x QD 32 = 192 in flight (equal)."
+fn loads(t: &RaidTable) -> String {
+    let mut lines: Vec<(String, Vec<String>)> = Vec::new();
+    for r in &t.rows {
+        let equal = if r.raw.load.in_flight == r.real.load.in_flight {
+            "equal"
+        } else {
+            "UNEQUAL"
+        };
+        let line = format!(
+            "raw {}; array {} ({equal})",
+            r.raw.load.text("member"),
+            r.real.load.text("array")
+        );
+        let label = r.pattern.label().to_lowercase();
+        match lines.iter_mut().find(|(l, _)| *l == line) {
+            Some((_, rows)) => rows.push(label),
+            None => lines.push((line, vec![label])),
+        }
+    }
+    let mut s = String::new();
+    for (line, rows) in &lines {
+        let which = if rows.len() == t.rows.len() {
+            "all rows".to_string()
+        } else {
+            rows.join(", ")
+        };
+        s.push_str(&format!("\nOutstanding I/O ({which}): {line}."));
     }
     s
 }
@@ -256,6 +314,14 @@ mod tests {
             rate_bytes,
             errors: 0,
             incomplete: false,
+            load: crate::results::raid::Load {
+                targets: 4,
+                threads: 4,
+                threads_per_target: Some(1),
+                queue_depth: Some(32),
+                in_flight: 128,
+                block_bytes: Some(4096),
+            },
         };
         let t = RaidTable {
             geometry: Geometry {
@@ -263,6 +329,7 @@ mod tests {
                 members: vec!["a".into(), "b".into(), "c".into(), "d".into()],
                 array: "r".into(),
                 strip_bytes: Some(65536),
+                array_load: Default::default(),
             },
             rows: vec![Row {
                 pattern: Pattern::RandomWrite,
@@ -279,6 +346,7 @@ mod tests {
                 model_efficiency: f64::NAN,
             }],
             missing: vec!["random read: not measured on the array (r)".into()],
+            warnings: vec!["random write: unequal load, the array kept 32".into()],
             failures: Vec::new(),
         };
         let s = text(&t);
@@ -287,7 +355,16 @@ mod tests {
         assert!(s.contains("90%"), "{s}");
         assert!(s.contains("RAID 6 of 4 members"), "{s}");
         assert!(s.contains("No complete row: random read"), "{s}");
+        assert!(
+            s.contains(
+                "Outstanding I/O (all rows): raw 4 members x 1 thread x QD 32 = 128 in flight"
+            ),
+            "{s}"
+        );
+        assert!(s.contains("Warning: random write: unequal load"), "{s}");
+        assert!(s.contains("sequential write = not measured"), "{s}");
         let md = table(&t).markdown();
+        assert!(md.contains("| 128 / 128 |"), "{md}");
         assert!(md.contains("| Random write | 4,000 IOPS |"), "{md}");
     }
 }

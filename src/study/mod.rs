@@ -323,7 +323,7 @@ pub fn parse_with(file: &str, text: &str, limits: Limits) -> Result<Plan, StudyE
         errors.sort_by_key(|e| e.line.unwrap_or(0));
         return Err(StudyErrors(errors));
     }
-    Ok(Plan {
+    let mut plan = Plan {
         study: raw.name.map(|n| n.into_inner()).unwrap_or_else(|| {
             Path::new(file)
                 .file_stem()
@@ -337,7 +337,9 @@ pub fn parse_with(file: &str, text: &str, limits: Limits) -> Result<Plan, StudyE
         runs,
         raid,
         baseline,
-    })
+    };
+    plan.equalize_raid_load();
+    Ok(plan)
 }
 
 /// The baseline file a study names, found beside the study file (or, failing that, from the

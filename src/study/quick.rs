@@ -65,6 +65,9 @@ impl Plan {
                 if let Workload::Pgbench(w) = &mut t.workload {
                     w.make_quick();
                 }
+                if let Workload::Block(w) = &mut t.workload {
+                    w.make_quick();
+                }
                 if let Workload::Ycsb(w) = &mut t.workload {
                     // Counts are capped in the workload: a load must insert every record.
                     w.make_quick();
@@ -92,6 +95,8 @@ impl Plan {
                 }
             }
         }
+        // The array's load follows the members' quick load.
+        self.equalize_raid_load();
     }
 }
 

@@ -97,6 +97,18 @@ pub struct BlockWorkload {
     /// draws from a seed derived from it ([`Workload::run_seed`], [`thread_seed`]).
     #[serde(default = "default_seed")]
     pub seed: u64,
+    /// The load `--quick` runs at: `quick = { threads = N, queue-depth = N }`, each a cap on
+    /// the workload's own (without it, quick mode keeps both).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quick: Option<BlockQuick>,
+}
+
+/// The caps `--quick` puts on a block workload's load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct BlockQuick {
+    pub threads: Option<u32>,
+    pub queue_depth: Option<u32>,
 }
 
 /// Keys an `access-spec` gives per line instead.
@@ -183,6 +195,14 @@ impl BlockWorkload {
         Ok(w)
     }
 
+    /// Quick mode: threads and queue depth at most the `quick` table's.
+    pub fn make_quick(&mut self) {
+        if let Some(q) = self.quick {
+            self.threads = self.threads.min(q.threads.unwrap_or(u32::MAX));
+            self.queue_depth = self.queue_depth.min(q.queue_depth.unwrap_or(u32::MAX));
+        }
+    }
+
     /// Operations come from IOmeter's model ([`super::access_spec`]): the workload gives
     /// `random-share` or an `access-spec`.
     pub fn iometer_model(&self) -> bool {
@@ -236,6 +256,17 @@ impl BlockWorkload {
         }
         if self.threads == 0 || self.threads > 4096 {
             return Err(err("threads", "threads must be from 1 to 4096"));
+        }
+        if let Some(q) = self.quick {
+            if q.threads.is_some_and(|t| t == 0 || t > 4096) {
+                return Err(err("quick.threads", "quick.threads must be from 1 to 4096"));
+            }
+            if q.queue_depth.is_some_and(|d| d == 0 || d > 65536) {
+                return Err(err(
+                    "quick.queue-depth",
+                    "quick.queue-depth must be from 1 to 65536",
+                ));
+            }
         }
         if self.rate_ops.is_some() && self.rate_per_thread_ops.is_some() {
             return Err(err(

@@ -4,14 +4,21 @@
 //! point), the real figures the array's; the theoretical maximum is computed from the raw
 //! figures and the declared geometry, twice:
 //!
-//! - by the brief's rules: sequential read = sum; sequential write = sum x (N-P)/N; random
-//!   read = sum; random write = sum / 4 for RAID 5 and RAID 6 (the brief's own figure for
-//!   RAID 6), sum / copies for mirrors, sum for RAID 0;
+//! - by the brief's rules: sequential read = sum; sequential write = sum x (N-P)/N when each
+//!   write is at least a full stripe (strip x data members; no strip size declared: assumed),
+//!   and read-modify-write when smaller (R member reads and W member writes of its size,
+//!   RAID 5: 2 + 2, RAID 6: 3 + 3, so 1 / (R / raw_seq_read + W / raw_seq_write), see
+//!   [`Level::sequential_write`]); random read = sum; random write = sum / 4 for RAID 5 and
+//!   RAID 6 (the brief's own figure for RAID 6), sum / copies for mirrors, sum for RAID 0;
 //! - by the I/O-count model: one small write costs R member reads and W member writes
 //!   (RAID 5: 2 + 2, RAID 6 and N+2: 3 + 3, N+M: M+1 + M+1, mirrors: 0 + copies), at the
 //!   members' measured random read and write rates, so the array does
 //!   1 / (R / raw_read + W / raw_write) writes per second. Sequential and read rows follow
 //!   the brief's rules.
+//!
+//! Each side states its load ([`Load`]: targets, threads, queue depth, operations in flight);
+//! a row whose array kept a different number of operations in flight than the members
+//! together is named in `warnings`: its efficiency compares unequal loads.
 //!
 //! Efficiency is the real figure over the theoretical one. Sequential rows are in bytes per
 //! second, random rows in operations per second. A workload that is not purely reads or
@@ -20,56 +27,15 @@
 //! a rebuild ran are described apart ([`failure`]).
 
 pub mod failure;
+pub mod load;
 
 use serde::{Deserialize, Serialize};
 
 use super::comparison::{StepComparison, TargetPoint};
 pub use failure::FailureRun;
+pub use load::Load;
 
-pub use crate::model::raid::{Geometry, Level};
-
-/// A row's workload pattern.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Pattern {
-    SequentialRead,
-    SequentialWrite,
-    RandomRead,
-    RandomWrite,
-}
-
-impl Pattern {
-    pub fn label(self) -> &'static str {
-        match self {
-            Pattern::SequentialRead => "Sequential read",
-            Pattern::SequentialWrite => "Sequential write",
-            Pattern::RandomRead => "Random read",
-            Pattern::RandomWrite => "Random write",
-        }
-    }
-
-    /// Sequential rows compare bandwidth; random rows operations.
-    pub fn in_bytes(self) -> bool {
-        matches!(self, Pattern::SequentialRead | Pattern::SequentialWrite)
-    }
-
-    /// The pattern of a block workload (its stored JSON): sequential or random, all reads or
-    /// all writes. Anything else has no rule.
-    pub fn of_workload(w: &serde_json::Value) -> Option<Pattern> {
-        if w.get("type").and_then(|t| t.as_str()).unwrap_or("block") != "block" {
-            return None;
-        }
-        let sequential = w.get("access").and_then(|a| a.as_str()) == Some("sequential");
-        let read_share = w.get("read-share").and_then(|r| r.as_f64()).unwrap_or(1.0);
-        match (sequential, read_share) {
-            (true, 1.0) => Some(Pattern::SequentialRead),
-            (true, 0.0) => Some(Pattern::SequentialWrite),
-            (false, 1.0) => Some(Pattern::RandomRead),
-            (false, 0.0) => Some(Pattern::RandomWrite),
-            _ => None,
-        }
-    }
-}
+pub use crate::model::raid::{Geometry, Level, Pattern};
 
 /// One measured side of a row: where it was measured and what it gave.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -82,6 +48,9 @@ pub struct Side {
     pub rate_bytes: f64,
     pub errors: u64,
     pub incomplete: bool,
+    /// Targets, threads, queue depth and operations in flight.
+    #[serde(default)]
+    pub load: Load,
 }
 
 impl Side {
@@ -128,6 +97,10 @@ pub struct Table {
     /// Patterns measured on one side only, or random writes without a raw random-read
     /// figure for the I/O-count model: why each has no (complete) row.
     pub missing: Vec<String>,
+    /// Rows whose array kept a different number of operations in flight than the members
+    /// together: their efficiency compares unequal loads.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     /// Runs on the array with events during measurement: a member failed, a rebuild.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failures: Vec<FailureRun>,
@@ -141,6 +114,7 @@ fn side(step: &StepComparison, parameters: String, targets: &[&TargetPoint]) -> 
         rate_bytes: targets.iter().map(|t| t.rate_bytes).sum(),
         errors: targets.iter().map(|t| t.errors).sum(),
         incomplete: targets.iter().any(|t| t.incomplete),
+        load: Load::of(targets),
     }
 }
 
@@ -209,8 +183,13 @@ pub fn table(g: &Geometry, steps: &[StepComparison]) -> Table {
         .iter()
         .find(|(p, _, _)| *p == Pattern::RandomRead)
         .and_then(|(_, raw, _)| raw.as_ref().map(|s| s.rate_ops));
+    let raw_sequential_read = found
+        .iter()
+        .find(|(p, _, _)| *p == Pattern::SequentialRead)
+        .and_then(|(_, raw, _)| raw.as_ref().map(|s| s.rate_bytes));
     let mut rows = Vec::new();
     let mut missing = Vec::new();
+    let mut warnings = Vec::new();
     for (pattern, raw, real) in found {
         let (raw, real) = match (raw, real) {
             (Some(raw), Some(real)) => (raw, real),
@@ -234,8 +213,21 @@ pub fn table(g: &Geometry, steps: &[StepComparison]) -> Table {
                 (raw_rate, "sum of the members".to_string())
             }
             Pattern::SequentialWrite => {
-                let share = g.level.data_share(n);
-                (raw_rate * share, format!("sum x {share:.3} (data share)"))
+                // The array's write size decides full stripe or read-modify-write.
+                let write_bytes = real.load.block_bytes.or(raw.load.block_bytes);
+                let w = match write_bytes {
+                    Some(b) => g.level.sequential_write(n, g.strip_bytes, b),
+                    None => g.level.sequential_write(n, None, 0),
+                };
+                let rate = w.rate_bytes(raw_sequential_read, raw_rate);
+                if rate.is_nan() {
+                    missing.push(
+                        "sequential write, read-modify-write: needs the members' sequential \
+                         read rate (a sequential-read workload on all members at once)"
+                            .to_string(),
+                    );
+                }
+                (rate, w.rule(write_bytes.unwrap_or(0)))
             }
             Pattern::RandomWrite => {
                 let d = g.level.brief_write_divisor(n);
@@ -262,6 +254,15 @@ pub fn table(g: &Geometry, steps: &[StepComparison]) -> Table {
         } else {
             (theoretical_rate, theoretical_rule.clone())
         };
+        if raw.load.in_flight != real.load.in_flight {
+            warnings.push(format!(
+                "{}: unequal load, the array kept {} operations in flight, the members together \
+                 {}: the efficiency compares unequal loads",
+                pattern.label().to_lowercase(),
+                real.load.in_flight,
+                raw.load.in_flight
+            ));
+        }
         let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::NAN };
         rows.push(Row {
             pattern,
@@ -286,6 +287,7 @@ pub fn table(g: &Geometry, steps: &[StepComparison]) -> Table {
         geometry: g.clone(),
         rows,
         missing,
+        warnings,
         failures: Vec::new(),
     }
 }
@@ -338,9 +340,19 @@ mod tests {
         serde_json::json!({"type": "block", "access": access, "read-share": read_share})
     }
 
+    /// `w` with its load: block size, threads and queue depth per target.
+    fn loaded(access: &str, read_share: f64, block: u64, threads: u64) -> serde_json::Value {
+        let mut v = w(access, read_share);
+        v["block-size"] = block.into();
+        v["threads"] = threads.into();
+        v["queue-depth"] = 64.into();
+        v
+    }
+
     /// The RAID brief's own figures: 8 members per RAID 6 (here one array of 8), raw
-    /// 228 GB/s, 86 GB/s, 12 M and 6.5 M IOPS.
-    fn brief_steps(members: &[String]) -> Vec<StepComparison> {
+    /// 228 GB/s, 86 GB/s, 12 M and 6.5 M IOPS; the array at 32 threads x QD 64, each member
+    /// at 4 threads x QD 64 (2,048 in flight on each side); sequential I/O of 1 MiB.
+    fn brief_steps(members: &[String], seq_write_bytes: u64) -> Vec<StepComparison> {
         let per = |total: f64| total / members.len() as f64;
         let raw = |name: &str, wl: serde_json::Value, ops: f64, bytes: f64| {
             step(
@@ -351,37 +363,93 @@ mod tests {
                     .collect(),
             )
         };
+        let (seq, sw, rand) = (1 << 20, seq_write_bytes, 4096);
+        let array = |name: &str, wl: serde_json::Value, ops: f64, bytes: f64| {
+            step(name, vec![tp("array", wl, ops, bytes)])
+        };
         vec![
-            raw("raw-seq-read", w("sequential", 1.0), 0.0, 228e9),
-            raw("raw-seq-write", w("sequential", 0.0), 0.0, 86e9),
-            raw("raw-rand-read", w("random", 1.0), 12e6, 0.0),
-            raw("raw-rand-write", w("random", 0.0), 6.5e6, 0.0),
-            step(
-                "seq-read",
-                vec![tp("array", w("sequential", 1.0), 0.0, 226e9)],
+            raw(
+                "raw-seq-read",
+                loaded("sequential", 1.0, seq, 4),
+                0.0,
+                228e9,
             ),
-            step(
-                "seq-write",
-                vec![tp("array", w("sequential", 0.0), 0.0, 64.4e9)],
-            ),
-            step("rand-read", vec![tp("array", w("random", 1.0), 12e6, 0.0)]),
-            step(
-                "rand-write",
-                vec![tp("array", w("random", 0.0), 1.53e6, 0.0)],
-            ),
+            raw("raw-seq-write", loaded("sequential", 0.0, sw, 4), 0.0, 86e9),
+            raw("raw-rand-read", loaded("random", 1.0, rand, 4), 12e6, 0.0),
+            raw("raw-rand-write", loaded("random", 0.0, rand, 4), 6.5e6, 0.0),
+            array("seq-read", loaded("sequential", 1.0, seq, 32), 0.0, 226e9),
+            array("seq-write", loaded("sequential", 0.0, sw, 32), 0.0, 64.4e9),
+            array("rand-read", loaded("random", 1.0, rand, 32), 12e6, 0.0),
+            array("rand-write", loaded("random", 0.0, rand, 32), 1.53e6, 0.0),
         ]
+    }
+
+    fn brief_geometry(members: &[String]) -> Geometry {
+        Geometry {
+            level: Level::Raid6,
+            members: members.to_vec(),
+            array: "array".into(),
+            strip_bytes: Some(128 << 10),
+            array_load: Default::default(),
+        }
+    }
+
+    #[test]
+    fn a_sequential_write_below_a_stripe_is_read_modify_write_in_the_table() {
+        let members: Vec<String> = (0..8).map(|i| format!("nvme{i}")).collect();
+        let g = brief_geometry(&members);
+        // A stripe is 6 x 128 KiB = 768 KiB: 512 KiB writes are read-modify-write, 3 member
+        // reads and 3 member writes each, at the members' sequential read and write rates.
+        let t = table(&g, &brief_steps(&members, 512 << 10));
+        let sw = t
+            .rows
+            .iter()
+            .find(|r| r.pattern == Pattern::SequentialWrite)
+            .unwrap();
+        let want = 1.0 / (3.0 / 228e9 + 3.0 / 86e9);
+        assert!((sw.theoretical_rate - want).abs() < 1.0, "{sw:?}");
+        assert!(sw.theoretical_rule.contains("read-modify-write"), "{sw:?}");
+        // At exactly a stripe, full-stripe writes: the data share.
+        let t = table(&g, &brief_steps(&members, 768 << 10));
+        let sw = &t.rows[1];
+        assert!((sw.theoretical_rate - 64.5e9).abs() < 1.0, "{sw:?}");
+        assert!(sw.theoretical_rule.contains("full-stripe"), "{sw:?}");
+    }
+
+    #[test]
+    fn each_side_states_its_load_and_unequal_loads_are_warned() {
+        let members: Vec<String> = (0..8).map(|i| format!("nvme{i}")).collect();
+        let g = brief_geometry(&members);
+        let t = table(&g, &brief_steps(&members, 1 << 20));
+        assert!(t.warnings.is_empty(), "{:?}", t.warnings);
+        for r in &t.rows {
+            assert_eq!((r.raw.load.in_flight, r.real.load.in_flight), (2048, 2048));
+            assert_eq!(r.raw.load.threads, 32);
+        }
+        assert_eq!(
+            t.rows[0].raw.load.text("member"),
+            "8 members x 4 threads x QD 64 = 2048 in flight"
+        );
+        // The array at 1 thread x QD 64 against 8 x 4 x 64 on the members: said so.
+        let mut steps = brief_steps(&members, 1 << 20);
+        let rw = steps.last_mut().unwrap();
+        rw.points[0].targets[0].workload = Some(loaded("random", 0.0, 4096, 1));
+        let t = table(&g, &steps);
+        assert_eq!(t.warnings.len(), 1, "{:?}", t.warnings);
+        assert!(
+            t.warnings[0].starts_with("random write: unequal load")
+                && t.warnings[0].contains("64 operations in flight")
+                && t.warnings[0].contains("2048"),
+            "{:?}",
+            t.warnings
+        );
     }
 
     #[test]
     fn the_briefs_table_is_reproduced_from_its_raw_figures() {
         let members: Vec<String> = (0..8).map(|i| format!("nvme{i}")).collect();
-        let g = Geometry {
-            level: Level::Raid6,
-            members: members.clone(),
-            array: "array".into(),
-            strip_bytes: Some(128 << 10),
-        };
-        let t = table(&g, &brief_steps(&members));
+        let g = brief_geometry(&members);
+        let t = table(&g, &brief_steps(&members, 1 << 20));
         assert!(t.missing.is_empty(), "{:?}", t.missing);
         let by = |p: Pattern| t.rows.iter().find(|r| r.pattern == p).unwrap();
         let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1.0);
@@ -414,8 +482,9 @@ mod tests {
             members: members.clone(),
             array: "array".into(),
             strip_bytes: None,
+            array_load: Default::default(),
         };
-        let mut steps = brief_steps(&members);
+        let mut steps = brief_steps(&members, 1 << 20);
         steps.retain(|s| s.step != "rand-write" && s.step != "raw-rand-read");
         let t = table(&g, &steps);
         assert!(t.rows.iter().all(|r| r.pattern != Pattern::RandomWrite));
@@ -432,6 +501,7 @@ mod tests {
             members: members.clone(),
             array: "array".into(),
             strip_bytes: None,
+            array_load: Default::default(),
         };
         let three: Vec<TargetPoint> = members[..3]
             .iter()
