@@ -127,8 +127,12 @@ fn added(
     // Weighted by what each mean is over: the latencies its histogram counted.
     let weight = |t: &TargetPoint| t.service_latency.count as f64;
     let counted: f64 = ts.iter().map(|t| weight(t)).sum();
-    let mean_latency_ns = (ops > 0 && counted > 0.0)
-        .then(|| ts.iter().map(|t| t.mean_latency_ns * weight(t)).sum::<f64>() / counted);
+    let mean_latency_ns = (ops > 0 && counted > 0.0).then(|| {
+        ts.iter()
+            .map(|t| t.mean_latency_ns * weight(t))
+            .sum::<f64>()
+            / counted
+    });
     let p99_latency_ns = match ts.as_slice() {
         _ if ops == 0 => None,
         [one] => Some(one.p99_latency_ns),
