@@ -461,10 +461,10 @@ fn file_servers(runs: &[RunFigures]) -> Vec<systems::SystemKey> {
     for r in runs {
         for (i, t) in r.summary.targets.iter().enumerate() {
             let config = target_config_json(r.plan, i);
-            if let Some(k) = systems::file_server_key(&t.target_type, config) {
-                if !keys.contains(&k) {
-                    keys.push(k);
-                }
+            if let Some(k) = systems::file_server_key(&t.target_type, config)
+                && !keys.contains(&k)
+            {
+                keys.push(k);
             }
         }
     }

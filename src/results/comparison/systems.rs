@@ -233,7 +233,8 @@ mod tests {
                         (format!("{}.read", t.name), vec![(ns, t.ops)])
                     })
                     .collect();
-                let intervals: Vec<(i64, &str, &[(u64, u64)])> = tags
+                type Values<'a> = &'a [(u64, u64)];
+                let intervals: Vec<(i64, &str, Values)> = tags
                     .iter()
                     .map(|(tag, v)| (0, tag.as_str(), v.as_slice()))
                     .collect();
