@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs, starts and stops the file servers that storlab's SMB and NFS tests and benchmarks
-# use: Samba 4.17 and NFS-Ganesha 4.3 (Debian packages), each with five shares (exports).
+# use: Samba 4.17 and NFS-Ganesha 4.3 (Debian packages), each with 25 shares (exports): the
+# file-server brief's 24 partitions + 1, five per client.
 #
 #   scripts/fileservers.sh install      install what is missing (idempotent; needs root)
 #   scripts/fileservers.sh start DIR    start both with fresh shares under DIR, wait until
@@ -21,12 +22,12 @@
 #
 # Samba: smbd as root on 127.0.0.1 (port 54445, or the next free one; STORLAB_SMB_PORT forces
 # one), every state, lock, private, pid and cache directory under DIR/samba, a tdbsam user
-# `storlab` (mapped to root) with a random password, shares share1..share5 in DIR/samba/shareN,
+# `storlab` (mapped to root) with a random password, shares share1..share25 in DIR/samba/shareN,
 # and a share `mount` on the empty directory DIR/samba/mount, for a test to mount a filesystem of
 # its own on (tests/smb.rs mounts a slow FUSE file there: every request goes asynchronous).
 # NFS: Ganesha refuses to start without rpcbind even for TCP-only NFSv3, and rpcbind binds
 # every interface, so both run in a network namespace this script creates (named after DIR),
-# reached over a veth link from the host: exports /export1../export5 (VFS FSAL,
+# reached over a veth link from the host: exports /export1../export25 (VFS FSAL,
 # DIR/nfs/exportN), NFSv3 and NFSv4, TCP, no root squash, no grace period. Needs root.
 # The Debian default instances are neither used nor started.
 set -euo pipefail
@@ -36,13 +37,13 @@ SCRIPTS="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck source=scripts/netns-lib.sh
 . "$SCRIPTS/netns-lib.sh"
 
-SHARES=5
+SHARES=25
 CLIENTS=5
 START_TIMEOUT=60 # seconds each server gets to answer
 SMB_USER=storlab
 
 usage() {
-  sed -n '5,13p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '6,14p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 

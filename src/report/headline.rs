@@ -1,7 +1,8 @@
 //! The headline of a report: one table in the shape of the study, detected from what the stored
 //! results hold (never from file or study names). Block workloads give the storage
-//! characterization (IOPS, MB/s and p99 per test and target; on a file server: IOPS, MB/s and
-//! mean latency per access specification), db_bench workloads the key-value figures (ops/s and
+//! characterization (IOPS, MB/s and p99 per test and target; on a file server: IOPS, MB/s,
+//! MiB/s and mean latency per access specification, each server's shares added up:
+//! [`crate::report::fileserver`]), db_bench workloads the key-value figures (ops/s and
 //! p99 per benchmark and thread count), YCSB workloads the MongoDB brief's four metrics (run
 //! time, ops/s, mean read and update latency), anything else ops/s, MB/s and p99. A RAID study's
 //! headline is its efficiency table and a rate schedule's its schedule figures: those keep their
@@ -21,6 +22,8 @@ pub enum Unit {
     Rate,
     /// 10^6 bytes per second.
     MegaBytes,
+    /// 2^20 bytes per second (IOmeter 2006's MBps).
+    MebiBytes,
     /// Nanoseconds, shown in a fitting unit.
     Latency,
     Seconds,
@@ -31,6 +34,7 @@ impl Unit {
         match self {
             Unit::Rate => thousands(v),
             Unit::MegaBytes => format!("{:.1}", v / 1e6),
+            Unit::MebiBytes => format!("{:.1}", v / (1u64 << 20) as f64),
             Unit::Latency => format_ns(v),
             // As the YCSB brief words its run time ("18.33 hours").
             Unit::Seconds if v >= 3600.0 => format!("{:.2} h", v / 3600.0),
@@ -89,6 +93,7 @@ fn metrics_of(title: &str) -> Vec<Metric> {
         FILE_SERVER => vec![
             m("IOPS", Unit::Rate),
             m("MB/s", Unit::MegaBytes),
+            m("MiB/s", Unit::MebiBytes),
             m("mean latency", Unit::Latency),
         ],
         KEY_VALUE => vec![m("ops/s", Unit::Rate), m("p99", Unit::Latency)],
@@ -122,6 +127,13 @@ pub fn headline(runs: &[StoredRun], groups: &[Group]) -> Headline {
         return h;
     }
     for g in groups {
+        // A file server's shares: its total per test, not a row per share.
+        if let Some(rows) = crate::report::fileserver::headline_rows(g, runs) {
+            for row in rows {
+                push_row(&mut h, FILE_SERVER, row);
+            }
+            continue;
+        }
         for p in &g.points {
             let Some(run) = point_run(g, p, runs) else {
                 continue;
@@ -134,7 +146,6 @@ pub fn headline(runs: &[StoredRun], groups: &[Group]) -> Headline {
             };
             let workload = run.workload_json(p.figures.target_position);
             let title = match t.workload_type {
-                ResultKind::Block if matches!(t.target_type.as_str(), "smb" | "nfs") => FILE_SERVER,
                 ResultKind::Block => STORAGE,
                 ResultKind::DbBench => KEY_VALUE,
                 ResultKind::YcsbRun => YCSB,
@@ -147,11 +158,6 @@ pub fn headline(runs: &[StoredRun], groups: &[Group]) -> Headline {
                     Some(f.rate_bytes),
                     Some(f.p99_latency_ns as f64),
                 ],
-                FILE_SERVER => vec![
-                    Some(f.rate_ops),
-                    Some(f.rate_bytes),
-                    Some(f.mean_latency_ns),
-                ],
                 KEY_VALUE => vec![Some(f.rate_ops), Some(f.p99_latency_ns as f64)],
                 _ => vec![
                     Some(f.measured_seconds),
@@ -161,7 +167,7 @@ pub fn headline(runs: &[StoredRun], groups: &[Group]) -> Headline {
                 ],
             };
             let test = match title {
-                STORAGE | FILE_SERVER => workload
+                STORAGE => workload
                     .map(block_label)
                     .unwrap_or_else(|| step_label(g, p)),
                 KEY_VALUE => kv_label(g, p, workload),
@@ -174,14 +180,7 @@ pub fn headline(runs: &[StoredRun], groups: &[Group]) -> Headline {
                 values,
                 previous: None,
             };
-            match h.sections.iter_mut().find(|s| s.title == title) {
-                Some(s) => s.rows.push(row),
-                None => h.sections.push(Section {
-                    title,
-                    metrics: metrics_of(title),
-                    rows: vec![row],
-                }),
-            }
+            push_row(&mut h, title, row);
         }
     }
     // The brief's own table first: throughput of anything else (a YCSB load) comes after.
@@ -200,6 +199,18 @@ pub fn headline(runs: &[StoredRun], groups: &[Group]) -> Headline {
         }
     }
     h
+}
+
+/// Adds a row to its section (made when first needed).
+fn push_row(h: &mut Headline, title: &'static str, row: Row) {
+    match h.sections.iter_mut().find(|s| s.title == title) {
+        Some(s) => s.rows.push(row),
+        None => h.sections.push(Section {
+            title,
+            metrics: metrics_of(title),
+            rows: vec![row],
+        }),
+    }
 }
 
 /// The first stored run of a point.
@@ -247,7 +258,7 @@ fn x_text(param: &str, value: &str) -> String {
 }
 
 /// `random 4KiB read, QD 32` from a resolved block workload.
-fn block_label(w: &serde_json::Value) -> String {
+pub(crate) fn block_label(w: &serde_json::Value) -> String {
     let access = w.get("access").and_then(|v| v.as_str()).unwrap_or("?");
     let size = w
         .get("block-size")

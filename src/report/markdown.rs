@@ -14,7 +14,9 @@ use crate::results::system::SystemInfo;
 
 const METHOD: &str = "\n## Method\n\n\
 - ops/s and MB/s: successful operations (bytes) completed during measurement, divided by the \
-time from the start of measurement to the last measured completion. MB = 10^6 bytes. \
+time from the start of measurement to the last measured completion. MB = 10^6 bytes, MiB = 2^20 bytes \
+(IOmeter 2006's MB). A file server's figures are the total of its shares (IOPS and bytes per \
+second added, the mean latency over all their operations). \
 Repetitions of a point: all their operations over all their measured time.\n\
 - Latency is service time: from submission to observed completion, recorded in HDR \
 histograms with 3 significant digits (1 ns to 1 h); repetitions are combined by adding their \

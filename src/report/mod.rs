@@ -8,6 +8,7 @@ pub mod compare;
 pub mod csv;
 pub mod dbbench;
 pub mod events;
+pub mod fileserver;
 pub mod fio_json;
 pub mod fio_text;
 pub mod headline;

@@ -11,7 +11,8 @@
 use std::collections::BTreeMap;
 
 use crate::results::comparison::{
-    Callout, CalloutKind, LatencyFrom, RunFigures, StepComparison, TargetPoint, compare_all,
+    Callout, CalloutKind, LatencyFrom, RunFigures, StepComparison, SystemPoint, TargetPoint,
+    compare_all,
 };
 use crate::results::summary::{RunStatus, RunSummary};
 
@@ -35,6 +36,17 @@ pub struct Point {
     pub figures: TargetPoint,
 }
 
+/// The systems at one parameter value (a file server's shares added into one; every other
+/// target on its own): the comparison's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SystemsAt {
+    pub x: String,
+    /// As [`Point::others`].
+    pub others: String,
+    /// Each system, with its first target's resolved workload.
+    pub systems: Vec<(SystemPoint, Option<serde_json::Value>)>,
+}
+
 /// The runs of one step.
 #[derive(Debug, Clone)]
 pub struct Group {
@@ -47,6 +59,8 @@ pub struct Group {
     /// Series in order of first appearance.
     pub series: Vec<String>,
     pub points: Vec<Point>,
+    /// Per parameter value, the systems its targets make up.
+    pub systems: Vec<SystemsAt>,
     /// Indexes (into the slice given to [`group_runs`]) of this group's runs.
     pub runs: Vec<usize>,
     /// The step's call-outs (largest ops/s ratio, largest p99 improvement), when it has two
@@ -117,6 +131,7 @@ fn build_group(s: StepComparison, runs: &[RunFigures]) -> Group {
     let mut x_values: Vec<String> = Vec::new();
     let mut series: Vec<String> = Vec::new();
     let mut points = Vec::new();
+    let mut systems = Vec::new();
     for p in &s.points {
         let x = match &x_param {
             Some(xp) => p.parameters.get(xp).cloned().unwrap_or_else(|| "-".into()),
@@ -130,6 +145,20 @@ fn build_group(s: StepComparison, runs: &[RunFigures]) -> Group {
             .filter(|k| Some(**k) != x_param.as_deref())
             .filter_map(|k| p.parameters.get(*k).map(|v| format!("{k}={v}")))
             .collect();
+        systems.push(SystemsAt {
+            x: x.clone(),
+            others: others.join(" "),
+            systems: p
+                .systems
+                .iter()
+                .map(|s| {
+                    (
+                        s.clone(),
+                        p.targets.get(s.first).and_then(|t| t.workload.clone()),
+                    )
+                })
+                .collect(),
+        });
         for t in &p.targets {
             let name = if others.is_empty() {
                 t.target.clone()
@@ -159,6 +188,7 @@ fn build_group(s: StepComparison, runs: &[RunFigures]) -> Group {
         x_values,
         series,
         points,
+        systems,
         runs: idx,
         callouts,
     }

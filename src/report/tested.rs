@@ -1,22 +1,26 @@
 //! What was tested, one sentence per target, from the stored plan and system capture: the
 //! target's type and where it points (a path, a URI); for storage the filesystem, the device's
 //! model, size and kind; the engine; for servers and libraries the software and version the
-//! target reported. Nothing is guessed: what was not captured is not said.
+//! target reported. Nothing is guessed: what was not captured is not said. A file server's
+//! shares are one sentence for the server ([`crate::report::fileserver`]), not one per share.
 
 use crate::results::stored::StoredRun;
 use crate::results::system::{BlockDeviceInfo, TargetStorage};
 
-/// One sentence per target (in order of first appearance): (target name, sentence).
+/// One sentence per target (in order of first appearance), then one per file server:
+/// (target or server name, sentence).
 pub fn sentences(runs: &[StoredRun]) -> Vec<(String, String)> {
+    let (servers, shares) = crate::report::fileserver::tested_sentences(runs);
     let mut out: Vec<(String, String)> = Vec::new();
     for r in runs {
         for (i, t) in r.summary.targets.iter().enumerate() {
-            if out.iter().any(|(n, _)| *n == t.name) {
+            if out.iter().any(|(n, _)| *n == t.name) || shares.contains(&t.name) {
                 continue;
             }
             out.push((t.name.clone(), sentence(r, i)));
         }
     }
+    out.extend(servers);
     out
 }
 

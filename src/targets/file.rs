@@ -75,6 +75,7 @@ pub const TYPE: TargetType = TargetType {
         ),
     ],
     parse,
+    file_server: None,
     ycsb_names: &[],
     ycsb_classes: &[],
     ycsb_batch: None,

@@ -86,6 +86,16 @@ pub fn find_ycsb_binding(name: &str) -> Option<&'static TargetType> {
 
 pub use crate::units::redact_url;
 
+/// The server of a target configured by a `url` (`scheme://[user[:password]@]host[:port]/...`):
+/// `scheme://host[:port]`, without user, password, path or query.
+pub fn url_server(config: &serde_json::Value) -> Option<String> {
+    let url = config.get("url")?.as_str()?;
+    let (scheme, rest) = url.split_once("://")?;
+    let authority = rest.split(['/', '?']).next()?;
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    (!host.is_empty()).then(|| format!("{scheme}://{host}"))
+}
+
 /// Serializes a URL without its password.
 pub fn serialize_redacted_url<S: serde::Serializer>(url: &str, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&redact_url(url))

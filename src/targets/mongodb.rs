@@ -36,6 +36,7 @@ pub const TYPE: TargetType = TargetType {
         "mongodb://[user:password@]host:port/database?w=1&readPreference=primary",
     )],
     parse,
+    file_server: None,
     ycsb_names: &["mongodb-async"],
     ycsb_classes: &["site.ycsb.db.MongoDbClient"],
     ycsb_batch: Some("batchsize"),

@@ -35,6 +35,7 @@ pub const TYPE: TargetType = TargetType {
         ),
     ],
     parse,
+    file_server: None,
     ycsb_names: &["basic"],
     ycsb_classes: &["site.ycsb.BasicDB"],
     ycsb_batch: None,

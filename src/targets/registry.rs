@@ -23,6 +23,12 @@ pub struct TargetType {
     /// (option, meaning) pairs for `storlab targets` and `--help`.
     pub options: &'static [(&'static str, &'static str)],
     pub parse: fn(toml::Table) -> Result<TargetConfig, OptionError>,
+    /// A file on a file server's share (IOmeter's disk on a server): the server it is on, read
+    /// from the target's stored configuration (`smb://host:port`, no user or password). A
+    /// study's targets of this type on one server are replicas of one system: reports add
+    /// them up per server and compare servers, never shares. None: each target is a system
+    /// of its own.
+    pub file_server: Option<FileServer>,
     /// Names YCSB gives this kind of database on its command line (`-db`, binding name).
     pub ycsb_names: &'static [&'static str],
     /// YCSB's Java class names for this binding (`-db site.ycsb.db.RedisClient`).
@@ -34,6 +40,9 @@ pub struct TargetType {
     /// target's option table, claiming them; None: the target takes no YCSB workloads.
     pub ycsb_options: Option<YcsbOptions>,
 }
+
+/// A file-server target's server, from its stored configuration (the plan's JSON).
+pub type FileServer = fn(&serde_json::Value) -> Option<String>;
 
 /// A target type's reading of a YCSB binding's properties into its option table.
 pub type YcsbOptions = fn(&mut Properties) -> Result<toml::Table, super::YcsbBindingError>;

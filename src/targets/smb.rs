@@ -66,6 +66,7 @@ pub const TYPE: TargetType = TargetType {
         ),
     ],
     parse,
+    file_server: Some(crate::targets::url_server),
     ycsb_names: &[],
     ycsb_classes: &[],
     ycsb_batch: None,

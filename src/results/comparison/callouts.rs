@@ -6,13 +6,15 @@
 //! is (worst p99 - best p99) / worst p99, where best is the lowest. The call-outs are the
 //! largest of these over a step's points; ties keep the first point (the study's order). Only
 //! targets at the same sweep point are set against each other, from the points' combined
-//! figures (repetitions merged, never averaged).
+//! figures (repetitions merged, never averaged). What is set against each other is a point's
+//! systems ([`super::systems`]): the shares of one file server are replicas of one system,
+//! added up into it and never compared with each other.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::results::comparison::{Point, TargetPoint, parameters_text};
+use crate::results::comparison::{Point, SystemPoint, parameters_text};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -63,16 +65,16 @@ fn at(p: &BTreeMap<String, String>) -> String {
     }
 }
 
-/// The largest ops/s ratio and the largest p99 improvement over the points.
+/// The largest ops/s ratio and the largest p99 improvement over the points, between systems.
 pub fn of_points(points: &[Point]) -> (Option<Callout>, Option<Callout>) {
     let mut best_ratio: Option<Callout> = None;
     let mut best_p99: Option<Callout> = None;
     for p in points {
-        let measured: Vec<&TargetPoint> = p.targets.iter().filter(|t| t.ops > 0).collect();
+        let measured: Vec<&SystemPoint> = p.systems.iter().filter(|t| t.ops > 0).collect();
         if measured.len() < 2 {
             continue;
         }
-        let by_rate = |a: &&&TargetPoint, b: &&&TargetPoint| a.rate_ops.total_cmp(&b.rate_ops);
+        let by_rate = |a: &&&SystemPoint, b: &&&SystemPoint| a.rate_ops.total_cmp(&b.rate_ops);
         if let (Some(hi), Some(lo)) = (
             measured.iter().max_by(by_rate),
             measured.iter().min_by(by_rate),
@@ -90,35 +92,39 @@ pub fn of_points(points: &[Point]) -> (Option<Callout>, Option<Callout>) {
                 best_ratio = Some(Callout {
                     kind: CalloutKind::Throughput,
                     parameters: p.parameters.clone(),
-                    best: hi.target.clone(),
-                    worst: lo.target.clone(),
+                    best: hi.system.clone(),
+                    worst: lo.system.clone(),
                     value: ratio,
                     best_value: hi.rate_ops,
                     worst_value: lo.rate_ops,
-                    text: format!("{}: {how} {}{}", hi.target, lo.target, at(&p.parameters)),
+                    text: format!("{}: {how} {}{}", hi.system, lo.system, at(&p.parameters)),
                 });
             }
         }
-        let timed: Vec<&&TargetPoint> = measured.iter().filter(|t| t.p99_latency_ns > 0).collect();
-        if let (Some(fast), Some(slow)) = (
-            timed.iter().min_by_key(|t| t.p99_latency_ns),
-            timed.iter().max_by_key(|t| t.p99_latency_ns),
+        // Systems whose p99 is known (from merged histograms when several targets make one).
+        let timed: Vec<(&SystemPoint, u64)> = measured
+            .iter()
+            .filter_map(|t| t.p99_latency_ns.filter(|p| *p > 0).map(|p| (*t, p)))
+            .collect();
+        if let (Some((fast, fast_p99)), Some((slow, slow_p99))) = (
+            timed.iter().min_by_key(|t| t.1),
+            timed.iter().max_by_key(|t| t.1),
         ) {
-            let improvement = 1.0 - fast.p99_latency_ns as f64 / slow.p99_latency_ns as f64;
+            let improvement = 1.0 - *fast_p99 as f64 / *slow_p99 as f64;
             if improvement > 0.0 && best_p99.as_ref().is_none_or(|c| improvement > c.value) {
                 best_p99 = Some(Callout {
                     kind: CalloutKind::P99,
                     parameters: p.parameters.clone(),
-                    best: fast.target.clone(),
-                    worst: slow.target.clone(),
+                    best: fast.system.clone(),
+                    worst: slow.system.clone(),
                     value: improvement,
-                    best_value: fast.p99_latency_ns as f64,
-                    worst_value: slow.p99_latency_ns as f64,
+                    best_value: *fast_p99 as f64,
+                    worst_value: *slow_p99 as f64,
                     text: format!(
                         "{}: p99 {} lower than {}{}",
-                        fast.target,
+                        fast.system,
                         percent(improvement),
-                        slow.target,
+                        slow.system,
                         at(&p.parameters)
                     ),
                 });

@@ -14,6 +14,7 @@
 
 pub mod callouts;
 pub mod sides;
+pub mod systems;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -22,6 +23,7 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 pub use callouts::{Callout, CalloutKind};
+pub use systems::SystemPoint;
 
 use crate::record::summary::LatencySummary;
 use crate::results::histograms::{self, Histograms, hlog_tag};
@@ -58,6 +60,11 @@ pub struct Spread {
 #[serde(rename_all = "kebab-case")]
 pub struct TargetPoint {
     pub target: String,
+    /// Its type (`smb`) and client, as the run recorded them.
+    #[serde(skip)]
+    pub target_type: String,
+    #[serde(skip)]
+    pub client: String,
     /// All measured operations over all measured time of the repetitions.
     pub rate_ops: f64,
     pub rate_bytes: f64,
@@ -100,6 +107,14 @@ pub struct Point {
     /// The sweep values (e.g. threads = 64), as in the study.
     pub parameters: BTreeMap<String, String>,
     pub targets: Vec<TargetPoint>,
+    /// The systems its targets make up ([`systems`]): a file server's shares added into one,
+    /// every other target on its own. Written out when some system adds several targets.
+    #[serde(default, skip_serializing_if = "no_replicas")]
+    pub systems: Vec<SystemPoint>,
+}
+
+fn no_replicas(systems: &[SystemPoint]) -> bool {
+    !systems::has_replicas(systems)
 }
 
 /// One step, its points and the call-outs between its targets.
@@ -176,6 +191,8 @@ fn target_histograms(
 /// A point's running sums while its repetitions are read.
 struct Acc {
     target: String,
+    target_type: String,
+    client: String,
     target_position: usize,
     workload: Option<serde_json::Value>,
     config: Option<serde_json::Value>,
@@ -230,7 +247,8 @@ impl Acc {
         };
     }
 
-    fn finish(self) -> TargetPoint {
+    /// The point's figures, and its merged service-latency histogram when it has one.
+    fn finish(self) -> (TargetPoint, Option<Histogram<u64>>) {
         let secs = self.seconds;
         let repetitions = self.run_indexes.len();
         // One repetition: its rates as the run computed them (from the exact measured time,
@@ -240,13 +258,18 @@ impl Acc {
             _ if secs > 0.0 => (self.ops as f64 / secs, self.bytes as f64 / secs),
             _ => (0.0, 0.0),
         };
+        let mut histogram = None;
         let (service, intended, from, note) = match self.merged {
-            Ok((s, i)) => (
-                LatencySummary::from_histogram(&s),
-                i.as_ref().map(LatencySummary::from_histogram),
-                LatencyFrom::MergedHistograms,
-                None,
-            ),
+            Ok((s, i)) => {
+                let summary = LatencySummary::from_histogram(&s);
+                histogram = Some(s);
+                (
+                    summary,
+                    i.as_ref().map(LatencySummary::from_histogram),
+                    LatencyFrom::MergedHistograms,
+                    None,
+                )
+            }
             Err(e) if repetitions == 1 => {
                 let (_, s, i) = self.summaries.into_iter().next().unwrap_or_default();
                 (s, i, LatencyFrom::RunSummary, Some(e))
@@ -266,8 +289,10 @@ impl Acc {
                 p99_latency_ns_max: p99s.max().unwrap_or(0),
             }
         });
-        TargetPoint {
+        let point = TargetPoint {
             target: self.target,
+            target_type: self.target_type,
+            client: self.client,
             rate_ops,
             rate_bytes,
             mean_latency_ns: service.mean_ns,
@@ -287,7 +312,8 @@ impl Acc {
             target_position: self.target_position,
             workload: self.workload,
             config: self.config,
-        }
+        };
+        (point, histogram)
     }
 }
 
@@ -369,6 +395,8 @@ pub fn compare_all(runs: &[RunFigures]) -> Vec<StepComparison> {
                 None => {
                     accs.push(Acc {
                         target: t.name.clone(),
+                        target_type: t.target_type.clone(),
+                        client: t.client.clone(),
                         target_position: position,
                         workload: workload_json(r.plan, position).cloned().or_else(|| {
                             Some(serde_json::json!({
@@ -393,14 +421,21 @@ pub fn compare_all(runs: &[RunFigures]) -> Vec<StepComparison> {
             accs[ai].add(s, t, &r.histograms);
         }
     }
+    let servers = file_servers(runs);
+    let name = |k: &systems::SystemKey| systems::system_name(k, &servers);
     steps
         .into_iter()
         .map(|((study, step), points)| {
             let points: Vec<Point> = points
                 .into_iter()
-                .map(|(parameters, accs)| Point {
-                    parameters,
-                    targets: accs.into_iter().map(Acc::finish).collect(),
+                .map(|(parameters, accs)| {
+                    let (targets, histograms): (Vec<TargetPoint>, Vec<_>) =
+                        accs.into_iter().map(Acc::finish).unzip();
+                    Point {
+                        systems: systems::of_targets(&targets, &histograms, &name),
+                        parameters,
+                        targets,
+                    }
                 })
                 .collect();
             let (largest_ops_ratio, largest_p99_improvement) =
@@ -418,6 +453,22 @@ pub fn compare_all(runs: &[RunFigures]) -> Vec<StepComparison> {
             }
         })
         .collect()
+}
+
+/// The file servers of the runs' targets (each once): what their names tell apart.
+fn file_servers(runs: &[RunFigures]) -> Vec<systems::SystemKey> {
+    let mut keys: Vec<systems::SystemKey> = Vec::new();
+    for r in runs {
+        for (i, t) in r.summary.targets.iter().enumerate() {
+            let config = target_config_json(r.plan, i);
+            if let Some(k) = systems::file_server_key(&t.target_type, config)
+                && !keys.contains(&k)
+            {
+                keys.push(k);
+            }
+        }
+    }
+    keys
 }
 
 /// The steps that ran on two or more targets (what `comparison.json` holds).

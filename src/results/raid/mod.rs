@@ -301,6 +301,8 @@ mod tests {
     fn tp(target: &str, workload: serde_json::Value, ops: f64, bytes: f64) -> TargetPoint {
         TargetPoint {
             target: target.into(),
+            target_type: String::new(),
+            client: String::new(),
             rate_ops: ops,
             rate_bytes: bytes,
             mean_latency_ns: 0.0,
@@ -330,6 +332,7 @@ mod tests {
             points: vec![Point {
                 parameters: BTreeMap::new(),
                 targets,
+                systems: Vec::new(),
             }],
             largest_ops_ratio: None,
             largest_p99_improvement: None,

@@ -59,6 +59,7 @@ pub const TYPE: TargetType = TargetType {
         ),
     ],
     parse,
+    file_server: None,
     ycsb_names: &["jdbc", "postgresql"],
     ycsb_classes: &["site.ycsb.db.JdbcDBClient"],
     ycsb_batch: None,

@@ -72,6 +72,7 @@ pub const TYPE: TargetType = TargetType {
         ),
     ],
     parse,
+    file_server: None,
     ycsb_names: &[],
     ycsb_classes: &["site.ycsb.db.RedisClient"],
     ycsb_batch: Some("redis.pipeline"),

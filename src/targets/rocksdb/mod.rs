@@ -100,6 +100,7 @@ pub const TYPE: TargetType = TargetType {
         ),
     ],
     parse,
+    file_server: None,
     ycsb_names: &[],
     ycsb_classes: &["site.ycsb.db.rocksdb.RocksDBClient"],
     ycsb_batch: None,
