@@ -170,6 +170,15 @@ fn the_file_server_study_runs_25_shares_over_smb_and_nfs_with_iometers_rows() {
     }
     assert!(!headline.contains("-c1-s1"), "{headline}");
     assert!(!html.contains("the ops/s of smb-c") && !html.contains("the ops/s of nfs-c"));
+    // The brief's published figures beside each server's total: every one found its test.
+    let published = html
+        .split("id=\"published\"")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no published figures in the report"));
+    let published = published.split("</table>").next().unwrap();
+    assert!(!published.contains("not measured here"), "{published}");
+    assert_eq!(published.matches("1,058,304 ops/s").count(), 2, "{published}");
+    assert_eq!(published.matches("10,464 MiB/s").count(), 2, "{published}");
     // The password is in no result file.
     let password = smb
         .split_once("://")
