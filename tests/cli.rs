@@ -542,7 +542,7 @@ fn every_study_in_studies_checks_valid() {
             .env("STORLAB_CLUSTER_DIR", "/tmp/storlab-cluster-none")
             .env("STORLAB_RAID_FAIL", "/dev/null")
             .env("STORLAB_RAID_MNT", "/mnt/storlab-none")
-            .env("STORLAB_RAID_SPARE", "/dev/loop96")
+            .env("STORLAB_RAID_SPARE", "/dev/loop98")
             .env(
                 "STORLAB_REDIS_CLUSTER_URLS",
                 "redis://192.0.2.1:7000,redis://192.0.2.2:7000",
@@ -550,7 +550,7 @@ fn every_study_in_studies_checks_valid() {
             .env("STORLAB_REDIS_CLUSTER_NODE1_NETNS", "storlab-none")
             .env("STORLAB_REDIS_CLUSTER_SCRIPT", "scripts/rediscluster.sh")
             .env("STORLAB_REDIS_CLUSTER_DIR", "/tmp/storlab-redis-none");
-        for m in 0..6 {
+        for m in 0..8 {
             cmd.env(format!("STORLAB_RAID_M{m}"), format!("/dev/loop9{m}"));
         }
         let o = cmd

@@ -177,7 +177,11 @@ fn the_file_server_study_runs_25_shares_over_smb_and_nfs_with_iometers_rows() {
         .unwrap_or_else(|| panic!("no published figures in the report"));
     let published = published.split("</table>").next().unwrap();
     assert!(!published.contains("not measured here"), "{published}");
-    assert_eq!(published.matches("1,058,304 ops/s").count(), 2, "{published}");
+    assert_eq!(
+        published.matches("1,058,304 ops/s").count(),
+        2,
+        "{published}"
+    );
     assert_eq!(published.matches("10,464 MiB/s").count(), 2, "{published}");
     // The password is in no result file.
     let password = smb

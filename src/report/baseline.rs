@@ -30,7 +30,7 @@ pub struct Beside {
 
 /// The figures measured in `runs` that a baseline can name: every headline figure, the RAID
 /// efficiency rows (`raw`, `theoretical`, `RAID`, `efficiency`), a schedule's reported
-/// throughput and moving-average deviations.
+/// throughput and moving-average deviations, and a fault's recovery times (seconds).
 pub fn measured(runs: &[StoredRun], headline: &Headline) -> Vec<Measured> {
     let mut out = Vec::new();
     for s in &headline.sections {
@@ -71,27 +71,65 @@ pub fn measured(runs: &[StoredRun], headline: &Headline) -> Vec<Measured> {
         }
     }
     for run in runs {
-        let Some(s) = &run.summary.schedule else {
-            continue;
-        };
-        let mut push = |metric: String, value: f64| {
-            out.push(Measured {
-                table: "Elastic".into(),
-                test: run.summary.step.clone(),
-                target: "all".into(),
-                metric,
-                value,
-            })
-        };
-        push("reported throughput".into(), s.reported_rate_ops);
-        for m in &s.moving_averages {
-            if let Some(d) = m.max_deviation {
-                push(
-                    format!("max deviation, {}-phase moving average", m.window_phases),
-                    d,
-                );
+        let schedule = run.summary.schedule.as_ref();
+        let mut figures = Vec::new();
+        if let Some(s) = schedule {
+            figures.push(("reported throughput".to_string(), s.reported_rate_ops));
+            for m in &s.moving_averages {
+                if let Some(d) = m.max_deviation {
+                    figures.push((
+                        format!("max deviation, {}-phase moving average", m.window_phases),
+                        d,
+                    ));
+                }
             }
         }
+        figures.extend(recovery_figures(&run.summary));
+        // A scheduled run's figures are the elasticity brief's; a fault elsewhere, a recovery.
+        let table = if schedule.is_some() {
+            "Elastic"
+        } else {
+            "Recovery"
+        };
+        out.extend(figures.into_iter().map(|(metric, value)| Measured {
+            table: table.into(),
+            test: run.summary.step.clone(),
+            target: "all".into(),
+            metric,
+            value,
+        }));
+    }
+    out
+}
+
+/// A run's recovery figures, seconds: per fault (`recovery` event) the time to the first
+/// success and to recover (back within its bound of the baseline for `settle`); per
+/// `wait-for` that succeeded, `time to NAME` (its name's dashes as spaces: `full-redundancy`
+/// gives `time to full redundancy`) from the fault before it (else from its own start).
+fn recovery_figures(s: &crate::results::summary::RunSummary) -> Vec<(String, f64)> {
+    use crate::results::summary::EventStatus;
+    let mut out = Vec::new();
+    for r in &s.recovery {
+        if let Some(t) = r.time_to_first_success_seconds {
+            out.push(("time to first success".to_string(), t));
+        }
+        if let Some(t) = r.time_to_recover_seconds {
+            out.push(("time to recover".to_string(), t));
+        }
+    }
+    for e in s.events.iter().filter(|e| e.kind == "wait-for") {
+        let Some(o) = e.outcome.as_ref().filter(|o| o.status == EventStatus::Ok) else {
+            continue;
+        };
+        let end_s = o.end_ns as f64 / 1e9;
+        let fault_s = s
+            .recovery
+            .iter()
+            .map(|r| r.event_seconds)
+            .filter(|at| *at <= e.time_seconds + 1e-9)
+            .reduce(f64::max);
+        let value = fault_s.map_or(o.duration_seconds, |at| end_s - at);
+        out.push((format!("time to {}", o.name.replace('-', " ")), value));
     }
     out
 }
@@ -366,5 +404,100 @@ wording = "Run Time"
             b.notes
         );
         assert!(b.heading.contains("kioxia-xd6-mongodb"));
+    }
+
+    /// The data-accessibility step's run: the leader lost 30 s in, throughput back 12.5 s
+    /// later, the cluster fully redundant 41.25 s after the loss (the wait started with it and
+    /// ended 71.25 s in). The brief's "time to full redundancy" (2:05:38) finds it, the
+    /// elasticity step's figures their own step's name.
+    #[test]
+    fn recovery_times_are_measured_figures_of_their_step() {
+        let mut s = crate::results::comparison::tests::summary(2, "data-accessibility", &[], &[]);
+        s.recovery = vec![
+            serde_json::from_value(serde_json::json!({
+                "event": "leader-lost", "event-seconds": 30.0, "interval-seconds": 0.6,
+                "baseline-window-seconds": 6.0, "baseline-covered-seconds": 6.0,
+                "baseline-rate-ops": 500.0, "outage-seconds": 9.0,
+                "time-to-first-success-seconds": 9.5, "recovered": true,
+                "time-to-recover-seconds": 12.5, "recovered-within": 0.05,
+                "settle-seconds": 6.0, "errors-during-outage": {}, "errors-until-recovered": {}
+            }))
+            .expect("a recovery"),
+        ];
+        s.events = vec![
+            serde_json::from_value(serde_json::json!({
+                "time-seconds": 30.0, "kind": "wait-for", "detail": "",
+                "name": "full-redundancy", "status": "ok", "start-ns": 30_000_000_000i64,
+                "end-ns": 71_250_000_000i64, "duration-seconds": 41.25
+            }))
+            .expect("an event"),
+            serde_json::from_value(serde_json::json!({
+                "time-seconds": 30.0, "kind": "wait-for", "detail": "",
+                "name": "never", "status": "timed-out", "start-ns": 30_000_000_000i64,
+                "end-ns": 90_000_000_000i64, "duration-seconds": 60.0
+            }))
+            .expect("an event"),
+        ];
+        s.schedule = Some(crate::results::schedule::ScheduleResult {
+            total_rate_ops: None,
+            total_workers: Some(40),
+            phase_seconds: 6.0,
+            measured_seconds: 60.0,
+            phases: Vec::new(),
+            groups: Vec::new(),
+            shape: None,
+            reported_rate_ops: 480.0,
+            moving_averages: Vec::new(),
+        });
+        let run = StoredRun {
+            folder: std::path::PathBuf::new(),
+            summary: s,
+            system: None,
+            study_text: None,
+            plan: None,
+            timeline: Default::default(),
+        };
+        let h = Headline {
+            sections: Vec::new(),
+            compared_with: None,
+        };
+        let got: Vec<(String, String, f64)> = measured(std::slice::from_ref(&run), &h)
+            .into_iter()
+            .map(|m| (m.test, m.metric, m.value))
+            .collect();
+        let step = "data-accessibility".to_string();
+        assert_eq!(
+            got,
+            vec![
+                (step.clone(), "reported throughput".into(), 480.0),
+                (step.clone(), "time to first success".into(), 9.5),
+                (step.clone(), "time to recover".into(), 12.5),
+                (step.clone(), "time to full redundancy".into(), 41.25),
+            ],
+            "a wait that timed out is no figure"
+        );
+        let b = Baseline::from_toml(
+            r#"
+name = "hci"
+brief = "TPCx-HCI"
+source = "shared/seeds/002"
+system = "vSAN"
+[[figure]]
+table = "Elastic"
+test = "data-accessibility"
+metric = "time to full redundancy"
+value = 7_538
+unit = "s"
+wording = "after 2:05:38"
+"#,
+        )
+        .expect("baseline");
+        let side = beside(&b, &[run], &h);
+        let shown: Vec<&str> = side.table.rows[0]
+            .cells
+            .iter()
+            .map(|c| c.shown.as_str())
+            .collect();
+        assert_eq!(shown[2..], ["7,538 s", "all", "41.2 s", "0.00547"]);
     }
 }

@@ -165,6 +165,36 @@ pub fn per_interval(
     p
 }
 
+/// The ramp-up (warm-up) of the schedule's groups together, interval by interval: each
+/// interval's end (0 or less: seconds from the start of measurement) and its operations per
+/// second over its real length. Empty when the timeline did not record what the warm-up did
+/// (older files say 0 operations there whatever ran).
+pub fn warmup_points(
+    groups: &[ScheduleGroup],
+    timeline: &Timeline,
+    interval_s: f64,
+) -> Vec<(f64, f64)> {
+    let mut by_end: BTreeMap<i64, (f64, f64, u64)> = BTreeMap::new();
+    for t in groups.iter().flat_map(|g| &g.targets) {
+        for p in timeline
+            .target_points(t, interval_s, 0.0)
+            .into_iter()
+            .filter(|p| p.warmup)
+        {
+            // Keyed by the end in ns: the same interval of every target adds up.
+            let e = by_end
+                .entry((p.end_s * 1e9).round() as i64)
+                .or_insert((p.end_s, p.length_s, 0));
+            e.2 += p.ops;
+        }
+    }
+    by_end
+        .into_values()
+        .filter(|(_, len, _)| *len > 0.0)
+        .map(|(end, len, ops)| (end, ops as f64 / len))
+        .collect()
+}
+
 /// The moving averages over `window_phases` of `phase_s`, against the reported throughput.
 fn moving_averages(
     p: &PerInterval,

@@ -8,12 +8,16 @@ use crate::units::Dur;
 use crate::workload::Workload;
 
 impl Plan {
-    /// Quick mode, for checking a study end to end (not for figures): warm-up at most 0.2 s,
+    /// Quick mode, for checking a study end to end (not for figures): warm-up at most 0.2 s
+    /// (a rate schedule's shrinks with its phases),
     /// measurement at most 1 s (3 s with timed events, 6 s with a timed `wait-for`; a rate
     /// schedule's phases at `quick-phase` each) and 20,000 operations, files at most 64 MiB.
     pub fn make_quick(&mut self) {
         for r in &mut self.runs {
-            r.warmup = Dur(r.warmup.0.min(std::time::Duration::from_millis(200)));
+            // A rate schedule's warm-up (the brief's ramp-up) shrinks with its phases instead.
+            if r.schedule.is_none() {
+                r.warmup = Dur(r.warmup.0.min(std::time::Duration::from_millis(200)));
+            }
             // A run with events keeps room around them: at most QUICK_EVENTS_SECONDS, its
             // events' times and recovery windows shrunk by the same factor, and intervals
             // short enough to show them.

@@ -11,8 +11,8 @@ use crate::report::html::tables::table_html;
 use crate::report::schedule::{
     MOVING_AVERAGE_NOTE, SCHEDULE_NOTE, moving_average_lines, moving_average_table, schedule_table,
 };
-use crate::report::svg::{self, Band, Series, XAxis, YAxis, esc};
-use crate::results::schedule::{PerInterval, ScheduleResult, per_interval};
+use crate::report::svg::{self, Band, Mark, Series, Shade, XAxis, YAxis, esc};
+use crate::results::schedule::{PerInterval, ScheduleResult, per_interval, warmup_points};
 use crate::results::stored::StoredRun;
 use crate::results::summary::RunSummary;
 
@@ -45,32 +45,8 @@ fn run_figures(h: &mut String, r: &StoredRun) {
         s.measured_seconds
     };
     let per = per_interval(&sched.groups, covered_s, &r.timeline, interval_s);
-    // The study's events (a node lost), not the start and end of measurement: the x axis is
-    // the measurement.
-    let marks: Vec<_> = event_marks(s, false)
-        .into_iter()
-        .filter(|m| !m.label.starts_with("measure-") && !m.label.starts_with("warmup-"))
-        .collect();
-    let shades: Vec<_> = run_shades(s)
-        .into_iter()
-        .filter(|sh| sh.class == "recovery")
-        .collect();
-    h.push_str(&svg::line_chart(
-        &format!("schedule-total-{}", s.run_index),
-        &format!(
-            "run {}: throughput over the measurement, all groups",
-            s.run_index
-        ),
-        "seconds from the start of measurement",
-        "operations per second",
-        1.0,
-        &total_series(sched, &per, interval_s, covered_s),
-        XAxis::Linear,
-        YAxis::Linear,
-        &marks,
-        &shades,
-        Some(0.0),
-    ));
+    let (marks, shades) = marks_and_shades(s);
+    total_chart(h, r, sched, &per, covered_s);
     // Each group's throughput, stacked.
     let xs: Vec<f64> = (0..per.end_s.len())
         .filter(|i| per.length_s[*i] > 0.0)
@@ -96,6 +72,74 @@ fn run_figures(h: &mut String, r: &StoredRun) {
         &shades,
     ));
     tables(h, s, sched);
+}
+
+/// The total throughput chart, as the brief's Figure 4 draws it: the ramp-up (the warm-up,
+/// shaded, its throughput dotted), then the measurement interval from the mark at 0, with
+/// the moving averages, the reported throughput, the events and the recoveries.
+fn total_chart(
+    h: &mut String,
+    r: &StoredRun,
+    sched: &ScheduleResult,
+    per: &PerInterval,
+    covered_s: f64,
+) {
+    let s = &r.summary;
+    let interval_s = r.interval_seconds();
+    let ramp_up = warmup_points(&sched.groups, &r.timeline, interval_s);
+    let (mut total_marks, mut total_shades) = marks_and_shades(s);
+    let from = if s.warmup_seconds > 0.0 {
+        total_shades.insert(
+            0,
+            Shade {
+                from: -s.warmup_seconds,
+                to: 0.0,
+                label: format!("ramp-up ({} s, in no figure)", s.warmup_seconds),
+                class: "shade",
+                fill: "#eeeeee",
+            },
+        );
+        total_marks.insert(
+            0,
+            Mark {
+                x: 0.0,
+                label: format!("measurement interval ({covered_s} s)"),
+            },
+        );
+        -s.warmup_seconds
+    } else {
+        0.0
+    };
+    h.push_str(&svg::line_chart(
+        &format!("schedule-total-{}", s.run_index),
+        &format!(
+            "run {}: throughput during the ramp-up and the measurement interval, all groups",
+            s.run_index
+        ),
+        "seconds from the start of measurement",
+        "operations per second",
+        1.0,
+        &total_series(sched, per, interval_s, covered_s, ramp_up),
+        XAxis::Linear,
+        YAxis::Linear,
+        &total_marks,
+        &total_shades,
+        Some(from),
+    ));
+}
+
+/// The study's events (a node lost), not the start and end of measurement (the x axis is
+/// the measurement), and the recoveries shaded.
+fn marks_and_shades(s: &RunSummary) -> (Vec<Mark>, Vec<Shade>) {
+    let marks = event_marks(s, false)
+        .into_iter()
+        .filter(|m| !m.label.starts_with("measure-") && !m.label.starts_with("warmup-"))
+        .collect();
+    let shades = run_shades(s)
+        .into_iter()
+        .filter(|sh| sh.class == "recovery")
+        .collect();
+    (marks, shades)
 }
 
 /// The run's heading and headline: the moving averages' deviations, each recovery, each
@@ -140,6 +184,7 @@ fn total_series(
     per: &PerInterval,
     interval_s: f64,
     covered_s: f64,
+    ramp_up: Vec<(f64, f64)>,
 ) -> Vec<Series> {
     let total: Vec<(f64, f64, String)> = per
         .rate_points(None)
@@ -151,7 +196,7 @@ fn total_series(
         points: total,
         markers: false,
         dashed: Vec::new(),
-        warmup: Vec::new(),
+        warmup: ramp_up,
         color: Some(0),
     }];
     for (i, m) in sched.moving_averages.iter().enumerate() {
@@ -206,5 +251,68 @@ fn tables(h: &mut String, s: &RunSummary, sched: &ScheduleResult) {
         h.push_str("<details><summary>phase by phase, group by group</summary>");
         h.push_str(&table_html(&t, "schedule"));
         let _ = write!(h, "<p class=\"meta\">{}</p></details>", esc(SCHEDULE_NOTE));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::schedule::ScheduleGroup;
+    use crate::results::timeline::{parse_timeline, tests::new_style};
+
+    /// Two warm-up seconds (400 and 900 ops/s) then 2.25 s measured at 1000 ops/s: the total
+    /// chart draws the ramp-up before the measurement interval, as the brief's Figure 4 does:
+    /// shaded, its throughput dotted, and a mark where measurement starts.
+    #[test]
+    fn the_total_chart_draws_the_ramp_up_then_the_measurement_interval() {
+        let mut s = crate::results::comparison::tests::summary(1, "w", &[], &[("a", 1000.0, 5)]);
+        s.warmup_seconds = 2.0;
+        s.measured_seconds = 2.25;
+        s.schedule = Some(ScheduleResult {
+            total_rate_ops: None,
+            total_workers: Some(1),
+            phase_seconds: 1.0,
+            measured_seconds: 2.25,
+            phases: Vec::new(),
+            groups: vec![ScheduleGroup {
+                name: "g".into(),
+                targets: vec!["a".into()],
+            }],
+            shape: None,
+            reported_rate_ops: 1000.0,
+            moving_averages: Vec::new(),
+        });
+        let run = StoredRun {
+            folder: std::path::PathBuf::new(),
+            summary: s,
+            system: None,
+            study_text: None,
+            plan: None,
+            timeline: parse_timeline(&new_style()),
+        };
+        let mut h = String::new();
+        schedule_section(&mut h, &[run]);
+        let total = h
+            .split("id=\"schedule-total-1\"")
+            .nth(1)
+            .expect("the total chart")
+            .split("</svg>")
+            .next()
+            .unwrap();
+        for (x, y) in [("-1", "400"), ("0", "900")] {
+            assert!(
+                total.contains(&format!(
+                    "class=\"warmup-pt\" data-x=\"{x}\" data-y=\"{y}\""
+                )),
+                "ramp-up point {x},{y}: {total}"
+            );
+        }
+        assert!(total.contains("ramp-up (2 s, in no figure)"), "{total}");
+        assert!(total.contains("class=\"shade\""), "{total}");
+        assert!(total.contains("measurement interval (2.25 s)"), "{total}");
+        assert!(
+            total.contains("data-xmin=\"-2\""),
+            "the axis from the ramp-up: {total}"
+        );
     }
 }

@@ -29,9 +29,15 @@ pub fn top(
         let what = p.compared_with.clone().unwrap_or_default();
         hl = hl.with_previous(p, &what);
     }
-    if hl.is_empty() {
-        return;
+    if !hl.is_empty() {
+        headline_tables(h, &hl);
     }
+    // A study with no headline figure (a rate schedule's) may still name a brief's.
+    published(h, runs, &hl, baseline);
+}
+
+/// The headline's tables and their note.
+fn headline_tables(h: &mut String, hl: &Headline) {
     h.push_str("<h3 id=\"headline\">Headline</h3>\n");
     if let Some(w) = &hl.compared_with {
         let _ = writeln!(
@@ -45,7 +51,6 @@ pub fn top(
         h.push_str(&table_html(&t, "headline"));
     }
     h.push_str("<p class=\"meta\">IOPS, ops/s: operations per second of measured time (repetitions combined); MB/s: 10<sup>6</sup> bytes per second; MiB/s: 2<sup>20</sup> bytes per second (IOmeter 2006's MBps); p99 and mean: service latency. A file server's figures are the total of its shares (IOPS and bytes per second added, the mean over all their operations). The full tables per workload follow.</p>\n");
-    published(h, runs, &hl, baseline);
 }
 
 /// The brief's published figures beside the measured ones, when the study names a baseline

@@ -263,8 +263,9 @@ fn round(x: f64) -> String {
 
 /// Quick mode for a scheduled run: every phase lasts `quick-phase` (if shorter than `phase`),
 /// the measurement and the timed events shrink by the same factor so that the run goes
-/// through the same phases, the timeline interval is a tenth of a phase and the warm-up at
-/// most 0.2 s.
+/// through the same phases, the timeline interval is a tenth of a phase and the warm-up (the
+/// brief's ramp-up, drawn before the measurement interval) shrinks by the same factor: a
+/// 12-minute ramp before 12-minute phases stays one phase long.
 pub fn make_quick(run: &mut super::plan::RunPlan) {
     let Some(s) = &mut run.schedule else { return };
     let factor = (s.quick_phase.0.as_secs_f64() / s.phase.0.as_secs_f64()).min(1.0);
@@ -281,7 +282,7 @@ pub fn make_quick(run: &mut super::plan::RunPlan) {
     {
         run.interval = Dur(interval);
     }
-    run.warmup = Dur(run.warmup.0.min(Duration::from_millis(200)));
+    run.warmup = Dur(run.warmup.0.mul_f64(factor));
 }
 
 #[cfg(test)]
@@ -310,6 +311,29 @@ mod tests {
             moving_average_phases: vec![1, 5],
             latency_limit: None,
         }
+    }
+
+    /// The brief's 12-minute ramp-up before ten 12-minute phases: in quick mode one 6 s phase
+    /// of ramp-up, then the ten phases (it was cut to 0.2 s, too short to draw).
+    #[test]
+    fn quick_mode_keeps_the_ramp_up_one_phase_long() {
+        let mut study = String::from(
+            "name = \"ramp\"\n[workloads.w]\nblock-size = \"4KiB\"\n[[steps]]\nworkload = \"w\"\ntargets = [\"a\", \"b\", \"c\", \"d\"]\ntogether = true\nwarmup = \"12m\"\nduration = \"2h\"\n[steps.schedule]\ntotal-workers = 40\nphase = \"12m\"\nquick-phase = \"6s\"\nshape = \"hci-elastic\"\n",
+        );
+        for t in ["a", "b", "c", "d"] {
+            study.push_str(&format!(
+                "[[steps.schedule.groups]]\nname = \"{t}\"\ntargets = [\"{t}\"]\n"
+            ));
+        }
+        for t in ["a", "b", "c", "d"] {
+            study.push_str(&format!("[targets.{t}]\ntype = \"null\"\n"));
+        }
+        let mut plan = crate::study::parse("ramp.toml", &study).expect("the study");
+        plan.make_quick();
+        let r = &plan.runs[0];
+        assert_eq!(r.warmup.0, Duration::from_secs(6));
+        assert_eq!(r.duration.map(|d| d.0), Some(Duration::from_secs(60)));
+        assert_eq!(r.interval.0, Duration::from_millis(600));
     }
 
     #[test]
