@@ -183,6 +183,7 @@ fn the_file_server_study_runs_25_shares_over_smb_and_nfs_with_iometers_rows() {
         "{published}"
     );
     assert_eq!(published.matches("10,464 MiB/s").count(), 2, "{published}");
+    common::shot::first_screen(&lab.path().join("report.html"), "brief-fileserver");
     // The password is in no result file.
     let password = smb
         .split_once("://")

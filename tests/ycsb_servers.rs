@@ -133,6 +133,19 @@ fn mongodb_study_quick_prints_the_briefs_four_metrics() {
         "{md}"
     );
     assert!(ycsb[2].starts_with("| workload-a | mongodb | "), "{md}");
+    // The study names the brief's published figures: beside the run's, in the HTML too.
+    assert!(
+        md.contains("## Published figures: kioxia-xd6-mongodb"),
+        "{md}"
+    );
+    let page = lab.path().join("ycsb-mongodb.html");
+    let out = Command::new(common::bin())
+        .args(["report", "-o", page.to_str().unwrap()])
+        .arg(summaries.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{:?}", text(&out));
+    common::shot::first_screen(&page, "brief-ycsb-mongodb");
     let client = mongodb::sync::Client::with_uri_str(&url).unwrap();
     client.database(&db).drop().run().unwrap();
 }

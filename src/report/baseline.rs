@@ -291,18 +291,18 @@ pub fn beside(baseline: &Baseline, runs: &[StoredRun], headline: &Headline) -> B
         .iter()
         .flat_map(|f| rows_of(f, &measured, with_system))
         .collect();
-    let mut notes = vec![format!(
-        "The hardware differs: the published figures are of {}, these are of the system this study ran on. The ratio is measured here over published; for latency and run time, below 1 is faster.",
-        baseline.system
-    )];
+    let mut notes = vec![
+        format!("From {}: {}.", baseline.brief, baseline.source),
+        format!(
+            "The hardware differs: the published figures are of {}, these are of the system this study ran on. The ratio is measured here over published; for latency and run time, below 1 is faster.",
+            baseline.system
+        ),
+    ];
     if !baseline.note.is_empty() {
         notes.push(baseline.note.clone());
     }
     Beside {
-        heading: format!(
-            "Published figures: {} ({}; {})",
-            baseline.name, baseline.brief, baseline.source
-        ),
+        heading: format!("Published figures: {}", baseline.name),
         notes,
         table: Table { columns, rows },
     }
@@ -399,7 +399,7 @@ wording = "Run Time"
         assert_eq!(show(FigureUnit::Milliseconds, 314.0), "0.000314 ms");
         assert_eq!(show(FigureUnit::Percent, 0.075), "7.50%");
         assert!(
-            b.notes[0].starts_with("The hardware differs"),
+            b.notes[1].starts_with("The hardware differs"),
             "{:?}",
             b.notes
         );

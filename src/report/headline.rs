@@ -77,7 +77,7 @@ pub struct Headline {
 }
 
 const STORAGE: &str = "Storage";
-const FILE_SERVER: &str = "File server";
+pub const FILE_SERVER: &str = "File server";
 const KEY_VALUE: &str = "Key-value";
 const YCSB: &str = "YCSB";
 const OTHER: &str = "Throughput";

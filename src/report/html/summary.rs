@@ -50,7 +50,16 @@ fn headline_tables(h: &mut String, hl: &Headline) {
         let _ = writeln!(h, "<h4>{}</h4>", esc(title));
         h.push_str(&table_html(&t, "headline"));
     }
-    h.push_str("<p class=\"meta\">IOPS, ops/s: operations per second of measured time (repetitions combined); MB/s: 10<sup>6</sup> bytes per second; MiB/s: 2<sup>20</sup> bytes per second (IOmeter 2006's MBps); p99 and mean: service latency. A file server's figures are the total of its shares (IOPS and bytes per second added, the mean over all their operations). The full tables per workload follow.</p>\n");
+    let file_server = hl.sections.iter().any(|s| s.title == headline::FILE_SERVER);
+    h.push_str("<p class=\"meta\">IOPS, ops/s: operations per second of measured time (repetitions combined); MB/s: 10<sup>6</sup> bytes per second; ");
+    if file_server {
+        h.push_str("MiB/s: 2<sup>20</sup> bytes per second (IOmeter 2006's MBps); ");
+    }
+    h.push_str("p99 and mean: service latency. ");
+    if file_server {
+        h.push_str("A file server's figures are the total of its shares (IOPS and bytes per second added, the mean over all their operations). ");
+    }
+    h.push_str("The full tables per workload follow.</p>\n");
 }
 
 /// The brief's published figures beside the measured ones, when the study names a baseline
