@@ -449,14 +449,7 @@ wording = "Run Time"
             reported_rate_ops: 480.0,
             moving_averages: Vec::new(),
         });
-        let run = StoredRun {
-            folder: std::path::PathBuf::new(),
-            summary: s,
-            system: None,
-            study_text: None,
-            plan: None,
-            timeline: Default::default(),
-        };
+        let run = StoredRun::of_summary(s);
         let h = Headline {
             sections: Vec::new(),
             compared_with: None,

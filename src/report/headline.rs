@@ -607,14 +607,7 @@ mod tests {
             t.kinds.insert(kind.into(), k);
         }
         s.targets = vec![t];
-        StoredRun {
-            folder: std::path::PathBuf::from("/nonexistent"),
-            summary: s,
-            system: None,
-            study_text: None,
-            plan: None,
-            timeline: Default::default(),
-        }
+        StoredRun::of_summary(s)
     }
 
     #[test]

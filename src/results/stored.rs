@@ -47,6 +47,19 @@ pub struct StoredRun {
 }
 
 impl StoredRun {
+    /// A run of `summary` alone (no folder, plan or timeline): for tests of what reads runs.
+    #[cfg(test)]
+    pub fn of_summary(summary: RunSummary) -> StoredRun {
+        StoredRun {
+            folder: PathBuf::new(),
+            summary,
+            system: None,
+            study_text: None,
+            plan: None,
+            timeline: Timeline::default(),
+        }
+    }
+
     /// The resolved workload of the target at `index` (from the plan), if stored.
     pub fn workload_json(&self, index: usize) -> Option<&serde_json::Value> {
         workload_json(self.plan.as_ref(), index)

@@ -473,14 +473,8 @@ mod tests {
         let mut s = crate::results::comparison::tests::summary(4, "w", &[], &[("a", 1000.0, 5)]);
         s.warmup_seconds = 2.0;
         s.measured_seconds = 2.25;
-        let run = StoredRun {
-            folder: std::path::PathBuf::new(),
-            summary: s,
-            system: None,
-            study_text: None,
-            plan: None,
-            timeline: parse_timeline(&new_style()),
-        };
+        let mut run = StoredRun::of_summary(s);
+        run.timeline = parse_timeline(&new_style());
         let mut h = String::new();
         timeline_chart(&mut h, &run, &["a".to_string()]);
         let measured = path_points(&h, "series");

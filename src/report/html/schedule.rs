@@ -282,14 +282,8 @@ mod tests {
             reported_rate_ops: 1000.0,
             moving_averages: Vec::new(),
         });
-        let run = StoredRun {
-            folder: std::path::PathBuf::new(),
-            summary: s,
-            system: None,
-            study_text: None,
-            plan: None,
-            timeline: parse_timeline(&new_style()),
-        };
+        let mut run = StoredRun::of_summary(s);
+        run.timeline = parse_timeline(&new_style());
         let mut h = String::new();
         schedule_section(&mut h, &[run]);
         let total = h
