@@ -17,6 +17,9 @@
 #   scripts/fileservers.sh export DIR PATH [DEVICE]  node A serves PATH as /export (DEVICE:
 #                                       mounted at PATH in the node's own mount namespace first)
 #   scripts/fileservers.sh nfs-netns DIR  the namespace of the node serving NFS now
+#   scripts/fileservers.sh nfs-answers DIR  exit 0 when the export answers at the node's address
+#   scripts/fileservers.sh ha-monitor DIR [DETECT_S]  Pacemaker's part: watches the serving
+#                                       node; once it is lost, DETECT_S (0) later, failover
 #
 # The client LAN: a bridge on the host (10.214.Y.1/24), five client network namespaces on it
 # (client1..client5 at 10.214.Y.11..15) and the NFS node (10.214.Y.2, after a failover too).
@@ -48,7 +51,7 @@ START_TIMEOUT=60 # seconds each server gets to answer
 SMB_USER=storlab
 
 usage() {
-  sed -n '6,19p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '6,22p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -60,6 +63,8 @@ cmd_install() {
 # characters).
 ns_name() { echo "storlab-nfs-$(dir_hash "$1" 8)"; }
 veth_host() { echo "slnfs$(dir_hash "$1" 8)"; }
+# Node B's (after a failover).
+veth_host_b() { echo "slnfb$(dir_hash "$1" 8)"; }
 # The client LAN's bridge, and client N's namespace.
 lan_bridge() { echo "slbr$(dir_hash "$1" 8)"; }
 client_ns() { echo "storlab-cl-$(dir_hash "$1" 8)-$2"; }
@@ -295,11 +300,18 @@ start_ganesha() {
 }
 
 # Stops Ganesha and rpcbind on node A and, after a failover, node B: every process in their
-# namespaces (this script's own), and the namespaces, which removes their veth links.
+# namespaces (this script's own), the namespaces and their host links (a namespace that
+# killed servers' TCP connections keep alive would keep them).
 stop_ganesha() {
-  local ns
+  local ns a b
   ns="$(ns_name "$1")"
-  netns_teardown "namespace $ns" "" "" "$ns" "" "${ns}-b" ""
+  a="$(veth_host "$1")"
+  b="$(veth_host_b "$1")"
+  netns_teardown "namespace $ns" "" "" "$ns" "$a" "${ns}-b" "$b" || return 1
+  local v
+  for v in "${a}l" "${b}l"; do
+    if link_exists "$v"; then ip link del "$v" 2>/dev/null || ! link_exists "$v" || return 1; fi
+  done
 }
 
 stop_all() {
@@ -398,12 +410,14 @@ cmd_failover() {
   ns="$(cat "$root/netns")"
   x="$(cat "$root/subnet")"
   # The other node: B after A, A after B.
-  local ns_b veth_b
+  local ns_b veth_b veth_a
   if [ "$ns" = "$(ns_name "$dir")" ]; then
     ns_b="${ns}-b"
-    veth_b="slnfb$(dir_hash "$dir" 8)"
+    veth_a="$(veth_host "$dir")"
+    veth_b="$(veth_host_b "$dir")"
   else
     ns_b="$(ns_name "$dir")"
+    veth_a="$(veth_host_b "$dir")"
     veth_b="$(veth_host "$dir")"
   fi
   # The lock: no script takes the subnet while it is on no link.
@@ -411,6 +425,13 @@ cmd_failover() {
   t="$(now)"
   ns_sigkill "$ns"
   ip netns del "$ns"
+  # The lost node's links go with it. Deleting its namespace's name is not enough: TCP
+  # connections its killed server left behind (data unacknowledged by the clients, its links
+  # down) keep the namespace, and with it the link and the address, alive for minutes.
+  local v
+  for v in "$veth_a" "${veth_a}l"; do
+    ip link del "$v" 2>/dev/null || true
+  done
   local i
   for ((i = 0; i < 50; i++)); do
     host_has_addr "10.213.$x.1" || break
@@ -489,6 +510,37 @@ cmd_nfs_netns() {
   cat "$dir/nfs/netns"
 }
 
+# Exit 0 when the serving node's first export answers at its address (a probe for a wait-for).
+cmd_nfs_answers() {
+  local dir root probe=export1
+  dir="$(resolve_dir "${1:-}")"
+  root="$dir/nfs"
+  [ -r "$root/url" ] || die "no NFS node under $dir"
+  [ ! -r "$root/probe-export" ] || probe="$(cat "$root/probe-export")"
+  timeout 5 nfs-ls "$(cat "$root/url")/$probe?version=3" >/dev/null 2>&1
+}
+
+# What Pacemaker and Corosync do for the RAID brief's two nodes: watch the node that serves
+# (every 0.1 s: a node whose namespace has no process left is lost, as a node that stopped
+# answering the heartbeat), then, DETECT_S seconds later (the heartbeat's timeout and fencing
+# on real nodes; 0 by default), fail the export over to the other node (`failover`: it mounts
+# the array and serves the same export at the same address). Goes on watching the new node;
+# runs until stopped (a study's `start` event: storlab stops it when the step ends).
+cmd_ha_monitor() {
+  local dir detect="${2:-0}" ns
+  dir="$(resolve_dir "${1:-}")"
+  [ -r "$dir/nfs/netns" ] || die "no NFS node under $dir"
+  while true; do
+    ns="$(cat "$dir/nfs/netns")"
+    if [ -z "$(ns_pids "$ns")" ]; then
+      log "ha-monitor: node $ns lost; failover in $detect s"
+      sleep "$detect"
+      cmd_failover "$dir" >/dev/null || die "ha-monitor: the failover from $ns failed"
+    fi
+    sleep 0.1
+  done
+}
+
 case "${1:-}" in
 install) cmd_install ;;
 start) cmd_start "${2:-}" ;;
@@ -499,5 +551,7 @@ restart-nfs) cmd_restart_nfs "${2:-}" ;;
 start-node) cmd_start_node "${2:-}" ;;
 export) cmd_export "$@" ;;
 nfs-netns) cmd_nfs_netns "${2:-}" ;;
+nfs-answers) cmd_nfs_answers "${2:-}" ;;
+ha-monitor) cmd_ha_monitor "${2:-}" "${3:-}" ;;
 *) usage ;;
 esac
