@@ -12,6 +12,14 @@
 #                                       serving node (its namespace), serve the same exports at
 #                                       the same address from the other (a new namespace)
 #   scripts/fileservers.sh restart-nfs DIR  start Ganesha (and rpcbind) again on its node
+#   scripts/fileservers.sh start-node DIR   the RAID study's NFS node A alone: its namespace and
+#                                       link (address known, nothing served yet), DIR/env.sh
+#   scripts/fileservers.sh export DIR PATH [DEVICE]  node A serves PATH as /export (DEVICE:
+#                                       mounted at PATH in the node's own mount namespace first)
+#   scripts/fileservers.sh nfs-netns DIR  the namespace of the node serving NFS now
+#   scripts/fileservers.sh nfs-answers DIR  exit 0 when the export answers at the node's address
+#   scripts/fileservers.sh ha-monitor DIR [DETECT_S]  Pacemaker's part: watches the serving
+#                                       node; once it is lost, DETECT_S (0) later, failover
 #
 # The client LAN: a bridge on the host (10.214.Y.1/24), five client network namespaces on it
 # (client1..client5 at 10.214.Y.11..15) and the NFS node (10.214.Y.2, after a failover too).
@@ -43,7 +51,7 @@ START_TIMEOUT=60 # seconds each server gets to answer
 SMB_USER=storlab
 
 usage() {
-  sed -n '6,14p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '6,22p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -55,6 +63,8 @@ cmd_install() {
 # characters).
 ns_name() { echo "storlab-nfs-$(dir_hash "$1" 8)"; }
 veth_host() { echo "slnfs$(dir_hash "$1" 8)"; }
+# Node B's (after a failover).
+veth_host_b() { echo "slnfb$(dir_hash "$1" 8)"; }
 # The client LAN's bridge, and client N's namespace.
 lan_bridge() { echo "slbr$(dir_hash "$1" 8)"; }
 client_ns() { echo "storlab-cl-$(dir_hash "$1" 8)-$2"; }
@@ -177,28 +187,35 @@ make_node() {
   local ns="$1" veth="$2" x="$3" dir="$4"
   ip netns add "$ns"
   veth_to_host "$ns" "$veth" "${veth}n" "10.213.$x.1/30" "10.213.$x.2/30"
-  lan_attach "$dir" "$ns" "${veth}l" "10.214.$(cat "$dir/lan/subnet").2"
+  # The RAID study's node (start-node) has no client LAN.
+  [ ! -r "$dir/lan/subnet" ] || lan_attach "$dir" "$ns" "${veth}l" "10.214.$(cat "$dir/lan/subnet").2"
 }
 
 # run_ganesha NS ROOT: rpcbind and Ganesha in namespace NS, serving ROOT/ganesha.conf, both in
 # a mount namespace of their own with a private /run: rpcbind locks /run/rpcbind.lock and
 # Ganesha registers through /run/rpcbind.sock, so two nodes (two DIRs) never meet there.
+# With ROOT/mount ("DEVICE PATH", written by `export`), the node first mounts DEVICE at PATH
+# in that mount namespace: the node imports the storage it serves, and when its processes
+# die (a power-off) the mount goes with the namespace.
 run_ganesha() {
-  local ns="$1" root="$2"
+  local ns="$1" root="$2" device="" path=""
+  [ ! -r "$root/mount" ] || read -r device path <"$root/mount"
   # Both daemonize; they are found again as the processes of the namespace (stop_ganesha).
   ip netns exec "$ns" unshare --mount --propagation private sh -c '
     mount -t tmpfs -o mode=755 storlab-run /run && mkdir -p /run/rpcbind || exit 1
+    if [ -n "$2" ]; then mount "$2" "$3" || { echo "mount $2 $3 failed"; exit 1; }; fi
     rpcbind -w || { echo "rpcbind did not start"; exit 1; }
     exec ganesha.nfsd -f "$1/ganesha.conf" -L "$1/ganesha.log" -p "$1/ganesha.pid" -N NIV_EVENT
-  ' sh "$root" >"$root/ganesha.out" 2>&1 ||
+  ' sh "$root" "$device" "$path" >"$root/ganesha.out" 2>&1 ||
     fail_server NFS-Ganesha "$root/ganesha.log" "rpcbind or ganesha.nfsd failed to start in namespace $ns (output: $root/ganesha.out)"
 }
 
-# wait_nfs ROOT ADDR: until the first export answers.
+# wait_nfs ROOT ADDR: until the first export (ROOT/probe-export, default export1) answers.
 wait_nfs() {
-  local root="$1" addr="$2" i
+  local root="$1" addr="$2" i probe=export1
+  [ ! -r "$root/probe-export" ] || probe="$(cat "$root/probe-export")"
   for ((i = 0; i < START_TIMEOUT * 10; i++)); do
-    if nfs-ls "nfs://$addr/export1?version=3" >/dev/null 2>&1; then
+    if nfs-ls "nfs://$addr/$probe?version=3" >/dev/null 2>&1; then
       return 0
     fi
     if [ "$i" -gt 30 ] && ! alive "$(pidfile_pid "$root/ganesha.pid")"; then
@@ -209,23 +226,11 @@ wait_nfs() {
   fail_server NFS-Ganesha "$root/ganesha.log" "did not answer on $addr within ${START_TIMEOUT}s"
 }
 
-start_ganesha() {
-  local dir="$1" root="$1/nfs" i
-  command -v ganesha.nfsd >/dev/null || die "NFS: ganesha.nfsd missing: run scripts/fileservers.sh install"
-  is_root || die "NFS: creating the network namespace for rpcbind and Ganesha needs root"
-  local ns x
-  ns="$(ns_name "$dir")"
-  mkdir -p "$root/recovery"
-  echo "$ns" >"$root/netns"
-  netns_lock
-  x="$(free_octet 10.213 "NFS: no free 10.213.X.0/30 for the namespace link")"
-  echo "$x" >"$root/subnet"
-  make_node "$ns" "$(veth_host "$dir")" "$x" "$dir"
-  netns_unlock
-  local addr="10.213.$x.2"
-  {
-    cat <<EOF
-# storlab scripts/fileservers.sh: inside network namespace $ns ($addr)
+# ganesha_conf_head NS ADDR ROOT: Ganesha's core settings (NFSv3 and v4 over TCP, no grace
+# period, recovery state under ROOT).
+ganesha_conf_head() {
+  cat <<EOF
+# storlab scripts/fileservers.sh: inside network namespace $1 ($2)
 NFS_CORE_PARAM {
   Protocols = 3, 4;
   NFS_Port = 2049;
@@ -237,17 +242,19 @@ NFS_CORE_PARAM {
 NFSV4 {
   Graceless = true;
   RecoveryBackend = fs;
-  RecoveryRoot = "$root/recovery";
+  RecoveryRoot = "$3/recovery";
 }
 NFS_KRB5 { Active_krb5 = false; }
 EOF
-    for ((i = 1; i <= SHARES; i++)); do
-      mkdir -p "$root/export$i"
-      cat <<EOF
+}
+
+# ganesha_export ID PATH PSEUDO: one read-write export (VFS FSAL, no root squash).
+ganesha_export() {
+  cat <<EOF
 EXPORT {
-  Export_Id = $i;
-  Path = "$root/export$i";
-  Pseudo = "/export$i";
+  Export_Id = $1;
+  Path = "$2";
+  Pseudo = "$3";
   Access_Type = RW;
   Squash = No_Root_Squash;
   Protocols = 3, 4;
@@ -256,19 +263,55 @@ EXPORT {
   FSAL { Name = VFS; }
 }
 EOF
+}
+
+# start_node DIR: NFS node A, its namespace and link (on a free 10.213.X.0/30), nothing
+# running in it yet; ROOT/netns, ROOT/subnet and ROOT/url say where it is.
+start_node() {
+  local dir="$1" root="$1/nfs" ns x
+  command -v ganesha.nfsd >/dev/null || die "NFS: ganesha.nfsd missing: run scripts/fileservers.sh install"
+  is_root || die "NFS: creating the network namespace for rpcbind and Ganesha needs root"
+  ns="$(ns_name "$dir")"
+  mkdir -p "$root/recovery"
+  echo "$ns" >"$root/netns"
+  netns_lock
+  x="$(free_octet 10.213 "NFS: no free 10.213.X.0/30 for the namespace link")"
+  echo "$x" >"$root/subnet"
+  make_node "$ns" "$(veth_host "$dir")" "$x" "$dir"
+  netns_unlock
+  echo "nfs://10.213.$x.2" >"$root/url"
+}
+
+start_ganesha() {
+  local dir="$1" root="$1/nfs" i
+  start_node "$dir"
+  local ns addr
+  ns="$(cat "$root/netns")"
+  addr="10.213.$(cat "$root/subnet").2"
+  {
+    ganesha_conf_head "$ns" "$addr" "$root"
+    for ((i = 1; i <= SHARES; i++)); do
+      mkdir -p "$root/export$i"
+      ganesha_export "$i" "$root/export$i" "/export$i"
     done
   } >"$root/ganesha.conf"
   run_ganesha "$ns" "$root"
   wait_nfs "$root" "$addr"
-  echo "nfs://$addr" >"$root/url"
 }
 
 # Stops Ganesha and rpcbind on node A and, after a failover, node B: every process in their
-# namespaces (this script's own), and the namespaces, which removes their veth links.
+# namespaces (this script's own), the namespaces and their host links (a namespace that
+# killed servers' TCP connections keep alive would keep them).
 stop_ganesha() {
-  local ns
+  local ns a b
   ns="$(ns_name "$1")"
-  netns_teardown "namespace $ns" "" "" "$ns" "" "${ns}-b" ""
+  a="$(veth_host "$1")"
+  b="$(veth_host_b "$1")"
+  netns_teardown "namespace $ns" "" "" "$ns" "$a" "${ns}-b" "$b" || return 1
+  local v
+  for v in "${a}l" "${b}l"; do
+    if link_exists "$v"; then ip link del "$v" 2>/dev/null || ! link_exists "$v" || return 1; fi
+  done
 }
 
 stop_all() {
@@ -367,12 +410,14 @@ cmd_failover() {
   ns="$(cat "$root/netns")"
   x="$(cat "$root/subnet")"
   # The other node: B after A, A after B.
-  local ns_b veth_b
+  local ns_b veth_b veth_a
   if [ "$ns" = "$(ns_name "$dir")" ]; then
     ns_b="${ns}-b"
-    veth_b="slnfb$(dir_hash "$dir" 8)"
+    veth_a="$(veth_host "$dir")"
+    veth_b="$(veth_host_b "$dir")"
   else
     ns_b="$(ns_name "$dir")"
+    veth_a="$(veth_host_b "$dir")"
     veth_b="$(veth_host "$dir")"
   fi
   # The lock: no script takes the subnet while it is on no link.
@@ -380,6 +425,13 @@ cmd_failover() {
   t="$(now)"
   ns_sigkill "$ns"
   ip netns del "$ns"
+  # The lost node's links go with it. Deleting its namespace's name is not enough: TCP
+  # connections its killed server left behind (data unacknowledged by the clients, its links
+  # down) keep the namespace, and with it the link and the address, alive for minutes.
+  local v
+  for v in "$veth_a" "${veth_a}l"; do
+    ip link del "$v" 2>/dev/null || true
+  done
   local i
   for ((i = 0; i < 50; i++)); do
     host_has_addr "10.213.$x.1" || break
@@ -409,6 +461,86 @@ cmd_restart_nfs() {
   wait_nfs "$root" "$(sed 's|nfs://||' "$root/url")"
 }
 
+# The RAID study's NFS node A: its namespace and address, nothing served until `export` (the
+# array it serves is made during the study). DIR/env.sh: STORLAB_RAID_NODE_SERVER (nfs://ADDR),
+# STORLAB_RAID_NODE_DIR, STORLAB_RAID_NODE_SCRIPT. `stop DIR` removes it (and node B).
+cmd_start_node() {
+  local dir
+  dir="$(resolve_dir "${1:-}")"
+  stop_all "$dir" quiet || die "could not stop the file servers left in $dir"
+  rm -rf "$dir/samba" "$dir/nfs" "$dir/lan"
+  trap 'rc=$?; if [ "$rc" -ne 0 ]; then stop_all "'"$dir"'" quiet || true; fi' EXIT
+  start_node "$dir"
+  cat >"$dir/env.sh" <<EOF
+# written by scripts/fileservers.sh start-node $dir
+export STORLAB_RAID_NODE_SERVER='$(cat "$dir/nfs/url")'
+export STORLAB_RAID_NODE_DIR='$dir'
+export STORLAB_RAID_NODE_SCRIPT='$SCRIPTS/fileservers.sh'
+EOF
+  trap - EXIT
+  log "NFS node A at $(sed 's|nfs://||' "$dir/nfs/url") (namespace $(cat "$dir/nfs/netns")), nothing served yet; source $dir/env.sh"
+}
+
+# Node A serves PATH as /export (Ganesha and rpcbind in its namespace). With DEVICE, the node
+# mounts DEVICE at PATH in its own mount namespace first (the array it imports; the host need
+# not have it mounted); after `failover`, node B mounts it again. Returns once /export answers.
+cmd_export() {
+  local dir path="${3:-}" device="${4:-}"
+  dir="$(resolve_dir "${2:-}")"
+  local root="$dir/nfs"
+  [ -r "$root/subnet" ] || die "no NFS node under $dir: run scripts/fileservers.sh start-node $dir"
+  [ -d "$path" ] || die "export: PATH '$path' is not a directory"
+  [ -z "$(ns_pids "$(cat "$root/netns")")" ] || die "node $(cat "$root/netns") already serves"
+  if [ -n "$device" ]; then echo "$device $path" >"$root/mount"; else rm -f "$root/mount"; fi
+  echo export >"$root/probe-export"
+  {
+    ganesha_conf_head "$(cat "$root/netns")" "$(sed 's|nfs://||' "$root/url")" "$root"
+    ganesha_export 1 "$path" /export
+  } >"$root/ganesha.conf"
+  run_ganesha "$(cat "$root/netns")" "$root"
+  wait_nfs "$root" "10.213.$(cat "$root/subnet").2"
+  log "node $(cat "$root/netns") serves $path${device:+ ($device mounted there)} as $(cat "$root/url")/export"
+}
+
+# The namespace of the node serving NFS now (A, or B after a failover): for a power-off event.
+cmd_nfs_netns() {
+  local dir
+  dir="$(resolve_dir "${1:-}")"
+  [ -r "$dir/nfs/netns" ] || die "no NFS node under $dir"
+  cat "$dir/nfs/netns"
+}
+
+# Exit 0 when the serving node's first export answers at its address (a probe for a wait-for).
+cmd_nfs_answers() {
+  local dir root probe=export1
+  dir="$(resolve_dir "${1:-}")"
+  root="$dir/nfs"
+  [ -r "$root/url" ] || die "no NFS node under $dir"
+  [ ! -r "$root/probe-export" ] || probe="$(cat "$root/probe-export")"
+  timeout 5 nfs-ls "$(cat "$root/url")/$probe?version=3" >/dev/null 2>&1
+}
+
+# What Pacemaker and Corosync do for the RAID brief's two nodes: watch the node that serves
+# (every 0.1 s: a node whose namespace has no process left is lost, as a node that stopped
+# answering the heartbeat), then, DETECT_S seconds later (the heartbeat's timeout and fencing
+# on real nodes; 0 by default), fail the export over to the other node (`failover`: it mounts
+# the array and serves the same export at the same address). Goes on watching the new node;
+# runs until stopped (a study's `start` event: storlab stops it when the step ends).
+cmd_ha_monitor() {
+  local dir detect="${2:-0}" ns
+  dir="$(resolve_dir "${1:-}")"
+  [ -r "$dir/nfs/netns" ] || die "no NFS node under $dir"
+  while true; do
+    ns="$(cat "$dir/nfs/netns")"
+    if [ -z "$(ns_pids "$ns")" ]; then
+      log "ha-monitor: node $ns lost; failover in $detect s"
+      sleep "$detect"
+      cmd_failover "$dir" >/dev/null || die "ha-monitor: the failover from $ns failed"
+    fi
+    sleep 0.1
+  done
+}
+
 case "${1:-}" in
 install) cmd_install ;;
 start) cmd_start "${2:-}" ;;
@@ -416,5 +548,10 @@ stop) cmd_stop "${2:-}" ;;
 status) cmd_status "${2:-}" ;;
 failover) cmd_failover "${2:-}" ;;
 restart-nfs) cmd_restart_nfs "${2:-}" ;;
+start-node) cmd_start_node "${2:-}" ;;
+export) cmd_export "$@" ;;
+nfs-netns) cmd_nfs_netns "${2:-}" ;;
+nfs-answers) cmd_nfs_answers "${2:-}" ;;
+ha-monitor) cmd_ha_monitor "${2:-}" "${3:-}" ;;
 *) usage ;;
 esac

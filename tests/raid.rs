@@ -5,7 +5,11 @@
 //! first array step's `before-step` events, measured the same way at the members' load
 //! together (as many operations in flight); the efficiency table has all four rows. Then
 //! a member fails under verified random writes (its XFS shut down), a spare replaces it while
-//! the writes go on, and the verify pass finds every acknowledged block intact.
+//! the writes go on, and the verify pass finds every acknowledged block intact. Last, the
+//! brief's node failover: node A (a network namespace, scripts/fileservers.sh start-node)
+//! mounts the array and serves it over NFS-Ganesha, loses power under verified random writes
+//! through the export, node B mounts the same members and serves the same export at the same
+//! address; the clients' outage and recovery are measured and no acknowledged write is lost.
 
 mod common;
 
@@ -70,6 +74,51 @@ impl Members {
     }
 }
 
+/// The RAID study's NFS nodes (`scripts/fileservers.sh start-node`): node A's namespace and
+/// address, nothing served until the study's step exports the array; on drop, `stop` removes
+/// node A and node B (their namespaces, and with them the array's mount in them). Declared
+/// after [`Members`], so dropped before it: the array is let go before its loops.
+struct Node {
+    dir: PathBuf,
+    env: Vec<(String, String)>,
+}
+
+fn fileservers_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/fileservers.sh")
+}
+
+impl Node {
+    fn start(dir: &Path) -> Result<Node, String> {
+        // The guard first: a half-started node is stopped too.
+        let mut node = Node {
+            dir: dir.to_path_buf(),
+            env: Vec::new(),
+        };
+        sh(&[
+            &fileservers_script().to_string_lossy(),
+            "start-node",
+            &dir.to_string_lossy(),
+        ])?;
+        let env = std::fs::read_to_string(dir.join("env.sh")).map_err(|e| e.to_string())?;
+        node.env = env
+            .lines()
+            .filter_map(|l| l.strip_prefix("export "))
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.trim_matches('\'').to_string()))
+            .collect();
+        Ok(node)
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = Command::new(fileservers_script())
+            .arg("stop")
+            .arg(&self.dir)
+            .output();
+    }
+}
+
 /// `path` is a mount point (in /proc/self/mounts).
 fn mounted(path: &Path) -> bool {
     let p = path.to_string_lossy();
@@ -80,7 +129,10 @@ fn mounted(path: &Path) -> bool {
 
 impl Drop for Members {
     fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.array_mnt).status();
+        // At the study's end only node B has the array mounted (gone with its namespace).
+        if mounted(&self.array_mnt) {
+            let _ = Command::new("umount").arg(&self.array_mnt).status();
+        }
         for l in &self.loops {
             let _ = Command::new("losetup").args(["-d", l]).status();
         }
@@ -106,6 +158,7 @@ fn raid6_efficiency_study_runs_on_btrfs_over_loop_devices() {
     }
     let lab = Lab::new();
     let members = Members::new(&lab.path().join("raid")).expect("set up the members");
+    let node = Node::start(&lab.path().join("node")).expect("start the NFS node");
     let study = Path::new(env!("CARGO_MANIFEST_DIR")).join("studies/raid-efficiency.toml");
     let mut cmd = lab.cmd();
     cmd.args(["run", &study.to_string_lossy(), "--quick"]);
@@ -113,6 +166,8 @@ fn raid6_efficiency_study_runs_on_btrfs_over_loop_devices() {
         cmd.env(format!("STORLAB_RAID_M{i}"), l);
     }
     cmd.env("STORLAB_RAID_SPARE", &members.loops[MEMBERS]);
+    // STORLAB_RAID_NODE_SERVER, _SCRIPT and _DIR: node A, where step 6 serves the array.
+    cmd.envs(node.env.iter().map(|(k, v)| (k, v)));
     cmd.env("STORLAB_RAID_MNT", &members.array_mnt);
     // Btrfs's strip is 64 KiB, whatever the brief's arrays use.
     cmd.env("STORLAB_RAID_STRIP", "64KiB");
@@ -233,9 +288,10 @@ fn raid6_efficiency_study_runs_on_btrfs_over_loop_devices() {
     // Step 4: the member failed, the spare replaced it (the rebuild timed by its wait-for),
     // and every acknowledged block read back after the run was intact.
     let failures = raid["failures"].as_array().expect("failures");
-    assert_eq!(failures.len(), 1, "{raid:#}");
+    assert_eq!(failures.len(), 2, "{raid:#}");
     let f = &failures[0];
     assert_eq!(f["step"], "array-member-failure");
+    assert_eq!(f["kind"], "member-failure");
     let events: Vec<(&str, &str)> = f["events"]
         .as_array()
         .unwrap()
@@ -302,6 +358,15 @@ fn raid6_efficiency_study_runs_on_btrfs_over_loop_devices() {
         "{verify_event:#}"
     );
 
+    // Step 6: node A lost under verified writes through its export, node B serving the same
+    // export of the same members: an outage, then successes again, and no acknowledged write
+    // lost.
+    node_failover(&failures[1]);
+    assert!(
+        stdout.contains("Node failover: array-node-failover"),
+        "{stdout}"
+    );
+
     // The report shows the table.
     let report = lab.run(&[
         "report",
@@ -322,6 +387,58 @@ fn raid6_efficiency_study_runs_on_btrfs_over_loop_devices() {
             && md.contains("Event `rebuild` (wait-for): ok"),
         "{md}"
     );
+    // In the same report as the table: the node failover, its outage and its verify pass.
+    let section = md
+        .split("### Node failover: array-node-failover")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no node failover section:\n{md}"));
+    let section = section.split("\n#").next().unwrap_or(section);
+    eprintln!("### Node failover: array-node-failover{section}");
+    assert!(
+        section.contains("Event `node-a-power-off` (power-off): ok")
+            && section.contains("Event `export-served-again` (wait-for): ok")
+            && section.contains("Recovery after `node-a-power-off` at ")
+            && section.contains(" 0 lost (acknowledged writes not found)"),
+        "{section}"
+    );
+}
+
+/// The node failover run in raid.json: node A powered off, the export answering again from
+/// node B, an outage the clients saw and their first success after it, and a verify pass
+/// through node B that found every acknowledged write.
+fn node_failover(f: &serde_json::Value) {
+    assert_eq!(f["step"], "array-node-failover", "{f:#}");
+    assert_eq!(f["kind"], "node-failover", "{f:#}");
+    assert_eq!(f["target"], "array-nfs", "{f:#}");
+    let events: Vec<(&str, &str)> = f["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["name"].as_str().unwrap(), e["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        events,
+        [("node-a-power-off", "ok"), ("export-served-again", "ok")],
+        "{f:#}"
+    );
+    let failover_s = f["events"][1]["duration-seconds"].as_f64().unwrap();
+    assert!(failover_s > 0.0, "{f:#}");
+    let r = &f["recovery"][0];
+    assert_eq!(r["event"], "node-a-power-off", "{f:#}");
+    assert!(r["outage-seconds"].as_f64().unwrap() > 0.0, "{f:#}");
+    let first = r["time-to-first-success-seconds"].as_f64();
+    assert!(first.is_some_and(|t| t > 0.0), "{f:#}");
+    // Operations succeeded after the failover: the last phase (after the export answered
+    // again) has some.
+    let phases = f["phases"].as_array().unwrap();
+    let last = phases.last().expect("phases");
+    assert!(last["ops"].as_u64().unwrap() > 0, "{f:#}");
+    let v = &f["verify"];
+    assert!(v["checked"].as_u64().unwrap() > 0, "{f:#}");
+    for class in ["lost", "torn", "misplaced", "foreign", "unreadable"] {
+        assert_eq!(v[class], 0, "{class}: {f:#}");
+    }
+    assert_eq!(v["intact"], v["checked"], "{f:#}");
 }
 
 #[test]

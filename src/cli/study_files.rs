@@ -56,7 +56,7 @@ fn raid(
 ) -> Result<(), RunError> {
     let steps = crate::results::comparison::compare_all_in_folder(study_folder, summaries);
     let mut table = crate::results::raid::table(geometry, &steps);
-    table.failures = crate::results::raid::failure::failures(&geometry.array, summaries);
+    table.failures = crate::results::raid::failure::failures(geometry, summaries);
     let path = study_folder.join("raid.json");
     crate::results::write_json_file(&path, &table)
         .map_err(|source| RunError::Results { path, source })

@@ -327,6 +327,10 @@ pub struct Geometry {
     /// How the array's threads and queue depth are set.
     #[serde(default)]
     pub array_load: ArrayLoad,
+    /// Targets that reach the array through a server (its filesystem exported over NFS by
+    /// the node that owns the array): their runs with events are node failovers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exports: Vec<String>,
 }
 
 #[cfg(test)]

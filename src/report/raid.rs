@@ -3,10 +3,12 @@
 //! (measured) | efficiency", plus the I/O-count model beside and the operations each side
 //! kept in flight, from a stored `raid.json`; below it, the rules of the theoretical column,
 //! each side's load spelled out, and a warning for every row whose loads differ; and
-//! for each run in which a member failed or a rebuild ran, the array's throughput phase by
-//! phase, the events' durations and the verify pass.
+//! for each run in which a member failed or a rebuild ran, or the node serving the array's
+//! export was lost and another took over, the throughput phase by phase, the events'
+//! durations, the outage and recovery the clients saw, and the verify pass.
 
 use crate::report::table::{Cell, Table, TableRow, render, thousands};
+use crate::results::raid::failure::FailureKind;
 use crate::results::raid::{FailureRun, Pattern, Table as RaidTable};
 
 fn figure(pattern: Pattern, rate: f64) -> Cell {
@@ -227,9 +229,17 @@ fn failure_section(f: &FailureRun) -> FailureSection {
             ],
         })
         .collect();
+    let through = match f.kind {
+        FailureKind::MemberFailure => String::new(),
+        FailureKind::NodeFailover => format!(
+            " Target `{}`: the array's filesystem through its export, served by one node, then \
+             by the other.",
+            f.target
+        ),
+    };
     let mut caption = format!(
         "Step {} (run {}), workload {}: {} IOPS over the whole run, {} failed operations. \
-         Phases split at the events, on timeline interval edges.",
+         Phases split at the events, on timeline interval edges.{through}",
         f.step,
         f.run_index,
         f.workload,
@@ -242,10 +252,18 @@ fn failure_section(f: &FailureRun) -> FailureSection {
             e.name, e.action, e.status, e.start_seconds, e.duration_seconds
         ));
     }
+    for r in &f.recovery {
+        caption.push_str(&format!(
+            "\nRecovery after `{}` {}.",
+            r.event,
+            crate::report::events::recovery_summary(r)
+        ));
+    }
     match &f.verify {
         Some(v) => caption.push_str(&format!(
-            "\nVerify pass after the run: {} blocks checked, {} intact, {} lost, {} torn, {} misplaced, \
-             {} foreign, {} unreadable; {} not checked (their last write failed).",
+            "\nVerify pass after the run: {} blocks checked, {} intact, {} lost (acknowledged \
+             writes not found), {} torn, {} misplaced, {} foreign, {} unreadable; {} not checked \
+             (their last write failed).",
             v.checked,
             v.intact,
             v.lost,
@@ -255,12 +273,11 @@ fn failure_section(f: &FailureRun) -> FailureSection {
             v.unreadable,
             v.not_checked_failed_writes
         )),
-        None => caption.push_str(
-            "\nNo verify pass: the workload did not verify its writes (verify = true).",
-        ),
+        None => caption
+            .push_str("\nNo verify pass: the workload did not verify its writes (verify = true)."),
     }
     FailureSection {
-        title: format!("Member failure and rebuild: {}", f.step),
+        title: format!("{}: {}", f.kind.title(), f.step),
         phases: Table {
             columns: columns
                 .iter()
@@ -330,6 +347,7 @@ mod tests {
                 array: "r".into(),
                 strip_bytes: Some(65536),
                 array_load: Default::default(),
+                exports: Vec::new(),
             },
             rows: vec![Row {
                 pattern: Pattern::RandomWrite,

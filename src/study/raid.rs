@@ -24,6 +24,9 @@ pub(super) struct RawRaid {
     strip_size: Option<Spanned<toml::Value>>,
     /// `"equal"` (the default) or `"as-written"`.
     array_load: Option<Spanned<String>>,
+    /// Targets that reach the array through a server (an NFS export of its filesystem).
+    #[serde(default)]
+    exports: Vec<Spanned<String>>,
 }
 
 /// The strip size: a whole number of bytes or a size text, `${VAR}` taken from the
@@ -129,6 +132,7 @@ pub(super) fn check(
             format!("`{array}` is also a member"),
         ));
     }
+    let exports = check_exports(src, raw, target_names, &members, errors);
     if let Some(level) = level
         && let Err(message) = level.check_members(raw.members.get_ref().len())
     {
@@ -143,7 +147,41 @@ pub(super) fn check(
         array: array.clone(),
         strip_bytes,
         array_load,
+        exports,
     })
+}
+
+/// `[raid] exports`: target names, neither a member nor the array itself.
+fn check_exports(
+    src: &Source<'_>,
+    raw: &RawRaid,
+    target_names: &[&String],
+    members: &[String],
+    errors: &mut Vec<StudyError>,
+) -> Vec<String> {
+    let mut exports: Vec<String> = Vec::new();
+    for e in &raw.exports {
+        let name = e.get_ref();
+        let problem = if !target_names.contains(&name) {
+            Some(format!(
+                "no target named `{name}`: exports are targets that reach the array through a \
+                 server (an nfs target on its export)"
+            ))
+        } else if members.contains(name) {
+            Some(format!("`{name}` is a member"))
+        } else if name == raw.array.get_ref() {
+            Some(format!("`{name}` is the array itself"))
+        } else if exports.contains(name) {
+            Some(format!("`{name}` is named twice"))
+        } else {
+            None
+        };
+        match problem {
+            Some(message) => errors.push(src.error(Some(e.span()), "raid.exports", message)),
+            None => exports.push(name.clone()),
+        }
+    }
+    exports
 }
 
 /// The pattern of a block workload: sequential or random, all reads or all writes.
@@ -361,5 +399,25 @@ sweep = {{ queue-depth = [2] }}
         .unwrap_err()
         .to_string();
         assert!(err.contains("raid.strip-size"), "{err}");
+    }
+
+    #[test]
+    fn exports_name_targets_that_are_neither_members_nor_the_array() {
+        let with_export = study("exports = [\"e\"]") + "\n[targets.e]\ntype = \"null\"\n";
+        let plan = crate::study::parse("s.toml", &with_export).unwrap();
+        assert_eq!(plan.raid.unwrap().exports, ["e"]);
+        for (exports, expect) in [
+            ("[\"nope\"]", "no target named `nope`"),
+            ("[\"a\"]", "`a` is a member"),
+            ("[\"r\"]", "`r` is the array itself"),
+        ] {
+            let err = crate::study::parse("s.toml", &study(&format!("exports = {exports}")))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("raid.exports") && err.contains(expect),
+                "{err}"
+            );
+        }
     }
 }

@@ -394,6 +394,7 @@ mod tests {
             array: "array".into(),
             strip_bytes: Some(128 << 10),
             array_load: Default::default(),
+            exports: Vec::new(),
         }
     }
 
@@ -486,6 +487,7 @@ mod tests {
             array: "array".into(),
             strip_bytes: None,
             array_load: Default::default(),
+            exports: Vec::new(),
         };
         let mut steps = brief_steps(&members, 1 << 20);
         steps.retain(|s| s.step != "rand-write" && s.step != "raw-rand-read");
@@ -505,6 +507,7 @@ mod tests {
             array: "array".into(),
             strip_bytes: None,
             array_load: Default::default(),
+            exports: Vec::new(),
         };
         let three: Vec<TargetPoint> = members[..3]
             .iter()
