@@ -183,6 +183,7 @@ fn the_elastic_failover_study_keeps_its_shares_survives_the_loss_and_loses_nothi
     ]);
     assert!(report.status.success(), "{:?}", text(&report));
     let html = std::fs::read_to_string(&page).unwrap();
+    common::shot::first_screen(&page, "brief-elastic-failover");
     let chart = |id: &str| -> String {
         html.split(&format!("id=\"{id}\""))
             .nth(1)

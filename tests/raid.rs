@@ -401,6 +401,26 @@ fn raid6_efficiency_study_runs_on_btrfs_over_loop_devices() {
             && section.contains(" 0 lost (acknowledged writes not found)"),
         "{section}"
     );
+    // The brief's published efficiency table beside the measured one, every figure found.
+    let published = md
+        .split("## Published figures: xinnor-xiraid-raid6")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no published figures:\n{md}"));
+    let published = published.split("\n#").next().unwrap_or(published);
+    assert!(!published.contains("not measured here"), "{published}");
+    assert!(
+        published.contains("| Sequential write (RAID efficiency) | theoretical | 64.5 GB/s |"),
+        "{published}"
+    );
+    let page = lab.path().join("raid.html");
+    let out = lab.run(&[
+        "report",
+        &study_folder.to_string_lossy(),
+        "-o",
+        page.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{:?}", text(&out));
+    common::shot::first_screen(&page, "brief-raid-efficiency");
 }
 
 /// The node failover run in raid.json: node A powered off, the export answering again from
