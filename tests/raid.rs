@@ -401,7 +401,9 @@ fn raid6_efficiency_study_runs_on_btrfs_over_loop_devices() {
             && section.contains(" 0 lost (acknowledged writes not found)"),
         "{section}"
     );
-    // The brief's published efficiency table beside the measured one, every figure found.
+    // The brief's published efficiency table after the measured one, every figure found.
+    let at = |s: &str| md.find(s).unwrap_or_else(|| panic!("no {s}:\n{md}"));
+    assert!(at("RAID efficiency") < at("## Published figures"), "{md}");
     let published = md
         .split("## Published figures: xinnor-xiraid-raid6")
         .nth(1)

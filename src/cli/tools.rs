@@ -54,7 +54,7 @@ pub(super) fn brief(args: BriefArgs) -> Result<i32> {
     let md = report::markdown::study_markdown(
         &format!("storlab brief of {}", dir_abs.display()),
         plan.description.as_deref(),
-        &report::markdown::top_markdown(&stored, previous.as_ref(), None),
+        &report::markdown::top_markdown(&stored, previous.as_ref()),
         &outcome.summaries,
         system.as_ref(),
     );

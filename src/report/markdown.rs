@@ -96,11 +96,7 @@ fn events_markdown(summaries: &[RunSummary]) -> String {
 /// What was tested (a sentence per target) and the headline tables, as Markdown: the top of
 /// every Markdown report, the same figures as the HTML's. `previous`: an earlier result's
 /// headline to put beside (its `compared_with` names it).
-pub fn top_markdown(
-    runs: &[StoredRun],
-    previous: Option<&Headline>,
-    baseline: Option<&Baseline>,
-) -> String {
+pub fn top_markdown(runs: &[StoredRun], previous: Option<&Headline>) -> String {
     let mut out = String::from("## What was tested\n\n");
     for (name, s) in crate::report::tested::sentences(runs) {
         out.push_str(&format!("- **{name}**: {s}\n"));
@@ -120,7 +116,6 @@ pub fn top_markdown(
             out.push_str(&format!("\n### {title}\n\n{}", t.markdown()));
         }
     }
-    out.push_str(&crate::report::baseline::markdown(runs, &hl, baseline));
     out.push('\n');
     out
 }
@@ -181,8 +176,11 @@ pub fn report_markdown(runs: &[StoredRun], baseline: Option<&Baseline>) -> Strin
         runs.len(),
         if runs.len() == 1 { "" } else { "s" }
     ));
-    out.push_str(&top_markdown(runs, None, baseline));
+    out.push_str(&top_markdown(runs, None));
     raid_markdown(&mut out, runs);
+    // The study's own tables first, the brief's published figures after them.
+    let hl = crate::report::headline::of_runs(runs);
+    out.push_str(&crate::report::baseline::markdown(runs, &hl, baseline));
     callouts_and_warnings(&mut out, &summaries, &groups);
     for g in &groups {
         workload_markdown(&mut out, g, &summaries);

@@ -248,8 +248,10 @@ fn summary_section(
     {
         let _ = write!(h, "<p>{}</p>", esc(&d));
     }
-    summary::top(h, runs, previous, baseline);
+    let hl = summary::top(h, runs, previous);
     raid_tables(h, runs);
+    // The study's own tables first, the brief's published figures after them.
+    summary::published(h, runs, &hl, baseline);
     let all_callouts: Vec<(&str, &str)> = groups
         .iter()
         .flat_map(|g| {

@@ -12,13 +12,9 @@ use crate::report::model::Group;
 use crate::report::svg::esc;
 use crate::results::stored::StoredRun;
 
-/// What was tested and the headline table.
-pub fn top(
-    h: &mut String,
-    runs: &[StoredRun],
-    previous: Option<&Headline>,
-    baseline: Option<&crate::model::baseline::Baseline>,
-) {
+/// What was tested and the headline table; returns the headline (the published figures,
+/// [`published`], are set beside it after the study's own tables).
+pub fn top(h: &mut String, runs: &[StoredRun], previous: Option<&Headline>) -> Headline {
     h.push_str("<h3>What was tested</h3><ul class=\"tested\">\n");
     for (name, s) in crate::report::tested::sentences(runs) {
         let _ = writeln!(h, "<li><b>{}</b>: {}</li>", esc(&name), esc(&s));
@@ -32,8 +28,7 @@ pub fn top(
     if !hl.is_empty() {
         headline_tables(h, &hl);
     }
-    // A study with no headline figure (a rate schedule's) may still name a brief's.
-    published(h, runs, &hl, baseline);
+    hl
 }
 
 /// The headline's tables and their note.
@@ -63,8 +58,8 @@ fn headline_tables(h: &mut String, hl: &Headline) {
 }
 
 /// The brief's published figures beside the measured ones, when the study names a baseline
-/// or one is given.
-fn published(
+/// or one is given (a study with no headline figure, a rate schedule's, may still name one).
+pub fn published(
     h: &mut String,
     runs: &[StoredRun],
     hl: &Headline,
