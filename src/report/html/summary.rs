@@ -44,7 +44,7 @@ pub fn top(
         let _ = writeln!(h, "<h4>{}</h4>", esc(title));
         h.push_str(&table_html(&t, "headline"));
     }
-    h.push_str("<p class=\"meta\">IOPS, ops/s: operations per second of measured time (repetitions combined); MB/s: 10<sup>6</sup> bytes per second; MiB/s: 2<sup>20</sup> bytes per second (IOmeter 2006's MBps); p99 and mean: service latency. A file server's figures are the total of its shares (IOPS and bytes per second added, the mean over all their operations). The full tables per workload follow.</p>\n");
+    h.push_str("<p class=\"meta\">IOPS, ops/s: operations per second of measured time (repetitions combined); MB/s: 10<sup>6</sup> bytes per second; MiB/s: 2<sup>20</sup> bytes per second (IOmeter 2006's MBps); p99 and mean: service latency. A file server's figures are the total of its shares (IOPS and bytes per second added, the mean over all their operations). The full tables per workload are in the appendix.</p>\n");
     published(h, runs, &hl, baseline);
 }
 
