@@ -481,10 +481,12 @@ fn png_charts_are_written() {
     assert!(out.status.success(), "{}", text(&out).1);
     let bars = std::fs::read(dir.join("bars-0.png")).unwrap();
     assert_eq!(&bars[1..4], b"PNG");
-    // Per workload: bars and latency against ops/s; one percentile chart for the one kind
-    // (random block I/O); and a timeline per run.
+    // Per workload: bars and latency against ops/s and its runs' timelines as small
+    // multiples; one percentile chart for the one kind (random block I/O); and a timeline per
+    // run full size.
     let n = std::fs::read_dir(&dir).unwrap().count();
-    assert_eq!(n, 2 * 2 + 1 + 5, "PNG files");
+    assert_eq!(n, 2 * 3 + 1 + 5, "PNG files");
+    assert!(dir.join("timelines-0.png").exists() && dir.join("timeline-1.png").exists());
 }
 
 #[test]

@@ -369,9 +369,12 @@ fn poppler_available() -> bool {
 
 /// `storlab brief --quick` as a new user sees it: the headline table on the first screen
 /// (saved as `<target dir>/artifacts/brief.png`), no chart for a single value, latency
-/// percentiles on a log axis, a colour per target; printed to PDF (A4) no chart is cut across
-/// pages and nothing runs past the right margin, and the pages render. The checks are shown
-/// to catch a cut chart and an overflowing line on a page made to have both.
+/// percentiles on a log axis, a colour per target, each warning said once, the appendix
+/// collapsed; printed to PDF (A4) it is short (the body, everything before the first heading
+/// that starts with "Appendix", at most 6 pages, the whole at most 12, as the published
+/// briefs), the appendix printed and last, no chart is cut across pages and nothing runs past
+/// the right margin, and the pages render. The checks are shown to catch a cut chart, an
+/// overflowing line and a long body on a page made to have all three.
 #[test]
 fn brief_reads_well_on_screen_and_printed() {
     if !chromium_available() || !poppler_available() {
@@ -410,6 +413,21 @@ fn brief_reads_well_on_screen_and_printed() {
         );
     }
     assert!(html.find("Appendix: what each step ran").unwrap() > headline);
+    // A warning is said once: in the summary's box, not again beside each workload.
+    let repeated = print::repeated_warnings(&html);
+    assert!(repeated.is_empty(), "warnings said twice: {repeated:#?}");
+    // The appendix, after every figure, is collapsed on screen once the page has loaded.
+    let appendix = html
+        .find("<details class=\"appendix\"")
+        .expect("the appendix");
+    assert!(html.rfind("class=\"workload\"").unwrap() < appendix);
+    let shown = &dom[dom
+        .find("<details class=\"appendix\"")
+        .expect("the appendix")..];
+    assert!(
+        !shown[..shown.find('>').unwrap()].contains("open"),
+        "the appendix is open on screen"
+    );
     print::no_single_value_chart(&html);
     print::one_colour_per_target(&html);
     screenshot_sized(&page, "brief", "1280,1000");
@@ -420,6 +438,25 @@ fn brief_reads_well_on_screen_and_printed() {
     print::print_to_pdf(CHROMIUM, &page, &pdf);
     let pages = print::pages(&pdf);
     assert!(pages.len() >= 2, "{} pages", pages.len());
+    // Short: the body at most 6 pages, the whole at most 12; the appendix printed, last.
+    let (body, whole) = print::body_and_whole(&pages);
+    eprintln!("printed: body {body} pages, whole {whole}");
+    assert!(body <= 6, "the body prints to {body} pages (at most 6)");
+    assert!(
+        whole <= 12,
+        "the brief prints to {whole} pages (at most 12)"
+    );
+    assert!(body < whole, "no appendix heading in the PDF");
+    let appendix_text: Vec<&str> = pages[body..]
+        .iter()
+        .flat_map(|p| p.words.iter().map(|w| w.text.as_str()))
+        .collect();
+    for word in ["disclosure", "Efficiency", "Study"] {
+        assert!(
+            appendix_text.contains(&word),
+            "{word} not printed in the appendix"
+        );
+    }
     let charts = print::charts(&html);
     assert!(charts.len() >= 5, "{charts:?}");
     let cut = print::cut_charts(&pages, &charts);
@@ -448,13 +485,18 @@ fn brief_reads_well_on_screen_and_printed() {
     std::fs::write(
         &bad,
         format!(
-            "<!DOCTYPE html><html><head><style>@page{{size:A4;margin:12mm}}body{{margin:0}}th{{white-space:nowrap}}</style></head><body><div style=\"height:300px\">top</div>{tall}<table><tr>{wide}</tr></table></body></html>"
+            "<!DOCTYPE html><html><head><style>@page{{size:A4;margin:12mm}}body{{margin:0}}th{{white-space:nowrap}}</style></head><body><div style=\"height:300px\">top</div>{tall}<table><tr>{wide}</tr></table><div style=\"height:12000px\">long</div><h2>Appendix: the end</h2><p>last</p></body></html>"
         ),
     )
     .unwrap();
     let bad_pdf = lab.path().join("bad.pdf");
     print::print_to_pdf(CHROMIUM, &bad, &bad_pdf);
     let bad_pages = print::pages(&bad_pdf);
+    let (bad_body, bad_whole) = print::body_and_whole(&bad_pages);
+    assert!(
+        bad_body > 6 && bad_whole == bad_pages.len() && bad_body <= bad_whole,
+        "the long body was not counted: {bad_body} of {bad_whole} pages"
+    );
     let cut = print::cut_charts(&bad_pages, &charts[..1]);
     assert_eq!(cut.len(), 1, "the cut chart was not caught");
     let over = print::overflow(&bad_pages, &print::table_headers(&wide));

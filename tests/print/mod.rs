@@ -110,9 +110,51 @@ pub fn render_pages(pdf: &Path, dir: &Path) -> usize {
         .count()
 }
 
-/// Each chart of the HTML: (title, its lowest text), both as the PDF shows them (words).
+/// The HTML without what is not printed: elements of class `noprint` (a `<section>`, `<div>`
+/// or `<span>`; not nested in one of their own kind) and closed `<details>` other than the
+/// appendix (`<details class="appendix"`, which the page opens for printing).
+pub fn printed(html: &str) -> String {
+    let mut shown = String::new();
+    let mut rest = html;
+    loop {
+        let next = ["<section", "<div", "<span", "<details"]
+            .iter()
+            .filter_map(|tag| {
+                let mut from = 0;
+                while let Some(i) = rest[from..].find(tag) {
+                    let at = from + i;
+                    let open = &rest[at..at + rest[at..].find('>').unwrap_or(0)];
+                    let hidden = if *tag == "<details" {
+                        !open.contains("class=\"appendix\"") && !open.contains(" open")
+                    } else {
+                        open.contains("class=\"noprint") || open.contains(" noprint\"")
+                    };
+                    if hidden {
+                        return Some((at, *tag));
+                    }
+                    from = at + tag.len();
+                }
+                None
+            })
+            .min_by_key(|(at, _)| *at);
+        let Some((at, tag)) = next else {
+            shown.push_str(rest);
+            return shown;
+        };
+        shown.push_str(&rest[..at]);
+        let close = format!("</{}>", &tag[1..]);
+        rest = match rest[at..].find(&close) {
+            Some(j) => &rest[at + j + close.len()..],
+            None => "",
+        };
+    }
+}
+
+/// Each chart of the HTML as printed (see [`printed`]): (title, its lowest text), both as the
+/// PDF shows them (words).
 pub fn charts(html: &str) -> Vec<(String, String)> {
-    html.split("<svg ")
+    printed(html)
+        .split("<svg ")
         .skip(1)
         .filter(|c| c.contains("class=\"chart\""))
         .map(|c| {
@@ -173,20 +215,10 @@ pub fn cut_charts(pages: &[Page], charts: &[(String, String)]) -> Vec<String> {
     cut
 }
 
-/// Column headers of the HTML's tables as printed (those inside a closed `<details>` are not
-/// printed and left out).
+/// Column headers of the HTML's tables as printed (see [`printed`]: those on screen only or
+/// inside a closed `<details>` are left out).
 pub fn table_headers(html: &str) -> Vec<String> {
-    let mut shown = String::new();
-    let mut rest = html;
-    while let Some(i) = rest.find("<details") {
-        shown.push_str(&rest[..i]);
-        rest = match rest[i..].find("</details>") {
-            Some(j) => &rest[i + j..],
-            None => "",
-        };
-    }
-    shown.push_str(rest);
-    shown
+    printed(html)
         .split("<th>")
         .skip(1)
         .map(|t| unescape(t.split("</th>").next().unwrap()))
@@ -273,4 +305,40 @@ pub fn one_colour_per_target(html: &str) {
             None => seen.push((series, fill)),
         }
     }
+}
+
+/// The pages of the body and of the whole: the body ends at the first line that begins with
+/// "Appendix" (a heading: the appendix's own are the only lines that do); the page it is on
+/// counts as the body's unless the line opens that page. No such line: the body is the whole.
+pub fn body_and_whole(pages: &[Page]) -> (usize, usize) {
+    for (pi, p) in pages.iter().enumerate() {
+        for (i, w) in p.words.iter().enumerate() {
+            let line_start = i == 0 || (p.words[i - 1].y_min - w.y_min).abs() > 2.0;
+            if line_start && w.text.starts_with("Appendix") {
+                return (if i == 0 { pi } else { pi + 1 }, pages.len());
+            }
+        }
+    }
+    (pages.len(), pages.len())
+}
+
+/// The items of the page's warning boxes (`<div class="warning"`) said more than once.
+pub fn repeated_warnings(html: &str) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
+    let mut repeated = Vec::new();
+    for b in html.split("<div class=\"warning\"").skip(1) {
+        let b = &b[..b.find("</div>").unwrap_or(b.len())];
+        for li in b.split("<li>").skip(1) {
+            let text = li.split("</li>").next().unwrap_or("").to_string();
+            if text.starts_with("<details") {
+                continue;
+            }
+            if seen.contains(&text) {
+                repeated.push(text);
+            } else {
+                seen.push(text);
+            }
+        }
+    }
+    repeated
 }

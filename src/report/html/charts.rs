@@ -17,9 +17,10 @@ use crate::results::summary::{EventStatus, RunSummary};
 /// Intervals in a timeline's moving average.
 pub const MOVING_AVERAGE_INTERVALS: usize = 5;
 
-/// The bar chart and the latency against throughput chart of a group. A group with a single
-/// point (one run of one target, nothing swept) gets neither: one value is a table row, not a
-/// chart. `targets`: every target name in report order (a target keeps its colour).
+/// The bar chart and the latency against throughput chart of a group, side by side (each in a
+/// `div.fig` of the caller's `div.figs` grid). A group with a single point (one run of one
+/// target, nothing swept) gets neither: one value is a table row, not a chart. `targets`:
+/// every target name in report order (a target keeps its colour).
 pub fn workload_charts(h: &mut String, gi: usize, g: &Group, targets: &[String]) {
     if g.points.len() >= 2 {
         comparison_charts(h, gi, g, targets);
@@ -48,7 +49,9 @@ fn comparison_charts(h: &mut String, gi: usize, g: &Group, targets: &[String]) {
             format!("{:.0}% higher", (c.value - 1.0) * 100.0)
         },
     });
-    h.push_str(&svg::bar_chart(
+    h.push_str("<div class=\"fig\">");
+    h.push_str(&svg::bar_chart_w(
+        svg::HALF_WIDTH,
         &format!("bars-{gi}"),
         &format!("{}: ops/s by {}{rep_note}", g.step, x_label),
         &x_label,
@@ -59,6 +62,7 @@ fn comparison_charts(h: &mut String, gi: usize, g: &Group, targets: &[String]) {
         hl.as_ref(),
         &colors,
     ));
+    h.push_str("</div>\n");
     // Latency against throughput.
     let max_p99 = g
         .points
@@ -94,7 +98,9 @@ fn comparison_charts(h: &mut String, gi: usize, g: &Group, targets: &[String]) {
             color: Some(colors[si]),
         })
         .collect();
-    h.push_str(&svg::line_chart(
+    h.push_str("<div class=\"fig\">");
+    h.push_str(&svg::line_chart_w(
+        svg::HALF_WIDTH,
         &format!("latency-{gi}"),
         &format!("{}: p99 latency against ops/s{rep_note}", g.step),
         "operations per second",
@@ -118,6 +124,7 @@ fn comparison_charts(h: &mut String, gi: usize, g: &Group, targets: &[String]) {
             "<p class=\"meta\">Lower and farther right is better; labels: the swept value.</p>\n",
         );
     }
+    h.push_str("</div>\n");
 }
 
 /// The HDR latency percentile curves of a group's runs, one per run and target: (target,
@@ -247,6 +254,13 @@ pub fn percentile_section(
         return;
     }
     h.push_str("<section id=\"percentiles\"><h2>Latency percentiles</h2><p class=\"meta\">Service latency by percentile from the HDR histograms of the measured intervals, on a logarithmic latency axis; workloads of one kind on one chart.</p>\n");
+    // Two charts side by side; one alone has the page's width.
+    let (width, fig) = if kinds.len() == 1 {
+        (svg::FULL_WIDTH, "<div class=\"fig wide\">")
+    } else {
+        (svg::HALF_WIDTH, "<div class=\"fig\">")
+    };
+    let mut figs = String::new();
     for (ki, (kind, gs)) in kinds.iter().enumerate() {
         let mut curves: Vec<(String, Series)> = Vec::new();
         for g in gs {
@@ -291,7 +305,9 @@ pub fn percentile_section(
             .fold(0.0, f64::max);
         let (div, unit) = svg::latency_unit(max_ns);
         let steps: Vec<&str> = gs.iter().map(|g| g.step.as_str()).collect();
-        h.push_str(&svg::line_chart(
+        figs.push_str(fig);
+        figs.push_str(&svg::line_chart_w(
+            width,
             &format!("percentiles-{ki}"),
             &format!("{kind}: latency by percentile ({})", steps.join(", ")),
             "percentile",
@@ -304,8 +320,9 @@ pub fn percentile_section(
             &[],
             Some(0.0),
         ));
+        figs.push_str("</div>\n");
     }
-    h.push_str("</section>\n");
+    let _ = writeln!(h, "<div class=\"figs\">{figs}</div></section>");
 }
 
 /// The run's events as vertical marks: a study event with its name, action and status (one
@@ -378,6 +395,44 @@ pub fn run_shades(s: &RunSummary) -> Vec<Shade> {
 /// warm-up, apart from the measured curve; the moving average starts where measurement starts.
 pub fn timeline_chart(h: &mut String, r: &StoredRun, colors: &[String]) {
     let s = &r.summary;
+    let series = timeline_series(r, colors);
+    let id = format!("timeline-{}", s.run_index);
+    let title = format!(
+        "run {}: {} [{}] ops/s per interval",
+        s.run_index,
+        s.step,
+        params_text(&s.parameters)
+    );
+    if series.is_empty() {
+        let _ = writeln!(
+            h,
+            "<p class=\"warning\">{}: no timeline stored.</p>",
+            esc(&title)
+        );
+        return;
+    }
+    let marks = event_marks(s, true);
+    let shades = run_shades(s);
+    h.push_str(&svg::line_chart(
+        &id,
+        &title,
+        "seconds from the start of measurement",
+        "operations per second",
+        1.0,
+        &series,
+        XAxis::Linear,
+        YAxis::Linear,
+        &marks,
+        &shades,
+        None,
+    ));
+}
+
+/// A run's timeline curves, one per target: each interval's ops/s at its end (measured, and
+/// the warm-up apart), the moving average from the start of measurement. Empty when the run
+/// stored no timeline. `colors`: every target name in report order.
+pub fn timeline_series(r: &StoredRun, colors: &[String]) -> Vec<Series> {
+    let s = &r.summary;
     let interval_s = r.interval_seconds();
     let mut series = Vec::new();
     for t in &s.targets {
@@ -412,36 +467,7 @@ pub fn timeline_chart(h: &mut String, r: &StoredRun, colors: &[String]) {
             color: colors.iter().position(|n| *n == t.name),
         });
     }
-    let id = format!("timeline-{}", s.run_index);
-    let title = format!(
-        "run {}: {} [{}] ops/s per interval",
-        s.run_index,
-        s.step,
-        params_text(&s.parameters)
-    );
-    if series.is_empty() {
-        let _ = writeln!(
-            h,
-            "<p class=\"warning\">{}: no timeline stored.</p>",
-            esc(&title)
-        );
-        return;
-    }
-    let marks = event_marks(s, true);
-    let shades = run_shades(s);
-    h.push_str(&svg::line_chart(
-        &id,
-        &title,
-        "seconds from the start of measurement",
-        "operations per second",
-        1.0,
-        &series,
-        XAxis::Linear,
-        YAxis::Linear,
-        &marks,
-        &shades,
-        None,
-    ));
+    series
 }
 
 #[cfg(test)]

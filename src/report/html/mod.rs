@@ -9,8 +9,10 @@
 //! on load that every chart drew something and marks the page (`data-charts`) for the browser
 //! test.
 
+pub mod appendix;
 pub mod charts;
 pub mod disclosure;
+pub mod multiples;
 pub mod schedule;
 pub mod summary;
 pub mod tables;
@@ -22,7 +24,6 @@ use crate::model::baseline::Baseline;
 use crate::report::headline::Headline;
 use crate::report::model::{self, Group};
 use crate::report::svg::esc;
-use crate::report::table::{points_table, results_table};
 use crate::results::comparison::RunFigures;
 use crate::results::redact;
 use crate::results::stored::StoredRun;
@@ -42,12 +43,22 @@ svg.chart{max-width:100%;height:auto;display:block;margin:12px 0;break-inside:av
 table.headline td:first-child{white-space:nowrap}h4{margin:14px 0 4px}
 pre{background:#f6f6f6;border:1px solid #ddd;padding:8px;font-size:12px;overflow-x:auto;white-space:pre-wrap;overflow-wrap:anywhere}
 dl{display:grid;grid-template-columns:max-content auto;gap:2px 14px;font-size:13px}dt{font-weight:bold}dd{margin:0;overflow-wrap:anywhere}
+.figs{display:grid;grid-template-columns:1fr 1fr;gap:0 18px;align-items:start}.figs>.wide{grid-column:1/-1}
+.workloads{display:grid;grid-template-columns:1fr 1fr;gap:0 18px}.workloads>section{grid-column:1/-1}.workloads>section[data-half]{grid-column:auto}
+section[data-half] .figs{grid-template-columns:1fr}.fig p.meta{font-size:12px}
+.fig svg.chart{margin:6px 0}.fig p.meta{margin:0 0 6px}section.workload h2{margin-top:22px}.warned{margin:4px 0;font-size:13px}
+details.appendix>summary{cursor:pointer}details.appendix>summary>h2{display:inline-block;margin:28px 0 6px}
 @page{size:A4;margin:12mm}
 @media print{body{max-width:none;margin:0;padding:0;font-size:11px}h2{break-after:avoid;page-break-after:avoid}h3,h4{break-after:avoid}
+h2{font-size:16px;margin-top:16px}section.workload h2{margin-top:12px}p{margin:4px 0}
 section{page-break-inside:auto}.noprint{display:none}
-table,tr,svg.chart,.warning{break-inside:avoid;page-break-inside:avoid}
+table,tr,svg.chart,.warning,.fig{break-inside:avoid;page-break-inside:avoid}
 table{font-size:9px;max-width:100%}th,td{padding:2px 4px}td{overflow-wrap:anywhere}th{word-break:keep-all;overflow-wrap:normal}td.n{white-space:normal}
-svg.chart{width:100%;max-width:100%;height:auto}
+svg.chart{width:100%;max-width:100%;height:auto}.fig svg.chart{margin:2px 0}
+details.appendix{break-before:page}details.appendix table{break-inside:auto}details.appendix>summary>h2{margin-top:0}
+details.appendix>summary{list-style:none}details.appendix>summary::-webkit-details-marker{display:none}
+details.appendix::details-content{content-visibility:visible;display:contents}
+details.appendix dl,details.appendix pre{font-size:8.5px}details.appendix table{font-size:8px}
 details>*{display:block}details{display:block}}
 "#;
 
@@ -55,6 +66,13 @@ details>*{display:block}details{display:block}}
 /// with a length); marks the page with `data-charts` and reports empty charts on the console.
 pub const SCRIPT: &str = r#"
 (function(){
+  // The appendix is collapsed on screen: opened for printing, closed after; opened while its
+  // charts are checked (a closed one draws nothing).
+  var appendix=document.querySelectorAll('details.appendix');
+  function setOpen(open){appendix.forEach(function(d){if(open){if(!d.open){d.open=true;d.dataset.printOpened='1';}}else if(d.dataset.printOpened){d.open=false;delete d.dataset.printOpened;}});}
+  window.addEventListener('beforeprint',function(){setOpen(true);});
+  window.addEventListener('afterprint',function(){setOpen(false);});
+  setOpen(true);
   var charts=document.querySelectorAll('svg.chart');var empty=[];
   charts.forEach(function(c){
     var marks=c.querySelectorAll('rect.bar,circle.pt,path.series');var ok=false;
@@ -63,6 +81,7 @@ pub const SCRIPT: &str = r#"
       if(drawn){ok=true;}});
     if(!ok){empty.push(c.id);}
   });
+  setOpen(false);
   document.body.setAttribute('data-charts',empty.length?('EMPTY:'+empty.join(',')):('OK:'+charts.length));
   if(empty.length){console.error('storlab report: empty charts: '+empty.join(', '));}
 })();
@@ -180,19 +199,28 @@ pub fn report_html_compared(
             names.push(t.name.clone());
         }
     }
-    // Per workload, then the latency percentiles of the workloads of each kind together.
+    // Per workload its charts and its runs' timelines, then the latency percentiles of the
+    // workloads of each kind together.
+    if !groups.is_empty() {
+        let _ = writeln!(
+            h,
+            "<p class=\"meta\" id=\"figures-note\">Per workload: ops/s by the swept value or target and p99 latency against ops/s (when there is more than one point), and each run's operations per second interval by interval, per target, as small plots on the same axes (each interval's operations over its real length; dashed: moving average over {} intervals from the start of measurement; the warm-up shaded, its intervals dotted, in no figure; vertical lines: events). Every table is in the appendix.</p>",
+            charts::MOVING_AVERAGE_INTERVALS
+        );
+    }
+    h.push_str("<div class=\"workloads\">\n");
     for (gi, g) in groups.iter().enumerate() {
         workload_section(&mut h, gi, g, runs, &names);
     }
+    h.push_str("</div>\n");
     charts::percentile_section(&mut h, &groups, runs, &names);
     steady_section(&mut h, &summaries);
     events_section(&mut h, &summaries);
     crate::report::verify::html_section(&mut h, &summaries.iter().collect::<Vec<_>>());
-    timelines_section(&mut h, runs, &names);
 
-    // Appendix: what each step ran, then the disclosure.
-    summary::steps_appendix(&mut h, &groups, runs);
-    disclosure::disclosure(&mut h, runs);
+    // Appendix, collapsed on screen and printed last: the tables, what each step ran, the
+    // disclosure.
+    appendix::appendix(&mut h, &groups, runs, &names);
 
     let _ = write!(h, "<script>{SCRIPT}</script>\n</body></html>\n");
     redact(&h)
@@ -308,7 +336,13 @@ fn warnings_box(h: &mut String, warnings: &[String]) {
     h.push_str("<div class=\"warning\" id=\"warnings\"><b>Warnings: read these before the figures.</b><ul>\n");
     const SHOWN_PER_KIND: usize = 3;
     let mut kinds: Vec<(String, Vec<&String>)> = Vec::new();
+    let mut seen: Vec<&String> = Vec::new();
     for w in warnings {
+        // A warning is said once.
+        if seen.contains(&w) {
+            continue;
+        }
+        seen.push(w);
         let kind = warning_kind(w);
         match kinds.iter_mut().find(|(k, _)| *k == kind) {
             Some((_, list)) => list.push(w),
@@ -402,71 +436,48 @@ fn events_section(h: &mut String, summaries: &[RunSummary]) {
     h.push_str("</section>\n");
 }
 
-/// Each run's timeline of operations per second.
-fn timelines_section(h: &mut String, runs: &[StoredRun], names: &[String]) {
-    let _ = writeln!(
-        h,
-        "<section id=\"timelines\"><h2>Timelines</h2><p>Operations per second, interval by interval, per target (all operation kinds), each interval's operations over its real length (the last, partial one too); dashed: moving average over {} intervals, from the start of measurement; shaded: warm-up, its intervals dotted when the run recorded them (they enter no figure); vertical marks: events.</p>",
-        charts::MOVING_AVERAGE_INTERVALS
-    );
-    for r in runs {
-        charts::timeline_chart(h, r, names);
-    }
-    h.push_str("</section>\n");
-}
-
 /// The `description = "..."` line of a study file.
 fn study_description(text: &str) -> Option<String> {
     let v: toml::Value = toml::from_str(text).ok()?;
     v.get("description")?.as_str().map(str::to_string)
 }
 
+/// A workload's body: its charts side by side and its runs' timelines as small multiples;
+/// when a run of it has a warning, a pointer to the summary's warnings (said once, there).
+/// Its tables are in the appendix.
 fn workload_section(h: &mut String, gi: usize, g: &Group, runs: &[StoredRun], names: &[String]) {
+    // A workload of one run and no chart (its one small plot) takes half the page's width,
+    // beside the next one like it.
+    let half = g.points.len() < 2 && g.runs.len() == 1;
     let _ = writeln!(
         h,
-        "<section class=\"workload\" id=\"workload-{gi}\"><h2>Workload: {}</h2>",
+        "<section class=\"workload\"{} id=\"workload-{gi}\"><h2>Workload: {}</h2>",
+        if half { " data-half" } else { "" },
         esc(&g.step)
     );
-    let in_group: Vec<&StoredRun> = g.runs.iter().map(|i| &runs[*i]).collect();
-    if let Some(warn) = group_warnings(&in_group) {
-        h.push_str(&warn);
+    let with_warning: Vec<String> = g
+        .runs
+        .iter()
+        .map(|&i| &runs[i].summary)
+        .filter(|s| !model::warnings(std::slice::from_ref(*s)).is_empty())
+        .map(|s| s.run_index.to_string())
+        .collect();
+    if !with_warning.is_empty() {
+        let _ = writeln!(
+            h,
+            "<p class=\"warned\"><a href=\"#warnings\">See the warnings</a> for run{} {}.</p>",
+            if with_warning.len() == 1 { "" } else { "s" },
+            with_warning.join(", ")
+        );
     }
-    h.push_str(&tables::table_html(
-        &results_table(in_group.iter().map(|r| &r.summary), false),
-        "results",
-    ));
-    for r in &in_group {
-        for l in crate::report::table::ycsb_lines(&r.summary) {
-            let _ = write!(
-                h,
-                "<p class=\"ycsb\">run {}: {}</p>",
-                r.summary.run_index,
-                esc(&l)
-            );
-        }
-    }
-    h.push_str("<p class=\"meta\">ops/s: successful operations per second of measured time; MB/s: 10<sup>6</sup> bytes per second; latency: service time (submission to completion), HDR histograms, 3 significant digits.</p>\n");
-    if let Some(t) = points_table(g) {
-        h.push_str("<h3>Repetitions combined</h3><p class=\"meta\">Each point: its repetitions' histograms added (ops/s: all operations over all measured time); min and max: the repetitions' own figures, never averaged into the point's.</p>");
-        h.push_str(&tables::table_html(&t, "points"));
-    }
+    h.push_str("<div class=\"figs\">");
     charts::workload_charts(h, gi, g, names);
-    tables::efficiency_table(h, g, runs);
-    h.push_str("</section>\n");
-}
-
-fn group_warnings(runs: &[&StoredRun]) -> Option<String> {
-    let summaries: Vec<_> = runs.iter().map(|r| r.summary.clone()).collect();
-    let w = model::warnings(&summaries);
-    if w.is_empty() {
-        return None;
-    }
-    let mut s = String::from("<div class=\"warning\"><b>Warning for these results:</b><ul>");
-    for x in w {
-        let _ = write!(s, "<li>{}</li>", esc(&x));
-    }
-    s.push_str("</ul></div>\n");
-    Some(s)
+    multiples::timeline_multiples(h, gi, g, runs, names);
+    let _ = writeln!(
+        h,
+        "</div><p class=\"meta noprint\"><a href=\"#detail-{gi}\">Tables of {}</a> in the appendix.</p></section>",
+        esc(&g.step)
+    );
 }
 
 #[cfg(test)]
@@ -486,6 +497,48 @@ mod tests {
             warning_kind("run 4 (y): CPU-bound: 90%")
         );
         assert_eq!(warning_kind("no run prefix"), "no run prefix");
+    }
+
+    /// The warning of run 2 is said once, in the summary's box; its workload points there.
+    /// The tables and the full-size timelines are in the appendix, after the small multiples.
+    #[test]
+    fn a_warning_is_said_once_and_the_tables_are_in_the_appendix() {
+        let mut runs = multiples::tests::two_runs();
+        runs[1]
+            .summary
+            .warnings
+            .push("CPU-bound: a test warning".into());
+        let h = report_html(&runs);
+        assert_eq!(h.matches("CPU-bound: a test warning").count(), 1, "{h}");
+        assert!(h.contains("See the warnings</a> for run 2."));
+        let appendix = h.find("<details class=\"appendix\"").expect("an appendix");
+        let at = |s: &str| h.find(s).unwrap_or_else(|| panic!("{s} missing"));
+        assert!(at("id=\"warnings\"") < at("id=\"timelines-0\""));
+        assert!(at("id=\"timelines-0\"") < appendix);
+        for in_appendix in [
+            "<table class=\"results\"",
+            "<table class=\"efficiency\"",
+            "id=\"timeline-1\"",
+            "Appendix: what each step ran",
+            "Appendix: full disclosure",
+        ] {
+            assert!(
+                at(in_appendix) > appendix,
+                "{in_appendix} before the appendix"
+            );
+        }
+        // Printed last: nothing but the script after it.
+        let end = h.rfind("</details>").expect("the appendix's end");
+        assert!(end > at("Appendix: full disclosure"));
+        assert!(!h[end..].contains("<section") && !h[end..].contains("<svg"));
+    }
+
+    #[test]
+    fn identical_warnings_are_listed_once() {
+        let w = "run 1 (x): CPU-bound: 96%".to_string();
+        let mut h = String::new();
+        warnings_box(&mut h, &[w.clone(), w.clone(), "run 2 (x): other".into()]);
+        assert_eq!(h.matches(&w).count(), 1, "{h}");
     }
 
     #[test]

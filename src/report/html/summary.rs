@@ -54,7 +54,7 @@ fn headline_tables(h: &mut String, hl: &Headline) {
     if file_server {
         h.push_str("A file server's figures are the total of its shares (IOPS and bytes per second added, the mean over all their operations). ");
     }
-    h.push_str("The full tables per workload follow.</p>\n");
+    h.push_str("The full tables per workload are in the appendix.</p>\n");
 }
 
 /// The brief's published figures beside the measured ones, when the study names a baseline

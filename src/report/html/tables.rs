@@ -52,7 +52,7 @@ pub fn table_html(t: &Table, class: &str) -> String {
 
 /// Client efficiency per run, and each series' ops/s as a share of the best at each point.
 pub fn efficiency_table(h: &mut String, g: &Group, runs: &[StoredRun]) {
-    h.push_str("<h3>Efficiency</h3><table class=\"efficiency\"><thead><tr><th>run</th><th>parameters</th><th>ops/s (all targets)</th><th>client CPUs busy</th><th>ops/s per client CPU</th><th>busiest worker on CPU</th></tr></thead><tbody>\n");
+    h.push_str("<h4>Efficiency</h4><table class=\"efficiency\"><thead><tr><th>run</th><th>parameters</th><th>ops/s (all targets)</th><th>client CPUs busy</th><th>ops/s per client CPU</th><th>busiest worker on CPU</th></tr></thead><tbody>\n");
     for &ri in &g.runs {
         let s = &runs[ri].summary;
         let per_cpu = if s.client.cpu_cores_used > 0.0 {

@@ -72,7 +72,39 @@ pub fn line_chart(
     shades: &[Shade],
     x_min: Option<f64>,
 ) -> String {
-    let width = 720.0;
+    line_chart_w(
+        FULL_WIDTH,
+        id,
+        title,
+        x_label,
+        y_label,
+        y_div,
+        series,
+        x_axis,
+        y_axis_kind,
+        marks,
+        shades,
+        x_min,
+    )
+}
+
+/// [`line_chart`] `width` units wide ([`FULL_WIDTH`]; [`HALF_WIDTH`] for one of two side by
+/// side, its text as large on the page).
+#[allow(clippy::too_many_arguments)]
+pub fn line_chart_w(
+    width: f64,
+    id: &str,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    y_div: f64,
+    series: &[Series],
+    x_axis: XAxis,
+    y_axis_kind: YAxis,
+    marks: &[Mark],
+    shades: &[Shade],
+    x_min: Option<f64>,
+) -> String {
     let names: Vec<String> = series.iter().map(|s| s.name.clone()).collect();
     let mut notes = Vec::new();
     if series.iter().any(|s| !s.dashed.is_empty()) {
@@ -96,7 +128,7 @@ pub fn line_chart(
         20.0,
         title,
         "middle",
-        14.0,
+        title_size(width, title),
         r#" font-weight="bold""#,
     );
     let colors: Vec<usize> = series

@@ -13,10 +13,25 @@
 mod line;
 mod stacked;
 
-pub use line::{Mark, Series, Shade, XAxis, YAxis, line_chart, moving_average, nines_label};
+pub use line::{
+    Mark, Series, Shade, XAxis, YAxis, line_chart, line_chart_w, moving_average, nines_label,
+};
 pub use stacked::{Band, stacked_chart};
 
 use std::fmt::Write;
+
+/// A chart's width in SVG units when it has the page's width to itself.
+pub const FULL_WIDTH: f64 = 720.0;
+/// A chart's width when it shares the page's width with another beside it: drawn narrower, so
+/// that its text prints as large as a full-width chart's.
+pub const HALF_WIDTH: f64 = 480.0;
+
+/// The title's font size: 14, smaller when the title would not fit `width` (a bold character
+/// taken as 0.64 of the size wide), so that it is never clipped.
+pub fn title_size(width: f64, title: &str) -> f64 {
+    let chars = title.chars().count().max(1) as f64;
+    ((width - 16.0) / (0.64 * chars)).clamp(8.0, 14.0)
+}
 
 /// Okabe-Ito colours: distinguishable with colour blindness and in greyscale print.
 pub const PALETTE: [&str; 8] = [
@@ -439,7 +454,26 @@ pub fn bar_chart(
     highlight: Option<&Highlight>,
     colors: &[usize],
 ) -> String {
-    let width = 720.0_f64.max(90.0 + x_values.len() as f64 * (series.len() as f64 * 18.0 + 24.0));
+    bar_chart_w(
+        FULL_WIDTH, id, title, x_label, y_label, x_values, series, value, highlight, colors,
+    )
+}
+
+/// [`bar_chart`] at least `width` units wide (see [`line_chart_w`]); wider when its bars need it.
+#[allow(clippy::too_many_arguments)]
+pub fn bar_chart_w(
+    width: f64,
+    id: &str,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    x_values: &[String],
+    series: &[String],
+    value: impl Fn(&str, &str) -> Option<f64>,
+    highlight: Option<&Highlight>,
+    colors: &[usize],
+) -> String {
+    let width = width.max(90.0 + x_values.len() as f64 * (series.len() as f64 * 18.0 + 24.0));
     let legend_h = 16.0 * legend_layout(series, width - 90.0, None).len() as f64;
     let mut svg = Svg::new(width, 344.0 + legend_h);
     let fr = Frame {
@@ -453,7 +487,7 @@ pub fn bar_chart(
         20.0,
         title,
         "middle",
-        14.0,
+        title_size(width, title),
         r#" font-weight="bold""#,
     );
     let colors: Vec<usize> = (0..series.len())
