@@ -234,6 +234,22 @@ fn rocksdb_scaling_study_report_renders_in_chromium() {
     // Per step (load, readrandom, readwhilewriting): bars and p99 against ops/s; the three
     // db_bench steps' percentile curves overlaid on one chart.
     assert!(n > 3 * 2, "only {n} charts");
+    // The brief's highlighted points beside the measured ones, each drive's on its target.
+    let published = html
+        .split("id=\"published\"")
+        .nth(1)
+        .expect("the published figures");
+    let published = published.split("</table>").next().unwrap();
+    assert!(!published.contains("not measured here"), "{published}");
+    for (drive, figure) in [
+        ("Micron 7500", "616,344 ops/s"),
+        ("Competitor A", "388,751 ops/s"),
+    ] {
+        assert!(
+            published.contains(drive) && published.contains(figure),
+            "{drive}: {published}"
+        );
+    }
     screenshot(&page, "rocksdb-scaling-full");
     screenshot_sized(&page, "rocksdb-scaling", "1280,1000");
     let html = std::fs::read_to_string(&page).unwrap();
