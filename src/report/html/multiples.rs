@@ -298,20 +298,8 @@ fn cell_axes(
 /// A cell's shades, marks and curves, inside its plot group.
 fn draw_cell(svg: &mut Svg, fr: Frame, xs: Scale, ys: Scale, c: &Cell) {
     for sh in &c.shades {
-        let (xa, xb) = (xs.map(sh.from), xs.map(sh.to));
-        svg.rect(
-            xa,
-            fr.y,
-            (xb - xa).max(1.0),
-            fr.h,
-            sh.fill,
-            &format!(
-                r#" class="{}" data-from="{}" data-to="{}""#,
-                sh.class,
-                num_attr(sh.from),
-                num_attr(sh.to)
-            ),
-        );
+        let xa = xs.map(sh.from);
+        svg::shade_rect(svg, fr, xs, sh);
         if sh.class != "shade" {
             svg.text(
                 xa + 2.0,

@@ -290,20 +290,8 @@ fn x_scale(
 /// Shaded x ranges behind the curves (warm-up, recoveries), each labelled at its bottom left.
 fn shade_ranges(svg: &mut Svg, fr: Frame, xs: Scale, shades: &[Shade]) {
     for (i, sh) in shades.iter().enumerate() {
-        let (xa, xb) = (xs.map(sh.from), xs.map(sh.to));
-        svg.rect(
-            xa,
-            fr.y,
-            (xb - xa).max(1.0),
-            fr.h,
-            sh.fill,
-            &format!(
-                r#" class="{}" data-from="{}" data-to="{}""#,
-                sh.class,
-                num_attr(sh.from),
-                num_attr(sh.to)
-            ),
-        );
+        let xa = xs.map(sh.from);
+        super::shade_rect(svg, fr, xs, sh);
         svg.text(
             xa + 3.0,
             fr.y + fr.h - 4.0 - 12.0 * (i % 2) as f64,

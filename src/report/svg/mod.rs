@@ -265,6 +265,25 @@ impl Svg {
     }
 }
 
+/// A shaded x range (warm-up, a recovery) as a rectangle the frame's height, at least 1 unit
+/// wide, with its class and data range for the page's checks.
+pub fn shade_rect(svg: &mut Svg, fr: Frame, xs: Scale, sh: &Shade) {
+    let (xa, xb) = (xs.map(sh.from), xs.map(sh.to));
+    svg.rect(
+        xa,
+        fr.y,
+        (xb - xa).max(1.0),
+        fr.h,
+        sh.fill,
+        &format!(
+            r#" class="{}" data-from="{}" data-to="{}""#,
+            sh.class,
+            num_attr(sh.from),
+            num_attr(sh.to)
+        ),
+    );
+}
+
 /// The pixel box of a plot inside a chart.
 #[derive(Debug, Clone, Copy)]
 pub struct Frame {
