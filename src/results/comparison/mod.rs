@@ -532,6 +532,18 @@ pub(crate) mod tests {
     use super::*;
     use crate::results::histograms::{sum_measured_intervals, tests::log_of};
 
+    /// Each run's figures from its interval log (`logs[i]` is run i's), without a plan.
+    pub(crate) fn figures_of<'a>(runs: &'a [RunSummary], logs: &[Vec<u8>]) -> Vec<RunFigures<'a>> {
+        runs.iter()
+            .zip(logs)
+            .map(|(s, log)| RunFigures {
+                summary: s,
+                histograms: sum_measured_intervals(log, &[]),
+                plan: None,
+            })
+            .collect()
+    }
+
     /// A summary with one target per (name, ops/s, p99 ns), measured for one second.
     pub(crate) fn summary(
         index: usize,
@@ -671,15 +683,7 @@ pub(crate) mod tests {
         }
         assert_eq!(runs[0].targets[0].service_latency.p99_ns, 100_031);
         assert!(runs[1].targets[0].service_latency.p99_ns >= 10_000_000);
-        let figures: Vec<RunFigures> = runs
-            .iter()
-            .zip(&logs)
-            .map(|(s, log)| RunFigures {
-                summary: s,
-                histograms: sum_measured_intervals(log, &[]),
-                plan: None,
-            })
-            .collect();
+        let figures = figures_of(&runs, &logs);
         let steps = compare_all(&figures);
         let t = &steps[0].points[0].targets[0];
         assert_eq!(t.latency_from, LatencyFrom::MergedHistograms);

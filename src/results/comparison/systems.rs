@@ -179,9 +179,9 @@ pub fn has_replicas(systems: &[SystemPoint]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::results::comparison::compare_all;
     use crate::results::comparison::tests::summary;
-    use crate::results::comparison::{RunFigures, compare_all};
-    use crate::results::histograms::{sum_measured_intervals, tests::log_of};
+    use crate::results::histograms::tests::log_of;
     use crate::results::summary::{KindResult, RunSummary};
 
     /// A run of (name, type, client, ops/s, latency ns) targets, each measured one second,
@@ -241,15 +241,7 @@ mod tests {
                 log_of(&intervals)
             })
             .collect();
-        let figures: Vec<RunFigures> = runs
-            .iter()
-            .zip(&logs)
-            .map(|(s, log)| RunFigures {
-                summary: s,
-                histograms: sum_measured_intervals(log, &[]),
-                plan: None,
-            })
-            .collect();
+        let figures = crate::results::comparison::tests::figures_of(&runs, &logs);
         let steps = compare_all(&figures);
         // One server's shares: one system, its total; nothing to call out.
         let p = &steps[0].points[0];
