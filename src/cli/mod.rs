@@ -292,6 +292,10 @@ enum ResultsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Rebuild the index (results.db) from the run folders, which hold every result: after
+    /// the index was damaged or lost, or folders were copied in. The old index is kept as
+    /// results.db.replaced-TIME. Run it while no storlab writes to the folder.
+    Reindex,
 }
 
 /// Exit code when a study could not be validated or the command line is wrong.

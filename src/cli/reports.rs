@@ -4,6 +4,20 @@
 use super::*;
 
 pub(super) fn results(command: ResultsCommand, dir: &Path) -> Result<i32> {
+    if let ResultsCommand::Reindex = command {
+        let r = crate::results::reindex::reindex(dir)?;
+        println!(
+            "results.db rebuilt from {} study folders in {}: {} runs, {} incomplete (no summary.json)",
+            r.studies,
+            dir.display(),
+            r.runs,
+            r.incomplete
+        );
+        if let Some(old) = r.old_index {
+            println!("the old index is kept as {}", old.display());
+        }
+        return Ok(0);
+    }
     if !dir.join(crate::results::store::STORE_FILE).exists() {
         bail!(
             "no results store in {} (runs store their results there; set --results or STORLAB_RESULTS)",
@@ -46,6 +60,9 @@ pub(super) fn results(command: ResultsCommand, dir: &Path) -> Result<i32> {
                 })
                 .collect();
             print!("{}", report::table::render(&header, &table));
+            for r in rows.iter().filter(|r| !r.note.is_empty()) {
+                println!("{} {}: {}", r.run_id, r.status, r.note);
+            }
             Ok(0)
         }
         ResultsCommand::Show { run, json } => {
@@ -57,6 +74,7 @@ pub(super) fn results(command: ResultsCommand, dir: &Path) -> Result<i32> {
             }
             Ok(0)
         }
+        ResultsCommand::Reindex => Ok(0),
     }
 }
 

@@ -21,8 +21,7 @@ pub(super) fn write(plan: &Plan, outcome: &StudyOutcome) -> Result<(), RunError>
     // The brief's published figures the study names, kept with its results.
     if let Some(baseline) = &plan.baseline {
         let path = study_folder.join(crate::results::stored::BASELINE_FILE);
-        crate::results::write_json_file(&path, baseline)
-            .map_err(|source| RunError::Results { path, source })?;
+        crate::results::write_json_file(&path, baseline)?;
     }
     // IOmeter's result file, from the stored runs (a study of block workloads).
     let block_runs = plan
@@ -33,16 +32,18 @@ pub(super) fn write(plan: &Plan, outcome: &StudyOutcome) -> Result<(), RunError>
         let path = study_folder.join(crate::report::iometer::FILE);
         let runs = crate::results::stored::read_study_folder(study_folder)
             .map_err(|e| std::io::Error::other(e.to_string()));
-        runs.and_then(|runs| std::fs::write(&path, crate::report::iometer::iometer_csv(&runs)))
-            .map_err(|source| RunError::Results { path, source })?;
+        let runs = runs.map_err(|source| RunError::Results {
+            path: path.clone(),
+            source,
+        })?;
+        let csv = crate::report::iometer::iometer_csv(&runs);
+        crate::results::write::write_file(&path, csv.as_bytes())?;
     }
     let comparison =
         crate::results::comparison::compare_in_folder(&plan.study, study_folder, summaries);
     if !comparison.steps.is_empty() {
         let path = study_folder.join("comparison.json");
-        let text = serde_json::to_string_pretty(&comparison).map_err(std::io::Error::other);
-        text.and_then(|t| std::fs::write(&path, t + "\n"))
-            .map_err(|source| RunError::Results { path, source })?;
+        crate::results::write_json_file(&path, &comparison)?;
     }
     Ok(())
 }
@@ -58,6 +59,5 @@ fn raid(
     let mut table = crate::results::raid::table(geometry, &steps);
     table.failures = crate::results::raid::failure::failures(geometry, summaries);
     let path = study_folder.join("raid.json");
-    crate::results::write_json_file(&path, &table)
-        .map_err(|source| RunError::Results { path, source })
+    Ok(crate::results::write_json_file(&path, &table)?)
 }

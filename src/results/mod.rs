@@ -11,6 +11,7 @@ pub mod phases;
 pub mod raid;
 pub mod recovery;
 pub mod redact;
+pub mod reindex;
 pub mod schedule;
 pub mod steady;
 pub mod store;
@@ -19,12 +20,14 @@ pub mod summarize;
 pub mod summary;
 pub mod system;
 pub mod timeline;
+pub mod write;
 
 pub use redact::redact;
 
 use std::path::{Path, PathBuf};
 
 use crate::study::plan::{Plan, RunPlan};
+use write::WriteError;
 
 pub use crate::units::{rfc3339, timestamp_for_path};
 
@@ -43,19 +46,22 @@ pub fn slug(name: &str) -> String {
     if s.is_empty() { "study".into() } else { s }
 }
 
-/// Writes the study-level files: the study as given and the whole plan.
-pub fn write_study_files(folder: &Path, plan: &Plan) -> std::io::Result<()> {
-    std::fs::create_dir_all(folder)?;
-    std::fs::write(folder.join("study.toml"), redact(&plan.source_text))?;
+/// Writes the study-level files into the study's new folder: the study as given and the
+/// whole plan.
+pub fn write_study_files(folder: &Path, plan: &Plan) -> Result<(), WriteError> {
+    write::write_file(
+        &folder.join("study.toml"),
+        redact(&plan.source_text).as_bytes(),
+    )?;
     write_json_file(&folder.join("plan.json"), plan)
 }
 
-pub fn write_json_file<T: serde::Serialize>(path: &Path, value: &T) -> std::io::Result<()> {
-    let text = serde_json::to_string_pretty(value).map_err(std::io::Error::other)?;
-    // Write then rename, so a reader never sees half a file; never write a credential.
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, redact(&text) + "\n")?;
-    std::fs::rename(tmp, path)
+/// Writes `value` as JSON to `path`, whole or not at all (see [`write::write_file`]); never
+/// a credential.
+pub fn write_json_file<T: serde::Serialize>(path: &Path, value: &T) -> Result<(), WriteError> {
+    let text = serde_json::to_string_pretty(value)
+        .map_err(|e| WriteError::new(path, std::io::Error::other(e)))?;
+    write::write_file(path, (redact(&text) + "\n").as_bytes())
 }
 
 /// One run's folder.
@@ -64,16 +70,24 @@ pub struct RunFolder {
 }
 
 impl RunFolder {
-    /// Creates `run-NNN` under the study folder with the study file and this run's plan.
-    pub fn create(study_folder: &Path, run: &RunPlan, plan: &Plan) -> std::io::Result<RunFolder> {
+    /// Creates `run-NNN` under the study folder (it must not exist yet: a run's folder is
+    /// never reused) with the study file and this run's plan.
+    pub fn create(
+        study_folder: &Path,
+        run: &RunPlan,
+        plan: &Plan,
+    ) -> Result<RunFolder, WriteError> {
         let path = study_folder.join(format!("run-{:03}", run.index));
-        std::fs::create_dir_all(&path)?;
-        std::fs::write(path.join("study.toml"), redact(&plan.source_text))?;
+        write::create_new_dir(&path)?;
+        write::write_file(
+            &path.join("study.toml"),
+            redact(&plan.source_text).as_bytes(),
+        )?;
         write_json_file(&path.join("plan.json"), run)?;
         Ok(RunFolder { path })
     }
 
-    pub fn write_json<T: serde::Serialize>(&self, name: &str, value: &T) -> std::io::Result<()> {
+    pub fn write_json<T: serde::Serialize>(&self, name: &str, value: &T) -> Result<(), WriteError> {
         write_json_file(&self.path.join(name), value)
     }
 }

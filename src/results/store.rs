@@ -25,6 +25,24 @@ pub enum StoreError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error(
+        "{}: the results index is damaged; the run folders beside it hold every \
+         result: `storlab results reindex` rebuilds it from them",
+        path.display()
+    )]
+    Damaged {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+    #[error(
+        "{}: the disk is full: no room to record the run; its folder keeps what was written: \
+         `storlab results reindex` indexes it once there is room",
+        path.display()
+    )]
+    Full {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
     #[error("no run `{0}` in the results store (see `storlab results list`)")]
     NoSuchRun(String),
     #[error("run `{run}` has a summary that cannot be read: {source}")]
@@ -48,6 +66,26 @@ pub struct RunRow {
     pub started_at: String,
     pub folder: String,
     pub rate_ops: Option<f64>,
+    /// Why a run is `incomplete` (the file not written and the error).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub note: String,
+}
+
+/// A run as the store records it when it begins.
+pub struct NewRun<'a> {
+    pub run_id: &'a str,
+    pub study: &'a str,
+    pub step: &'a str,
+    pub run_index: usize,
+    pub run_count: usize,
+    pub repetition: u32,
+    /// `key=value` pairs, space-separated.
+    pub parameters: &'a str,
+    /// RFC 3339.
+    pub started_at: &'a str,
+    pub folder: &'a Path,
+    /// The storlab process that runs it (0: none).
+    pub pid: u32,
 }
 
 pub struct Store {
@@ -56,97 +94,37 @@ pub struct Store {
 }
 
 impl Store {
-    /// Opens (creating if needed) the store in a results folder.
+    /// Opens (creating if needed) the store in a results folder. Several storlab processes
+    /// may open one store at once: a database another one is creating or locking is waited
+    /// for (up to 30 s), never an error.
     pub fn open(dir: &Path) -> Result<Store, StoreError> {
         std::fs::create_dir_all(dir).map_err(|source| StoreError::Io {
             path: dir.to_path_buf(),
             source,
         })?;
-        let path = dir.join(STORE_FILE);
-        let sql = |source| StoreError::Sql {
-            path: path.clone(),
-            source,
-        };
-        let conn = Connection::open(&path).map_err(sql)?;
-        conn.busy_timeout(std::time::Duration::from_secs(10))
-            .map_err(sql)?;
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(sql)?;
-        conn.pragma_update(None, "synchronous", "NORMAL")
-            .map_err(sql)?;
-        conn.execute_batch(
-            "CREATE TABLE IF NOT EXISTS runs (
-                run_id TEXT PRIMARY KEY,
-                study TEXT NOT NULL,
-                step TEXT NOT NULL,
-                run_index INTEGER NOT NULL,
-                run_count INTEGER NOT NULL,
-                repetition INTEGER NOT NULL,
-                parameters TEXT NOT NULL,
-                status TEXT NOT NULL,
-                started_at TEXT NOT NULL,
-                ended_at TEXT,
-                folder TEXT NOT NULL,
-                pid INTEGER NOT NULL,
-                summary TEXT
-            );
-            CREATE TABLE IF NOT EXISTS events (
-                run_id TEXT NOT NULL,
-                position INTEGER NOT NULL,
-                name TEXT NOT NULL,
-                action TEXT NOT NULL,
-                status TEXT NOT NULL,
-                start_ns INTEGER NOT NULL,
-                end_ns INTEGER NOT NULL,
-                duration_seconds REAL NOT NULL,
-                exit_code INTEGER,
-                pid INTEGER,
-                detail TEXT NOT NULL,
-                stdout TEXT NOT NULL,
-                stderr TEXT NOT NULL,
-                PRIMARY KEY (run_id, position)
-            );
-            CREATE TABLE IF NOT EXISTS recovery (
-                run_id TEXT NOT NULL,
-                event TEXT NOT NULL,
-                event_seconds REAL NOT NULL,
-                interval_seconds REAL NOT NULL,
-                baseline_rate_ops REAL,
-                dip_min_rate_ops REAL,
-                dip_mean_rate_ops REAL,
-                outage_seconds REAL NOT NULL,
-                time_to_first_success_seconds REAL,
-                recovered INTEGER NOT NULL,
-                time_to_recover_seconds REAL,
-                errors_during_outage TEXT NOT NULL,
-                note TEXT NOT NULL,
-                PRIMARY KEY (run_id, event)
-            );
-            CREATE TABLE IF NOT EXISTS verify (
-                run_id TEXT NOT NULL,
-                target TEXT NOT NULL,
-                class TEXT NOT NULL,
-                blocks INTEGER NOT NULL,
-                first_offsets TEXT NOT NULL,
-                kind TEXT NOT NULL DEFAULT 'block',
-                PRIMARY KEY (run_id, target, class)
-            );",
-        )
-        .map_err(sql)?;
-        // Stores made before key-value verification: their verify rows are block ones.
-        let has_kind = conn.prepare("SELECT kind FROM verify LIMIT 0").is_ok();
-        if !has_kind {
-            conn.execute_batch("ALTER TABLE verify ADD COLUMN kind TEXT NOT NULL DEFAULT 'block'")
-                .map_err(sql)?;
+        Store::open_file(&dir.join(STORE_FILE))
+    }
+
+    /// Opens (creating if needed) the store in the database file `path`.
+    pub fn open_file(path: &Path) -> Result<Store, StoreError> {
+        let path = path.to_path_buf();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            match open_at(&path) {
+                Err(source) if is_busy(&source) && std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                Err(source) if is_damaged(&source) => {
+                    return Err(StoreError::Damaged { path, source });
+                }
+                Err(source) => return Err(store_error(&path, source)),
+                Ok(conn) => return Ok(Store { conn, path }),
+            }
         }
-        Ok(Store { conn, path })
     }
 
     fn sql(&self, source: rusqlite::Error) -> StoreError {
-        StoreError::Sql {
-            path: self.path.clone(),
-            source,
-        }
+        store_error(&self.path, source)
     }
 
     /// Records a run as started.
@@ -164,25 +142,51 @@ impl Store {
             .iter()
             .map(|(k, v)| format!("{k}={v}"))
             .collect();
+        self.insert_run(&NewRun {
+            run_id,
+            study,
+            step: &run.step,
+            run_index: run.index,
+            run_count,
+            repetition: run.repetition,
+            parameters: &params_text.join(" "),
+            started_at: &crate::results::rfc3339(started),
+            folder,
+            pid: std::process::id(),
+        })
+    }
+
+    /// Adds a run as `running`; a run id already there is an error, never replaced.
+    pub fn insert_run(&mut self, r: &NewRun) -> Result<(), StoreError> {
         self.conn
             .execute(
-                "INSERT OR REPLACE INTO runs (run_id, study, step, run_index, run_count, repetition, parameters, status, started_at, folder, pid)
+                "INSERT INTO runs (run_id, study, step, run_index, run_count, repetition, parameters, status, started_at, folder, pid)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'running', ?8, ?9, ?10)",
                 params![
-                    run_id,
-                    study,
-                    run.step,
-                    run.index as i64,
-                    run_count as i64,
-                    run.repetition,
-                    crate::results::redact(&params_text.join(" ")),
-                    crate::results::rfc3339(started),
-                    folder.to_string_lossy(),
-                    std::process::id()
+                    r.run_id,
+                    r.study,
+                    r.step,
+                    r.run_index as i64,
+                    r.run_count as i64,
+                    r.repetition,
+                    crate::results::redact(r.parameters),
+                    r.started_at,
+                    r.folder.to_string_lossy(),
+                    r.pid
                 ],
             )
             .map_err(|e| self.sql(e))?;
+        self.checkpoint();
         Ok(())
+    }
+
+    /// Copies the journal back into the database, so that the next write reuses the
+    /// journal's room from its start: marking a run incomplete on a full disk then needs no
+    /// new room. Not a result: a checkpoint that cannot run now runs later.
+    fn checkpoint(&self) {
+        let _ = self
+            .conn
+            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
     }
 
     /// Stores a run's summary and final status.
@@ -225,10 +229,28 @@ impl Store {
                     .map_err(|e| self.sql(e))?;
             }
         }
-        self.store_events(run_id, summary)
+        self.store_events(run_id, summary)?;
+        self.checkpoint();
+        Ok(())
     }
 
     /// The run's study events and recovery metrics, one row each (replacing any earlier).
+    /// Marks the run kept in `folder` `incomplete`, with what is missing: a result file
+    /// could not be written. Its folder keeps what was written.
+    pub fn mark_incomplete(&mut self, folder: &Path, note: &str) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "UPDATE runs SET status = 'incomplete', ended_at = ?2, note = ?3 WHERE folder = ?1",
+                params![
+                    folder.to_string_lossy(),
+                    crate::results::rfc3339(SystemTime::now()),
+                    note
+                ],
+            )
+            .map_err(|e| self.sql(e))?;
+        Ok(())
+    }
+
     fn store_events(&mut self, run_id: &str, summary: &RunSummary) -> Result<(), StoreError> {
         let tx = self.conn.transaction().map_err(|e| StoreError::Sql {
             path: self.path.clone(),
@@ -319,7 +341,7 @@ impl Store {
     pub fn list(&self) -> Result<Vec<RunRow>, StoreError> {
         let mut stmt = self
             .conn
-            .prepare("SELECT run_id, study, step, run_index, run_count, parameters, status, started_at, folder, pid, summary FROM runs ORDER BY started_at, run_index")
+            .prepare("SELECT run_id, study, step, run_index, run_count, parameters, status, started_at, folder, pid, summary, note FROM runs ORDER BY started_at, run_index")
             .map_err(|e| self.sql(e))?;
         let rows = stmt
             .query_map([], |r| {
@@ -344,6 +366,7 @@ impl Store {
                     started_at: r.get(7)?,
                     folder: r.get(8)?,
                     rate_ops,
+                    note: r.get::<_, Option<String>>(11)?.unwrap_or_default(),
                 })
             })
             .map_err(|e| self.sql(e))?;
@@ -383,6 +406,124 @@ impl Store {
             .map(PathBuf::from)
             .ok_or_else(|| StoreError::NoSuchRun(run.into()))
     }
+}
+
+/// Opens the database and makes its tables (the schema's changes applied to older stores).
+fn open_at(path: &Path) -> Result<Connection, rusqlite::Error> {
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(std::time::Duration::from_secs(10))?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.execute_batch(
+        "CREATE TABLE IF NOT EXISTS runs (
+                run_id TEXT PRIMARY KEY,
+                study TEXT NOT NULL,
+                step TEXT NOT NULL,
+                run_index INTEGER NOT NULL,
+                run_count INTEGER NOT NULL,
+                repetition INTEGER NOT NULL,
+                parameters TEXT NOT NULL,
+                status TEXT NOT NULL,
+                started_at TEXT NOT NULL,
+                ended_at TEXT,
+                folder TEXT NOT NULL,
+                pid INTEGER NOT NULL,
+                summary TEXT,
+                note TEXT
+            );
+            CREATE TABLE IF NOT EXISTS events (
+                run_id TEXT NOT NULL,
+                position INTEGER NOT NULL,
+                name TEXT NOT NULL,
+                action TEXT NOT NULL,
+                status TEXT NOT NULL,
+                start_ns INTEGER NOT NULL,
+                end_ns INTEGER NOT NULL,
+                duration_seconds REAL NOT NULL,
+                exit_code INTEGER,
+                pid INTEGER,
+                detail TEXT NOT NULL,
+                stdout TEXT NOT NULL,
+                stderr TEXT NOT NULL,
+                PRIMARY KEY (run_id, position)
+            );
+            CREATE TABLE IF NOT EXISTS recovery (
+                run_id TEXT NOT NULL,
+                event TEXT NOT NULL,
+                event_seconds REAL NOT NULL,
+                interval_seconds REAL NOT NULL,
+                baseline_rate_ops REAL,
+                dip_min_rate_ops REAL,
+                dip_mean_rate_ops REAL,
+                outage_seconds REAL NOT NULL,
+                time_to_first_success_seconds REAL,
+                recovered INTEGER NOT NULL,
+                time_to_recover_seconds REAL,
+                errors_during_outage TEXT NOT NULL,
+                note TEXT NOT NULL,
+                PRIMARY KEY (run_id, event)
+            );
+            CREATE TABLE IF NOT EXISTS verify (
+                run_id TEXT NOT NULL,
+                target TEXT NOT NULL,
+                class TEXT NOT NULL,
+                blocks INTEGER NOT NULL,
+                first_offsets TEXT NOT NULL,
+                kind TEXT NOT NULL DEFAULT 'block',
+                PRIMARY KEY (run_id, target, class)
+            );",
+    )?;
+    // Stores made before key-value verification: their verify rows are block ones. Stores
+    // made before `incomplete` runs: no note. (Another storlab may add a column first.)
+    add_column(&conn, "verify", "kind", "TEXT NOT NULL DEFAULT 'block'")?;
+    add_column(&conn, "runs", "note", "TEXT")?;
+    Ok(conn)
+}
+
+/// Adds a column that an older store lacks.
+fn add_column(conn: &Connection, table: &str, column: &str, decl: &str) -> rusqlite::Result<()> {
+    if conn
+        .prepare(&format!("SELECT {column} FROM {table} LIMIT 0"))
+        .is_ok()
+    {
+        return Ok(());
+    }
+    match conn.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {decl}")) {
+        Err(e) if e.to_string().contains("duplicate column") => Ok(()),
+        r => r,
+    }
+}
+
+/// SQLite's error, said as what it means for the user: a full disk (SQLITE_FULL, or no room
+/// to grow the shared-memory file of the journal: SQLITE_IOERR_SHMSIZE) or another one.
+fn store_error(path: &Path, source: rusqlite::Error) -> StoreError {
+    const SQLITE_IOERR_SHMSIZE: std::ffi::c_int = 10 | (19 << 8);
+    let full = match &source {
+        rusqlite::Error::SqliteFailure(e, _) => {
+            e.code == rusqlite::ErrorCode::DiskFull || e.extended_code == SQLITE_IOERR_SHMSIZE
+        }
+        _ => false,
+    };
+    let path = path.to_path_buf();
+    if full {
+        StoreError::Full { path, source }
+    } else {
+        StoreError::Sql { path, source }
+    }
+}
+
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}
+
+fn is_damaged(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::NotADatabase | rusqlite::ErrorCode::DatabaseCorrupt)
+    )
 }
 
 fn process_alive(pid: i64) -> bool {

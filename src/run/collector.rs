@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender};
 use std::time::{Duration, SystemTime};
@@ -17,6 +18,7 @@ use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 
 pub use crate::record::totals::{KindTotals, WorkerKindTotals, merge};
 use crate::record::{Interval, OpError, OpKind, new_histogram};
+use crate::results::write::{HDR_LOG_FILE, TIMELINE_FILE, WriteError};
 
 /// Per-target layout the collector needs.
 pub struct TargetShape {
@@ -49,7 +51,7 @@ pub struct Collected {
     /// Per worker: the shape (target, then background worker) its figures went to.
     pub worker_shape: Vec<u32>,
     pub error_samples: Vec<(u32, OpKind, OpError)>,
-    pub io_error: Option<std::io::Error>,
+    pub io_error: Option<crate::results::write::WriteError>,
     /// Per group of workers (a distributed run's ranks, see `collect`'s `worker_group`), per
     /// target, per op kind: measured totals.
     pub group_totals: Vec<Vec<Vec<Option<KindTotals>>>>,
@@ -176,6 +178,7 @@ pub fn collect<W1: Write, W2: Write>(
     keep_first(
         writeln!(sinks.timeline, "{TIMELINE_HEADER}"),
         &mut m.out.io_error,
+        TIMELINE_FILE,
     );
     let mut serializer = V2DeflateSerializer::new();
     let mut log = begin_log(
@@ -196,7 +199,9 @@ pub fn collect<W1: Write, W2: Write>(
             log.as_mut(),
             &mut on_second,
         );
-        keep_first(r, &mut m.out.io_error);
+        if let Err(e) = r {
+            m.out.io_error.get_or_insert(e);
+        }
         if let Some(metrics) = metrics {
             last_rates(&p, interval_ns, &mut m.rates);
             if snapshot {
@@ -225,18 +230,32 @@ pub fn collect<W1: Write, W2: Write>(
     }
     let mut out = m.out;
     out.steady = steady.map(|(d, _)| d);
-    keep_first(sinks.timeline.flush(), &mut out.io_error);
+    keep_first(sinks.timeline.flush(), &mut out.io_error, TIMELINE_FILE);
     drop(log);
-    keep_first(sinks.hdr_log.flush(), &mut out.io_error);
+    keep_first(sinks.hdr_log.flush(), &mut out.io_error, HDR_LOG_FILE);
     out.cpu_ns = crate::record::thread_cpu_ns().saturating_sub(cpu_at_start);
     out
 }
 
 /// Keeps the first error of the collector's writes.
-fn keep_first(r: std::io::Result<()>, slot: &mut Option<std::io::Error>) {
+fn keep_first(r: std::io::Result<()>, slot: &mut Option<WriteError>, file: &str) {
     if let Err(e) = r {
-        slot.get_or_insert(e);
+        slot.get_or_insert(WriteError::new(Path::new(file), e));
     }
+}
+
+/// The interval log writer's error as the I/O error it is (or says it is not).
+fn log_error(
+    e: hdrhistogram::serialization::interval_log::IntervalLogWriterError<
+        hdrhistogram::serialization::V2DeflateSerializeError,
+    >,
+) -> WriteError {
+    use hdrhistogram::serialization::interval_log::IntervalLogWriterError as E;
+    let source = match e {
+        E::IoError(e) => e,
+        E::SerializeError(e) => std::io::Error::other(format!("serializing a histogram: {e:?}")),
+    };
+    WriteError::new(Path::new(HDR_LOG_FILE), source)
 }
 
 type HdrLog<'a, W> =
@@ -247,7 +266,7 @@ fn begin_log<'a, W: Write>(
     hdr_log: &'a mut W,
     serializer: &'a mut V2DeflateSerializer,
     wall: SystemTime,
-    io_error: &mut Option<std::io::Error>,
+    io_error: &mut Option<WriteError>,
 ) -> Option<HdrLog<'a, W>> {
     let mut log_builder = IntervalLogWriterBuilder::new();
     log_builder
@@ -257,7 +276,7 @@ fn begin_log<'a, W: Write>(
     match log_builder.begin_log_with(hdr_log, serializer) {
         Ok(l) => Some(l),
         Err(e) => {
-            io_error.get_or_insert(e);
+            io_error.get_or_insert(WriteError::new(Path::new(HDR_LOG_FILE), e));
             None
         }
     }
@@ -420,7 +439,8 @@ fn write_second<W: Write, L: Write>(
         >,
     >,
     progress: &mut impl FnMut(Progress),
-) -> std::io::Result<()> {
+) -> Result<(), WriteError> {
+    let csv_error = |e| WriteError::new(Path::new(TIMELINE_FILE), e);
     let span_ns = p.end_ns.saturating_sub(p.start_ns).min(interval_ns);
     let reported = p
         .per_target
@@ -475,7 +495,8 @@ fn write_second<W: Write, L: Write>(
                 cpu_cores,
                 secs,
                 error_kinds_text(&kt.errors)
-            )?;
+            )
+            .map_err(csv_error)?;
             // The interval log holds measured intervals only (the warm-up's are in the
             // timeline), so that a reader merging it gets the measurement alone.
             if let Some(log) = log.as_deref_mut().filter(|_| index >= 0) {
@@ -483,11 +504,11 @@ fn write_second<W: Write, L: Write>(
                 let len = Duration::from_nanos(span_ns);
                 let tag = format!("{}.{}", shape.name.replace([' ', ',', '='], "_"), k.name());
                 log.write_histogram(&kt.service, start, len, Tag::new(&tag))
-                    .map_err(|e| std::io::Error::other(format!("{e:?}")))?;
+                    .map_err(log_error)?;
                 if let Some(h) = &kt.intended {
                     let tag = format!("{tag}.intended");
                     log.write_histogram(h, start, len, Tag::new(&tag))
-                        .map_err(|e| std::io::Error::other(format!("{e:?}")))?;
+                        .map_err(log_error)?;
                 }
             }
             if shape.background {
@@ -499,7 +520,7 @@ fn write_second<W: Write, L: Write>(
             errors += kt.error_count();
         }
     }
-    csv.flush()?;
+    csv.flush().map_err(csv_error)?;
     progress(Progress {
         index,
         rate_ops: ops as f64 / secs,

@@ -19,10 +19,9 @@ pub mod verify;
 pub mod worker;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::SystemTime;
 
 use crate::results::store::Store;
 use crate::results::summary::RunSummary;
@@ -37,7 +36,7 @@ pub(crate) const SPARES_PER_WORKER: usize = 2;
 pub enum RunError {
     #[error("target `{target}`: {source}")]
     Target { target: String, source: TargetError },
-    #[error("writing results to {path}: {source}")]
+    #[error("writing results file {}: {source}", path.display())]
     Results {
         path: PathBuf,
         source: std::io::Error,
@@ -53,6 +52,15 @@ pub enum RunError {
         target: String,
         source: crate::verify::VerifyError,
     },
+}
+
+impl From<crate::results::write::WriteError> for RunError {
+    fn from(e: crate::results::write::WriteError) -> RunError {
+        RunError::Results {
+            path: e.path,
+            source: e.source,
+        }
+    }
 }
 
 /// How a plan is run.
@@ -93,14 +101,8 @@ pub fn run_plan(plan: &Plan, opts: &RunOptions) -> Result<StudyOutcome, RunError
     if let Some(d) = distributed::current().filter(|d| d.rank != 0) {
         return distributed::run_plan_remote(plan, opts, d);
     }
-    let stamp = crate::results::timestamp_for_path(SystemTime::now());
-    let study_folder = opts
-        .results_dir
-        .join(format!("{}-{stamp}", crate::results::slug(&plan.study)));
-    crate::results::write_study_files(&study_folder, plan).map_err(|source| RunError::Results {
-        path: study_folder.clone(),
-        source,
-    })?;
+    let study_folder = crate::results::write::create_study_folder(&opts.results_dir, &plan.study)?;
+    crate::results::write_study_files(&study_folder, plan)?;
     let mut store = Store::open(&opts.results_dir)?;
     let mut summaries = Vec::new();
     let mut prepared: BTreeMap<String, Region> = BTreeMap::new();
@@ -122,6 +124,9 @@ pub fn run_plan(plan: &Plan, opts: &RunOptions) -> Result<StudyOutcome, RunError
                 &mut processes,
             );
             processes.stop(false);
+            // A result file that could not be written: the run is kept as `incomplete` in
+            // the store, with what is missing, and the study stops.
+            let ran = ran.map_err(|e| mark_incomplete(e, &mut store, &study_folder, run));
             let summary = ran?;
             opts.console.run_finished(&summary);
             summaries.push(summary);
@@ -141,6 +146,27 @@ pub fn run_plan(plan: &Plan, opts: &RunOptions) -> Result<StudyOutcome, RunError
         summaries,
         interrupted: opts.interrupted.load(Ordering::Relaxed),
     })
+}
+
+/// A result file of `run` that could not be written: the run is marked `incomplete` in the
+/// store with what is missing. If the store cannot be written either (a full disk), the
+/// file's error stays the one shown, with the store's added.
+fn mark_incomplete(e: RunError, store: &mut Store, study_folder: &Path, run: &RunPlan) -> RunError {
+    let RunError::Results { path, source } = e else {
+        return e;
+    };
+    let folder = study_folder.join(format!("run-{:03}", run.index));
+    let note = format!("not written: {}: {source}", path.display());
+    match store.mark_incomplete(&folder, &note) {
+        Ok(()) => RunError::Results { path, source },
+        Err(store_error) => RunError::Results {
+            path,
+            source: std::io::Error::new(
+                source.kind(),
+                format!("{source} (and the run could not be marked incomplete: {store_error})"),
+            ),
+        },
+    }
 }
 
 /// Per target: how its operations overlapped (`execution`: as its type declares, or as its

@@ -124,13 +124,9 @@ pub(super) fn run_one(
     after::event_warnings(&mut summary, &recorded, failure.as_ref());
     // Read back what was written (not part of any latency figure), once the workers stopped.
     super::verify::after_run(run, &armed.verify_tables, &mut summary);
-    stored
-        .folder
-        .write_json("summary.json", &summary)
-        .map_err(|source| RunError::Results {
-            path: stored.folder.path.clone(),
-            source,
-        })?;
+    stored.folder.write_json("summary.json", &summary)?;
+    // What the folder holds survives a power loss before the store calls the run complete.
+    crate::results::write::sync_folder(&stored.folder.path)?;
     store.finish_run(&stored.run_id, &summary)?;
     if let Some(f) = failure {
         return Err(RunError::Event {
@@ -160,20 +156,18 @@ fn begin(
             .unwrap_or("run"),
         run.index
     );
-    let folder =
-        RunFolder::create(study_folder, run, plan).map_err(|source| RunError::Results {
-            path: study_folder.to_path_buf(),
-            source,
-        })?;
-    let system = setup::write_system(run, &armed.ready.handles, &folder, &opts.command_line)?;
+    // In the store first, so that a folder that cannot be written is marked incomplete.
+    let folder_path = study_folder.join(format!("run-{:03}", run.index));
     store.begin_run(
         &run_id,
         &plan.study,
         run,
         plan.runs.len(),
-        &folder.path,
+        &folder_path,
         started,
     )?;
+    let folder = RunFolder::create(study_folder, run, plan)?;
+    let system = setup::write_system(run, &armed.ready.handles, &folder, &opts.command_line)?;
     let system = serde_json::to_value(&system).unwrap_or_default();
     let stored = Stored {
         run_id,
@@ -201,11 +195,9 @@ fn check_measured(
             source: e,
         });
     }
-    if let Some(e) = m.collected.io_error.take() {
-        return Err(RunError::Results {
-            path: stored.folder.path.clone(),
-            source: e,
-        });
+    if let Some(mut e) = m.collected.io_error.take() {
+        e.path = stored.folder.path.join(&e.path);
+        return Err(e.into());
     }
     Ok(())
 }
@@ -250,11 +242,7 @@ fn summarize_measured(
     );
     summary.software = armed.ready.software.clone();
     if let (Some(d), Some(r)) = (dist0, &m.received) {
-        d.finish(r, c, run, &mut summary, &stored.folder)
-            .map_err(|source| RunError::Results {
-                path: stored.folder.path.clone(),
-                source,
-            })?;
+        d.finish(r, c, run, &mut summary, &stored.folder)?;
     }
     Ok(summary)
 }

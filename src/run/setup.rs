@@ -90,12 +90,7 @@ pub fn write_system(
     command_line: &str,
 ) -> Result<system::SystemInfo, RunError> {
     let sys = capture_system(run, handles_prepared, command_line);
-    folder
-        .write_json("system.json", &sys)
-        .map_err(|source| RunError::Results {
-            path: folder.path.clone(),
-            source,
-        })?;
+    folder.write_json("system.json", &sys)?;
     Ok(sys)
 }
 

@@ -211,7 +211,7 @@ mod stub {
             _: &RunPlan,
             _: &mut RunSummary,
             _: &RunFolder,
-        ) -> std::io::Result<()> {
+        ) -> Result<(), crate::results::write::WriteError> {
             match *self {}
         }
     }

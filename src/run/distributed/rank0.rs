@@ -402,7 +402,7 @@ impl Rank0Run {
         run: &RunPlan,
         summary: &mut RunSummary,
         folder: &RunFolder,
-    ) -> std::io::Result<()> {
+    ) -> Result<(), crate::results::write::WriteError> {
         let secs = summary.measured_seconds.max(1e-9);
         let measure_start_ns = self.start.get().map_or(0, |s| s.1) + self.warmup_ns;
         let since_measure = |ns: u64| (ns as i64 - measure_start_ns as i64) as f64 / 1e9;
@@ -600,11 +600,19 @@ fn write_ranks_log(
     folder: &RunFolder,
     entries: &[(String, &Histogram<u64>)],
     secs: f64,
+) -> Result<(), crate::results::write::WriteError> {
+    let path = folder.path.join(crate::results::distributed::RANKS_HLOG);
+    write_log(&path, entries, secs).map_err(|e| crate::results::write::WriteError::new(&path, e))
+}
+
+fn write_log(
+    path: &std::path::Path,
+    entries: &[(String, &Histogram<u64>)],
+    secs: f64,
 ) -> std::io::Result<()> {
     use hdrhistogram::serialization::V2DeflateSerializer;
     use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
-    let path = folder.path.join(crate::results::distributed::RANKS_HLOG);
-    let mut file = std::io::BufWriter::new(std::fs::File::create(&path)?);
+    let mut file = std::io::BufWriter::new(std::fs::File::create(path)?);
     let mut ser = V2DeflateSerializer::new();
     let mut builder = IntervalLogWriterBuilder::new();
     builder.add_comment("storlab: each rank's measured histograms; tags are rank-N.target.op");
@@ -616,7 +624,10 @@ fn write_ranks_log(
             Duration::from_secs_f64(secs),
             Tag::new(tag),
         )
-        .map_err(|e| std::io::Error::other(format!("{e:?}")))?;
+        .map_err(|e| match e {
+            hdrhistogram::serialization::interval_log::IntervalLogWriterError::IoError(e) => e,
+            e => std::io::Error::other(format!("{e:?}")),
+        })?;
     }
     drop(log);
     std::io::Write::flush(&mut file)
