@@ -1,5 +1,6 @@
-//! Events in a step, run by the real binary: commands that fail stop the step (or not, with
-//! `on-failure = "continue"`), counted triggers, and a Redis server that the study starts
+//! Events in a step, run by the real binary: commands that fail stop the step and the study
+//! goes on to fail at its end (`stop-step`), stop the study (`stop-study`) or neither
+//! (`continue`), counted triggers, and a Redis server that the study starts
 //! itself, kills mid-run and starts again, with the errors of the outage counted and the
 //! recovery measured from the stored timeline.
 //!
@@ -87,6 +88,89 @@ fn a_failing_command_stops_the_step_with_a_clear_error() {
     assert_eq!(breaks["stdout"], "going down\n");
     assert!(breaks["start-ns"].as_i64().unwrap() >= 200_000_000, "{s}");
     assert_eq!(named("later")["status"], "skipped", "{s}");
+}
+
+/// Two steps of 0.5 s: the first has an event failing at 0.1 s with `on_failure` (None: the
+/// default), the second none.
+fn two_steps(on_failure: Option<&str>) -> String {
+    let step = |events: &str| {
+        format!(
+            "\n[[steps]]\nworkload = \"w\"\ntargets = [\"null\"]\nduration = \"0.5s\"\n{events}"
+        )
+    };
+    let line = on_failure.map_or(String::new(), |v| format!("on-failure = \"{v}\"\n"));
+    let head = NULL_STUDY.split("\n[[steps]]").next().unwrap();
+    format!(
+        "{head}{}{}",
+        step(&format!(
+            "\n[[steps.events]]\nname = \"breaks\"\naction = \"exec\"\nat = \"0.1s\"\ncommand = [\"sh\", \"-c\", \"exit 4\"]\n{line}"
+        )),
+        step("")
+    )
+}
+
+#[test]
+fn a_failure_with_stop_step_stops_its_step_and_the_study_goes_on_then_fails() {
+    for on_failure in [None, Some("stop-step")] {
+        let lab = Lab::new();
+        let study = lab.write("s.toml", &two_steps(on_failure));
+        let out = lab.run(&["run", study.to_str().unwrap(), "-q"]);
+        let (_, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{on_failure:?}: {stderr}");
+        let folder = study_folder(&lab);
+        assert!(folder.join("run-001/summary.json").exists(), "{stderr}");
+        assert!(
+            folder.join("run-002/summary.json").exists(),
+            "the next step ran: {stderr}"
+        );
+        assert!(
+            stderr.contains("step `")
+                && stderr.contains("was stopped by its failing event `breaks`"),
+            "{stderr}"
+        );
+        assert!(stderr.contains("exit code 4"), "{stderr}");
+        let s = first_summary(&lab);
+        assert_eq!(s["status"], "partial", "{s}");
+        let breaks = study_events(&s)[0];
+        assert_eq!(breaks["on-failure"], "stop-step", "{s}");
+        assert!(
+            s["warnings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|w| w.as_str().unwrap().contains(
+                    "stopped by its failing event `breaks` (on-failure = \"stop-step\")"
+                )),
+            "{s}"
+        );
+        let second: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(folder.join("run-002/summary.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(second["status"], "complete", "{second}");
+    }
+}
+
+#[test]
+fn a_failure_with_stop_study_or_stop_ends_the_study() {
+    for on_failure in ["stop-study", "stop"] {
+        let lab = Lab::new();
+        let study = lab.write("s.toml", &two_steps(Some(on_failure)));
+        let out = lab.run(&["run", study.to_str().unwrap(), "-q"]);
+        let (_, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{on_failure}: {stderr}");
+        assert!(stderr.contains("event `breaks` (exec) failed"), "{stderr}");
+        let folder = study_folder(&lab);
+        assert!(folder.join("run-001/summary.json").exists(), "{stderr}");
+        assert!(
+            !folder.join("run-002").exists(),
+            "{on_failure}: the next step did not run"
+        );
+        assert_eq!(
+            study_events(&first_summary(&lab))[0]["on-failure"],
+            "stop-study"
+        );
+    }
 }
 
 #[test]

@@ -521,6 +521,12 @@ fn execute_with(plan: &Plan, args: &CommonRunArgs, tables: bool) -> Result<(Stud
             "interrupted: the measured part of the current run was kept (marked partial); later runs were skipped"
         );
         EXIT_INTERRUPTED
+    } else if !outcome.steps_stopped.is_empty() {
+        // The study went on past them (on-failure = "stop-step"): it fails at its end.
+        for m in &outcome.steps_stopped {
+            eprintln!("error: {m}");
+        }
+        1
     } else {
         0
     };
