@@ -592,3 +592,116 @@ fn a_wait_for_with_outlive_step_goes_on_after_the_load() {
         "{ready}"
     );
 }
+
+/// A study whose `start` event (before the step) runs a TCP listener on `port`, then 20 s of
+/// load.
+fn listener_study(port: u16) -> String {
+    let head = NULL_STUDY.replace("duration = \"1s\"", "duration = \"20s\"");
+    format!(
+        "{head}\n[[steps.events]]\nname = \"server\"\naction = \"start\"\nbefore-step = true\ncommand = [\"python3\", \"-c\", \"import socket, time\\ns = socket.socket()\\ns.bind(('127.0.0.1', {port}))\\ns.listen()\\ntime.sleep(60)\"]\n"
+    )
+}
+
+fn listening(port: u16) -> bool {
+    std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+}
+
+#[test]
+fn a_sigkilled_storlab_leaves_no_process_behind() {
+    if !have("python3") {
+        eprintln!("skipped: python3 is not installed");
+        return;
+    }
+    let lab = Lab::new();
+    let port = free_port();
+    let study = lab.write("s.toml", &listener_study(port));
+    let mut storlab = lab
+        .cmd()
+        .args(["run", study.to_str().unwrap(), "-q"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while !listening(port) {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(20),
+            "the study's server never listened on {port}"
+        );
+        assert!(storlab.try_wait().unwrap().is_none(), "storlab ended early");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    storlab.kill().unwrap(); // SIGKILL: storlab stops nothing itself.
+    storlab.wait().unwrap();
+    let killed = std::time::Instant::now();
+    while listening(port) {
+        assert!(
+            killed.elapsed() < std::time::Duration::from_secs(2),
+            "port {port} still held 2 s after storlab was SIGKILLed: its server was left behind"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // The keeper removes the account of what was started once it has stopped it.
+    while std::fs::read_dir(lab.results())
+        .unwrap()
+        .flatten()
+        .any(|e| e.file_name().to_string_lossy().starts_with(".started-"))
+    {
+        assert!(killed.elapsed() < std::time::Duration::from_secs(10));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_leftover_of_a_dead_storlab_is_reported_and_stopped_by_the_next_run() {
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
+    use storlab::run::events::started::{Entry, StartedFile, start_time_ticks};
+    let lab = Lab::new();
+    std::fs::create_dir_all(lab.results()).unwrap();
+    let mut left = Command::new("sleep")
+        .arg("30")
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let pid = left.id() as i32;
+    // The storlab that started it is no longer alive: a process that ended and was reaped.
+    let mut dead = Command::new("true").spawn().unwrap();
+    let dead_pid = dead.id() as i32;
+    dead.wait().unwrap();
+    let host = storlab::study::local_host_name();
+    let file = lab
+        .results()
+        .join(format!(".started-{host}-{dead_pid}.json"));
+    let record = StartedFile {
+        storlab_pid: dead_pid,
+        storlab_start_time_ticks: 1,
+        host,
+        started: vec![Entry {
+            pgid: pid,
+            pid,
+            start_time_ticks: start_time_ticks(pid).unwrap(),
+            command: vec!["sleep".into(), "30".into()],
+        }],
+    };
+    std::fs::write(&file, serde_json::to_vec(&record).unwrap()).unwrap();
+    let study = lab.write("s.toml", NULL_STUDY);
+    let out = lab.run(&["run", study.to_str().unwrap(), "-q"]);
+    let (_, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "left behind by storlab pid {dead_pid} (no longer running): process group {pid} (`sleep 30`): stopped with SIGTERM"
+        )),
+        "{stderr}"
+    );
+    assert_eq!(left.wait().unwrap().signal(), Some(libc::SIGTERM));
+    assert!(!file.exists());
+    let s = first_summary(&lab);
+    assert!(
+        s["warnings"].as_array().unwrap().iter().any(|w| w
+            .as_str()
+            .unwrap()
+            .contains(&format!("left behind by storlab pid {dead_pid}"))),
+        "{s}"
+    );
+}

@@ -69,6 +69,9 @@ pub struct RunOptions {
     pub command_line: String,
     /// The live metrics endpoint (`--metrics`), fed by each run's collector.
     pub metrics: Option<Arc<metrics::Exporter>>,
+    /// Processes left behind by a storlab that died, found and stopped before this study
+    /// (see `events::started`): warnings of its first run.
+    pub leftovers: Vec<String>,
 }
 
 /// What running a plan produced.

@@ -154,6 +154,13 @@ pub(super) fn run_one(
     marks.add(run, &mut summary, processes);
     after::add_recovery(run, &mut summary, &stored.folder)?;
     after::event_warnings(&mut summary, &recorded, failure.as_ref());
+    if run.index == 1 {
+        for l in &opts.leftovers {
+            summary
+                .warnings
+                .push(format!("before this study, storlab stopped a process {l}"));
+        }
+    }
     // Read back what was written (not part of any latency figure), once the workers stopped.
     super::verify::after_run(run, &armed.verify_tables, &mut summary);
     stored

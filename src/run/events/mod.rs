@@ -12,6 +12,7 @@
 
 pub mod power_off;
 pub mod process;
+pub mod started;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
