@@ -148,6 +148,15 @@ fn a_failure_with_stop_step_stops_its_step_and_the_study_goes_on_then_fails() {
         )
         .unwrap();
         assert_eq!(second["status"], "complete", "{second}");
+        let db = rusqlite::Connection::open(lab.results().join("results.db")).unwrap();
+        let stored: String = db
+            .query_row(
+                "SELECT on_failure FROM events WHERE name = 'breaks'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(stored, "stop-step");
     }
 }
 

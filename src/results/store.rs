@@ -104,6 +104,7 @@ impl Store {
                 detail TEXT NOT NULL,
                 stdout TEXT NOT NULL,
                 stderr TEXT NOT NULL,
+                on_failure TEXT,
                 PRIMARY KEY (run_id, position)
             );
             CREATE TABLE IF NOT EXISTS recovery (
@@ -137,6 +138,14 @@ impl Store {
         let has_kind = conn.prepare("SELECT kind FROM verify LIMIT 0").is_ok();
         if !has_kind {
             conn.execute_batch("ALTER TABLE verify ADD COLUMN kind TEXT NOT NULL DEFAULT 'block'")
+                .map_err(sql)?;
+        }
+        // Stores made before events recorded what their failure does (`on-failure`).
+        let has_on_failure = conn
+            .prepare("SELECT on_failure FROM events LIMIT 0")
+            .is_ok();
+        if !has_on_failure {
+            conn.execute_batch("ALTER TABLE events ADD COLUMN on_failure TEXT")
                 .map_err(sql)?;
         }
         Ok(Store { conn, path })
@@ -248,8 +257,8 @@ impl Store {
             .filter_map(|e| e.outcome.as_ref().map(|o| (e, o)));
         for (position, (e, o)) in studied.enumerate() {
             tx.execute(
-                "INSERT INTO events (run_id, position, name, action, status, start_ns, end_ns, duration_seconds, exit_code, pid, detail, stdout, stderr)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                "INSERT INTO events (run_id, position, name, action, status, start_ns, end_ns, duration_seconds, exit_code, pid, detail, stdout, stderr, on_failure)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
                 params![
                     run_id,
                     position as i64,
@@ -264,6 +273,7 @@ impl Store {
                     crate::results::redact(&e.detail),
                     crate::results::redact(&o.stdout),
                     crate::results::redact(&o.stderr),
+                    o.on_failure.map(|f| f.name()),
                 ],
             )
             .map_err(sql)?;
@@ -393,5 +403,32 @@ fn process_alive(pid: i64) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/comm")) {
         Ok(comm) => comm.trim() == "storlab" || comm.trim().starts_with("storlab"),
         Err(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_store_made_before_on_failure_gains_its_column() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let old = Connection::open(dir.path().join(STORE_FILE)).unwrap();
+            old.execute_batch(
+                "CREATE TABLE events (run_id TEXT NOT NULL, position INTEGER NOT NULL, name TEXT NOT NULL, action TEXT NOT NULL, status TEXT NOT NULL, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, duration_seconds REAL NOT NULL, exit_code INTEGER, pid INTEGER, detail TEXT NOT NULL, stdout TEXT NOT NULL, stderr TEXT NOT NULL, PRIMARY KEY (run_id, position));",
+            )
+            .unwrap();
+        }
+        let store = Store::open(dir.path()).unwrap();
+        assert!(
+            store
+                .conn
+                .prepare("SELECT on_failure FROM events LIMIT 0")
+                .is_ok()
+        );
+        // Opening it again does not add the column twice.
+        drop(store);
+        Store::open(dir.path()).unwrap();
     }
 }
