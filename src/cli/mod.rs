@@ -502,7 +502,13 @@ fn execute_with(plan: &Plan, args: &CommonRunArgs, tables: bool) -> Result<(Stud
     };
     // Every process the study starts is recorded and torn down on every exit, SIGKILL
     // included (a keeper process); leftovers of a storlab that died are cleaned first.
-    let keeper_program = std::env::current_exe().ok();
+    // /proc/self/exe runs this binary even when its file was replaced (a rebuild) meanwhile.
+    let self_exe = std::path::Path::new("/proc/self/exe");
+    let keeper_program = if self_exe.exists() {
+        Some(self_exe.to_path_buf())
+    } else {
+        std::env::current_exe().ok()
+    };
     let started =
         crate::run::events::started::install(&args.store.results, keeper_program.as_deref())
             .map_err(anyhow::Error::msg)

@@ -255,17 +255,26 @@ pub fn install(results_dir: &Path, keeper_program: Option<&Path>) -> Result<Inst
     let keeper = match keeper_program {
         Some(program) => {
             use std::os::unix::process::CommandExt;
-            let mut child = Command::new(program)
+            let spawned = Command::new(program)
                 .arg(KEEPER_COMMAND)
                 .arg(&path)
                 .stdin(Stdio::piped())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .process_group(0)
-                .spawn()
-                .map_err(|e| format!("starting the keeper `{}`: {e}", program.display()))?;
-            let stdin = child.stdin.take();
-            stdin.map(|s| (child, s))
+                .spawn();
+            match spawned {
+                Ok(mut child) => child.stdin.take().map(|s| (child, s)),
+                Err(e) => {
+                    // The study can still run: what it starts is stopped on every exit but
+                    // storlab's own SIGKILL, and then by the next run.
+                    eprintln!(
+                        "warning: cannot start the keeper `{}` ({e}): should storlab be killed, the processes the study started are stopped by the next `storlab run` with this results folder",
+                        program.display()
+                    );
+                    None
+                }
+            }
         }
         None => None,
     };
