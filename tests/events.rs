@@ -1,5 +1,6 @@
-//! Events in a step, run by the real binary: commands that fail stop the step (or not, with
-//! `on-failure = "continue"`), counted triggers, and a Redis server that the study starts
+//! Events in a step, run by the real binary: commands that fail stop the step and the study
+//! goes on to fail at its end (`stop-step`), stop the study (`stop-study`) or neither
+//! (`continue`), counted triggers, and a Redis server that the study starts
 //! itself, kills mid-run and starts again, with the errors of the outage counted and the
 //! recovery measured from the stored timeline.
 //!
@@ -87,6 +88,98 @@ fn a_failing_command_stops_the_step_with_a_clear_error() {
     assert_eq!(breaks["stdout"], "going down\n");
     assert!(breaks["start-ns"].as_i64().unwrap() >= 200_000_000, "{s}");
     assert_eq!(named("later")["status"], "skipped", "{s}");
+}
+
+/// Two steps of 0.5 s: the first has an event failing at 0.1 s with `on_failure` (None: the
+/// default), the second none.
+fn two_steps(on_failure: Option<&str>) -> String {
+    let step = |events: &str| {
+        format!(
+            "\n[[steps]]\nworkload = \"w\"\ntargets = [\"null\"]\nduration = \"0.5s\"\n{events}"
+        )
+    };
+    let line = on_failure.map_or(String::new(), |v| format!("on-failure = \"{v}\"\n"));
+    let head = NULL_STUDY.split("\n[[steps]]").next().unwrap();
+    format!(
+        "{head}{}{}",
+        step(&format!(
+            "\n[[steps.events]]\nname = \"breaks\"\naction = \"exec\"\nat = \"0.1s\"\ncommand = [\"sh\", \"-c\", \"exit 4\"]\n{line}"
+        )),
+        step("")
+    )
+}
+
+#[test]
+fn a_failure_with_stop_step_stops_its_step_and_the_study_goes_on_then_fails() {
+    for on_failure in [None, Some("stop-step")] {
+        let lab = Lab::new();
+        let study = lab.write("s.toml", &two_steps(on_failure));
+        let out = lab.run(&["run", study.to_str().unwrap(), "-q"]);
+        let (_, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{on_failure:?}: {stderr}");
+        let folder = study_folder(&lab);
+        assert!(folder.join("run-001/summary.json").exists(), "{stderr}");
+        assert!(
+            folder.join("run-002/summary.json").exists(),
+            "the next step ran: {stderr}"
+        );
+        assert!(
+            stderr.contains("step `")
+                && stderr.contains("was stopped by its failing event `breaks`"),
+            "{stderr}"
+        );
+        assert!(stderr.contains("exit code 4"), "{stderr}");
+        let s = first_summary(&lab);
+        assert_eq!(s["status"], "partial", "{s}");
+        let breaks = study_events(&s)[0];
+        assert_eq!(breaks["on-failure"], "stop-step", "{s}");
+        assert!(
+            s["warnings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|w| w.as_str().unwrap().contains(
+                    "stopped by its failing event `breaks` (on-failure = \"stop-step\")"
+                )),
+            "{s}"
+        );
+        let second: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(folder.join("run-002/summary.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(second["status"], "complete", "{second}");
+        let db = rusqlite::Connection::open(lab.results().join("results.db")).unwrap();
+        let stored: String = db
+            .query_row(
+                "SELECT on_failure FROM events WHERE name = 'breaks'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(stored, "stop-step");
+    }
+}
+
+#[test]
+fn a_failure_with_stop_study_or_stop_ends_the_study() {
+    for on_failure in ["stop-study", "stop"] {
+        let lab = Lab::new();
+        let study = lab.write("s.toml", &two_steps(Some(on_failure)));
+        let out = lab.run(&["run", study.to_str().unwrap(), "-q"]);
+        let (_, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{on_failure}: {stderr}");
+        assert!(stderr.contains("event `breaks` (exec) failed"), "{stderr}");
+        let folder = study_folder(&lab);
+        assert!(folder.join("run-001/summary.json").exists(), "{stderr}");
+        assert!(
+            !folder.join("run-002").exists(),
+            "{on_failure}: the next step did not run"
+        );
+        assert_eq!(
+            study_events(&first_summary(&lab))[0]["on-failure"],
+            "stop-study"
+        );
+    }
 }
 
 #[test]
@@ -506,5 +599,118 @@ fn a_wait_for_with_outlive_step_goes_on_after_the_load() {
     assert!(
         ready["duration-seconds"].as_f64().unwrap() >= 1.0,
         "{ready}"
+    );
+}
+
+/// A study whose `start` event (before the step) runs a TCP listener on `port`, then 20 s of
+/// load.
+fn listener_study(port: u16) -> String {
+    let head = NULL_STUDY.replace("duration = \"1s\"", "duration = \"20s\"");
+    format!(
+        "{head}\n[[steps.events]]\nname = \"server\"\naction = \"start\"\nbefore-step = true\ncommand = [\"python3\", \"-c\", \"import socket, time\\ns = socket.socket()\\ns.bind(('127.0.0.1', {port}))\\ns.listen()\\ntime.sleep(60)\"]\n"
+    )
+}
+
+fn listening(port: u16) -> bool {
+    std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+}
+
+#[test]
+fn a_sigkilled_storlab_leaves_no_process_behind() {
+    if !have("python3") {
+        eprintln!("skipped: python3 is not installed");
+        return;
+    }
+    let lab = Lab::new();
+    let port = free_port();
+    let study = lab.write("s.toml", &listener_study(port));
+    let mut storlab = lab
+        .cmd()
+        .args(["run", study.to_str().unwrap(), "-q"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while !listening(port) {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(20),
+            "the study's server never listened on {port}"
+        );
+        assert!(storlab.try_wait().unwrap().is_none(), "storlab ended early");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    storlab.kill().unwrap(); // SIGKILL: storlab stops nothing itself.
+    storlab.wait().unwrap();
+    let killed = std::time::Instant::now();
+    while listening(port) {
+        assert!(
+            killed.elapsed() < std::time::Duration::from_secs(2),
+            "port {port} still held 2 s after storlab was SIGKILLed: its server was left behind"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // The keeper removes the account of what was started once it has stopped it.
+    while std::fs::read_dir(lab.results())
+        .unwrap()
+        .flatten()
+        .any(|e| e.file_name().to_string_lossy().starts_with(".started-"))
+    {
+        assert!(killed.elapsed() < std::time::Duration::from_secs(10));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_leftover_of_a_dead_storlab_is_reported_and_stopped_by_the_next_run() {
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
+    use storlab::run::events::started::{Entry, StartedFile, start_time_ticks};
+    let lab = Lab::new();
+    std::fs::create_dir_all(lab.results()).unwrap();
+    let mut left = Command::new("sleep")
+        .arg("30")
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let pid = left.id() as i32;
+    // The storlab that started it is no longer alive: a process that ended and was reaped.
+    let mut dead = Command::new("true").spawn().unwrap();
+    let dead_pid = dead.id() as i32;
+    dead.wait().unwrap();
+    let host = storlab::study::local_host_name();
+    let file = lab
+        .results()
+        .join(format!(".started-{host}-{dead_pid}.json"));
+    let record = StartedFile {
+        storlab_pid: dead_pid,
+        storlab_start_time_ticks: 1,
+        host,
+        started: vec![Entry {
+            pgid: pid,
+            pid,
+            start_time_ticks: start_time_ticks(pid).unwrap(),
+            command: vec!["sleep".into(), "30".into()],
+        }],
+    };
+    std::fs::write(&file, serde_json::to_vec(&record).unwrap()).unwrap();
+    let study = lab.write("s.toml", NULL_STUDY);
+    let out = lab.run(&["run", study.to_str().unwrap(), "-q"]);
+    let (_, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "left behind by storlab pid {dead_pid} (no longer running): process group {pid} (`sleep 30`): stopped with SIGTERM"
+        )),
+        "{stderr}"
+    );
+    assert_eq!(left.wait().unwrap().signal(), Some(libc::SIGTERM));
+    assert!(!file.exists());
+    let s = first_summary(&lab);
+    assert!(
+        s["warnings"].as_array().unwrap().iter().any(|w| w
+            .as_str()
+            .unwrap()
+            .contains(&format!("left behind by storlab pid {dead_pid}"))),
+        "{s}"
     );
 }

@@ -89,6 +89,10 @@ enum Command {
     },
     /// List target types and their options.
     Targets,
+    /// storlab's keeper of the processes a study started: stops them once its stdin ends
+    /// (storlab's end, however it came). Started by `run` itself; not for users.
+    #[command(name = "__keeper", hide = true)]
+    Keeper { file: PathBuf },
     /// Run db_bench benchmarks with db_bench's own flags on the embedded RocksDB, print
     /// db_bench-style result lines, and store storlab's full results.
     ///
@@ -417,6 +421,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
             }
             Ok(if r.damaged() > 0 { 3 } else { 0 })
         }
+        Command::Keeper { file } => Ok(crate::run::events::started::keep(&file)),
         Command::Targets => {
             for t in crate::targets::REGISTRY {
                 println!("{}: {}", t.name, t.summary);
@@ -499,7 +504,24 @@ fn execute_with(plan: &Plan, args: &CommonRunArgs, tables: bool) -> Result<(Stud
         }
         None => None,
     };
+    // Every process the study starts is recorded and torn down on every exit, SIGKILL
+    // included (a keeper process); leftovers of a storlab that died are cleaned first.
+    // /proc/self/exe runs this binary even when its file was replaced (a rebuild) meanwhile.
+    let self_exe = std::path::Path::new("/proc/self/exe");
+    let keeper_program = if self_exe.exists() {
+        Some(self_exe.to_path_buf())
+    } else {
+        std::env::current_exe().ok()
+    };
+    let started =
+        crate::run::events::started::install(&args.store.results, keeper_program.as_deref())
+            .map_err(anyhow::Error::msg)
+            .context("recording the processes the study starts")?;
+    for line in &started.leftovers {
+        eprintln!("storlab: a process {line}");
+    }
     let opts = RunOptions {
+        leftovers: started.leftovers.clone(),
         results_dir: args.store.results.clone(),
         allow_destroy: args.allow_destroy.clone(),
         interrupted,
@@ -525,6 +547,12 @@ fn execute_with(plan: &Plan, args: &CommonRunArgs, tables: bool) -> Result<(Stud
             "interrupted: the measured part of the current run was kept (marked partial); later runs were skipped"
         );
         EXIT_INTERRUPTED
+    } else if !outcome.steps_stopped.is_empty() {
+        // The study went on past them (on-failure = "stop-step"): it fails at its end.
+        for m in &outcome.steps_stopped {
+            eprintln!("error: {m}");
+        }
+        1
     } else {
         0
     };

@@ -161,6 +161,7 @@ pub(crate) mod tests {
                 stderr: String::new(),
                 recovery: false,
                 verify: None,
+                on_failure: None,
             }),
         }
     }

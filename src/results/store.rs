@@ -270,8 +270,8 @@ impl Store {
             .filter_map(|e| e.outcome.as_ref().map(|o| (e, o)));
         for (position, (e, o)) in studied.enumerate() {
             tx.execute(
-                "INSERT INTO events (run_id, position, name, action, status, start_ns, end_ns, duration_seconds, exit_code, pid, detail, stdout, stderr)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                "INSERT INTO events (run_id, position, name, action, status, start_ns, end_ns, duration_seconds, exit_code, pid, detail, stdout, stderr, on_failure)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
                 params![
                     run_id,
                     position as i64,
@@ -286,6 +286,7 @@ impl Store {
                     crate::results::redact(&e.detail),
                     crate::results::redact(&o.stdout),
                     crate::results::redact(&o.stderr),
+                    o.on_failure.map(|f| f.name()),
                 ],
             )
             .map_err(sql)?;
@@ -445,6 +446,7 @@ fn open_at(path: &Path) -> Result<Connection, rusqlite::Error> {
                 detail TEXT NOT NULL,
                 stdout TEXT NOT NULL,
                 stderr TEXT NOT NULL,
+                on_failure TEXT,
                 PRIMARY KEY (run_id, position)
             );
             CREATE TABLE IF NOT EXISTS recovery (
@@ -477,6 +479,8 @@ fn open_at(path: &Path) -> Result<Connection, rusqlite::Error> {
     // made before `incomplete` runs: no note. (Another storlab may add a column first.)
     add_column(&conn, "verify", "kind", "TEXT NOT NULL DEFAULT 'block'")?;
     add_column(&conn, "runs", "note", "TEXT")?;
+    // Stores made before events recorded what their failure does (`on-failure`).
+    add_column(&conn, "events", "on_failure", "TEXT")?;
     Ok(conn)
 }
 
@@ -534,5 +538,32 @@ fn process_alive(pid: i64) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/comm")) {
         Ok(comm) => comm.trim() == "storlab" || comm.trim().starts_with("storlab"),
         Err(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_store_made_before_on_failure_gains_its_column() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let old = Connection::open(dir.path().join(STORE_FILE)).unwrap();
+            old.execute_batch(
+                "CREATE TABLE events (run_id TEXT NOT NULL, position INTEGER NOT NULL, name TEXT NOT NULL, action TEXT NOT NULL, status TEXT NOT NULL, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, duration_seconds REAL NOT NULL, exit_code INTEGER, pid INTEGER, detail TEXT NOT NULL, stdout TEXT NOT NULL, stderr TEXT NOT NULL, PRIMARY KEY (run_id, position));",
+            )
+            .unwrap();
+        }
+        let store = Store::open(dir.path()).unwrap();
+        assert!(
+            store
+                .conn
+                .prepare("SELECT on_failure FROM events LIMIT 0")
+                .is_ok()
+        );
+        // Opening it again does not add the column twice.
+        drop(store);
+        Store::open(dir.path()).unwrap();
     }
 }

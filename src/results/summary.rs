@@ -125,6 +125,10 @@ pub struct EventOutcome {
     /// What a `verify` event's pass found.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<Box<crate::verify::Verified>>,
+    /// What the event's failure did or would do: `stop-step`, `stop-study` or `continue`
+    /// (None in results stored before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_failure: Option<crate::study::events::OnFailure>,
 }
 
 /// One operation kind's results.

@@ -122,8 +122,9 @@ pub fn event_warnings(summary: &mut RunSummary, recorded: &[Recorded], failure: 
         summary.end_reason = crate::record::EndReason::Error;
         summary.status = crate::results::summary::RunStatus::Partial;
         summary.warnings.push(format!(
-            "the step was stopped by its failing event `{}` (on-failure = \"stop\")",
-            f.event
+            "the step was stopped by its failing event `{}` (on-failure = \"{}\")",
+            f.event,
+            f.scope.name()
         ));
     }
 }

@@ -45,7 +45,9 @@ pub enum RunError {
     Store(#[from] crate::results::store::StoreError),
     #[error("starting a worker thread: {0}")]
     Thread(std::io::Error),
-    #[error("run {run}: {message} (on-failure = \"continue\" lets the step go on)")]
+    #[error(
+        "run {run}: {message} (the failure stopped the study: on-failure = \"stop-step\" goes on with the next step, \"continue\" with this one)"
+    )]
     Event { run: usize, message: String },
     #[error("target `{target}`: {source}")]
     Verify {
@@ -75,6 +77,9 @@ pub struct RunOptions {
     pub command_line: String,
     /// The live metrics endpoint (`--metrics`), fed by each run's collector.
     pub metrics: Option<Arc<metrics::Exporter>>,
+    /// Processes left behind by a storlab that died, found and stopped before this study
+    /// (see `events::started`): warnings of its first run.
+    pub leftovers: Vec<String>,
 }
 
 /// What running a plan produced.
@@ -82,6 +87,9 @@ pub struct StudyOutcome {
     pub folder: PathBuf,
     pub summaries: Vec<RunSummary>,
     pub interrupted: bool,
+    /// One sentence per step that a failing event stopped (`on-failure = "stop-step"`),
+    /// naming the step and the event: the study went on, and fails at its end.
+    pub steps_stopped: Vec<String>,
 }
 
 /// What a running plan tells whoever watches it (the CLI prints it).
@@ -109,6 +117,7 @@ pub fn run_plan(plan: &Plan, opts: &RunOptions) -> Result<StudyOutcome, RunError
     // Processes the study's events started: those without `keep` are stopped at the end of
     // their run, the others when the study ends (or fails).
     let mut processes = events::Processes::default();
+    let mut steps_stopped = Vec::new();
     let result: Result<(), RunError> = (|| {
         for run in &plan.runs {
             if opts.interrupted.load(Ordering::Relaxed) {
@@ -127,9 +136,25 @@ pub fn run_plan(plan: &Plan, opts: &RunOptions) -> Result<StudyOutcome, RunError
             // A result file that could not be written: the run is kept as `incomplete` in
             // the store, with what is missing, and the study stops.
             let ran = ran.map_err(|e| mark_incomplete(e, &mut store, &study_folder, run));
-            let summary = ran?;
-            opts.console.run_finished(&summary);
-            summaries.push(summary);
+            let ended = ran?;
+            if let Some(f) = ended.stopped_by {
+                let kept = if ended.summary.is_some() {
+                    "its results are kept"
+                } else {
+                    "it was not measured"
+                };
+                steps_stopped.push(format!(
+                    "step `{}` (run {}) was stopped by its failing event `{}` (on-failure = \"stop-step\"; {kept}): {}",
+                    run.label(),
+                    run.index,
+                    f.event,
+                    f.message
+                ));
+            }
+            if let Some(summary) = ended.summary {
+                opts.console.run_finished(&summary);
+                summaries.push(summary);
+            }
         }
         Ok(())
     })();
@@ -145,6 +170,7 @@ pub fn run_plan(plan: &Plan, opts: &RunOptions) -> Result<StudyOutcome, RunError
         folder: study_folder,
         summaries,
         interrupted: opts.interrupted.load(Ordering::Relaxed),
+        steps_stopped,
     })
 }
 

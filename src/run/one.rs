@@ -22,6 +22,7 @@ use crate::results::RunFolder;
 use crate::results::store::Store;
 use crate::results::summarize::{Measured, WorkerEnd, failed_summary, summarize};
 use crate::results::summary::{Event, RunSummary};
+use crate::study::events::OnFailure;
 use crate::study::plan::{Plan, RunPlan};
 use crate::targets::{Region, TargetError};
 
@@ -47,6 +48,37 @@ struct Measurement {
     during: (Vec<Recorded>, Option<Failure>),
 }
 
+/// How one run ended without an error that stops the study.
+pub(super) struct Ended {
+    /// None when a `before-step` event stopped the step before it was measured.
+    pub summary: Option<RunSummary>,
+    /// The failing event that stopped the step (`on-failure = "stop-step"`): the study goes
+    /// on with its next step and fails at its end.
+    pub stopped_by: Option<Failure>,
+}
+
+/// The error that stops the study for a failing event whose failure reaches the study
+/// (`stop-study`; under mpirun every failure does: the other ranks cannot skip a step alone).
+fn stops_study(run: &RunPlan, failure: Option<Failure>) -> Result<Option<Failure>, RunError> {
+    let distributed = {
+        #[cfg(feature = "mpi")]
+        {
+            super::distributed::current().is_some()
+        }
+        #[cfg(not(feature = "mpi"))]
+        {
+            false
+        }
+    };
+    match failure {
+        Some(f) if f.scope == OnFailure::StopStudy || distributed => Err(RunError::Event {
+            run: run.index,
+            message: f.message,
+        }),
+        other => Ok(other),
+    }
+}
+
 /// Runs one run of the plan and stores its results.
 pub(super) fn run_one(
     plan: &Plan,
@@ -56,7 +88,7 @@ pub(super) fn run_one(
     store: &mut Store,
     prepared: &mut BTreeMap<String, Region>,
     processes: &mut Processes,
-) -> Result<RunSummary, RunError> {
+) -> Result<Ended, RunError> {
     let mut events_before = Vec::new();
     if run.drop_caches {
         events_before.push(drop_page_cache());
@@ -71,10 +103,10 @@ pub(super) fn run_one(
     };
     // Events that prepare the step (a server its targets need) run before anything else.
     let (mut recorded, failure) = events::run_before(&run.events, &event_context, processes);
-    if let Some(f) = failure {
-        return Err(RunError::Event {
-            run: run.index,
-            message: f.message,
+    if let Some(f) = stops_study(run, failure)? {
+        return Ok(Ended {
+            summary: None,
+            stopped_by: Some(f),
         });
     }
     // Prepare every target (safety checks, layout, open databases) before anything starts.
@@ -122,19 +154,23 @@ pub(super) fn run_one(
     marks.add(run, &mut summary, processes);
     after::add_recovery(run, &mut summary, &stored.folder)?;
     after::event_warnings(&mut summary, &recorded, failure.as_ref());
+    if run.index == 1 {
+        for l in &opts.leftovers {
+            summary
+                .warnings
+                .push(format!("before this study, storlab stopped a process {l}"));
+        }
+    }
     // Read back what was written (not part of any latency figure), once the workers stopped.
     super::verify::after_run(run, &armed.verify_tables, &mut summary);
     stored.folder.write_json("summary.json", &summary)?;
     // What the folder holds survives a power loss before the store calls the run complete.
     crate::results::write::sync_folder(&stored.folder.path)?;
     store.finish_run(&stored.run_id, &summary)?;
-    if let Some(f) = failure {
-        return Err(RunError::Event {
-            run: run.index,
-            message: f.message,
-        });
-    }
-    Ok(summary)
+    Ok(Ended {
+        stopped_by: stops_study(run, failure)?,
+        summary: Some(summary),
+    })
 }
 
 /// Opens the run's folder, writes its system capture there and begins it in the results

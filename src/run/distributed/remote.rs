@@ -54,6 +54,7 @@ pub fn run_plan_remote(
         folder: PathBuf::new(),
         summaries: Vec::new(),
         interrupted: opts.interrupted.load(Ordering::Relaxed),
+        steps_stopped: Vec::new(),
     })
 }
 

@@ -6,10 +6,13 @@
 //!
 //! Each event's start and end are read on the run's clock and stored relative to the start of
 //! measurement; a failing event is recorded and, unless `on-failure = "continue"`, stops the
-//! step: the workers are told to stop and the events after it are recorded as skipped.
+//! step: the workers are told to stop and the events after it are recorded as skipped. Its
+//! [`Failure`] carries how far it reaches (`stop-step`: the study goes on with its next step;
+//! `stop-study`: the study stops), for the run to act on.
 
 pub mod power_off;
 pub mod process;
+pub mod started;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -41,6 +44,8 @@ pub struct Recorded {
     pub recovery: bool,
     /// What a `verify` event's pass found.
     pub verify: Option<Box<crate::verify::Verified>>,
+    /// What the event's failure does (the study's `on-failure`).
+    pub on_failure: OnFailure,
 }
 
 /// An event that failed and stops its step.
@@ -48,6 +53,8 @@ pub struct Recorded {
 pub struct Failure {
     pub event: String,
     pub message: String,
+    /// How far the failure reaches: `StopStep` or `StopStudy` (never `Continue`).
+    pub scope: OnFailure,
 }
 
 /// What the events of a step see.
@@ -85,6 +92,7 @@ fn not_run(e: &EventPlan, status: EventStatus, detail: String) -> Recorded {
         detail,
         recovery: false,
         verify: None,
+        on_failure: e.on_failure,
     }
 }
 
@@ -152,7 +160,7 @@ fn run_list<'a>(
             continue;
         }
         let r = execute(e, ctx, processes);
-        if r.status != EventStatus::Ok && e.on_failure == OnFailure::Stop {
+        if r.status != EventStatus::Ok && e.on_failure != OnFailure::Continue {
             ctx.control.stop.store(true, Ordering::Relaxed);
             failure = Some(Failure {
                 event: e.name.clone(),
@@ -163,6 +171,7 @@ fn run_list<'a>(
                     r.status.name(),
                     r.detail
                 ),
+                scope: e.on_failure,
             });
         }
         out.push(r);
@@ -453,6 +462,7 @@ pub fn to_summary(recorded: &[Recorded], measure_start_ns: u64, end_seconds: f64
                     stderr: r.stderr.clone(),
                     recovery: r.recovery,
                     verify: r.verify.clone(),
+                    on_failure: Some(r.on_failure),
                 }),
             }
         })

@@ -3,7 +3,8 @@
 //! by pid, and the processes a study started, stopped when their step ends.
 //!
 //! Every command runs in a process group of its own, so that a timeout or the end of a step
-//! stops what it started too (`sh -c` children). storlab only ever signals processes it
+//! stops what it started too (`sh -c` children). Each group is recorded while it runs (see
+//! `started`), so that storlab's keeper stops it should storlab end without stopping it. storlab only ever signals processes it
 //! started or whose pid file the study names; it never looks processes up by name.
 
 use std::collections::BTreeMap;
@@ -119,6 +120,16 @@ pub fn run_to_end(argv: &[String], timeout: Duration, cut_off: &dyn Fn() -> bool
             };
         }
     };
+    let pid = child.id() as i32;
+    if let Err(m) = super::started::register(pid, argv) {
+        signal_group(pid, libc::SIGKILL);
+        let _ = child.wait();
+        return Ran {
+            finish: Finish::NotStarted(m),
+            stdout: String::new(),
+            stderr: String::new(),
+        };
+    }
     let out = keep_first(child.stdout.take());
     let err = keep_first(child.stderr.take());
     let start = Instant::now();
@@ -142,6 +153,7 @@ pub fn run_to_end(argv: &[String], timeout: Duration, cut_off: &dyn Fn() -> bool
         }
         std::thread::sleep(Duration::from_millis(2));
     };
+    super::started::unregister(pid);
     // A process the command left in the background may hold its output open: its pid may be
     // reused once the command is reaped, so it is not signalled; its output is not waited for
     // past a second.
@@ -220,6 +232,12 @@ impl Processes {
             .spawn()
             .map_err(|e| format!("cannot start `{}`: {e}", argv[0]))?;
         let pid = child.id() as i32;
+        if let Err(m) = super::started::register(pid, argv) {
+            let mut child = child;
+            signal_group(pid, libc::SIGKILL);
+            let _ = child.wait();
+            return Err(m);
+        }
         self.started.insert(
             name.to_string(),
             Started {
@@ -293,6 +311,7 @@ impl Processes {
                     }
                 }
             };
+            super::started::unregister(pid);
             out.push(Stopped { name, pid, how });
         }
         out

@@ -102,14 +102,39 @@ impl Action {
     }
 }
 
-/// What a failing event does to its step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// What a failing event does (`on-failure`): how far its failure reaches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum OnFailure {
-    /// Stop the step (and the study) with the event's error.
-    Stop,
+    /// Stop the step (its measurement ends, its results are kept with the failure recorded)
+    /// and go on with the study's next step; the study exits non-zero at its end. The default.
+    StopStep,
+    /// Stop the step and the rest of the study with the event's error. `stop`, the spelling
+    /// before `stop-step` existed, means this, so older study files keep their meaning.
+    #[serde(alias = "stop")]
+    StopStudy,
     /// Record the failure and go on.
     Continue,
+}
+
+impl OnFailure {
+    /// Reads an `on-failure` value; `stop` is `stop-study`.
+    pub fn parse(text: &str) -> Option<OnFailure> {
+        match text {
+            "stop-step" => Some(OnFailure::StopStep),
+            "stop-study" | "stop" => Some(OnFailure::StopStudy),
+            "continue" => Some(OnFailure::Continue),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            OnFailure::StopStep => "stop-step",
+            OnFailure::StopStudy => "stop-study",
+            OnFailure::Continue => "continue",
+        }
+    }
 }
 
 /// How the recovery after an event is measured (see `results::recovery`).
@@ -280,7 +305,7 @@ mod tests {
                 command: vec!["true".into()],
                 timeout: Dur(Duration::from_secs(30)),
             },
-            on_failure: OnFailure::Stop,
+            on_failure: OnFailure::StopStudy,
             recovery: Some(RecoveryPlan {
                 baseline: Dur(Duration::from_secs(10)),
                 recovered_within: 0.05,

@@ -427,19 +427,20 @@ impl EventReader<'_, '_> {
         }
     }
 
-    /// `on-failure`: stop (the default) or continue.
+    /// `on-failure`: stop-step (the default), stop-study (also spelled `stop`) or continue.
     fn on_failure(&mut self) -> OnFailure {
-        match self.string("on-failure").as_deref() {
-            None | Some("stop") => OnFailure::Stop,
-            Some("continue") => OnFailure::Continue,
-            Some(other) => {
-                self.err(
-                    "on-failure",
-                    format!("unknown on-failure `{other}`: expected stop or continue"),
-                );
-                OnFailure::Stop
-            }
-        }
+        let Some(text) = self.string("on-failure") else {
+            return OnFailure::StopStep;
+        };
+        OnFailure::parse(&text).unwrap_or_else(|| {
+            self.err(
+                "on-failure",
+                format!(
+                    "unknown on-failure `{text}`: expected stop-step (the default: the step stops, the study goes on), stop-study (also spelled stop) or continue"
+                ),
+            );
+            OnFailure::StopStep
+        })
     }
 
     /// Recovery metrics of the event: `recovery`, `baseline`, `settle`, `recovered-within`.
@@ -565,5 +566,56 @@ impl EventReader<'_, '_> {
         if d.0.is_zero() && self.table.contains_key(key) {
             self.err(key, format!("`{key}` must be above 0"));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::study::events::OnFailure;
+
+    const STUDY: &str = "name = \"t\"\n\n[targets.disk]\ntype = \"null\"\n\n[workloads.rr]\nblock-size = \"4KiB\"\n\n[[steps]]\nworkload = \"rr\"\ntargets = [\"disk\"]\nduration = \"1s\"\n\n[[steps.events]]\naction = \"exec\"\nat = \"0.5s\"\ncommand = [\"true\"]\n";
+
+    /// The event's `on-failure` with `line` added to STUDY's event table.
+    fn on_failure(line: &str) -> Result<OnFailure, crate::study::StudyErrors> {
+        let plan = crate::study::parse("s.toml", &format!("{STUDY}{line}"))?;
+        Ok(plan.runs[0].events[0].on_failure)
+    }
+
+    #[test]
+    fn on_failure_is_stop_step_unless_written() {
+        assert_eq!(on_failure("").unwrap(), OnFailure::StopStep);
+        let read = |v: &str| on_failure(&format!("on-failure = \"{v}\"\n")).unwrap();
+        assert_eq!(read("stop-step"), OnFailure::StopStep);
+        assert_eq!(read("stop-study"), OnFailure::StopStudy);
+        assert_eq!(read("continue"), OnFailure::Continue);
+        // The spelling from before the scopes keeps its meaning: the study stops.
+        assert_eq!(read("stop"), OnFailure::StopStudy);
+    }
+
+    #[test]
+    fn an_unknown_on_failure_names_file_line_and_key() {
+        let errs = on_failure("on-failure = \"retry\"\n").unwrap_err().0;
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        let e = &errs[0];
+        assert_eq!(e.file, "s.toml");
+        assert_eq!(e.line, Some(18));
+        assert_eq!(e.key, "steps[1].events[1].on-failure");
+        assert!(
+            e.message.contains("unknown on-failure `retry`"),
+            "{}",
+            e.message
+        );
+        assert!(e.message.contains("stop-study"), "{}", e.message);
+        let errs = on_failure("on-failure = true\n").unwrap_err().0;
+        assert_eq!(errs[0].key, "steps[1].events[1].on-failure");
+    }
+
+    #[test]
+    fn on_failure_is_stored_by_its_kebab_name() {
+        let stored = serde_json::to_string(&OnFailure::StopStep).unwrap();
+        assert_eq!(stored, "\"stop-step\"");
+        let old: OnFailure = serde_json::from_str("\"stop\"").unwrap();
+        assert_eq!(old, OnFailure::StopStudy);
+        assert_eq!(OnFailure::StopStudy.name(), "stop-study");
     }
 }
