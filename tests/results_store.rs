@@ -238,6 +238,84 @@ command = ["sh", "-c", "cat /dev/zero > {} 2>/dev/null; true"]
     );
 }
 
+/// A filesystem that fails with EIO mid-run: the study folder is a bind mount of a small XFS
+/// (made by a before-step event, the XFS over a loop device), which an event shuts down
+/// (`xfs_io -x -c shutdown`: EIO on everything) while the run writes its timeline. The index
+/// beside it stays writable: the run is `incomplete` with the EIO named.
+#[test]
+fn a_results_filesystem_failing_with_eio_names_the_file_and_marks_the_run_incomplete() {
+    if !root_or_skip("mounting an XFS over a loop device") {
+        return;
+    }
+    let lab = Lab::new();
+    let img = lab.path().join("xfs.img");
+    let xfs = lab.path().join("xfs");
+    std::fs::create_dir_all(&xfs).expect("mkdir");
+    let sh = |cmd: &str| {
+        std::process::Command::new("sh")
+            .args(["-c", cmd])
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    assert!(sh(&format!(
+        "truncate -s 300M {0} && mkfs.xfs -q -f {0}",
+        img.display()
+    )));
+    assert!(sh(&format!(
+        "mount -o loop {} {}",
+        img.display(),
+        xfs.display()
+    )));
+    let results = lab.results();
+    let study = lab.write(
+        "eio.toml",
+        &format!(
+            r#"{}
+[[steps.events]]
+name = "study-folder-on-xfs"
+action = "exec"
+before-step = true
+command = ["sh", "-c", "mount --bind {xfs} $(ls -d {results}/tiny-*)"]
+
+[[steps.events]]
+name = "xfs-fails"
+action = "exec"
+at = "0.4s"
+on-failure = "continue"
+command = ["xfs_io", "-x", "-c", "shutdown", "{xfs}"]
+"#,
+            STUDY,
+            xfs = xfs.display(),
+            results = results.display()
+        ),
+    );
+    let out = lab.cmd().arg("run").arg(&study).output().expect("run");
+    let said = both(&out);
+    let rows = list(&lab, &results);
+    // Unmount before asserting: the bind mount, then the XFS itself.
+    // (The study folder is named from the store: a stat of the dead XFS fails.)
+    let bound: Vec<PathBuf> = rows
+        .iter()
+        .filter_map(|r| Some(PathBuf::from(r["folder"].as_str()?).parent()?.to_path_buf()))
+        .collect();
+    for m in bound.iter().chain([&xfs]) {
+        let st = std::process::Command::new("umount")
+            .arg(m)
+            .output()
+            .expect("umount");
+        assert!(st.status.success(), "umount {}: {}", m.display(), both(&st));
+    }
+    assert!(!out.status.success(), "EIO is an error: {said}");
+    assert!(
+        said.contains("Input/output error") && said.contains("/run-001/"),
+        "the message names the file: {said}"
+    );
+    assert_eq!(rows.len(), 1, "{rows:#?}");
+    assert_eq!(rows[0]["status"], "incomplete", "{rows:#?}");
+    let note = rows[0]["note"].as_str().expect("note");
+    assert!(note.contains("Input/output error"), "{note}");
+}
+
 /// Every file under `dir`.
 fn walk(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
