@@ -207,7 +207,7 @@ command = ["sh", "-c", "cat /dev/zero > {} 2>/dev/null; true"]
     for f in ["study.toml", "plan.json", "system.json"] {
         assert!(folder.join(f).exists(), "{f} kept");
     }
-    let leftovers: Vec<_> = walk(&mount)
+    let leftovers: Vec<_> = common::walk(&mount)
         .into_iter()
         .filter(|p| p.to_string_lossy().contains(".tmp-"))
         .collect();
@@ -314,20 +314,6 @@ command = ["xfs_io", "-x", "-c", "shutdown", "{xfs}"]
     assert_eq!(rows[0]["status"], "incomplete", "{rows:#?}");
     let note = rows[0]["note"].as_str().expect("note");
     assert!(note.contains("Input/output error"), "{note}");
-}
-
-/// Every file under `dir`.
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
 }
 
 #[test]

@@ -37,7 +37,7 @@ ops = 6000
 
 fn verify_object(lab: &Lab) -> serde_json::Value {
     let mut found = None;
-    for e in walk(&lab.results()) {
+    for e in common::walk(&lab.results()) {
         if e.file_name().and_then(|n| n.to_str()) == Some("summary.json") {
             let s: serde_json::Value =
                 serde_json::from_str(&std::fs::read_to_string(&e).unwrap()).unwrap();
@@ -45,19 +45,6 @@ fn verify_object(lab: &Lab) -> serde_json::Value {
         }
     }
     found.expect("a summary.json")
-}
-
-fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
 }
 
 #[test]
@@ -232,7 +219,7 @@ on-failure = "continue"
     let o = lab.run(&["run", s.to_str().unwrap()]);
     let (out, err) = text(&o);
     assert!(o.status.success(), "{out}{err}");
-    let summary = walk(&lab.results())
+    let summary = common::walk(&lab.results())
         .into_iter()
         .filter(|p| p.ends_with("run-002/summary.json"))
         .map(|p| serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(p).unwrap()))

@@ -119,3 +119,17 @@ pub fn figures(stdout: &str) -> std::collections::HashMap<String, f64> {
 pub fn get(f: &std::collections::HashMap<String, f64>, k: &str) -> u64 {
     f.get(k).copied().unwrap_or(0.0) as u64
 }
+
+/// Every file under `dir`, folders walked down.
+pub fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
