@@ -78,6 +78,7 @@ fn supported_job_files_run_unchanged() {
         ("verify-crc32c.fio", 1, 1),
         ("mixed-split.fio", 1, 1),
         ("reader-writer.fio", 2, 1),
+        ("comments-aliases.fio", 2, 1),
     ];
     for (file, entries, groups) in cases {
         let lab = Lab::new();

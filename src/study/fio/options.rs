@@ -71,11 +71,11 @@ pub const SUPPORTED: &[(&str, &str)] = &[
     ),
     ("kb_base", "1024 (default) or 1000"),
     (
-        "ss / ss_dur / ss_ramp",
+        "ss / ss_dur / ss_ramp (steadystate / steadystate_duration / steadystate_ramp_time)",
         "steady state (iops, iops_slope, bw, bw_slope; % or absolute): the group stops once reached, runtime being the longest; needs ss_dur and runtime",
     ),
     (
-        "offset",
+        "offset / fileoffset",
         "first byte of the job's region in the file (a size, not a percent)",
     ),
     (
@@ -404,7 +404,7 @@ fn apply(job: &mut Job, e: &Entry, kb: &mut u64) -> Result<(), String> {
 /// `offset`. False when `e` is none of these.
 fn apply_job_file(job: &mut Job, e: &Entry, kb: u64) -> Result<bool, String> {
     let name = e.name.as_str();
-    match name {
+    match super::names::canonical(name) {
         "name" => job.name = need(e)?.to_string(),
         "description" => {
             need(e)?;
@@ -444,8 +444,8 @@ fn apply_job_file(job: &mut Job, e: &Entry, kb: u64) -> Result<bool, String> {
 /// `numjobs`, `fsync`. False when `e` is none of these.
 fn apply_io(job: &mut Job, e: &Entry, kb: u64) -> Result<bool, String> {
     let name = e.name.as_str();
-    match name {
-        "rw" | "readwrite" => {
+    match super::names::canonical(name) {
+        "rw" => {
             let v = need(e)?;
             let (mode, suffix) = match v.split_once(':') {
                 Some((m, s)) => (m, Some(s)),
@@ -461,7 +461,7 @@ fn apply_io(job: &mut Job, e: &Entry, kb: u64) -> Result<bool, String> {
                 "write" => Rw::Write,
                 "randread" => Rw::RandRead,
                 "randwrite" => Rw::RandWrite,
-                "rw" | "readwrite" => Rw::ReadWrite,
+                "rw" => Rw::ReadWrite,
                 "randrw" => Rw::RandRw,
                 other => {
                     return Err(format!(
@@ -477,12 +477,12 @@ fn apply_io(job: &mut Job, e: &Entry, kb: u64) -> Result<bool, String> {
             }
             job.rwmixread = if name == "rwmixread" { p } else { 100 - p };
         }
-        "bs" | "blocksize" => {
+        "bs" => {
             job.bs = one_bs(e, kb)?;
             job.bssplit.clear();
         }
         "bssplit" => job.bssplit = bssplit(e, kb)?,
-        "blockalign" | "ba" => job.blockalign = Some(one_bs(e, kb)?),
+        "ba" => job.blockalign = Some(one_bs(e, kb)?),
         "direct" => job.direct = flag(e)?,
         "buffered" => {
             job.direct = !flag(e)?;
@@ -521,8 +521,8 @@ fn apply_io(job: &mut Job, e: &Entry, kb: u64) -> Result<bool, String> {
 /// and steady state (`ss`, `ss_dur`, `ss_ramp`). False when `e` is none of these.
 fn apply_time(job: &mut Job, e: &Entry) -> Result<bool, String> {
     let name = e.name.as_str();
-    match name {
-        "runtime" | "timeout" => {
+    match super::names::canonical(name) {
+        "runtime" => {
             let v = need(e)?;
             let d = parse_time(v).map_err(|m| format!("{name}={v}: {m}"))?;
             job.runtime = (!d.is_zero()).then_some(d);
@@ -542,17 +542,17 @@ fn apply_time(job: &mut Job, e: &Entry) -> Result<bool, String> {
             let r: u64 = int(e)?;
             job.rate_iops = (r > 0).then_some(r);
         }
-        "ss" => {
+        "steadystate" => {
             let v = need(e)?;
-            crate::study::steady::parse_steady_state(v).map_err(|m| format!("ss={v}: {m}"))?;
+            crate::study::steady::parse_steady_state(v).map_err(|m| format!("{name}={v}: {m}"))?;
             job.ss = Some(v.to_string());
         }
-        "ss_dur" => {
+        "steadystate_duration" => {
             let v = need(e)?;
             let d = parse_time(v).map_err(|m| format!("{name}={v}: {m}"))?;
             job.ss_dur = (!d.is_zero()).then_some(d);
         }
-        "ss_ramp" => {
+        "steadystate_ramp_time" => {
             let v = need(e)?;
             job.ss_ramp = parse_time(v).map_err(|m| format!("{name}={v}: {m}"))?;
         }
@@ -566,7 +566,7 @@ fn apply_time(job: &mut Job, e: &Entry) -> Result<bool, String> {
 /// `invalidate`, `kb_base`, logs. False when `e` is none of these.
 fn apply_run(job: &mut Job, e: &Entry, kb: &mut u64) -> Result<bool, String> {
     let name = e.name.as_str();
-    match name {
+    match super::names::canonical(name) {
         "norandommap" => {
             if !flag(e)? {
                 return Err(
@@ -587,7 +587,7 @@ fn apply_run(job: &mut Job, e: &Entry, kb: &mut u64) -> Result<bool, String> {
             flag(e)?;
         }
         "group_reporting" => job.group_reporting = flag(e)?,
-        "stonewall" | "wait_for_previous" => job.stonewall = flag(e)?,
+        "stonewall" => job.stonewall = flag(e)?,
         "verify" => {
             job.verify = match need(e)? {
                 "crc32c" | "crc32c-intel" => true,
@@ -668,6 +668,23 @@ mod tests {
         assert_eq!(e.len(), 5);
         let e = jobs("[a]\nrw=randread:8\n").unwrap_err();
         assert!(e[0].message.contains("`:N`"), "{}", e[0]);
+    }
+
+    #[test]
+    fn aliases_are_their_options_and_prefixes_are_refused_as_fio_refuses_them() {
+        let j = jobs("[a]\nfileoffset=4k\ntimeout=2m\nreadwrite=randread\nblocksize=8k\nsteadystate=iops:10%\nsteadystate_duration=2s\n")
+            .unwrap();
+        assert_eq!(j[0].offset, 4096);
+        assert_eq!(j[0].runtime, Some(Duration::from_secs(120)));
+        assert_eq!((j[0].rw, j[0].bs), (Rw::RandRead, 8192));
+        assert_eq!(j[0].ss.as_deref(), Some("iops:10%"));
+        assert_eq!(j[0].ss_dur, Some(Duration::from_secs(2)));
+        // fio 3.33: "Bad option <numj=2>", and `NumJobs` likewise.
+        let e = jobs("[a]\nnumj=2\nNumJobs=2\nsteadystate=iops_median:1\n").unwrap_err();
+        assert_eq!(e.len(), 3, "{e:?}");
+        assert!(e[0].message.contains("`numj`"), "{}", e[0]);
+        assert!(e[1].message.contains("`NumJobs`"), "{}", e[1]);
+        assert!(e[2].message.starts_with("steadystate=iops_median"), "{}", e[2]);
     }
 
     #[test]
