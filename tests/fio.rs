@@ -79,6 +79,7 @@ fn supported_job_files_run_unchanged() {
         ("mixed-split.fio", 1, 1),
         ("reader-writer.fio", 2, 1),
         ("comments-aliases.fio", 2, 1),
+        ("engines.fio", 4, 4),
     ];
     for (file, entries, groups) in cases {
         let lab = Lab::new();
@@ -124,17 +125,28 @@ fn supported_job_files_run_unchanged() {
                 .count();
             assert_eq!(logs, 2 * entries, "{file}");
         }
-        if std::fs::read_to_string(job(file))
-            .unwrap()
-            .contains("ioengine=libaio")
-        {
-            assert!(
-                err.contains("ioengine=libaio ran on io_uring"),
-                "{file}: {err}"
-            );
+        // Every engine storlab runs on another of its own is said and stored.
+        let text = std::fs::read_to_string(job(file)).unwrap();
+        for (fio_engine, on) in [
+            ("libaio", "io_uring"),
+            ("posixaio", "io_uring"),
+            ("sync", "psync"),
+            ("pvsync2", "psync"),
+        ] {
+            if !text.contains(&format!("ioengine={fio_engine}\n")) {
+                continue;
+            }
+            let said = format!("ioengine={fio_engine} ran on {on}");
+            assert!(err.contains(&said), "{file}: {err}");
             let study = std::fs::read_to_string(lab.study_folder().join("run-001/study.toml"))
                 .unwrap_or_default();
-            assert!(study.contains("libaio ran on io_uring"), "{file}: {study}");
+            assert!(study.contains(&said), "{file}: {study}");
+        }
+        if file == &"engines.fio" {
+            // The null job ran on storlab's null target and made no file.
+            let s = summary(&lab, 1);
+            assert_eq!(s["targets"][0]["name"], "nothing", "{s}");
+            assert!(!lab.path().join("nothing.0.0").exists());
         }
     }
 }

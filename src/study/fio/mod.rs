@@ -9,7 +9,7 @@ pub mod options;
 pub mod parse;
 pub mod plan;
 
-pub use options::{Engine, Job, Rw};
+pub use options::{Engine, Job, Runner, Rw};
 pub use parse::LineError;
 pub use plan::FioPlan;
 
@@ -89,6 +89,43 @@ mod tests {
             p.study_text
                 .contains("substitution: job `r`: ioengine=libaio ran on io_uring")
         );
+    }
+
+    #[test]
+    fn engines_run_on_storlab_engines_each_substitution_said() {
+        let p = plan(
+            "[global]\nsize=1m\nrw=randread\niodepth=8\n[n]\nioengine=null\nfilename=/nonexistent/storlab/n\n[s]\nstonewall\nioengine=sync\nfilename=/tmp/s\n[v]\nstonewall\nioengine=pvsync2\nfilename=/tmp/v\n[a]\nstonewall\nioengine=posixaio\nfilename=/tmp/a\n",
+        )
+        .unwrap();
+        let study = crate::study::parse("fio.toml", &p.study_text).unwrap();
+        let kinds: Vec<&str> = study
+            .runs
+            .iter()
+            .map(|r| r.targets[0].config.type_name())
+            .collect();
+        assert_eq!(kinds, ["null", "file", "file", "file"]);
+        let qd: Vec<u32> = study
+            .runs
+            .iter()
+            .map(|r| r.targets[0].workload.queue_depth())
+            .collect();
+        assert_eq!(qd, [8, 1, 1, 8]);
+        for said in [
+            "substitution: job `s`: ioengine=sync ran on psync",
+            "substitution: job `v`: ioengine=pvsync2 ran on psync",
+            "substitution: job `a`: ioengine=posixaio ran on io_uring",
+            "job `s`: ioengine=sync runs one I/O at a time: iodepth=8 is 1",
+        ] {
+            assert!(p.study_text.contains(said), "{said}: {}", p.study_text);
+        }
+        assert!(!p.study_text.contains("ioengine=null ran"), "{}", p.study_text);
+        // fio's null engine needs a size, and keeps no data to verify.
+        let e = plan("[n]\nioengine=null\nrw=read\n").unwrap_err();
+        assert!(e[0].message.contains("needs a size"), "{}", e[0]);
+        let e = plan("[n]\nioengine=null\nsize=1m\nrw=write\nverify=crc32c\n").unwrap_err();
+        assert!(e[0].message.contains("keeps no data"), "{}", e[0]);
+        let e = plan("[n]\nioengine=mmap\nsize=1m\n").unwrap_err();
+        assert!(e[0].message.starts_with("ioengine=mmap: not supported"), "{}", e[0]);
     }
 
     #[test]

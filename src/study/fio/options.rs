@@ -43,7 +43,7 @@ pub const SUPPORTED: &[(&str, &str)] = &[
     ("direct / buffered", "O_DIRECT"),
     (
         "ioengine",
-        "io_uring, psync; libaio runs on io_uring, said and recorded",
+        "io_uring, psync, null (storlab's null target, no file); libaio and posixaio run on io_uring, sync, vsync, pvsync and pvsync2 on psync: each substitution said and recorded",
     ),
     ("iodepth", "I/Os in flight per job (psync: 1)"),
     (
@@ -113,22 +113,86 @@ impl Rw {
     }
 }
 
-/// fio's ioengine, as storlab runs it.
+/// fio's ioengine, as written; [`Engine::runs_on`] says what storlab runs it on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Engine {
     IoUring,
     Psync,
-    /// libaio, run on io_uring (storlab has no libaio engine): said and recorded.
-    LibaioOnUring,
+    Null,
+    /// Run on io_uring (storlab has no libaio engine): said and recorded.
+    Libaio,
+    /// POSIX aio, run on io_uring: said and recorded.
+    Posixaio,
+    /// read/write, readv/writev, preadv/pwritev and preadv2/pwritev2: one I/O at a time, run
+    /// on storlab's psync (pread/pwrite): said and recorded.
+    Sync,
+    Vsync,
+    Pvsync,
+    Pvsync2,
+}
+
+/// What storlab runs a job's I/O on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Runner {
+    /// The `file` target's io-uring engine.
+    IoUring,
+    /// The `file` target's psync engine: one I/O at a time.
+    Psync,
+    /// The `null` target: every operation completes at once, no file.
+    Null,
+}
+
+impl Runner {
+    pub fn name(self) -> &'static str {
+        match self {
+            Runner::IoUring => "io_uring",
+            Runner::Psync => "psync",
+            Runner::Null => "null",
+        }
+    }
 }
 
 impl Engine {
+    /// fio's `ioengine` values storlab takes.
+    pub const ALL: [Engine; 9] = [
+        Engine::IoUring,
+        Engine::Psync,
+        Engine::Null,
+        Engine::Libaio,
+        Engine::Posixaio,
+        Engine::Sync,
+        Engine::Vsync,
+        Engine::Pvsync,
+        Engine::Pvsync2,
+    ];
+
     pub fn fio_name(self) -> &'static str {
         match self {
             Engine::IoUring => "io_uring",
             Engine::Psync => "psync",
-            Engine::LibaioOnUring => "libaio",
+            Engine::Null => "null",
+            Engine::Libaio => "libaio",
+            Engine::Posixaio => "posixaio",
+            Engine::Sync => "sync",
+            Engine::Vsync => "vsync",
+            Engine::Pvsync => "pvsync",
+            Engine::Pvsync2 => "pvsync2",
         }
+    }
+
+    pub fn runs_on(self) -> Runner {
+        match self {
+            Engine::IoUring | Engine::Libaio | Engine::Posixaio => Runner::IoUring,
+            Engine::Psync | Engine::Sync | Engine::Vsync | Engine::Pvsync | Engine::Pvsync2 => {
+                Runner::Psync
+            }
+            Engine::Null => Runner::Null,
+        }
+    }
+
+    /// Whether storlab runs it on an engine of another name (said and recorded).
+    pub fn substituted(self) -> bool {
+        self.fio_name() != self.runs_on().name()
     }
 }
 
@@ -488,16 +552,15 @@ fn apply_io(job: &mut Job, e: &Entry, kb: u64) -> Result<bool, String> {
             job.direct = !flag(e)?;
         }
         "ioengine" => {
-            job.engine = match need(e)? {
-                "io_uring" => Engine::IoUring,
-                "psync" => Engine::Psync,
-                "libaio" => Engine::LibaioOnUring,
-                other => {
-                    return Err(format!(
-                        "ioengine={other}: not supported by storlab fio (io_uring, psync; libaio runs on io_uring)"
-                    ));
-                }
-            }
+            let v = need(e)?;
+            job.engine = Engine::ALL
+                .into_iter()
+                .find(|g| g.fio_name() == v)
+                .ok_or_else(|| {
+                    format!(
+                        "ioengine={v}: not supported by storlab fio (io_uring, psync, null; libaio and posixaio run on io_uring; sync, vsync, pvsync, pvsync2 on psync)"
+                    )
+                })?;
         }
         "iodepth" => {
             job.iodepth = int(e)?;
@@ -639,7 +702,7 @@ mod tests {
         .unwrap();
         assert_eq!(j.len(), 2);
         assert_eq!((j[0].bs, j[0].iodepth, j[0].direct), (8192, 16, true));
-        assert_eq!(j[0].engine, Engine::LibaioOnUring);
+        assert_eq!(j[0].engine, Engine::Libaio);
         assert_eq!(j[0].rw, Rw::RandRead);
         assert_eq!((j[1].bs, j[1].direct, j[1].rw), (65536, false, Rw::Write));
         assert_eq!(j[1].own_options[0], ("bs".into(), "64k".into()));
