@@ -415,3 +415,30 @@ fn jobs_doing_different_io_run_together_each_timed_on_its_own() {
     assert!(steps[0]["largest-ops-ratio"].is_null(), "{cmp}");
     assert!(steps[0]["largest-p99-improvement"].is_null(), "{cmp}");
 }
+
+/// fio's measurement switches are taken with a note that storlab measures anyway; the job's
+/// `percentile_list` and `lat_percentiles` choose the percentiles of the JSON and normal
+/// output, as fio 3.33 prints them.
+#[test]
+fn timing_options_are_noted_and_percentile_list_is_printed() {
+    let lab = Lab::new();
+    let (doc, err) = fio_json(&lab, "json", "timing.fio");
+    assert!(
+        err.contains("gtod_reduce=1, disable_slat=1 taken, but storlab measures"),
+        "{err}"
+    );
+    let read = &doc["jobs"][0]["read"];
+    for lat in ["clat_ns", "lat_ns"] {
+        let keys: Vec<&String> = read[lat]["percentile"].as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["50.000000", "99.000000", "99.900000"], "{lat}");
+    }
+    let study = std::fs::read_to_string(lab.study_folder().join("run-001/study.toml")).unwrap();
+    assert!(study.contains("storlab measures every I/O's latency"), "{study}");
+    let lab = Lab::new();
+    let (ok, out, err) = fio(&lab, &["--quick", job("timing.fio").to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert!(out.contains("    clat percentiles ("), "{out}");
+    assert!(out.contains("    lat percentiles ("), "{out}");
+    assert!(out.contains("| 50.0th=["), "{out}");
+    assert!(out.contains(", 99.9th=["), "{out}");
+}

@@ -22,12 +22,8 @@ use serde_json::{Map, Value, json};
 use crate::results::histograms::{Histograms, hlog_tag};
 use crate::results::stored::StoredRun;
 use crate::study::fio::FioPlan;
+use crate::study::fio::measure::LatencyReport;
 
-/// fio's default completion-latency percentiles.
-pub const PERCENTILES: [f64; 17] = [
-    1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95,
-    99.99,
-];
 
 /// One direction (fio's read, write, trim; storlab's fsync as fio's sync) of one entry.
 #[derive(Debug, Clone, Default)]
@@ -73,6 +69,9 @@ pub struct JobStats {
     pub elapsed_s: u64,
     pub iodepth: u32,
     pub error: u64,
+    /// The latency percentiles printed (the job's `percentile_list`, `clat_percentiles`,
+    /// `lat_percentiles`).
+    pub latency_report: LatencyReport,
 }
 
 /// How long the entry's targets were measured: the run's measured time, or in an
@@ -174,6 +173,7 @@ pub fn job_stats(plan: &FioPlan, runs: &[StoredRun]) -> Result<Vec<JobStats>, St
                 job_runtime_ms: (entry_seconds(run, &targets) * 1000.0).round() as u64,
                 elapsed_s,
                 iodepth: job.iodepth,
+                latency_report: job.latency_report.clone(),
             });
         }
     }
@@ -230,7 +230,17 @@ fn stats(xs: impl Iterator<Item = f64> + Clone) -> (f64, f64, f64, f64, usize) {
     (min, max, mean, var.sqrt(), n)
 }
 
-fn dir_json(d: &Dir, group_bw: f64, plus: bool) -> Value {
+/// fio's `percentile` object of a latency: `"99.000000": ns` for each percentile.
+fn percentile_map(h: &Histogram<u64>, report: &LatencyReport) -> Value {
+    let p: Map<String, Value> = report
+        .percentiles
+        .iter()
+        .map(|q| (format!("{q:.6}"), json!(h.value_at_percentile(*q))))
+        .collect();
+    Value::Object(p)
+}
+
+fn dir_json(d: &Dir, group_bw: f64, plus: bool, report: &LatencyReport) -> Value {
     let mut m = Map::new();
     m.insert("io_bytes".into(), json!(d.bytes));
     m.insert("io_kbytes".into(), json!(d.bytes / 1024));
@@ -243,12 +253,16 @@ fn dir_json(d: &Dir, group_bw: f64, plus: bool) -> Value {
     m.insert("drop_ios".into(), json!(0));
     m.insert("slat_ns".into(), Value::Object(lat_stats(None)));
     let mut clat = lat_stats(d.hist.as_ref());
+    let mut lat = lat_stats(d.hist.as_ref());
     if let Some(h) = d.hist.as_ref().filter(|h| !h.is_empty()) {
-        let mut p = Map::new();
-        for q in PERCENTILES {
-            p.insert(format!("{q:.6}"), json!(h.value_at_percentile(q)));
+        // fio 3.33 writes clat's percentiles unless clat_percentiles=0, lat's with
+        // lat_percentiles=1 (storlab's lat is its clat: submission is not timed apart).
+        if report.clat {
+            clat.insert("percentile".into(), percentile_map(h, report));
         }
-        clat.insert("percentile".into(), Value::Object(p));
+        if report.lat {
+            lat.insert("percentile".into(), percentile_map(h, report));
+        }
         if plus {
             let b: Map<String, Value> = bins(h)
                 .into_iter()
@@ -258,7 +272,7 @@ fn dir_json(d: &Dir, group_bw: f64, plus: bool) -> Value {
         }
     }
     m.insert("clat_ns".into(), Value::Object(clat));
-    m.insert("lat_ns".into(), Value::Object(lat_stats(d.hist.as_ref())));
+    m.insert("lat_ns".into(), Value::Object(lat));
     let (bmin, bmax, bmean, bdev, bn) = stats(d.samples.iter().map(|s| s.0));
     let agg = if group_bw > 0.0 {
         100.0 * d.bw_bytes() / group_bw
@@ -355,13 +369,13 @@ pub fn json(
             m.insert("job options".into(), Value::Object(opts));
             m.insert(
                 "read".into(),
-                dir_json(&j.read, group_bw[&(j.groupid, 0)], plus),
+                dir_json(&j.read, group_bw[&(j.groupid, 0)], plus, &j.latency_report),
             );
             m.insert(
                 "write".into(),
-                dir_json(&j.write, group_bw[&(j.groupid, 1)], plus),
+                dir_json(&j.write, group_bw[&(j.groupid, 1)], plus, &j.latency_report),
             );
-            m.insert("trim".into(), dir_json(&Dir::default(), 0.0, false));
+            m.insert("trim".into(), dir_json(&Dir::default(), 0.0, false, &j.latency_report));
             m.insert(
                 "sync".into(),
                 json!({"total_ios": j.sync.ios, "lat_ns": Value::Object(lat_stats(j.sync.hist.as_ref()))}),
@@ -415,4 +429,40 @@ pub fn json(
         }),
     );
     Value::Object(top)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_follow_the_jobs_latency_report() {
+        let mut h = Histogram::<u64>::new(3).unwrap();
+        for v in 1..=1000u64 {
+            h.record(v * 1000).unwrap();
+        }
+        let d = Dir {
+            ios: 1000,
+            hist: Some(h),
+            ..Dir::default()
+        };
+        let default = dir_json(&d, 0.0, false, &LatencyReport::default());
+        let p = default["clat_ns"]["percentile"].as_object().unwrap();
+        assert_eq!(p.len(), 17);
+        assert!(p.contains_key("99.990000"));
+        assert!(default["lat_ns"].get("percentile").is_none());
+        // percentile_list=50:99.5, clat_percentiles=0, lat_percentiles=1.
+        let report = LatencyReport {
+            percentiles: vec![50.0, 99.5],
+            clat: false,
+            lat: true,
+        };
+        let chosen = dir_json(&d, 0.0, false, &report);
+        assert!(chosen["clat_ns"].get("percentile").is_none(), "{chosen}");
+        let p = chosen["lat_ns"]["percentile"].as_object().unwrap();
+        let keys: Vec<&str> = p.keys().map(|k| k.as_str()).collect();
+        assert_eq!(keys, ["50.000000", "99.500000"]);
+        let median = p["50.000000"].as_u64().unwrap();
+        assert!((499_000..=501_000).contains(&median), "{median}");
+    }
 }

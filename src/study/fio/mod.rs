@@ -4,6 +4,7 @@
 //! `file` targets, block workloads and one step per stonewall group ([`plan`]), so that a job
 //! file runs through the same plan, engine and results store as any study.
 
+pub mod measure;
 pub mod names;
 pub mod options;
 pub mod parse;

@@ -88,6 +88,14 @@ pub const SUPPORTED: &[(&str, &str)] = &[
     ),
     ("thread", "storlab's clones are threads"),
     (
+        "gtod_reduce / disable_lat / disable_clat / disable_slat / disable_bw_measurement",
+        "taken: storlab measures every latency and the bandwidth anyway, and says so",
+    ),
+    (
+        "clat_percentiles / lat_percentiles / percentile_list",
+        "the latency percentiles printed in fio's normal and JSON output",
+    ),
+    (
         "write_bw_log / write_iops_log",
         "fio-format logs, one sample per timeline interval",
     ),
@@ -233,6 +241,11 @@ pub struct Job {
     pub ss: Option<String>,
     pub ss_dur: Option<Duration>,
     pub ss_ramp: Duration,
+    /// fio options given that would switch measurement off (`gtod_reduce`, `disable_*`), as
+    /// written: storlab measures anyway, and says so.
+    pub measurement_off: Vec<String>,
+    /// The latency percentiles the report prints.
+    pub latency_report: super::measure::LatencyReport,
 }
 
 impl Job {
@@ -270,6 +283,8 @@ impl Job {
             ss: None,
             ss_dur: None,
             ss_ramp: Duration::ZERO,
+            measurement_off: Vec::new(),
+            latency_report: super::measure::LatencyReport::default(),
         }
     }
 
@@ -455,6 +470,7 @@ fn apply(job: &mut Job, e: &Entry, kb: &mut u64) -> Result<(), String> {
         || apply_io(job, e, *kb)?
         || apply_time(job, e)?
         || apply_run(job, e, kb)?
+        || super::measure::apply_measure(job, e, super::names::canonical(&e.name))?
     {
         return Ok(());
     }

@@ -303,6 +303,13 @@ fn substitution_notes(jobs: &[Job]) -> Vec<String> {
                 j.name, j.iodepth
             ));
         }
+        if !j.measurement_off.is_empty() {
+            notes.push(format!(
+                "job `{}`: {}=1 taken, but storlab measures every I/O's latency and the bandwidth anyway",
+                j.name,
+                j.measurement_off.join("=1, ")
+            ));
+        }
         if j.invalidate && !j.direct && on != Runner::Null {
             notes.push(format!(
                 "job `{}`: invalidate=1 drops the whole page cache before its group (needs root)",
