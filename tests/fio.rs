@@ -429,11 +429,18 @@ fn timing_options_are_noted_and_percentile_list_is_printed() {
     );
     let read = &doc["jobs"][0]["read"];
     for lat in ["clat_ns", "lat_ns"] {
-        let keys: Vec<&String> = read[lat]["percentile"].as_object().unwrap().keys().collect();
+        let keys: Vec<&String> = read[lat]["percentile"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect();
         assert_eq!(keys, ["50.000000", "99.000000", "99.900000"], "{lat}");
     }
     let study = std::fs::read_to_string(lab.study_folder().join("run-001/study.toml")).unwrap();
-    assert!(study.contains("storlab measures every I/O's latency"), "{study}");
+    assert!(
+        study.contains("storlab measures every I/O's latency"),
+        "{study}"
+    );
     let lab = Lab::new();
     let (ok, out, err) = fio(&lab, &["--quick", job("timing.fio").to_str().unwrap()]);
     assert!(ok, "{err}");
@@ -441,4 +448,44 @@ fn timing_options_are_noted_and_percentile_list_is_printed() {
     assert!(out.contains("    lat percentiles ("), "{out}");
     assert!(out.contains("| 50.0th=["), "{out}");
     assert!(out.contains(", 99.9th=["), "{out}");
+}
+
+/// `--output-format=terse` writes fio's version-3 line: as many fields as fio 3.33 writes for
+/// the same null job, fio's percentile fields for its `percentile_list`, and storlab's
+/// measured I/O count behind the KiB field.
+#[test]
+fn terse_output_has_fio_fields() {
+    let lab = Lab::new();
+    let jobfile = lab.write(
+        "terse.fio",
+        "[t]\nioengine=null\nsize=4m\nrw=randread\nbs=4k\npercentile_list=50:99\n",
+    );
+    let fio_line = std::process::Command::new("fio")
+        .arg("--output-format=terse")
+        .arg(&jobfile)
+        .output()
+        .expect("fio (Debian's fio package) must be installed");
+    let fio_line = String::from_utf8_lossy(&fio_line.stdout).to_string();
+    let fio_fields: Vec<&str> = fio_line.trim().split(';').collect();
+    let (ok, out, err) = fio(&lab, &["--output-format=terse", jobfile.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert!(
+        err.contains("terse fields storlab does not measure are 0"),
+        "{err}"
+    );
+    let fields: Vec<&str> = out.trim().split(';').collect();
+    assert_eq!(
+        fields.len(),
+        fio_fields.len(),
+        "fio: {fio_line}\nstorlab: {out}"
+    );
+    assert_eq!(&fields[..5], &fio_fields[..5]);
+    let key = |f: &str| f.split('=').next().unwrap().to_string();
+    let keys = |fs: &[&str]| fs[17..37].iter().map(|f| key(f)).collect::<Vec<_>>();
+    assert_eq!(keys(&fields), keys(&fio_fields));
+    assert_eq!(fields[17].split('=').next(), Some("50.000000%"));
+    // 4 MiB of 4 KiB reads: the KiB field, and the stored run's read count.
+    assert_eq!(fields[5], fio_fields[5]);
+    assert_eq!(fields[5], "4096");
+    assert_eq!(stored_ops(&summary(&lab, 1), "read"), 1024);
 }

@@ -1,5 +1,5 @@
 //! `storlab fio JOBFILE...`: fio's job files run as a study (see `study::fio`), printed in
-//! fio's normal, JSON or JSON+ layout (`--output-format`, `--output`) from the stored results
+//! fio's normal, JSON, JSON+ or terse layout (`--output-format`, `--output`) from the stored results
 //! (see `report::fio_json`). The job files are copied into the study's results folder, and
 //! `write_bw_log` / `write_iops_log` files are written from the stored timeline.
 
@@ -11,8 +11,9 @@ use super::*;
 pub(super) struct FioArgs {
     #[command(flatten)]
     common: CommonRunArgs,
-    /// fio's output format: normal, json or json+ (json with the latency bins).
-    #[arg(long = "output-format", default_value = "normal", value_parser = ["normal", "json", "json+"])]
+    /// fio's output format: normal, json, json+ (json with the latency bins) or terse (fio's
+    /// `;`-separated version 3 lines).
+    #[arg(long = "output-format", default_value = "normal", value_parser = ["normal", "json", "json+", "terse"])]
     output_format: String,
     /// Write the report to this file instead of stdout (fio's --output).
     #[arg(long)]
@@ -144,6 +145,10 @@ pub(super) fn fio(args: FioArgs) -> Result<i32> {
     } else {
         match args.output_format.as_str() {
             "normal" => report::fio_text::normal(&stats, &now_text),
+            "terse" => {
+                eprintln!("storlab fio: {}", report::fio_terse::NOT_MEASURED);
+                report::fio_terse::terse(&stats).trim_end().to_string()
+            }
             plus => serde_json::to_string_pretty(&report::fio_json::json(
                 &fplan,
                 &stats,

@@ -24,7 +24,6 @@ use crate::results::stored::StoredRun;
 use crate::study::fio::FioPlan;
 use crate::study::fio::measure::LatencyReport;
 
-
 /// One direction (fio's read, write, trim; storlab's fsync as fio's sync) of one entry.
 #[derive(Debug, Clone, Default)]
 pub struct Dir {
@@ -213,7 +212,8 @@ pub fn bins(h: &Histogram<u64>) -> Vec<(u64, u64)> {
         .collect()
 }
 
-fn stats(xs: impl Iterator<Item = f64> + Clone) -> (f64, f64, f64, f64, usize) {
+/// (min, max, mean, sample standard deviation, count) of `xs`, as fio computes them.
+pub fn stats(xs: impl Iterator<Item = f64> + Clone) -> (f64, f64, f64, f64, usize) {
     let n = xs.clone().count();
     if n == 0 {
         return (0.0, 0.0, 0.0, 0.0, 0);
@@ -294,10 +294,13 @@ fn dir_json(d: &Dir, group_bw: f64, plus: bool, report: &LatencyReport) -> Value
     Value::Object(m)
 }
 
-/// fio's latency buckets: percent of the entry's I/Os (read and write) in each range.
-fn latency_buckets(j: &JobStats) -> (Value, Value, Value) {
-    const NS: [u64; 10] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000];
-    const MS: [u64; 11] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000, 2000];
+/// fio's latency bucket bounds: below 1 µs and in µs (ns, µs), and in ms.
+pub const LAT_BOUNDS: [u64; 10] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000];
+pub const LAT_BOUNDS_MS: [u64; 11] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000, 2000];
+
+/// Percent of the entry's I/Os (read and write) in each of fio's latency ranges: (ns, µs,
+/// ms; the last ms range is `>=2000`).
+pub fn latency_percents(j: &JobStats) -> ([f64; 10], [f64; 10], [f64; 12]) {
     let mut ns = [0u64; 10];
     let mut us = [0u64; 10];
     let mut ms = [0u64; 12];
@@ -307,36 +310,56 @@ fn latency_buckets(j: &JobStats) -> (Value, Value, Value) {
             total += c;
             let slot = |keys: &[u64], x: u64| keys.iter().position(|k| x < *k);
             if v < 1000 {
-                ns[slot(&NS, v).unwrap_or(9)] += c;
+                ns[slot(&LAT_BOUNDS, v).unwrap_or(9)] += c;
             } else if v < 1_000_000 {
-                us[slot(&NS, v / 1000).unwrap_or(9)] += c;
+                us[slot(&LAT_BOUNDS, v / 1000).unwrap_or(9)] += c;
             } else {
-                ms[slot(&MS, v / 1_000_000).unwrap_or(11)] += c;
+                ms[slot(&LAT_BOUNDS_MS, v / 1_000_000).unwrap_or(11)] += c;
             }
         }
     }
-    let pct = |c: u64| {
+    let pct = |c: &u64| {
         if total == 0 {
-            f6(0.0)
+            0.0
         } else {
-            f6(100.0 * c as f64 / total as f64)
+            100.0 * *c as f64 / total as f64
         }
     };
-    let map = |keys: &[u64], counts: &[u64], last: Option<&str>| {
+    (
+        ns.map(|c| pct(&c)),
+        us.map(|c| pct(&c)),
+        ms.map(|c| pct(&c)),
+    )
+}
+
+/// fio's latency buckets as JSON maps.
+fn latency_buckets(j: &JobStats) -> (Value, Value, Value) {
+    let (ns, us, ms) = latency_percents(j);
+    let map = |keys: &[u64], pcts: &[f64], last: Option<&str>| {
         let mut m = Map::new();
-        for (k, c) in keys.iter().zip(counts) {
-            m.insert(k.to_string(), pct(*c));
+        for (k, p) in keys.iter().zip(pcts) {
+            m.insert(k.to_string(), f6(*p));
         }
         if let Some(l) = last {
-            m.insert(l.into(), pct(counts[counts.len() - 1]));
+            m.insert(l.into(), f6(pcts[pcts.len() - 1]));
         }
         Value::Object(m)
     };
     (
-        map(&NS, &ns, None),
-        map(&NS, &us, None),
-        map(&MS, &ms, Some(">=2000")),
+        map(&LAT_BOUNDS, &ns, None),
+        map(&LAT_BOUNDS, &us, None),
+        map(&LAT_BOUNDS_MS, &ms, Some(">=2000")),
     )
+}
+
+/// Each group's bandwidth per direction (0 read, 1 write), bytes/s: fio's `bw_agg` base.
+pub fn group_bandwidths(stats: &[JobStats]) -> BTreeMap<(usize, u8), f64> {
+    let mut group_bw: BTreeMap<(usize, u8), f64> = BTreeMap::new();
+    for j in stats {
+        *group_bw.entry((j.groupid, 0)).or_default() += j.read.bw_bytes();
+        *group_bw.entry((j.groupid, 1)).or_default() += j.write.bw_bytes();
+    }
+    group_bw
 }
 
 /// fio's `--output-format=json` (`plus`: json+) document.
@@ -348,11 +371,7 @@ pub fn json(
     now_s: i64,
     now_text: &str,
 ) -> Value {
-    let mut group_bw: BTreeMap<(usize, u8), f64> = BTreeMap::new();
-    for j in stats {
-        *group_bw.entry((j.groupid, 0)).or_default() += j.read.bw_bytes();
-        *group_bw.entry((j.groupid, 1)).or_default() += j.write.bw_bytes();
-    }
+    let group_bw = group_bandwidths(stats);
     let jobs: Vec<Value> = stats
         .iter()
         .map(|j| {

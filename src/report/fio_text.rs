@@ -270,7 +270,10 @@ mod tests {
         let default = lines(LatencyReport::default().percentiles);
         let rows: Vec<&str> = default.lines().skip(1).collect();
         assert_eq!(rows.len(), 5);
-        assert!(rows[0].starts_with("     |  1.00th=[    1],  5.00th=["), "{default}");
+        assert!(
+            rows[0].starts_with("     |  1.00th=[    1],  5.00th=["),
+            "{default}"
+        );
         assert!(rows[3].ends_with(','), "{default}");
         assert_eq!(rows[4], "     | 99.99th=[  100]");
     }

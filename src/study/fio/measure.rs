@@ -86,7 +86,10 @@ fn percentile_list(e: &Entry) -> Result<Vec<f64>, String> {
 /// it is none of these.
 pub fn apply_measure(job: &mut Job, e: &Entry, canonical: &str) -> Result<bool, String> {
     match canonical {
-        "gtod_reduce" | "disable_lat" | "disable_clat" | "disable_slat"
+        "gtod_reduce"
+        | "disable_lat"
+        | "disable_clat"
+        | "disable_slat"
         | "disable_bw_measurement" => {
             let off = flag(e)?;
             job.measurement_off.retain(|o| o != &e.name);

@@ -119,14 +119,22 @@ mod tests {
         ] {
             assert!(p.study_text.contains(said), "{said}: {}", p.study_text);
         }
-        assert!(!p.study_text.contains("ioengine=null ran"), "{}", p.study_text);
+        assert!(
+            !p.study_text.contains("ioengine=null ran"),
+            "{}",
+            p.study_text
+        );
         // fio's null engine needs a size, and keeps no data to verify.
         let e = plan("[n]\nioengine=null\nrw=read\n").unwrap_err();
         assert!(e[0].message.contains("needs a size"), "{}", e[0]);
         let e = plan("[n]\nioengine=null\nsize=1m\nrw=write\nverify=crc32c\n").unwrap_err();
         assert!(e[0].message.contains("keeps no data"), "{}", e[0]);
         let e = plan("[n]\nioengine=mmap\nsize=1m\n").unwrap_err();
-        assert!(e[0].message.starts_with("ioengine=mmap: not supported"), "{}", e[0]);
+        assert!(
+            e[0].message.starts_with("ioengine=mmap: not supported"),
+            "{}",
+            e[0]
+        );
     }
 
     #[test]

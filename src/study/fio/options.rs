@@ -763,7 +763,11 @@ mod tests {
         assert_eq!(e.len(), 3, "{e:?}");
         assert!(e[0].message.contains("`numj`"), "{}", e[0]);
         assert!(e[1].message.contains("`NumJobs`"), "{}", e[1]);
-        assert!(e[2].message.starts_with("steadystate=iops_median"), "{}", e[2]);
+        assert!(
+            e[2].message.starts_with("steadystate=iops_median"),
+            "{}",
+            e[2]
+        );
     }
 
     #[test]
