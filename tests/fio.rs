@@ -489,3 +489,39 @@ fn terse_output_has_fio_fields() {
     assert_eq!(fields[5], "4096");
     assert_eq!(stored_ops(&summary(&lab, 1), "read"), 1024);
 }
+
+/// fio's control options: `exec_prerun` runs before its job's group (a before-step exec
+/// event), `randrepeat=0` draws a seed recorded with the results, `random_generator` names
+/// storlab's generator; `cpus_allowed` and `exec_postrun` are refused by name and line.
+#[test]
+fn control_options_run_or_are_refused() {
+    let lab = Lab::new();
+    let (doc, err) = fio_json(&lab, "json", "control.fio");
+    assert_eq!(doc["jobs"].as_array().unwrap().len(), 2);
+    assert!(lab.path().join("prerun-ran.txt").exists(), "{err}");
+    assert!(
+        err.contains("random_generator=lfsr taken; storlab draws offsets with"),
+        "{err}"
+    );
+    let study = std::fs::read_to_string(lab.study_folder().join("run-001/study.toml")).unwrap();
+    assert!(
+        study.contains("randrepeat=0: offsets drawn from seed"),
+        "{study}"
+    );
+    assert_eq!(summary(&lab, 1)["status"], "complete");
+    let lab = Lab::new();
+    let bad = lab.write(
+        "bad.fio",
+        "[a]\nioengine=null\nsize=1m\ncpus_allowed=0-1\nexec_postrun=echo done\n",
+    );
+    let (ok, _, err) = fio(&lab, &[bad.to_str().unwrap()]);
+    assert!(!ok);
+    assert!(
+        err.contains("bad.fio:4: cpus_allowed is not supported"),
+        "{err}"
+    );
+    assert!(
+        err.contains("bad.fio:5: exec_postrun is not supported"),
+        "{err}"
+    );
+}

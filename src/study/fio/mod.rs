@@ -4,6 +4,7 @@
 //! `file` targets, block workloads and one step per stonewall group ([`plan`]), so that a job
 //! file runs through the same plan, engine and results store as any study.
 
+pub mod control;
 pub mod measure;
 pub mod names;
 pub mod options;
@@ -135,6 +136,35 @@ mod tests {
             "{}",
             e[0]
         );
+    }
+
+    #[test]
+    fn control_options_become_step_keys_events_and_seeds() {
+        let text = "[global]\nsize=1m\nrw=randread\n[a]\nfilename=/tmp/a\nexec_prerun=true\n[b]\nstonewall\nfilename=/tmp/b\ncontinue_on_error=all\nrandrepeat=0\n";
+        let p = plan(text).unwrap();
+        let study = crate::study::parse("fio.toml", &p.study_text).unwrap();
+        // fio's default stops a job at its first error; continue_on_error=all goes on.
+        assert!(study.runs[0].stop_on_error);
+        assert!(!study.runs[1].stop_on_error);
+        assert_eq!(study.runs[0].events.len(), 1);
+        assert!(study.runs[1].events.is_empty());
+        let seed = p.jobs[1].control.seed.unwrap();
+        assert!(
+            p.study_text
+                .contains(&format!("randrepeat=0: offsets drawn from seed {seed}")),
+            "{}",
+            p.study_text
+        );
+        let seed_of = |r: usize| study.runs[r].targets[0].workload.as_block().unwrap().seed;
+        assert_ne!(seed_of(0), seed_of(1));
+        // Another invocation draws another seed; randrepeat=1 keeps storlab's.
+        let again = plan(text).unwrap();
+        assert_ne!(again.jobs[1].control.seed, Some(seed));
+        assert_eq!(again.jobs[0].control.seed, None);
+        let e = plan("[global]\nsize=1m\n[a]\nfilename=/tmp/a\n[b]\nfilename=/tmp/b\nexitall\n")
+            .unwrap_err();
+        assert!(e[0].message.contains("exitall"), "{}", e[0]);
+        assert_eq!(e[0].line, 5);
     }
 
     #[test]

@@ -84,7 +84,19 @@ pub const SUPPORTED: &[(&str, &str)] = &[
     ),
     (
         "randrepeat",
-        "1 (fio's default): the same offsets on every run, as storlab's seeds give",
+        "1 (fio's default): the same offsets on every run; 0: a new seed each run, recorded",
+    ),
+    (
+        "random_generator",
+        "tausworthe, lfsr, tausworthe64: taken, storlab's generator named in the output",
+    ),
+    (
+        "new_group / exitall / exitall_on_error / continue_on_error",
+        "see docs/fio-options.md: what storlab's groups and stop-on-error can honour",
+    ),
+    (
+        "exec_prerun",
+        "a before-step exec event (sh -c), its failure a warning",
     ),
     ("thread", "storlab's clones are threads"),
     (
@@ -246,6 +258,8 @@ pub struct Job {
     pub measurement_off: Vec<String>,
     /// The latency percentiles the report prints.
     pub latency_report: super::measure::LatencyReport,
+    /// Groups, ending early, the random generator, commands around the job.
+    pub control: super::control::Control,
 }
 
 impl Job {
@@ -285,6 +299,7 @@ impl Job {
             ss_ramp: Duration::ZERO,
             measurement_off: Vec::new(),
             latency_report: super::measure::LatencyReport::default(),
+            control: super::control::Control::default(),
         }
     }
 
@@ -471,6 +486,7 @@ fn apply(job: &mut Job, e: &Entry, kb: &mut u64) -> Result<(), String> {
         || apply_time(job, e)?
         || apply_run(job, e, kb)?
         || super::measure::apply_measure(job, e, super::names::canonical(&e.name))?
+        || super::control::apply_control(job, e, super::names::canonical(&e.name))?
     {
         return Ok(());
     }
@@ -650,14 +666,6 @@ fn apply_run(job: &mut Job, e: &Entry, kb: &mut u64) -> Result<bool, String> {
             if !flag(e)? {
                 return Err(
                     "norandommap=0 is not supported by storlab fio: storlab draws random offsets with replacement"
-                        .into(),
-                );
-            }
-        }
-        "randrepeat" => {
-            if !flag(e)? {
-                return Err(
-                    "randrepeat=0 is not supported by storlab fio: storlab draws the same offsets on every run"
                         .into(),
                 );
             }

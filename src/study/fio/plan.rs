@@ -133,6 +133,10 @@ fn workload_table(job: &Job) -> toml::Table {
     if job.verify {
         w.insert("verify".into(), true.into());
     }
+    if let Some(seed) = job.control.seed {
+        // toml integers are i64: the seed's bits as one.
+        w.insert("seed".into(), (seed as i64).into());
+    }
     w
 }
 
@@ -210,9 +214,14 @@ pub fn build(files: Vec<JobFile>) -> Result<FioPlan, Vec<LineError>> {
         jobs.extend(js);
         global_options.extend(g);
     }
+    // randrepeat=0: one new seed for this invocation, recorded in the study and its notes.
+    let seed = super::control::fresh_seed() >> 1;
+    for j in jobs.iter_mut().filter(|j| !j.control.randrepeat) {
+        j.control.seed = Some(seed);
+    }
     let mut errors = Vec::new();
     let targets = job_targets(&jobs);
-    let notes = substitution_notes(&jobs);
+    let mut notes = substitution_notes(&jobs);
     let groups = groups(&jobs, &starts);
     let mut doc = StudyDoc::default();
     for g in &groups {
@@ -222,6 +231,7 @@ pub fn build(files: Vec<JobFile>) -> Result<FioPlan, Vec<LineError>> {
     if !errors.is_empty() {
         return Err(errors);
     }
+    notes.append(&mut doc.notes);
     let study_text = doc.text(&names, &notes);
     Ok(FioPlan {
         files: names,
@@ -303,6 +313,12 @@ fn substitution_notes(jobs: &[Job]) -> Vec<String> {
                 j.name, j.iodepth
             ));
         }
+        if let Some(seed) = j.control.seed {
+            notes.push(format!(
+                "job `{}`: randrepeat=0: offsets drawn from seed {seed}, new for this invocation",
+                j.name
+            ));
+        }
         if !j.measurement_off.is_empty() {
             notes.push(format!(
                 "job `{}`: {}=1 taken, but storlab measures every I/O's latency and the bandwidth anyway",
@@ -348,6 +364,8 @@ struct StudyDoc {
     targets: toml::Table,
     workloads: toml::Table,
     steps: Vec<toml::Value>,
+    /// What the groups' control options made storlab do otherwise than fio.
+    notes: Vec<String>,
 }
 
 /// One group's step as it is built, job target by job target.
@@ -416,7 +434,21 @@ impl StudyDoc {
             }
         }
         self.workloads.insert(g.step.clone(), wl.into());
-        step.table(g, &group_steady)
+        let group_jobs: Vec<&Job> = g.jobs.iter().map(|&ji| &jobs[ji]).collect();
+        let control =
+            super::control::group_control(&group_jobs, step.targets.len(), first.time_based);
+        let mut table = step.table(g, &group_steady);
+        match control {
+            Ok(c) => {
+                table.insert("stop-on-error".into(), c.stop_on_error.into());
+                if !c.events.is_empty() {
+                    table.insert("events".into(), c.events.into());
+                }
+                self.notes.extend(c.notes);
+            }
+            Err((at, m)) => errors.push(err(group_jobs[at], m)),
+        }
+        table
     }
 
     /// The study's text: a comment naming the job files and substitutions, then the study.
