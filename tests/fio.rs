@@ -525,3 +525,44 @@ fn control_options_run_or_are_refused() {
         "{err}"
     );
 }
+
+/// `--status-interval` prints fio's status lines of cumulative values while the job runs,
+/// every interval asked, before the final report; with JSON output it is refused.
+#[test]
+fn status_interval_prints_cumulative_status() {
+    let lab = Lab::new();
+    let jobfile = lab.write(
+        "status.fio",
+        "[st]\nioengine=null\nsize=16m\nrw=randread\nrate_iops=1000\nruntime=2500ms\ntime_based\n",
+    );
+    let (ok, out, err) = fio(&lab, &["--status-interval=1", jobfile.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    let dumps: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("st: (groupid=0, jobs=1): err= 0: status after"))
+        .collect();
+    assert_eq!(dumps.len(), 2, "{out}");
+    assert!(dumps[0].ends_with("after 1000 msec"), "{out}");
+    // Cumulative: the second dump covers 2 s at about 1000 IOPS.
+    let reads: Vec<&str> = out
+        .lines()
+        .filter(|l| l.trim_start().starts_with("read: IOPS="))
+        .collect();
+    assert_eq!(reads.len(), 3, "two dumps and the report: {out}");
+    assert!(reads[1].ends_with("/2000msec)"), "{}", reads[1]);
+    let report_at = out.find("Run status group 0").unwrap();
+    assert!(out.find("status after 2000 msec").unwrap() < report_at);
+    let (ok, _, err) = fio(
+        &lab,
+        &[
+            "--status-interval=1",
+            "--output-format=json",
+            jobfile.to_str().unwrap(),
+        ],
+    );
+    assert!(!ok);
+    assert!(
+        err.contains("--status-interval with --output-format=json"),
+        "{err}"
+    );
+}

@@ -18,6 +18,10 @@ pub(super) struct FioArgs {
     /// Write the report to this file instead of stdout (fio's --output).
     #[arg(long)]
     output: Option<PathBuf>,
+    /// fio's periodic status: every TIME of measurement (fio's time units, seconds by
+    /// default), each group's cumulative IOPS and bandwidth so far on stdout (normal output).
+    #[arg(long = "status-interval", value_name = "TIME")]
+    status_interval: Option<String>,
     /// Shrink every job for a quick check (not for figures): warm-up at most 0.2 s, at most
     /// 1 s and 20,000 I/Os per group, files at most 64 MiB; recorded with the results.
     #[arg(long)]
@@ -89,6 +93,27 @@ fn write_logs(
     Ok(written)
 }
 
+/// `--status-interval`'s time, checked: fio's time units, more than zero; with the normal
+/// output on stdout only (the dumps are normal-format lines).
+fn status_interval(
+    text: &Option<String>,
+    format: &str,
+    common: &CommonRunArgs,
+) -> Result<Option<std::time::Duration>> {
+    let Some(t) = text else { return Ok(None) };
+    let every = study::fio::parse::parse_time(t)
+        .map_err(|m| anyhow::anyhow!("--status-interval={t}: {m}"))?;
+    if every.is_zero() {
+        anyhow::bail!("--status-interval={t}: more than zero");
+    }
+    if format != "normal" || common.json {
+        anyhow::bail!(
+            "--status-interval with --output-format={format}: storlab's status dumps are fio's normal lines; use the normal output"
+        );
+    }
+    Ok(Some(every))
+}
+
 pub(super) fn fio(args: FioArgs) -> Result<i32> {
     let fplan = match study::fio::load(&args.jobfiles) {
         Ok(p) => p,
@@ -119,7 +144,23 @@ pub(super) fn fio(args: FioArgs) -> Result<i32> {
     }
     let mut common = args.common;
     common.quiet = common.quiet || !std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let (outcome, code) = execute_with(&plan, &common, false)?;
+    let console: Box<dyn crate::run::Watch> = Box::new(console::Console::auto(common.quiet, false));
+    let console = match status_interval(&args.status_interval, &args.output_format, &common)? {
+        Some(every) => {
+            let groups = fplan
+                .groups
+                .iter()
+                .map(|g| {
+                    let first = &fplan.jobs[g.jobs[0]];
+                    let jobs = g.jobs.iter().map(|&j| fplan.jobs[j].numjobs).sum();
+                    (first.name.clone(), jobs)
+                })
+                .collect();
+            Box::new(super::fio_status::FioStatus::new(console, every, groups))
+        }
+        None => console,
+    };
+    let (outcome, code) = execute_watched(&plan, &common, console)?;
     let jobs_dir = outcome.folder.join("fio-jobs");
     std::fs::create_dir_all(&jobs_dir)?;
     for (i, f) in args.jobfiles.iter().enumerate() {
