@@ -40,11 +40,7 @@ fn lat_fields(out: &mut String, h: Option<&Histogram<u64>>) {
 
 /// One direction's 41 fields.
 fn dir_fields(out: &mut String, d: &Dir, group_bw: f64, report: &LatencyReport) {
-    let iops = if d.runtime_ms == 0 {
-        0
-    } else {
-        d.ios * 1000 / d.runtime_ms
-    };
+    let iops = (d.ios * 1000).checked_div(d.runtime_ms).unwrap_or(0);
     let _ = write!(
         out,
         ";{};{};{iops};{}",

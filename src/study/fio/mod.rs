@@ -5,6 +5,7 @@
 //! file runs through the same plan, engine and results store as any study.
 
 pub mod control;
+pub mod engines;
 pub mod measure;
 pub mod names;
 pub mod options;
