@@ -78,6 +78,8 @@ fn supported_job_files_run_unchanged() {
         ("verify-crc32c.fio", 1, 1),
         ("mixed-split.fio", 1, 1),
         ("reader-writer.fio", 2, 1),
+        ("comments-aliases.fio", 2, 1),
+        ("engines.fio", 4, 4),
     ];
     for (file, entries, groups) in cases {
         let lab = Lab::new();
@@ -123,17 +125,28 @@ fn supported_job_files_run_unchanged() {
                 .count();
             assert_eq!(logs, 2 * entries, "{file}");
         }
-        if std::fs::read_to_string(job(file))
-            .unwrap()
-            .contains("ioengine=libaio")
-        {
-            assert!(
-                err.contains("ioengine=libaio ran on io_uring"),
-                "{file}: {err}"
-            );
+        // Every engine storlab runs on another of its own is said and stored.
+        let text = std::fs::read_to_string(job(file)).unwrap();
+        for (fio_engine, on) in [
+            ("libaio", "io_uring"),
+            ("posixaio", "io_uring"),
+            ("sync", "psync"),
+            ("pvsync2", "psync"),
+        ] {
+            if !text.contains(&format!("ioengine={fio_engine}\n")) {
+                continue;
+            }
+            let said = format!("ioengine={fio_engine} ran on {on}");
+            assert!(err.contains(&said), "{file}: {err}");
             let study = std::fs::read_to_string(lab.study_folder().join("run-001/study.toml"))
                 .unwrap_or_default();
-            assert!(study.contains("libaio ran on io_uring"), "{file}: {study}");
+            assert!(study.contains(&said), "{file}: {study}");
+        }
+        if file == &"engines.fio" {
+            // The null job ran on storlab's null target and made no file.
+            let s = summary(&lab, 1);
+            assert_eq!(s["targets"][0]["name"], "nothing", "{s}");
+            assert!(!lab.path().join("nothing.0.0").exists());
         }
     }
 }
@@ -401,4 +414,155 @@ fn jobs_doing_different_io_run_together_each_timed_on_its_own() {
     assert_eq!(steps.len(), 1, "{cmp}");
     assert!(steps[0]["largest-ops-ratio"].is_null(), "{cmp}");
     assert!(steps[0]["largest-p99-improvement"].is_null(), "{cmp}");
+}
+
+/// fio's measurement switches are taken with a note that storlab measures anyway; the job's
+/// `percentile_list` and `lat_percentiles` choose the percentiles of the JSON and normal
+/// output, as fio 3.33 prints them.
+#[test]
+fn timing_options_are_noted_and_percentile_list_is_printed() {
+    let lab = Lab::new();
+    let (doc, err) = fio_json(&lab, "json", "timing.fio");
+    assert!(
+        err.contains("gtod_reduce=1, disable_slat=1 taken, but storlab measures"),
+        "{err}"
+    );
+    let read = &doc["jobs"][0]["read"];
+    for lat in ["clat_ns", "lat_ns"] {
+        let keys: Vec<&String> = read[lat]["percentile"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect();
+        assert_eq!(keys, ["50.000000", "99.000000", "99.900000"], "{lat}");
+    }
+    let study = std::fs::read_to_string(lab.study_folder().join("run-001/study.toml")).unwrap();
+    assert!(
+        study.contains("storlab measures every I/O's latency"),
+        "{study}"
+    );
+    let lab = Lab::new();
+    let (ok, out, err) = fio(&lab, &["--quick", job("timing.fio").to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert!(out.contains("    clat percentiles ("), "{out}");
+    assert!(out.contains("    lat percentiles ("), "{out}");
+    assert!(out.contains("| 50.0th=["), "{out}");
+    assert!(out.contains(", 99.9th=["), "{out}");
+}
+
+/// `--output-format=terse` writes fio's version-3 line: as many fields as fio 3.33 writes for
+/// the same null job, fio's percentile fields for its `percentile_list`, and storlab's
+/// measured I/O count behind the KiB field.
+#[test]
+fn terse_output_has_fio_fields() {
+    let lab = Lab::new();
+    let jobfile = lab.write(
+        "terse.fio",
+        "[t]\nioengine=null\nsize=4m\nrw=randread\nbs=4k\npercentile_list=50:99\n",
+    );
+    let fio_line = std::process::Command::new("fio")
+        .arg("--output-format=terse")
+        .arg(&jobfile)
+        .output()
+        .expect("fio (Debian's fio package) must be installed");
+    let fio_line = String::from_utf8_lossy(&fio_line.stdout).to_string();
+    let fio_fields: Vec<&str> = fio_line.trim().split(';').collect();
+    let (ok, out, err) = fio(&lab, &["--output-format=terse", jobfile.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert!(
+        err.contains("terse fields storlab does not measure are 0"),
+        "{err}"
+    );
+    let fields: Vec<&str> = out.trim().split(';').collect();
+    assert_eq!(
+        fields.len(),
+        fio_fields.len(),
+        "fio: {fio_line}\nstorlab: {out}"
+    );
+    assert_eq!(&fields[..5], &fio_fields[..5]);
+    let key = |f: &str| f.split('=').next().unwrap().to_string();
+    let keys = |fs: &[&str]| fs[17..37].iter().map(|f| key(f)).collect::<Vec<_>>();
+    assert_eq!(keys(&fields), keys(&fio_fields));
+    assert_eq!(fields[17].split('=').next(), Some("50.000000%"));
+    // 4 MiB of 4 KiB reads: the KiB field, and the stored run's read count.
+    assert_eq!(fields[5], fio_fields[5]);
+    assert_eq!(fields[5], "4096");
+    assert_eq!(stored_ops(&summary(&lab, 1), "read"), 1024);
+}
+
+/// fio's control options: `exec_prerun` runs before its job's group (a before-step exec
+/// event), `randrepeat=0` draws a seed recorded with the results, `random_generator` names
+/// storlab's generator; `cpus_allowed` and `exec_postrun` are refused by name and line.
+#[test]
+fn control_options_run_or_are_refused() {
+    let lab = Lab::new();
+    let (doc, err) = fio_json(&lab, "json", "control.fio");
+    assert_eq!(doc["jobs"].as_array().unwrap().len(), 2);
+    assert!(lab.path().join("prerun-ran.txt").exists(), "{err}");
+    assert!(
+        err.contains("random_generator=lfsr taken; storlab draws offsets with"),
+        "{err}"
+    );
+    let study = std::fs::read_to_string(lab.study_folder().join("run-001/study.toml")).unwrap();
+    assert!(
+        study.contains("randrepeat=0: offsets drawn from seed"),
+        "{study}"
+    );
+    assert_eq!(summary(&lab, 1)["status"], "complete");
+    let lab = Lab::new();
+    let bad = lab.write(
+        "bad.fio",
+        "[a]\nioengine=null\nsize=1m\ncpus_allowed=0-1\nexec_postrun=echo done\n",
+    );
+    let (ok, _, err) = fio(&lab, &[bad.to_str().unwrap()]);
+    assert!(!ok);
+    assert!(
+        err.contains("bad.fio:4: cpus_allowed is not supported"),
+        "{err}"
+    );
+    assert!(
+        err.contains("bad.fio:5: exec_postrun is not supported"),
+        "{err}"
+    );
+}
+
+/// `--status-interval` prints fio's status lines of cumulative values while the job runs,
+/// every interval asked, before the final report; with JSON output it is refused.
+#[test]
+fn status_interval_prints_cumulative_status() {
+    let lab = Lab::new();
+    let jobfile = lab.write(
+        "status.fio",
+        "[st]\nioengine=null\nsize=16m\nrw=randread\nrate_iops=1000\nruntime=2500ms\ntime_based\n",
+    );
+    let (ok, out, err) = fio(&lab, &["--status-interval=1", jobfile.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    let dumps: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("st: (groupid=0, jobs=1): err= 0: status after"))
+        .collect();
+    assert_eq!(dumps.len(), 2, "{out}");
+    assert!(dumps[0].ends_with("after 1000 msec"), "{out}");
+    // Cumulative: the second dump covers 2 s at about 1000 IOPS.
+    let reads: Vec<&str> = out
+        .lines()
+        .filter(|l| l.trim_start().starts_with("read: IOPS="))
+        .collect();
+    assert_eq!(reads.len(), 3, "two dumps and the report: {out}");
+    assert!(reads[1].ends_with("/2000msec)"), "{}", reads[1]);
+    let report_at = out.find("Run status group 0").unwrap();
+    assert!(out.find("status after 2000 msec").unwrap() < report_at);
+    let (ok, _, err) = fio(
+        &lab,
+        &[
+            "--status-interval=1",
+            "--output-format=json",
+            jobfile.to_str().unwrap(),
+        ],
+    );
+    assert!(!ok);
+    assert!(
+        err.contains("--status-interval with --output-format=json"),
+        "{err}"
+    );
 }

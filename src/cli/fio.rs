@@ -1,5 +1,5 @@
 //! `storlab fio JOBFILE...`: fio's job files run as a study (see `study::fio`), printed in
-//! fio's normal, JSON or JSON+ layout (`--output-format`, `--output`) from the stored results
+//! fio's normal, JSON, JSON+ or terse layout (`--output-format`, `--output`) from the stored results
 //! (see `report::fio_json`). The job files are copied into the study's results folder, and
 //! `write_bw_log` / `write_iops_log` files are written from the stored timeline.
 
@@ -11,12 +11,17 @@ use super::*;
 pub(super) struct FioArgs {
     #[command(flatten)]
     common: CommonRunArgs,
-    /// fio's output format: normal, json or json+ (json with the latency bins).
-    #[arg(long = "output-format", default_value = "normal", value_parser = ["normal", "json", "json+"])]
+    /// fio's output format: normal, json, json+ (json with the latency bins) or terse (fio's
+    /// `;`-separated version 3 lines).
+    #[arg(long = "output-format", default_value = "normal", value_parser = ["normal", "json", "json+", "terse"])]
     output_format: String,
     /// Write the report to this file instead of stdout (fio's --output).
     #[arg(long)]
     output: Option<PathBuf>,
+    /// fio's periodic status: every TIME of measurement (fio's time units, seconds by
+    /// default), each group's cumulative IOPS and bandwidth so far on stdout (normal output).
+    #[arg(long = "status-interval", value_name = "TIME")]
+    status_interval: Option<String>,
     /// Shrink every job for a quick check (not for figures): warm-up at most 0.2 s, at most
     /// 1 s and 20,000 I/Os per group, files at most 64 MiB; recorded with the results.
     #[arg(long)]
@@ -88,6 +93,27 @@ fn write_logs(
     Ok(written)
 }
 
+/// `--status-interval`'s time, checked: fio's time units, more than zero; with the normal
+/// output on stdout only (the dumps are normal-format lines).
+fn status_interval(
+    text: &Option<String>,
+    format: &str,
+    common: &CommonRunArgs,
+) -> Result<Option<std::time::Duration>> {
+    let Some(t) = text else { return Ok(None) };
+    let every = study::fio::parse::parse_time(t)
+        .map_err(|m| anyhow::anyhow!("--status-interval={t}: {m}"))?;
+    if every.is_zero() {
+        anyhow::bail!("--status-interval={t}: more than zero");
+    }
+    if format != "normal" || common.json {
+        anyhow::bail!(
+            "--status-interval with --output-format={format}: storlab's status dumps are fio's normal lines; use the normal output"
+        );
+    }
+    Ok(Some(every))
+}
+
 pub(super) fn fio(args: FioArgs) -> Result<i32> {
     let fplan = match study::fio::load(&args.jobfiles) {
         Ok(p) => p,
@@ -118,7 +144,23 @@ pub(super) fn fio(args: FioArgs) -> Result<i32> {
     }
     let mut common = args.common;
     common.quiet = common.quiet || !std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let (outcome, code) = execute_with(&plan, &common, false)?;
+    let console: Box<dyn crate::run::Watch> = Box::new(console::Console::auto(common.quiet, false));
+    let console = match status_interval(&args.status_interval, &args.output_format, &common)? {
+        Some(every) => {
+            let groups = fplan
+                .groups
+                .iter()
+                .map(|g| {
+                    let first = &fplan.jobs[g.jobs[0]];
+                    let jobs = g.jobs.iter().map(|&j| fplan.jobs[j].numjobs).sum();
+                    (first.name.clone(), jobs)
+                })
+                .collect();
+            Box::new(super::fio_status::FioStatus::new(console, every, groups))
+        }
+        None => console,
+    };
+    let (outcome, code) = execute_watched(&plan, &common, console)?;
     let jobs_dir = outcome.folder.join("fio-jobs");
     std::fs::create_dir_all(&jobs_dir)?;
     for (i, f) in args.jobfiles.iter().enumerate() {
@@ -144,6 +186,10 @@ pub(super) fn fio(args: FioArgs) -> Result<i32> {
     } else {
         match args.output_format.as_str() {
             "normal" => report::fio_text::normal(&stats, &now_text),
+            "terse" => {
+                eprintln!("storlab fio: {}", report::fio_terse::NOT_MEASURED);
+                report::fio_terse::terse(&stats).trim_end().to_string()
+            }
             plus => serde_json::to_string_pretty(&report::fio_json::json(
                 &fplan,
                 &stats,

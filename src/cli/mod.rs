@@ -16,6 +16,7 @@ use console::Console;
 
 mod console;
 mod fio;
+mod fio_status;
 mod reports;
 mod study_files;
 mod tools;
@@ -490,6 +491,15 @@ fn execute(plan: &Plan, args: &CommonRunArgs) -> Result<(StudyOutcome, i32)> {
 
 /// Runs a plan; `tables`: print each run's table when it ends.
 fn execute_with(plan: &Plan, args: &CommonRunArgs, tables: bool) -> Result<(StudyOutcome, i32)> {
+    execute_watched(plan, args, Box::new(Console::auto(args.quiet, tables)))
+}
+
+/// Runs a plan, its progress told to `console`.
+fn execute_watched(
+    plan: &Plan,
+    args: &CommonRunArgs,
+    console: Box<dyn crate::run::Watch>,
+) -> Result<(StudyOutcome, i32)> {
     let interrupted = install_interrupt()?;
     let metrics = match args.metrics {
         Some(addr) => {
@@ -525,7 +535,7 @@ fn execute_with(plan: &Plan, args: &CommonRunArgs, tables: bool) -> Result<(Stud
         results_dir: args.store.results.clone(),
         allow_destroy: args.allow_destroy.clone(),
         interrupted,
-        console: Box::new(Console::auto(args.quiet, tables)),
+        console,
         command_line: std::env::args().collect::<Vec<_>>().join(" "),
         metrics,
     };

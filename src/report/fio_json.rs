@@ -22,12 +22,7 @@ use serde_json::{Map, Value, json};
 use crate::results::histograms::{Histograms, hlog_tag};
 use crate::results::stored::StoredRun;
 use crate::study::fio::FioPlan;
-
-/// fio's default completion-latency percentiles.
-pub const PERCENTILES: [f64; 17] = [
-    1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95,
-    99.99,
-];
+use crate::study::fio::measure::LatencyReport;
 
 /// One direction (fio's read, write, trim; storlab's fsync as fio's sync) of one entry.
 #[derive(Debug, Clone, Default)]
@@ -73,6 +68,9 @@ pub struct JobStats {
     pub elapsed_s: u64,
     pub iodepth: u32,
     pub error: u64,
+    /// The latency percentiles printed (the job's `percentile_list`, `clat_percentiles`,
+    /// `lat_percentiles`).
+    pub latency_report: LatencyReport,
 }
 
 /// How long the entry's targets were measured: the run's measured time, or in an
@@ -174,6 +172,7 @@ pub fn job_stats(plan: &FioPlan, runs: &[StoredRun]) -> Result<Vec<JobStats>, St
                 job_runtime_ms: (entry_seconds(run, &targets) * 1000.0).round() as u64,
                 elapsed_s,
                 iodepth: job.iodepth,
+                latency_report: job.latency_report.clone(),
             });
         }
     }
@@ -213,7 +212,8 @@ pub fn bins(h: &Histogram<u64>) -> Vec<(u64, u64)> {
         .collect()
 }
 
-fn stats(xs: impl Iterator<Item = f64> + Clone) -> (f64, f64, f64, f64, usize) {
+/// (min, max, mean, sample standard deviation, count) of `xs`, as fio computes them.
+pub fn stats(xs: impl Iterator<Item = f64> + Clone) -> (f64, f64, f64, f64, usize) {
     let n = xs.clone().count();
     if n == 0 {
         return (0.0, 0.0, 0.0, 0.0, 0);
@@ -230,7 +230,17 @@ fn stats(xs: impl Iterator<Item = f64> + Clone) -> (f64, f64, f64, f64, usize) {
     (min, max, mean, var.sqrt(), n)
 }
 
-fn dir_json(d: &Dir, group_bw: f64, plus: bool) -> Value {
+/// fio's `percentile` object of a latency: `"99.000000": ns` for each percentile.
+fn percentile_map(h: &Histogram<u64>, report: &LatencyReport) -> Value {
+    let p: Map<String, Value> = report
+        .percentiles
+        .iter()
+        .map(|q| (format!("{q:.6}"), json!(h.value_at_percentile(*q))))
+        .collect();
+    Value::Object(p)
+}
+
+fn dir_json(d: &Dir, group_bw: f64, plus: bool, report: &LatencyReport) -> Value {
     let mut m = Map::new();
     m.insert("io_bytes".into(), json!(d.bytes));
     m.insert("io_kbytes".into(), json!(d.bytes / 1024));
@@ -243,12 +253,16 @@ fn dir_json(d: &Dir, group_bw: f64, plus: bool) -> Value {
     m.insert("drop_ios".into(), json!(0));
     m.insert("slat_ns".into(), Value::Object(lat_stats(None)));
     let mut clat = lat_stats(d.hist.as_ref());
+    let mut lat = lat_stats(d.hist.as_ref());
     if let Some(h) = d.hist.as_ref().filter(|h| !h.is_empty()) {
-        let mut p = Map::new();
-        for q in PERCENTILES {
-            p.insert(format!("{q:.6}"), json!(h.value_at_percentile(q)));
+        // fio 3.33 writes clat's percentiles unless clat_percentiles=0, lat's with
+        // lat_percentiles=1 (storlab's lat is its clat: submission is not timed apart).
+        if report.clat {
+            clat.insert("percentile".into(), percentile_map(h, report));
         }
-        clat.insert("percentile".into(), Value::Object(p));
+        if report.lat {
+            lat.insert("percentile".into(), percentile_map(h, report));
+        }
         if plus {
             let b: Map<String, Value> = bins(h)
                 .into_iter()
@@ -258,7 +272,7 @@ fn dir_json(d: &Dir, group_bw: f64, plus: bool) -> Value {
         }
     }
     m.insert("clat_ns".into(), Value::Object(clat));
-    m.insert("lat_ns".into(), Value::Object(lat_stats(d.hist.as_ref())));
+    m.insert("lat_ns".into(), Value::Object(lat));
     let (bmin, bmax, bmean, bdev, bn) = stats(d.samples.iter().map(|s| s.0));
     let agg = if group_bw > 0.0 {
         100.0 * d.bw_bytes() / group_bw
@@ -280,10 +294,13 @@ fn dir_json(d: &Dir, group_bw: f64, plus: bool) -> Value {
     Value::Object(m)
 }
 
-/// fio's latency buckets: percent of the entry's I/Os (read and write) in each range.
-fn latency_buckets(j: &JobStats) -> (Value, Value, Value) {
-    const NS: [u64; 10] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000];
-    const MS: [u64; 11] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000, 2000];
+/// fio's latency bucket bounds: below 1 µs and in µs (ns, µs), and in ms.
+pub const LAT_BOUNDS: [u64; 10] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000];
+pub const LAT_BOUNDS_MS: [u64; 11] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000, 2000];
+
+/// Percent of the entry's I/Os (read and write) in each of fio's latency ranges: (ns, µs,
+/// ms; the last ms range is `>=2000`).
+pub fn latency_percents(j: &JobStats) -> ([f64; 10], [f64; 10], [f64; 12]) {
     let mut ns = [0u64; 10];
     let mut us = [0u64; 10];
     let mut ms = [0u64; 12];
@@ -293,36 +310,56 @@ fn latency_buckets(j: &JobStats) -> (Value, Value, Value) {
             total += c;
             let slot = |keys: &[u64], x: u64| keys.iter().position(|k| x < *k);
             if v < 1000 {
-                ns[slot(&NS, v).unwrap_or(9)] += c;
+                ns[slot(&LAT_BOUNDS, v).unwrap_or(9)] += c;
             } else if v < 1_000_000 {
-                us[slot(&NS, v / 1000).unwrap_or(9)] += c;
+                us[slot(&LAT_BOUNDS, v / 1000).unwrap_or(9)] += c;
             } else {
-                ms[slot(&MS, v / 1_000_000).unwrap_or(11)] += c;
+                ms[slot(&LAT_BOUNDS_MS, v / 1_000_000).unwrap_or(11)] += c;
             }
         }
     }
-    let pct = |c: u64| {
+    let pct = |c: &u64| {
         if total == 0 {
-            f6(0.0)
+            0.0
         } else {
-            f6(100.0 * c as f64 / total as f64)
+            100.0 * *c as f64 / total as f64
         }
     };
-    let map = |keys: &[u64], counts: &[u64], last: Option<&str>| {
+    (
+        ns.map(|c| pct(&c)),
+        us.map(|c| pct(&c)),
+        ms.map(|c| pct(&c)),
+    )
+}
+
+/// fio's latency buckets as JSON maps.
+fn latency_buckets(j: &JobStats) -> (Value, Value, Value) {
+    let (ns, us, ms) = latency_percents(j);
+    let map = |keys: &[u64], pcts: &[f64], last: Option<&str>| {
         let mut m = Map::new();
-        for (k, c) in keys.iter().zip(counts) {
-            m.insert(k.to_string(), pct(*c));
+        for (k, p) in keys.iter().zip(pcts) {
+            m.insert(k.to_string(), f6(*p));
         }
         if let Some(l) = last {
-            m.insert(l.into(), pct(counts[counts.len() - 1]));
+            m.insert(l.into(), f6(pcts[pcts.len() - 1]));
         }
         Value::Object(m)
     };
     (
-        map(&NS, &ns, None),
-        map(&NS, &us, None),
-        map(&MS, &ms, Some(">=2000")),
+        map(&LAT_BOUNDS, &ns, None),
+        map(&LAT_BOUNDS, &us, None),
+        map(&LAT_BOUNDS_MS, &ms, Some(">=2000")),
     )
+}
+
+/// Each group's bandwidth per direction (0 read, 1 write), bytes/s: fio's `bw_agg` base.
+pub fn group_bandwidths(stats: &[JobStats]) -> BTreeMap<(usize, u8), f64> {
+    let mut group_bw: BTreeMap<(usize, u8), f64> = BTreeMap::new();
+    for j in stats {
+        *group_bw.entry((j.groupid, 0)).or_default() += j.read.bw_bytes();
+        *group_bw.entry((j.groupid, 1)).or_default() += j.write.bw_bytes();
+    }
+    group_bw
 }
 
 /// fio's `--output-format=json` (`plus`: json+) document.
@@ -334,11 +371,7 @@ pub fn json(
     now_s: i64,
     now_text: &str,
 ) -> Value {
-    let mut group_bw: BTreeMap<(usize, u8), f64> = BTreeMap::new();
-    for j in stats {
-        *group_bw.entry((j.groupid, 0)).or_default() += j.read.bw_bytes();
-        *group_bw.entry((j.groupid, 1)).or_default() += j.write.bw_bytes();
-    }
+    let group_bw = group_bandwidths(stats);
     let jobs: Vec<Value> = stats
         .iter()
         .map(|j| {
@@ -355,13 +388,13 @@ pub fn json(
             m.insert("job options".into(), Value::Object(opts));
             m.insert(
                 "read".into(),
-                dir_json(&j.read, group_bw[&(j.groupid, 0)], plus),
+                dir_json(&j.read, group_bw[&(j.groupid, 0)], plus, &j.latency_report),
             );
             m.insert(
                 "write".into(),
-                dir_json(&j.write, group_bw[&(j.groupid, 1)], plus),
+                dir_json(&j.write, group_bw[&(j.groupid, 1)], plus, &j.latency_report),
             );
-            m.insert("trim".into(), dir_json(&Dir::default(), 0.0, false));
+            m.insert("trim".into(), dir_json(&Dir::default(), 0.0, false, &j.latency_report));
             m.insert(
                 "sync".into(),
                 json!({"total_ios": j.sync.ios, "lat_ns": Value::Object(lat_stats(j.sync.hist.as_ref()))}),
@@ -415,4 +448,40 @@ pub fn json(
         }),
     );
     Value::Object(top)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_follow_the_jobs_latency_report() {
+        let mut h = Histogram::<u64>::new(3).unwrap();
+        for v in 1..=1000u64 {
+            h.record(v * 1000).unwrap();
+        }
+        let d = Dir {
+            ios: 1000,
+            hist: Some(h),
+            ..Dir::default()
+        };
+        let default = dir_json(&d, 0.0, false, &LatencyReport::default());
+        let p = default["clat_ns"]["percentile"].as_object().unwrap();
+        assert_eq!(p.len(), 17);
+        assert!(p.contains_key("99.990000"));
+        assert!(default["lat_ns"].get("percentile").is_none());
+        // percentile_list=50:99.5, clat_percentiles=0, lat_percentiles=1.
+        let report = LatencyReport {
+            percentiles: vec![50.0, 99.5],
+            clat: false,
+            lat: true,
+        };
+        let chosen = dir_json(&d, 0.0, false, &report);
+        assert!(chosen["clat_ns"].get("percentile").is_none(), "{chosen}");
+        let p = chosen["lat_ns"]["percentile"].as_object().unwrap();
+        let keys: Vec<&str> = p.keys().map(|k| k.as_str()).collect();
+        assert_eq!(keys, ["50.000000", "99.500000"]);
+        let median = p["50.000000"].as_u64().unwrap();
+        assert!((499_000..=501_000).contains(&median), "{median}");
+    }
 }

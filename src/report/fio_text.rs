@@ -5,7 +5,8 @@
 
 use std::fmt::Write as _;
 
-use super::fio_json::{Dir, JobStats, PERCENTILES};
+use super::fio_json::{Dir, JobStats};
+use crate::study::fio::measure::LatencyReport;
 
 /// fio's num2str for counts: four significant characters with k/M/G.
 pub fn count(x: f64) -> String {
@@ -64,7 +65,36 @@ fn lat_unit(min_ns: u64) -> (&'static str, f64) {
     }
 }
 
-fn dir_lines(out: &mut String, name: &str, d: &Dir) {
+/// fio's percentile lines: four a line, each `NNth=[value]` with as many decimals as the list
+/// needs, a comma after every line but the last (fio 3.33's layout).
+fn percentile_lines(
+    out: &mut String,
+    label: &str,
+    unit: &str,
+    div: f64,
+    h: &hdrhistogram::Histogram<u64>,
+    report: &LatencyReport,
+) {
+    let decimals = report.decimals();
+    let width = decimals + 3;
+    let _ = writeln!(out, "    {label} percentiles ({unit}):");
+    let rows: Vec<&[f64]> = report.percentiles.chunks(4).collect();
+    for (i, row) in rows.iter().enumerate() {
+        let cells: Vec<String> = row
+            .iter()
+            .map(|q| {
+                format!(
+                    "{q:width$.decimals$}th=[{:5.0}]",
+                    h.value_at_percentile(*q) as f64 / div
+                )
+            })
+            .collect();
+        let comma = if i + 1 < rows.len() { "," } else { "" };
+        let _ = writeln!(out, "     | {}{comma}", cells.join(", "));
+    }
+}
+
+fn dir_lines(out: &mut String, name: &str, d: &Dir, report: &LatencyReport) {
     if d.ios == 0 {
         return;
     }
@@ -90,13 +120,11 @@ fn dir_lines(out: &mut String, name: &str, d: &Dir) {
                 h.stdev() / div
             );
         }
-        let _ = writeln!(out, "    clat percentiles ({unit}):");
-        for row in PERCENTILES.chunks(4) {
-            let cells: Vec<String> = row
-                .iter()
-                .map(|q| format!("{q:5.2}th=[{:5.0}]", h.value_at_percentile(*q) as f64 / div))
-                .collect();
-            let _ = writeln!(out, "     | {},", cells.join(", "));
+        if report.clat {
+            percentile_lines(out, "clat", unit, div, h, report);
+        }
+        if report.lat {
+            percentile_lines(out, "lat", unit, div, h, report);
         }
     }
     if !d.samples.is_empty() {
@@ -139,8 +167,8 @@ pub fn normal(stats: &[JobStats], time_text: &str) -> String {
             "{}: (groupid={}, jobs={}): err={:2}: {time_text}",
             j.jobname, j.groupid, j.jobs, j.error
         );
-        dir_lines(&mut out, "read", &j.read);
-        dir_lines(&mut out, "write", &j.write);
+        dir_lines(&mut out, "read", &j.read, &j.latency_report);
+        dir_lines(&mut out, "write", &j.write, &j.latency_report);
         if j.sync.ios > 0 {
             let _ = writeln!(out, "  fsync/fdatasync/sync_file_range:");
             if let Some(h) = j.sync.hist.as_ref().filter(|h| !h.is_empty()) {
@@ -215,5 +243,38 @@ mod tests {
         assert_eq!(count(245_000.0), "245k");
         assert_eq!(binary(43_353_766.0), "41.3MiB");
         assert_eq!(decimal(43_353_766.0), "43.4MB");
+    }
+
+    #[test]
+    fn percentile_lines_have_fio_decimals_and_commas() {
+        let mut h = hdrhistogram::Histogram::<u64>::new(3).unwrap();
+        for v in 1..=100u64 {
+            h.record(v).unwrap();
+        }
+        let lines = |percentiles: Vec<f64>| {
+            let mut out = String::new();
+            let report = LatencyReport {
+                percentiles,
+                clat: true,
+                lat: false,
+            };
+            percentile_lines(&mut out, "clat", "nsec", 1.0, &h, &report);
+            out
+        };
+        // As fio 3.33 prints percentile_list=50:99 and 1:99.9.
+        assert_eq!(
+            lines(vec![50.0, 99.0]),
+            "    clat percentiles (nsec):\n     |  50th=[   50],  99th=[   99]\n"
+        );
+        assert!(lines(vec![1.0, 99.9]).contains("|  1.0th=[    1], 99.9th=[  100]\n"));
+        let default = lines(LatencyReport::default().percentiles);
+        let rows: Vec<&str> = default.lines().skip(1).collect();
+        assert_eq!(rows.len(), 5);
+        assert!(
+            rows[0].starts_with("     |  1.00th=[    1],  5.00th=["),
+            "{default}"
+        );
+        assert!(rows[3].ends_with(','), "{default}");
+        assert_eq!(rows[4], "     | 99.99th=[  100]");
     }
 }

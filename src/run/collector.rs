@@ -37,6 +37,12 @@ pub struct Progress {
     pub rate_bytes: f64,
     pub p99_ns: u64,
     pub errors: u64,
+    /// The interval's length, ns (the last one of a run may be shorter).
+    pub span_ns: u64,
+    /// The interval's completed operations and bytes per op kind (indexed by
+    /// `OpKind as usize`), over every foreground target.
+    pub kind_ops: [u64; OpKind::COUNT],
+    pub kind_bytes: [u64; OpKind::COUNT],
 }
 
 /// What the collector gathered over a run.
@@ -457,6 +463,7 @@ fn write_second<W: Write, L: Write>(
     let phase = if index < 0 { "warmup" } else { "measure" };
     let mut all = new_histogram::<u64>();
     let (mut ops, mut bytes, mut errors) = (0u64, 0u64, 0u64);
+    let (mut kind_ops, mut kind_bytes) = ([0u64; OpKind::COUNT], [0u64; OpKind::COUNT]);
     let mut log = log;
     for (t, shape) in targets.iter().enumerate() {
         let cpu_cores = p.cpu_ns[t] as f64 / span_ns.max(1) as f64;
@@ -517,6 +524,8 @@ fn write_second<W: Write, L: Write>(
             merge(&mut all, &kt.service);
             ops += kt.ops;
             bytes += kt.bytes;
+            kind_ops[*k as usize] += kt.ops;
+            kind_bytes[*k as usize] += kt.bytes;
             errors += kt.error_count();
         }
     }
@@ -531,6 +540,9 @@ fn write_second<W: Write, L: Write>(
             all.value_at_percentile(99.0)
         },
         errors,
+        span_ns,
+        kind_ops,
+        kind_bytes,
     });
     Ok(())
 }

@@ -4,11 +4,15 @@
 //! `file` targets, block workloads and one step per stonewall group ([`plan`]), so that a job
 //! file runs through the same plan, engine and results store as any study.
 
+pub mod control;
+pub mod engines;
+pub mod measure;
+pub mod names;
 pub mod options;
 pub mod parse;
 pub mod plan;
 
-pub use options::{Engine, Job, Rw};
+pub use options::{Engine, Job, Runner, Rw};
 pub use parse::LineError;
 pub use plan::FioPlan;
 
@@ -88,6 +92,80 @@ mod tests {
             p.study_text
                 .contains("substitution: job `r`: ioengine=libaio ran on io_uring")
         );
+    }
+
+    #[test]
+    fn engines_run_on_storlab_engines_each_substitution_said() {
+        let p = plan(
+            "[global]\nsize=1m\nrw=randread\niodepth=8\n[n]\nioengine=null\nfilename=/nonexistent/storlab/n\n[s]\nstonewall\nioengine=sync\nfilename=/tmp/s\n[v]\nstonewall\nioengine=pvsync2\nfilename=/tmp/v\n[a]\nstonewall\nioengine=posixaio\nfilename=/tmp/a\n",
+        )
+        .unwrap();
+        let study = crate::study::parse("fio.toml", &p.study_text).unwrap();
+        let kinds: Vec<&str> = study
+            .runs
+            .iter()
+            .map(|r| r.targets[0].config.type_name())
+            .collect();
+        assert_eq!(kinds, ["null", "file", "file", "file"]);
+        let qd: Vec<u32> = study
+            .runs
+            .iter()
+            .map(|r| r.targets[0].workload.queue_depth())
+            .collect();
+        assert_eq!(qd, [8, 1, 1, 8]);
+        for said in [
+            "substitution: job `s`: ioengine=sync ran on psync",
+            "substitution: job `v`: ioengine=pvsync2 ran on psync",
+            "substitution: job `a`: ioengine=posixaio ran on io_uring",
+            "job `s`: ioengine=sync runs one I/O at a time: iodepth=8 is 1",
+        ] {
+            assert!(p.study_text.contains(said), "{said}: {}", p.study_text);
+        }
+        assert!(
+            !p.study_text.contains("ioengine=null ran"),
+            "{}",
+            p.study_text
+        );
+        // fio's null engine needs a size, and keeps no data to verify.
+        let e = plan("[n]\nioengine=null\nrw=read\n").unwrap_err();
+        assert!(e[0].message.contains("needs a size"), "{}", e[0]);
+        let e = plan("[n]\nioengine=null\nsize=1m\nrw=write\nverify=crc32c\n").unwrap_err();
+        assert!(e[0].message.contains("keeps no data"), "{}", e[0]);
+        let e = plan("[n]\nioengine=mmap\nsize=1m\n").unwrap_err();
+        assert!(
+            e[0].message.starts_with("ioengine=mmap: not supported"),
+            "{}",
+            e[0]
+        );
+    }
+
+    #[test]
+    fn control_options_become_step_keys_events_and_seeds() {
+        let text = "[global]\nsize=1m\nrw=randread\n[a]\nfilename=/tmp/a\nexec_prerun=true\n[b]\nstonewall\nfilename=/tmp/b\ncontinue_on_error=all\nrandrepeat=0\n";
+        let p = plan(text).unwrap();
+        let study = crate::study::parse("fio.toml", &p.study_text).unwrap();
+        // fio's default stops a job at its first error; continue_on_error=all goes on.
+        assert!(study.runs[0].stop_on_error);
+        assert!(!study.runs[1].stop_on_error);
+        assert_eq!(study.runs[0].events.len(), 1);
+        assert!(study.runs[1].events.is_empty());
+        let seed = p.jobs[1].control.seed.unwrap();
+        assert!(
+            p.study_text
+                .contains(&format!("randrepeat=0: offsets drawn from seed {seed}")),
+            "{}",
+            p.study_text
+        );
+        let seed_of = |r: usize| study.runs[r].targets[0].workload.as_block().unwrap().seed;
+        assert_ne!(seed_of(0), seed_of(1));
+        // Another invocation draws another seed; randrepeat=1 keeps storlab's.
+        let again = plan(text).unwrap();
+        assert_ne!(again.jobs[1].control.seed, Some(seed));
+        assert_eq!(again.jobs[0].control.seed, None);
+        let e = plan("[global]\nsize=1m\n[a]\nfilename=/tmp/a\n[b]\nfilename=/tmp/b\nexitall\n")
+            .unwrap_err();
+        assert!(e[0].message.contains("exitall"), "{}", e[0]);
+        assert_eq!(e[0].line, 5);
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+pub use super::engines::{Engine, Runner};
 use super::parse::{Entry, JobFile, LineError, parse_bool, parse_size, parse_time};
 
 /// The options storlab implements, with what they become.
@@ -43,7 +44,7 @@ pub const SUPPORTED: &[(&str, &str)] = &[
     ("direct / buffered", "O_DIRECT"),
     (
         "ioengine",
-        "io_uring, psync; libaio runs on io_uring, said and recorded",
+        "io_uring, psync, null (storlab's null target, no file); libaio and posixaio run on io_uring, sync, vsync, pvsync and pvsync2 on psync: each substitution said and recorded",
     ),
     ("iodepth", "I/Os in flight per job (psync: 1)"),
     (
@@ -71,11 +72,11 @@ pub const SUPPORTED: &[(&str, &str)] = &[
     ),
     ("kb_base", "1024 (default) or 1000"),
     (
-        "ss / ss_dur / ss_ramp",
+        "ss / ss_dur / ss_ramp (steadystate / steadystate_duration / steadystate_ramp_time)",
         "steady state (iops, iops_slope, bw, bw_slope; % or absolute): the group stops once reached, runtime being the longest; needs ss_dur and runtime",
     ),
     (
-        "offset",
+        "offset / fileoffset",
         "first byte of the job's region in the file (a size, not a percent)",
     ),
     (
@@ -84,9 +85,29 @@ pub const SUPPORTED: &[(&str, &str)] = &[
     ),
     (
         "randrepeat",
-        "1 (fio's default): the same offsets on every run, as storlab's seeds give",
+        "1 (fio's default): the same offsets on every run; 0: a new seed each run, recorded",
+    ),
+    (
+        "random_generator",
+        "tausworthe, lfsr, tausworthe64: taken, storlab's generator named in the output",
+    ),
+    (
+        "new_group / exitall / exitall_on_error / continue_on_error",
+        "see docs/fio-options.md: what storlab's groups and stop-on-error can honour",
+    ),
+    (
+        "exec_prerun",
+        "a before-step exec event (sh -c), its failure a warning",
     ),
     ("thread", "storlab's clones are threads"),
+    (
+        "gtod_reduce / disable_lat / disable_clat / disable_slat / disable_bw_measurement",
+        "taken: storlab measures every latency and the bandwidth anyway, and says so",
+    ),
+    (
+        "clat_percentiles / lat_percentiles / percentile_list",
+        "the latency percentiles printed in fio's normal and JSON output",
+    ),
     (
         "write_bw_log / write_iops_log",
         "fio-format logs, one sample per timeline interval",
@@ -110,25 +131,6 @@ impl Rw {
     }
     pub fn mixed(self) -> bool {
         matches!(self, Rw::ReadWrite | Rw::RandRw)
-    }
-}
-
-/// fio's ioengine, as storlab runs it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Engine {
-    IoUring,
-    Psync,
-    /// libaio, run on io_uring (storlab has no libaio engine): said and recorded.
-    LibaioOnUring,
-}
-
-impl Engine {
-    pub fn fio_name(self) -> &'static str {
-        match self {
-            Engine::IoUring => "io_uring",
-            Engine::Psync => "psync",
-            Engine::LibaioOnUring => "libaio",
-        }
     }
 }
 
@@ -169,6 +171,13 @@ pub struct Job {
     pub ss: Option<String>,
     pub ss_dur: Option<Duration>,
     pub ss_ramp: Duration,
+    /// fio options given that would switch measurement off (`gtod_reduce`, `disable_*`), as
+    /// written: storlab measures anyway, and says so.
+    pub measurement_off: Vec<String>,
+    /// The latency percentiles the report prints.
+    pub latency_report: super::measure::LatencyReport,
+    /// Groups, ending early, the random generator, commands around the job.
+    pub control: super::control::Control,
 }
 
 impl Job {
@@ -206,6 +215,9 @@ impl Job {
             ss: None,
             ss_dur: None,
             ss_ramp: Duration::ZERO,
+            measurement_off: Vec::new(),
+            latency_report: super::measure::LatencyReport::default(),
+            control: super::control::Control::default(),
         }
     }
 
@@ -391,6 +403,8 @@ fn apply(job: &mut Job, e: &Entry, kb: &mut u64) -> Result<(), String> {
         || apply_io(job, e, *kb)?
         || apply_time(job, e)?
         || apply_run(job, e, kb)?
+        || super::measure::apply_measure(job, e, super::names::canonical(&e.name))?
+        || super::control::apply_control(job, e, super::names::canonical(&e.name))?
     {
         return Ok(());
     }
@@ -404,7 +418,7 @@ fn apply(job: &mut Job, e: &Entry, kb: &mut u64) -> Result<(), String> {
 /// `offset`. False when `e` is none of these.
 fn apply_job_file(job: &mut Job, e: &Entry, kb: u64) -> Result<bool, String> {
     let name = e.name.as_str();
-    match name {
+    match super::names::canonical(name) {
         "name" => job.name = need(e)?.to_string(),
         "description" => {
             need(e)?;
@@ -444,8 +458,8 @@ fn apply_job_file(job: &mut Job, e: &Entry, kb: u64) -> Result<bool, String> {
 /// `numjobs`, `fsync`. False when `e` is none of these.
 fn apply_io(job: &mut Job, e: &Entry, kb: u64) -> Result<bool, String> {
     let name = e.name.as_str();
-    match name {
-        "rw" | "readwrite" => {
+    match super::names::canonical(name) {
+        "rw" => {
             let v = need(e)?;
             let (mode, suffix) = match v.split_once(':') {
                 Some((m, s)) => (m, Some(s)),
@@ -461,7 +475,7 @@ fn apply_io(job: &mut Job, e: &Entry, kb: u64) -> Result<bool, String> {
                 "write" => Rw::Write,
                 "randread" => Rw::RandRead,
                 "randwrite" => Rw::RandWrite,
-                "rw" | "readwrite" => Rw::ReadWrite,
+                "rw" => Rw::ReadWrite,
                 "randrw" => Rw::RandRw,
                 other => {
                     return Err(format!(
@@ -477,27 +491,26 @@ fn apply_io(job: &mut Job, e: &Entry, kb: u64) -> Result<bool, String> {
             }
             job.rwmixread = if name == "rwmixread" { p } else { 100 - p };
         }
-        "bs" | "blocksize" => {
+        "bs" => {
             job.bs = one_bs(e, kb)?;
             job.bssplit.clear();
         }
         "bssplit" => job.bssplit = bssplit(e, kb)?,
-        "blockalign" | "ba" => job.blockalign = Some(one_bs(e, kb)?),
+        "ba" => job.blockalign = Some(one_bs(e, kb)?),
         "direct" => job.direct = flag(e)?,
         "buffered" => {
             job.direct = !flag(e)?;
         }
         "ioengine" => {
-            job.engine = match need(e)? {
-                "io_uring" => Engine::IoUring,
-                "psync" => Engine::Psync,
-                "libaio" => Engine::LibaioOnUring,
-                other => {
-                    return Err(format!(
-                        "ioengine={other}: not supported by storlab fio (io_uring, psync; libaio runs on io_uring)"
-                    ));
-                }
-            }
+            let v = need(e)?;
+            job.engine = Engine::ALL
+                .into_iter()
+                .find(|g| g.fio_name() == v)
+                .ok_or_else(|| {
+                    format!(
+                        "ioengine={v}: not supported by storlab fio (io_uring, psync, null; libaio and posixaio run on io_uring; sync, vsync, pvsync, pvsync2 on psync)"
+                    )
+                })?;
         }
         "iodepth" => {
             job.iodepth = int(e)?;
@@ -521,8 +534,8 @@ fn apply_io(job: &mut Job, e: &Entry, kb: u64) -> Result<bool, String> {
 /// and steady state (`ss`, `ss_dur`, `ss_ramp`). False when `e` is none of these.
 fn apply_time(job: &mut Job, e: &Entry) -> Result<bool, String> {
     let name = e.name.as_str();
-    match name {
-        "runtime" | "timeout" => {
+    match super::names::canonical(name) {
+        "runtime" => {
             let v = need(e)?;
             let d = parse_time(v).map_err(|m| format!("{name}={v}: {m}"))?;
             job.runtime = (!d.is_zero()).then_some(d);
@@ -542,17 +555,17 @@ fn apply_time(job: &mut Job, e: &Entry) -> Result<bool, String> {
             let r: u64 = int(e)?;
             job.rate_iops = (r > 0).then_some(r);
         }
-        "ss" => {
+        "steadystate" => {
             let v = need(e)?;
-            crate::study::steady::parse_steady_state(v).map_err(|m| format!("ss={v}: {m}"))?;
+            crate::study::steady::parse_steady_state(v).map_err(|m| format!("{name}={v}: {m}"))?;
             job.ss = Some(v.to_string());
         }
-        "ss_dur" => {
+        "steadystate_duration" => {
             let v = need(e)?;
             let d = parse_time(v).map_err(|m| format!("{name}={v}: {m}"))?;
             job.ss_dur = (!d.is_zero()).then_some(d);
         }
-        "ss_ramp" => {
+        "steadystate_ramp_time" => {
             let v = need(e)?;
             job.ss_ramp = parse_time(v).map_err(|m| format!("{name}={v}: {m}"))?;
         }
@@ -566,7 +579,7 @@ fn apply_time(job: &mut Job, e: &Entry) -> Result<bool, String> {
 /// `invalidate`, `kb_base`, logs. False when `e` is none of these.
 fn apply_run(job: &mut Job, e: &Entry, kb: &mut u64) -> Result<bool, String> {
     let name = e.name.as_str();
-    match name {
+    match super::names::canonical(name) {
         "norandommap" => {
             if !flag(e)? {
                 return Err(
@@ -575,19 +588,11 @@ fn apply_run(job: &mut Job, e: &Entry, kb: &mut u64) -> Result<bool, String> {
                 );
             }
         }
-        "randrepeat" => {
-            if !flag(e)? {
-                return Err(
-                    "randrepeat=0 is not supported by storlab fio: storlab draws the same offsets on every run"
-                        .into(),
-                );
-            }
-        }
         "thread" => {
             flag(e)?;
         }
         "group_reporting" => job.group_reporting = flag(e)?,
-        "stonewall" | "wait_for_previous" => job.stonewall = flag(e)?,
+        "stonewall" => job.stonewall = flag(e)?,
         "verify" => {
             job.verify = match need(e)? {
                 "crc32c" | "crc32c-intel" => true,
@@ -639,7 +644,7 @@ mod tests {
         .unwrap();
         assert_eq!(j.len(), 2);
         assert_eq!((j[0].bs, j[0].iodepth, j[0].direct), (8192, 16, true));
-        assert_eq!(j[0].engine, Engine::LibaioOnUring);
+        assert_eq!(j[0].engine, Engine::Libaio);
         assert_eq!(j[0].rw, Rw::RandRead);
         assert_eq!((j[1].bs, j[1].direct, j[1].rw), (65536, false, Rw::Write));
         assert_eq!(j[1].own_options[0], ("bs".into(), "64k".into()));
@@ -668,6 +673,27 @@ mod tests {
         assert_eq!(e.len(), 5);
         let e = jobs("[a]\nrw=randread:8\n").unwrap_err();
         assert!(e[0].message.contains("`:N`"), "{}", e[0]);
+    }
+
+    #[test]
+    fn aliases_are_their_options_and_prefixes_are_refused_as_fio_refuses_them() {
+        let j = jobs("[a]\nfileoffset=4k\ntimeout=2m\nreadwrite=randread\nblocksize=8k\nsteadystate=iops:10%\nsteadystate_duration=2s\n")
+            .unwrap();
+        assert_eq!(j[0].offset, 4096);
+        assert_eq!(j[0].runtime, Some(Duration::from_secs(120)));
+        assert_eq!((j[0].rw, j[0].bs), (Rw::RandRead, 8192));
+        assert_eq!(j[0].ss.as_deref(), Some("iops:10%"));
+        assert_eq!(j[0].ss_dur, Some(Duration::from_secs(2)));
+        // fio 3.33: "Bad option <numj=2>", and `NumJobs` likewise.
+        let e = jobs("[a]\nnumj=2\nNumJobs=2\nsteadystate=iops_median:1\n").unwrap_err();
+        assert_eq!(e.len(), 3, "{e:?}");
+        assert!(e[0].message.contains("`numj`"), "{}", e[0]);
+        assert!(e[1].message.contains("`NumJobs`"), "{}", e[1]);
+        assert!(
+            e[2].message.starts_with("steadystate=iops_median"),
+            "{}",
+            e[2]
+        );
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! fio's job-file syntax, read by hand: an ini-like file of `[section]` headers (`[global]`
-//! and one per job) and `name=value` or bare `name` lines, whole-line `;` and `#` comments,
-//! and `${VAR}` taken from the environment. fio's other expansions (`$pagesize`, `$ncpus`,
+//! and one per job) and `name=value` or bare `name` lines, `;` and `#` comments (fio cuts
+//! every line at its first `;` or `#`, so `numjobs=4 ; four` is `numjobs=4`: fio 3.33's
+//! `strip_blank_end`, checked with `fio --showcmd`), and `${VAR}` taken from the environment
+//! (after the cut, as in fio: a `#` in a variable's value stays). fio's other expansions (`$pagesize`, `$ncpus`,
 //! `$mb_memory`, arithmetic `$(...)`) and `include` are refused by name with their line.
 //! Also fio's number rules: sizes with its suffixes under `kb_base` ([`parse_size`]) and times
 //! with its units ([`parse_time`]).
@@ -59,8 +61,8 @@ pub fn parse(
     };
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
-        let t = raw.trim();
-        if t.is_empty() || t.starts_with(';') || t.starts_with('#') {
+        let t = strip_comment(raw).trim();
+        if t.is_empty() {
             continue;
         }
         if let Some(rest) = t.strip_prefix('[') {
@@ -117,6 +119,14 @@ pub fn parse(
         })
     } else {
         Err(errors)
+    }
+}
+
+/// The line up to its first `;` or `#`, as fio reads it (a whole-line comment is empty).
+pub fn strip_comment(line: &str) -> &str {
+    match line.find([';', '#']) {
+        Some(at) => &line[..at],
+        None => line,
     }
 }
 
@@ -261,6 +271,33 @@ mod tests {
         assert_eq!(f.sections[0].entries[2].line, 6);
         assert_eq!(f.sections[1].name, "job one");
         assert_eq!(f.sections[1].line, 8);
+    }
+
+    #[test]
+    fn comments_after_values_are_cut_as_fio_cuts_them() {
+        // fio 3.33 `--showcmd` of these lines: --name=a --numjobs=2 --runtime=3600 --bs=8k
+        // --time_based.
+        let text = "[a] ; first job\nnumjobs=2 ; two threads\nruntime=3600  # max\nbs=8k;x\ntime_based # bare\n   ; indented comment\n";
+        let f = parse("j.fio", text, &no_env).unwrap();
+        assert_eq!(f.sections[0].name, "a");
+        let got: Vec<(&str, Option<&str>)> = f.sections[0]
+            .entries
+            .iter()
+            .map(|e| (e.name.as_str(), e.value.as_deref()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("numjobs", Some("2")),
+                ("runtime", Some("3600")),
+                ("bs", Some("8k")),
+                ("time_based", None)
+            ]
+        );
+        // The cut comes before `${VAR}`: a `#` in the variable's value stays.
+        let env = |n: &str| (n == "F").then(|| "/tmp/a#b".to_string());
+        let f = parse("j.fio", "[a]\nfilename=${F} # the file\n", &env).unwrap();
+        assert_eq!(f.sections[0].entries[0].value.as_deref(), Some("/tmp/a#b"));
     }
 
     #[test]

@@ -12,7 +12,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::options::{Engine, Job, Rw};
+use super::options::{Job, Runner, Rw};
 use super::parse::LineError;
 
 /// One group of jobs (fio's `groupid`), one step.
@@ -75,7 +75,7 @@ fn workload_table(job: &Job) -> toml::Table {
         Rw::Write | Rw::RandWrite => 0.0,
         Rw::ReadWrite | Rw::RandRw => job.rwmixread as f64 / 100.0,
     };
-    let qd = if job.engine == Engine::Psync {
+    let qd = if job.engine.runs_on() == Runner::Psync {
         1
     } else {
         job.iodepth
@@ -132,6 +132,10 @@ fn workload_table(job: &Job) -> toml::Table {
     }
     if job.verify {
         w.insert("verify".into(), true.into());
+    }
+    if let Some(seed) = job.control.seed {
+        // toml integers are i64: the seed's bits as one.
+        w.insert("seed".into(), (seed as i64).into());
     }
     w
 }
@@ -210,9 +214,14 @@ pub fn build(files: Vec<JobFile>) -> Result<FioPlan, Vec<LineError>> {
         jobs.extend(js);
         global_options.extend(g);
     }
+    // randrepeat=0: one new seed for this invocation, recorded in the study and its notes.
+    let seed = super::control::fresh_seed() >> 1;
+    for j in jobs.iter_mut().filter(|j| !j.control.randrepeat) {
+        j.control.seed = Some(seed);
+    }
     let mut errors = Vec::new();
     let targets = job_targets(&jobs);
-    let notes = substitution_notes(&jobs);
+    let mut notes = substitution_notes(&jobs);
     let groups = groups(&jobs, &starts);
     let mut doc = StudyDoc::default();
     for g in &groups {
@@ -222,6 +231,7 @@ pub fn build(files: Vec<JobFile>) -> Result<FioPlan, Vec<LineError>> {
     if !errors.is_empty() {
         return Err(errors);
     }
+    notes.append(&mut doc.notes);
     let study_text = doc.text(&names, &notes);
     Ok(FioPlan {
         files: names,
@@ -289,19 +299,34 @@ fn job_targets(jobs: &[Job]) -> Vec<JobTargets> {
 fn substitution_notes(jobs: &[Job]) -> Vec<String> {
     let mut notes = Vec::new();
     for j in jobs {
-        if j.engine == Engine::LibaioOnUring {
+        let (fio, on) = (j.engine.fio_name(), j.engine.runs_on());
+        if j.engine.substituted() {
             notes.push(format!(
-                "job `{}`: ioengine=libaio ran on io_uring (storlab has no libaio engine)",
-                j.name
+                "job `{}`: ioengine={fio} ran on {} (storlab has no {fio} engine)",
+                j.name,
+                on.name()
             ));
         }
-        if j.engine == Engine::Psync && j.iodepth > 1 {
+        if on == Runner::Psync && j.iodepth > 1 {
             notes.push(format!(
-                "job `{}`: ioengine=psync runs one I/O at a time: iodepth={} is 1, as in fio",
+                "job `{}`: ioengine={fio} runs one I/O at a time: iodepth={} is 1, as in fio",
                 j.name, j.iodepth
             ));
         }
-        if j.invalidate && !j.direct {
+        if let Some(seed) = j.control.seed {
+            notes.push(format!(
+                "job `{}`: randrepeat=0: offsets drawn from seed {seed}, new for this invocation",
+                j.name
+            ));
+        }
+        if !j.measurement_off.is_empty() {
+            notes.push(format!(
+                "job `{}`: {}=1 taken, but storlab measures every I/O's latency and the bandwidth anyway",
+                j.name,
+                j.measurement_off.join("=1, ")
+            ));
+        }
+        if j.invalidate && !j.direct && on != Runner::Null {
             notes.push(format!(
                 "job `{}`: invalidate=1 drops the whole page cache before its group (needs root)",
                 j.name
@@ -339,6 +364,8 @@ struct StudyDoc {
     targets: toml::Table,
     workloads: toml::Table,
     steps: Vec<toml::Value>,
+    /// What the groups' control options made storlab do otherwise than fio.
+    notes: Vec<String>,
 }
 
 /// One group's step as it is built, job target by job target.
@@ -398,7 +425,7 @@ impl StudyDoc {
                 self.workloads.insert(name.clone(), own.into());
                 Some(name)
             };
-            step.drop |= j.invalidate && !j.direct;
+            step.drop |= j.invalidate && !j.direct && j.engine.runs_on() != Runner::Null;
             let t = &targets[ji];
             for (name, path) in t.names.iter().zip(&t.paths) {
                 if let Some(tt) = step.add_target(j, name, path, job_workload.as_deref(), errors) {
@@ -407,7 +434,21 @@ impl StudyDoc {
             }
         }
         self.workloads.insert(g.step.clone(), wl.into());
-        step.table(g, &group_steady)
+        let group_jobs: Vec<&Job> = g.jobs.iter().map(|&ji| &jobs[ji]).collect();
+        let control =
+            super::control::group_control(&group_jobs, step.targets.len(), first.time_based);
+        let mut table = step.table(g, &group_steady);
+        match control {
+            Ok(c) => {
+                table.insert("stop-on-error".into(), c.stop_on_error.into());
+                if !c.events.is_empty() {
+                    table.insert("events".into(), c.events.into());
+                }
+                self.notes.extend(c.notes);
+            }
+            Err((at, m)) => errors.push(err(group_jobs[at], m)),
+        }
+        table
     }
 
     /// The study's text: a comment naming the job files and substitutions, then the study.
@@ -446,7 +487,18 @@ impl GroupStep<'_> {
         job_workload: Option<&str>,
         errors: &mut Vec<LineError>,
     ) -> Option<toml::Table> {
-        if self.paths_seen.iter().any(|p| p == path) {
+        let null = j.engine.runs_on() == Runner::Null;
+        if null && j.verify {
+            errors.push(err(
+                j,
+                format!(
+                    "job `{}`: verify with ioengine=null: the null target keeps no data to read back",
+                    j.name
+                ),
+            ));
+            return None;
+        }
+        if !null && self.paths_seen.iter().any(|p| p == path) {
             errors.push(err(
                 j,
                 format!(
@@ -458,7 +510,21 @@ impl GroupStep<'_> {
             return None;
         }
         self.paths_seen.push(path.to_path_buf());
-        let size = j.size.or_else(|| existing_size(path));
+        let size = if null {
+            j.size
+        } else {
+            j.size.or_else(|| existing_size(path))
+        };
+        if size.is_none() && null {
+            errors.push(err(
+                j,
+                format!(
+                    "job `{}`: ioengine=null needs a size, as fio's null engine does",
+                    j.name
+                ),
+            ));
+            return None;
+        }
         if size.is_none() {
             errors.push(err(
                 j,
@@ -539,20 +605,24 @@ impl GroupStep<'_> {
     }
 }
 
-/// The `file` target of job `j` on `path`.
+/// The target of job `j`: a `file` target on `path`, or with ioengine=null a `null` target
+/// of the job's size (fio's null engine opens no file).
 fn target_table(j: &Job, path: &Path) -> toml::Table {
     let mut tt = toml::Table::new();
+    let engine = match j.engine.runs_on() {
+        Runner::Null => {
+            tt.insert("type".into(), "null".into());
+            if let Some(s) = j.size {
+                tt.insert("size".into(), (s as i64).into());
+            }
+            return tt;
+        }
+        Runner::Psync => "psync",
+        Runner::IoUring => "io-uring",
+    };
     tt.insert("type".into(), "file".into());
     tt.insert("path".into(), path.display().to_string().into());
-    tt.insert(
-        "engine".into(),
-        if j.engine == Engine::Psync {
-            "psync"
-        } else {
-            "io-uring"
-        }
-        .into(),
-    );
+    tt.insert("engine".into(), engine.into());
     tt.insert("direct".into(), j.direct.into());
     if let Some(s) = j.size {
         tt.insert("size".into(), (s as i64).into());

@@ -1,0 +1,266 @@
+//! fio's options about how jobs run together and what surrounds them: reporting groups
+//! (`new_group`), ending jobs early (`exitall`, `exitall_on_error`, `continue_on_error`), the
+//! random generator (`randrepeat`, `random_generator`), CPU placement (`cpus_allowed`, refused:
+//! storlab does not pin its workers) and commands around a job (`exec_prerun` as a
+//! before-step `exec` event; `exec_postrun` refused: storlab's events have no after-step
+//! trigger). [`apply_control`] reads them into the job; [`group_control`] makes them the
+//! step's keys and notes.
+
+use super::options::Job;
+use super::parse::{Entry, parse_bool};
+
+/// The generator storlab draws block offsets with, named when a job file names fio's.
+pub const STORLAB_GENERATOR: &str =
+    "rand's SmallRng (xoshiro256++), seeded per run and thread through splitmix64";
+
+/// fio's `continue_on_error`, as storlab can honour it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnError {
+    /// fio's default (`none`, `0`): the job ends at its first error.
+    Stop,
+    /// `all`, `1`, `io`: errors are counted by kind and the job goes on.
+    Continue,
+}
+
+/// A job's control options.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Control {
+    pub new_group: bool,
+    pub exitall: bool,
+    pub exitall_on_error: bool,
+    pub on_error: OnError,
+    /// `randrepeat` (fio's default 1): the same offsets on every run.
+    pub randrepeat: bool,
+    /// `random_generator` as written.
+    pub random_generator: Option<String>,
+    /// `exec_prerun`: a shell command run before the job's group.
+    pub exec_prerun: Option<String>,
+    /// With randrepeat=0: the seed drawn for this invocation (see [`fresh_seed`]).
+    pub seed: Option<u64>,
+}
+
+impl Default for Control {
+    fn default() -> Self {
+        Control {
+            new_group: false,
+            exitall: false,
+            exitall_on_error: false,
+            on_error: OnError::Stop,
+            randrepeat: true,
+            random_generator: None,
+            exec_prerun: None,
+            seed: None,
+        }
+    }
+}
+
+fn flag(e: &Entry) -> Result<bool, String> {
+    parse_bool(e.value.as_deref())
+        .map_err(|m| format!("{}={}: {m}", e.name, e.value.as_deref().unwrap_or("")))
+}
+
+fn need(e: &Entry) -> Result<&str, String> {
+    e.value
+        .as_deref()
+        .ok_or_else(|| format!("option `{}` needs a value", e.name))
+}
+
+/// Applies one control option to `job`. False when `canonical` is none of these.
+pub fn apply_control(job: &mut Job, e: &Entry, canonical: &str) -> Result<bool, String> {
+    let c = &mut job.control;
+    match canonical {
+        "new_group" => c.new_group = flag(e)?,
+        "exitall" => c.exitall = flag(e)?,
+        "exitall_on_error" => c.exitall_on_error = flag(e)?,
+        "continue_on_error" => {
+            c.on_error = match need(e)? {
+                "none" | "0" => OnError::Stop,
+                "all" | "1" | "io" => OnError::Continue,
+                other => {
+                    return Err(format!(
+                        "continue_on_error={other}: storlab stops on any error or on none: use none, io or all"
+                    ));
+                }
+            }
+        }
+        "randrepeat" => c.randrepeat = flag(e)?,
+        "random_generator" => {
+            let v = need(e)?;
+            if !["tausworthe", "lfsr", "tausworthe64"].contains(&v) {
+                return Err(format!(
+                    "random_generator={v}: fio's are tausworthe, lfsr and tausworthe64"
+                ));
+            }
+            c.random_generator = Some(v.to_string());
+        }
+        "exec_prerun" => c.exec_prerun = Some(need(e)?.to_string()),
+        "exec_postrun" => {
+            return Err(
+                "exec_postrun is not supported by storlab fio: storlab's events have no after-step trigger (run the command after storlab)"
+                    .into(),
+            );
+        }
+        "cpus_allowed" | "cpumask" | "cpus_allowed_policy" => {
+            return Err(format!(
+                "{} is not supported by storlab fio: storlab does not pin its workers to CPUs (run storlab under taskset instead)",
+                e.name
+            ));
+        }
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// A seed no earlier invocation drew (randrepeat=0): the clock's nanoseconds and the
+/// process id, mixed by splitmix64.
+pub fn fresh_seed() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    crate::model::seed::mix_seed(nanos, &[u64::from(std::process::id())])
+}
+
+/// A group's step keys and notes from its jobs' control options.
+#[derive(Debug, Default)]
+pub struct GroupControl {
+    pub stop_on_error: bool,
+    /// `[[steps.events]]` tables (exec_prerun).
+    pub events: Vec<toml::Value>,
+    pub notes: Vec<String>,
+}
+
+/// The control of a group of `jobs` run at the same time over `targets` targets;
+/// `time_bounded` when the group ends at its runtime whatever its size. An option storlab
+/// cannot honour for this group is an error naming it, with the index of its job.
+pub fn group_control(
+    jobs: &[&Job],
+    targets: usize,
+    time_bounded: bool,
+) -> Result<GroupControl, (usize, String)> {
+    let mut g = GroupControl::default();
+    let first = jobs[0];
+    for (i, j) in jobs.iter().enumerate() {
+        let c = &j.control;
+        if i > 0 && c.new_group && !j.stonewall {
+            return Err((
+                i,
+                format!(
+                    "job `{}`: new_group without stonewall: storlab reports the jobs that run together as one group (add stonewall, which starts a new group in fio too)",
+                    j.name
+                ),
+            ));
+        }
+        if c.exitall && targets > 1 && !time_bounded {
+            return Err((
+                i,
+                format!(
+                    "job `{}`: exitall in a group of several jobs bounded by size: storlab ends a group when all its jobs are done (make the group time_based, or give each job a stonewall)",
+                    j.name
+                ),
+            ));
+        }
+        if let Some(cmd) = &c.exec_prerun {
+            let mut ev = toml::Table::new();
+            ev.insert("name".into(), format!("{}-prerun", j.name).into());
+            ev.insert("action".into(), "exec".into());
+            ev.insert("before-step".into(), true.into());
+            let argv: Vec<toml::Value> = vec!["sh".into(), "-c".into(), cmd.clone().into()];
+            ev.insert("command".into(), argv.into());
+            // fio reports a failing exec_prerun and runs the job anyway.
+            ev.insert("on-failure".into(), "continue".into());
+            g.events.push(ev.into());
+        }
+        if let Some(r) = &c.random_generator {
+            g.notes.push(format!(
+                "job `{}`: random_generator={r} taken; storlab draws offsets with {STORLAB_GENERATOR}",
+                j.name
+            ));
+        }
+    }
+    let stop = jobs.iter().any(|j| j.control.on_error == OnError::Stop);
+    g.stop_on_error = stop;
+    let exitall_on_error = jobs.iter().any(|j| j.control.exitall_on_error);
+    if stop && targets > 1 && !exitall_on_error {
+        g.notes.push(format!(
+            "group of job `{}`: an I/O error stops the whole group, not just its job (storlab's stop-on-error, as fio's exitall_on_error); continue_on_error=all counts errors and goes on",
+            first.name
+        ));
+    }
+    Ok(g)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::study::fio::options::resolve;
+    use crate::study::fio::parse::parse;
+
+    fn jobs(text: &str) -> Result<Vec<Job>, Vec<super::super::parse::LineError>> {
+        resolve(&parse("job.fio", text, &|_| None).unwrap())
+    }
+
+    #[test]
+    fn control_options_are_read_or_refused_by_name() {
+        let j = jobs("[global]\ncontinue_on_error=all\nrandrepeat=0\n[a]\nrandom_generator=lfsr\nexec_prerun=echo hi > /dev/null\nexitall_on_error\n")
+            .unwrap();
+        let c = &j[0].control;
+        assert_eq!(c.on_error, OnError::Continue);
+        assert!(!c.randrepeat && c.exitall_on_error);
+        assert_eq!(c.random_generator.as_deref(), Some("lfsr"));
+        assert_eq!(c.exec_prerun.as_deref(), Some("echo hi > /dev/null"));
+        assert_eq!(jobs("[a]\n").unwrap()[0].control, Control::default());
+        let e = jobs("[a]\ncpus_allowed=0-3\nexec_postrun=true\ncontinue_on_error=read\nrandom_generator=mt\n")
+            .unwrap_err();
+        assert_eq!(e.len(), 4, "{e:?}");
+        assert!(e[0].message.contains("does not pin"), "{}", e[0]);
+        assert!(e[1].message.contains("no after-step trigger"), "{}", e[1]);
+        assert!(
+            e[2].message.starts_with("continue_on_error=read"),
+            "{}",
+            e[2]
+        );
+        assert_eq!(e[3].line, 5);
+    }
+
+    #[test]
+    fn groups_take_what_storlab_can_honour() {
+        let j = jobs("[a]\nexec_prerun=touch x\nrandom_generator=tausworthe64\n[b]\nexitall\n[c]\nnew_group\n[d]\nstonewall\nnew_group\n")
+            .unwrap();
+        let one = group_control(&[&j[0]], 1, false).unwrap();
+        assert!(one.stop_on_error);
+        assert_eq!(one.events.len(), 1);
+        let ev = one.events[0].as_table().unwrap();
+        assert_eq!(
+            ev["command"].as_array().unwrap()[2].as_str(),
+            Some("touch x")
+        );
+        assert!(
+            one.notes[0].contains("tausworthe64 taken; storlab draws"),
+            "{:?}",
+            one.notes
+        );
+        // exitall: fine alone or time-bounded, refused for size-bounded jobs together.
+        assert!(group_control(&[&j[1]], 1, false).is_ok());
+        assert!(group_control(&[&j[0], &j[1]], 2, true).is_ok());
+        let (at, e) = group_control(&[&j[0], &j[1]], 2, false).unwrap_err();
+        assert_eq!(at, 1);
+        assert!(e.contains("job `b`: exitall"), "{e}");
+        // new_group needs the stonewall that starts a group.
+        let (_, e) = group_control(&[&j[0], &j[2]], 2, true).unwrap_err();
+        assert!(e.contains("new_group without stonewall"), "{e}");
+        assert!(group_control(&[&j[3]], 1, true).is_ok());
+        // Jobs together that stop on error: the whole group stops, said; not with
+        // exitall_on_error, nor when every job continues.
+        let together = group_control(&[&j[0], &j[1]], 2, true).unwrap();
+        assert!(together.stop_on_error);
+        assert!(
+            together
+                .notes
+                .iter()
+                .any(|n| n.contains("stops the whole group"))
+        );
+        let k = jobs("[global]\ncontinue_on_error=all\n[a]\n[b]\n").unwrap();
+        let g = group_control(&[&k[0], &k[1]], 2, true).unwrap();
+        assert!(!g.stop_on_error && g.notes.is_empty());
+    }
+}
