@@ -19,6 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rand::Rng;
 
 pub mod counters;
+mod fast_pow;
 pub mod zipfian;
 
 pub use counters::{ACK_WINDOW, AckError, AcknowledgedCounter, Counter};

@@ -144,6 +144,8 @@ pub struct Zipfian {
     /// The item count `zetan` was computed for (YCSB's `countforzeta`).
     count_for_zeta: u64,
     eta_count: ZipfianEta,
+    /// The draw's power without `pow` where provably the same (alpha near an integer).
+    fast_pow: Option<super::fast_pow::FastPow>,
 }
 
 impl Zipfian {
@@ -182,6 +184,7 @@ impl Zipfian {
             second_bound: 1.0 + 0.5f64.powf(theta),
             count_for_zeta: items,
             eta_count: ZipfianEta::InitialCount,
+            fast_pow: super::fast_pow::FastPow::for_alpha(1.0 / (1.0 - theta)),
         };
         z.eta = z.eta_for(items);
         Ok(z)
@@ -252,8 +255,13 @@ impl Zipfian {
         if uz < self.second_bound {
             return self.base + 1;
         }
+        let x = self.eta * u - self.eta + 1.0;
+        let n = item_count as f64;
+        if let Some(v) = self.fast_pow.and_then(|f| f.floor_scaled(x, n)) {
+            return self.base + v;
+        }
         // Java's (long) cast of a double, as `as u64` here: truncation, saturating, NaN to 0.
-        self.base + (item_count as f64 * (self.eta * u - self.eta + 1.0).powf(self.alpha)) as u64
+        self.base + (n * x.powf(self.alpha)) as u64
     }
 }
 
