@@ -201,3 +201,69 @@ fn a_crash_loses_exactly_the_unsynced_writes_and_an_honest_run_reports_nothing()
     }
     assert_eq!(r["intact"]["blocks"].as_u64(), Some(BLOCKS - 8), "{r}");
 }
+
+/// The verify state survives storlab (issue 28, part 6): storlab is SIGKILLed while a write
+/// is held in flight by the filesystem, then the machine "dies" (what was not synced is
+/// gone). `storlab verify` on the state the killed run left finds the acknowledged but
+/// unsynced writes lost, and the write in flight counted apart (old content: not lost).
+#[test]
+fn a_crash_after_a_kill_loses_the_unsynced_acknowledged_writes_and_counts_the_one_in_flight() {
+    // Write 85 (block 20, second pass) never completes: 10 fsyncs covered writes 1-80.
+    let mut faults = HashMap::new();
+    faults.insert((20 * BLOCK, 2), Fault::Hold);
+    let Some(m) = mount_or_skip(faults) else {
+        return;
+    };
+    let lab = Lab::new();
+    let s = study(&lab, &m.file(), 128 + 15);
+    let mut child = lab
+        .cmd()
+        .args(["run", s.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let waited = std::time::Instant::now();
+    while m.state.lock().unwrap().held.is_empty() {
+        assert!(
+            waited.elapsed() < std::time::Duration::from_secs(30),
+            "the held write never came"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    // The killed worker waits in the kernel for its write's answer: fail it (EIO) so that the
+    // process can end (it is dying: its table is never told).
+    m.state.lock().unwrap().held.clear();
+    child.wait().unwrap();
+    let reverted = m.crash(BLOCK as usize);
+    assert_eq!(reverted, (16..20).map(|b| b * BLOCK).collect::<Vec<_>>());
+
+    let o = lab.run(&["verify", "fuse.vstate", "--json"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{out}{err}");
+    let r: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(r["interrupted"], true, "{r}");
+    assert_eq!(
+        offsets(&r, "lost-unsynced"),
+        blocks(&[16, 17, 18, 19]),
+        "{r}"
+    );
+    for class in ["lost-durable", "torn", "misplaced", "foreign", "unreadable"] {
+        assert!(offsets(&r, class).is_empty(), "{class}: {r}");
+    }
+    assert_eq!(r["in-flight"]["blocks"], 1, "{r}");
+    assert_eq!(r["in-flight"]["old"], 1, "{r}");
+    assert_eq!(
+        r["in-flight"]["first-offsets"],
+        serde_json::json!([20 * BLOCK]),
+        "{r}"
+    );
+    assert_eq!(r["intact"]["blocks"], 59, "{r}");
+    let o = lab.run(&["verify", "fuse.vstate"]);
+    let (out, _) = text(&o);
+    assert!(
+        out.contains("interrupted run") && out.contains("1 writes were in flight"),
+        "{out}"
+    );
+}

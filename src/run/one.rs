@@ -110,8 +110,14 @@ pub(super) fn run_one(
         });
     }
     // Prepare every target (safety checks, layout, open databases) before anything starts.
-    let armed = Armed::new(run, setup::prepare_targets(run, opts, prepared)?)?;
+    let armed = Armed::new(
+        run,
+        setup::prepare_targets(run, opts, prepared)?,
+        Some(study_folder),
+    )?;
     let (stored, system) = begin(plan, run, opts, study_folder, store, &armed)?;
+    let moved_warnings =
+        super::verify::move_into_run_folder(run, &armed.verify_tables, &stored.folder.path);
     let mut workers = armed.plan_workers(run);
     // Under mpirun: this is rank 0, which keeps its share of the workers and gathers the
     // other ranks' (see `distributed`).
@@ -126,9 +132,13 @@ pub(super) fn run_one(
         interval_ns: armed.interval_ns,
         dist0: dist0.as_ref(),
     };
+    // The verify tables' files are synced once per interval while the workers run.
+    let syncer = super::verify::state::Syncer::start(&armed.verify_tables, run.interval.0);
     let mut m = threads.measure(workers, &stored, processes)?;
+    drop(syncer);
     check_measured(plan, run, &stored, store, &mut m)?;
     let mut summary = summarize_measured(plan, run, &stored, &m, &armed, dist0.as_ref())?;
+    summary.warnings.extend(moved_warnings);
     // Events before the run (page cache dropped) are stamped at the start of the warm-up.
     for (kind, detail) in events_before {
         summary

@@ -127,22 +127,38 @@ pub fn capture_system(
 }
 
 /// Per target of the run: the table of acknowledged generations when its workload has
-/// `verify = true`, allocated before any worker starts.
+/// `verify = true`, made before any worker starts: in a mapped file (see
+/// [`super::verify::map_path`]) when the run has a `study_folder` (not on the other ranks of a
+/// distributed run, which leave the state to rank 0) and the target can be read back, else on
+/// the heap.
 pub fn verify_tables(
     run: &RunPlan,
     regions: &[Region],
+    study_folder: Option<&std::path::Path>,
 ) -> Result<Vec<Option<Arc<VerifyTable>>>, RunError> {
     run.targets
         .iter()
         .zip(regions)
         .map(|(t, region)| match t.workload.as_block() {
             Some(b) if b.verify => {
-                VerifyTable::new(&t.name, *region, b.block_size.0 as u32, b.threads)
-                    .map(|table| Some(Arc::new(table)))
-                    .map_err(|source| RunError::Verify {
-                        target: t.name.clone(),
-                        source,
-                    })
+                let (block_bytes, threads) = (b.block_size.0 as u32, b.threads);
+                let at = study_folder.map(|d| super::verify::map_path(run, t, d));
+                match (t.config.verify_file(), at) {
+                    (Some((path, direct)), Some(at)) => super::verify::state::create_mapped(
+                        &t.name,
+                        *region,
+                        block_bytes,
+                        threads,
+                        (&path, direct),
+                        &at,
+                    ),
+                    _ => VerifyTable::new(&t.name, *region, block_bytes, threads),
+                }
+                .map(|table| Some(Arc::new(table)))
+                .map_err(|source| RunError::Verify {
+                    target: t.name.clone(),
+                    source,
+                })
             }
             _ => Ok(None),
         })

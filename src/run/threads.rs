@@ -50,9 +50,15 @@ pub struct Armed {
 }
 
 impl Armed {
-    /// Allocates the tables of the run's verified workloads, before any worker starts.
-    pub fn new(run: &RunPlan, ready: Ready) -> Result<Armed, RunError> {
-        let verify_tables = setup::verify_tables(run, &ready.regions)?;
+    /// Allocates the tables of the run's verified workloads, before any worker starts (the
+    /// block tables mapped in files in `study_folder`, or at `verify-state`, see
+    /// `setup::verify_tables`).
+    pub fn new(
+        run: &RunPlan,
+        ready: Ready,
+        study_folder: Option<&std::path::Path>,
+    ) -> Result<Armed, RunError> {
+        let verify_tables = setup::verify_tables(run, &ready.regions, study_folder)?;
         let kv_tables = setup::kv_tables(run)?;
         let ledgers = setup::ledgers(run);
         Ok(Armed {

@@ -15,11 +15,12 @@
 pub mod header;
 pub mod kv;
 pub mod ledger;
+pub mod mapped;
 pub mod report;
 pub mod stamper;
 pub mod table;
 
-pub use report::{Verified, VerifyClass, VerifyReport};
+pub use report::{InFlight, InFlightHeld, Verified, VerifyClass, VerifyReport};
 pub use stamper::Stamper;
 pub use table::VerifyTable;
 

@@ -60,6 +60,45 @@ pub struct ClassResult {
     pub first_offsets: Vec<u64>,
 }
 
+/// What blocks whose write was in flight when the state was left hold (a run that did not
+/// end: killed or crashed). The target may hold either generation: both are accepted, and a
+/// write torn before its acknowledgement is no acknowledged write lost. Not in the classes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct InFlight {
+    pub blocks: u64,
+    /// The last acknowledged generation (or, never acknowledged, the content before).
+    pub old: u64,
+    /// A newer generation: the write landed.
+    pub new: u64,
+    /// Part of the write landed (the checksum does not match).
+    pub torn: u64,
+    /// The first offsets of in-flight blocks, bytes (at most 16).
+    pub first_offsets: Vec<u64>,
+}
+
+/// What an in-flight block was found to hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InFlightHeld {
+    Old,
+    New,
+    Torn,
+}
+
+impl InFlight {
+    pub fn add(&mut self, held: InFlightHeld, offset: u64) {
+        self.blocks += 1;
+        match held {
+            InFlightHeld::Old => self.old += 1,
+            InFlightHeld::New => self.new += 1,
+            InFlightHeld::Torn => self.torn += 1,
+        }
+        if self.first_offsets.len() < FIRST_OFFSETS {
+            self.first_offsets.push(offset);
+        }
+    }
+}
+
 /// Always `block`: tells this report from a key-value one in `targets[].verify` (absent in
 /// summaries written before key-value verification).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -101,6 +140,15 @@ pub struct VerifyReport {
     /// Where the table was saved (`verify-state`), or the state file verified.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_file: Option<String>,
+    /// The state came from a run that did not end normally (killed, crashed, still running).
+    #[serde(default)]
+    pub interrupted: bool,
+    /// When that state was last synced to its device (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_last_sync: Option<String>,
+    /// Blocks whose write was in flight in that state.
+    #[serde(default)]
+    pub in_flight: InFlight,
 }
 
 impl VerifyReport {
@@ -185,6 +233,17 @@ impl VerifyReport {
             "  newer than acknowledged: {}; not checked (last write failed): {}; writes serialized behind one to the same block: {}\n",
             self.newer_than_acknowledged, self.skipped_failed_writes, self.serialized_writes
         ));
+        if self.interrupted {
+            let f = &self.in_flight;
+            s.push_str(&format!(
+                "  state left by an interrupted run (it did not end normally; last synced {}): {} writes were in flight, accepted and not counted above: {} hold the old generation, {} the new, {} torn\n",
+                self.state_last_sync.as_deref().unwrap_or("never"),
+                f.blocks,
+                f.old,
+                f.new,
+                f.torn
+            ));
+        }
         s
     }
 }

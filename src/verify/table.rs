@@ -24,7 +24,10 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use std::path::Path;
+
 use super::VerifyError;
+use super::mapped::{MappedFile, Slots};
 use crate::model::Region;
 
 /// Entry bit: a write to the block is in flight.
@@ -45,11 +48,32 @@ pub struct VerifyTable {
     /// Threads writing the target (the stripes of the partition).
     pub threads: u32,
     pub generation_base: u64,
-    entries: Box<[AtomicU64]>,
+    entries: Slots,
     /// Per thread: its writes with a generation at or below this are durable (0: none).
-    durable: Box<[AtomicU64]>,
+    durable: Slots,
     /// Writes that waited for an earlier write to the same block, per thread.
-    serialized: Box<[AtomicU64]>,
+    serialized: Slots,
+    /// The memory the three above point into.
+    backing: Backing,
+}
+
+/// Where a table's atomics live.
+#[derive(Debug)]
+enum Backing {
+    /// On the heap: durable watermarks, serialized counts, entries.
+    Heap(#[allow(dead_code)] Box<[AtomicU64]>),
+    /// In a mapped file that outlives storlab.
+    Mapped(MappedFile),
+}
+
+/// Where a new table keeps its entries.
+pub enum Storage<'a> {
+    Heap,
+    /// In a file mapped at `path` (see [`super::mapped`]), with `meta_json` in its header.
+    Mapped {
+        path: &'a Path,
+        meta_json: &'a str,
+    },
 }
 
 fn atomics(n: usize, what: &str) -> Result<Box<[AtomicU64]>, VerifyError> {
@@ -64,6 +88,30 @@ fn atomics(n: usize, what: &str) -> Result<Box<[AtomicU64]>, VerifyError> {
     Ok(v.into_boxed_slice())
 }
 
+/// The slots of a heap backing of `threads` and `blocks`.
+fn heap_slots(b: &mut [AtomicU64], threads: usize) -> [Slots; 3] {
+    let p = b.as_mut_ptr();
+    let blocks = b.len() - 2 * threads;
+    // SAFETY: the three ranges lie inside `b`, which the table keeps as long as the slots (a
+    // boxed slice does not move its elements when the box moves).
+    unsafe {
+        [
+            Slots::new(p, threads),
+            Slots::new(p.add(threads), threads),
+            Slots::new(p.add(2 * threads), blocks),
+        ]
+    }
+}
+
+/// A generation base for a table made now: the wall clock in ns.
+pub fn generation_base_now() -> u64 {
+    let base = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64)
+        & (GENERATION >> 1);
+    base.max(1)
+}
+
 impl VerifyTable {
     /// An empty table for `region` in blocks of `block_bytes`, written by `threads` threads.
     pub fn new(
@@ -72,11 +120,7 @@ impl VerifyTable {
         block_bytes: u32,
         threads: u32,
     ) -> Result<VerifyTable, VerifyError> {
-        let base = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(1, |d| d.as_nanos() as u64)
-            & (GENERATION >> 1);
-        Self::with_base(target, region, block_bytes, threads, base.max(1))
+        Self::with_base(target, region, block_bytes, threads, generation_base_now())
     }
 
     pub(crate) fn with_base(
@@ -86,6 +130,23 @@ impl VerifyTable {
         threads: u32,
         generation_base: u64,
     ) -> Result<VerifyTable, VerifyError> {
+        Self::with_storage(
+            target,
+            region,
+            block_bytes,
+            threads,
+            generation_base,
+            Storage::Heap,
+        )
+    }
+
+    /// The blocks of a table, or why it cannot be made.
+    pub fn blocks_of(
+        target: &str,
+        region: Region,
+        block_bytes: u32,
+        threads: u32,
+    ) -> Result<u64, VerifyError> {
         if block_bytes < super::header::HEADER_BYTES as u32 {
             return Err(VerifyError::Invalid(format!(
                 "blocks of {block_bytes} bytes cannot hold a verify header"
@@ -97,6 +158,32 @@ impl VerifyTable {
                 "target `{target}`: {blocks} blocks for {threads} threads: verify gives each thread its own blocks, so the region needs at least one block per thread"
             )));
         }
+        Ok(blocks)
+    }
+
+    /// An empty table kept where `storage` says.
+    pub fn with_storage(
+        target: &str,
+        region: Region,
+        block_bytes: u32,
+        threads: u32,
+        generation_base: u64,
+        storage: Storage,
+    ) -> Result<VerifyTable, VerifyError> {
+        let blocks = Self::blocks_of(target, region, block_bytes, threads)?;
+        let (backing, [durable, serialized, entries]) = match storage {
+            Storage::Heap => {
+                let n = (blocks as usize).saturating_add(2 * threads as usize);
+                let mut b = atomics(n, "blocks")?;
+                let slots = heap_slots(&mut b, threads as usize);
+                (Backing::Heap(b), slots)
+            }
+            Storage::Mapped { path, meta_json } => {
+                let m = MappedFile::create(path, meta_json, threads, blocks)?;
+                let slots = m.slots(blocks as usize);
+                (Backing::Mapped(m), slots)
+            }
+        };
         Ok(VerifyTable {
             target: target.to_string(),
             target_id: crate::model::seed::name_hash(target),
@@ -104,10 +191,19 @@ impl VerifyTable {
             block_bytes,
             threads,
             generation_base,
-            entries: atomics(blocks as usize, "blocks")?,
-            durable: atomics(threads as usize, "threads")?,
-            serialized: atomics(threads as usize, "threads")?,
+            entries,
+            durable,
+            serialized,
+            backing,
         })
+    }
+
+    /// The mapped file the table lives in, if it does.
+    pub fn mapped_file(&self) -> Option<&MappedFile> {
+        match &self.backing {
+            Backing::Mapped(m) => Some(m),
+            Backing::Heap(_) => None,
+        }
     }
 
     pub fn blocks(&self) -> usize {
@@ -199,14 +295,28 @@ impl VerifyTable {
             .sum()
     }
 
-    /// Rebuilds a table from saved entries and watermarks.
+    /// Rebuilds a table from saved entries, watermarks and serialized counts (all zero when
+    /// `serialized` is empty), on the heap.
     pub(crate) fn from_parts(
         mut proto: VerifyTable,
         entries: Vec<u64>,
         durable: Vec<u64>,
+        serialized: Vec<u64>,
     ) -> VerifyTable {
-        proto.entries = entries.into_iter().map(AtomicU64::new).collect();
-        proto.durable = durable.into_iter().map(AtomicU64::new).collect();
+        let threads = durable.len();
+        let serialized = if serialized.len() == threads {
+            serialized
+        } else {
+            vec![0; threads]
+        };
+        let mut b: Box<[AtomicU64]> = durable
+            .into_iter()
+            .chain(serialized)
+            .chain(entries)
+            .map(AtomicU64::new)
+            .collect();
+        [proto.durable, proto.serialized, proto.entries] = heap_slots(&mut b, threads);
+        proto.backing = Backing::Heap(b);
         proto
     }
 

@@ -30,6 +30,9 @@ pub enum Fault {
     Tear,
     /// Acknowledge, store it at this offset instead.
     Misdirect(u64),
+    /// Store nothing and never answer: the write stays in flight (its reply is kept in
+    /// `held` until dropped, which fails it).
+    Hold,
 }
 
 #[derive(Default)]
@@ -46,6 +49,8 @@ pub struct State {
     /// How long each read takes.
     pub read_delay: Duration,
     pub reads: u64,
+    /// Replies of the writes held in flight.
+    pub held: Vec<ReplyWrite>,
 }
 
 pub struct FaultyFile {
@@ -154,10 +159,15 @@ impl Filesystem for FaultyFile {
         };
         let (at, stored) = match s.faults.get(&(offset, n)).copied() {
             None => (offset, data),
+            Some(Fault::Hold) => {
+                s.applied.push((offset, Fault::Hold));
+                s.held.push(reply);
+                return;
+            }
             Some(f) => {
                 s.applied.push((offset, f));
                 match f {
-                    Fault::Drop => (offset, &data[..0]),
+                    Fault::Drop | Fault::Hold => (offset, &data[..0]),
                     Fault::Tear => (offset, &data[..data.len() / 2]),
                     Fault::Misdirect(to) => (to, data),
                 }

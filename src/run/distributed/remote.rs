@@ -94,7 +94,7 @@ fn run_one_remote(
             return Err(e);
         }
     };
-    let armed = Armed::new(run, ready)?;
+    let armed = Armed::new(run, ready, None)?;
     let mut workers = armed.plan_workers(run);
     keep_share(&mut workers, &assignment, dist.rank);
     let setup::Workers {

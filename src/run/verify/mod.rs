@@ -42,7 +42,7 @@ pub fn kv_tables(
 }
 
 /// `verify-state` of a target: the path, or `PATH.TARGET` when the run has several targets.
-fn state_file(
+pub(crate) fn state_file(
     t: &crate::study::plan::RunTarget,
     several: bool,
     path: Option<&std::path::Path>,
@@ -170,8 +170,50 @@ pub fn after_run_ledgers(
     }
 }
 
-/// After a run's workers stopped: for each target with a table, saves it where
-/// `verify-state` says and runs the verify pass, into the target's result. A failure to save
+/// Where the mapped table of target `t` is made before the run: at its `verify-state`, else
+/// in the study's folder, moved into the run's folder by [`move_into_run_folder`] once that
+/// exists.
+pub fn map_path(
+    run: &crate::study::plan::RunPlan,
+    t: &crate::study::plan::RunTarget,
+    study_folder: &std::path::Path,
+) -> PathBuf {
+    let given = t
+        .workload
+        .as_block()
+        .and_then(|b| b.verify_state.as_deref());
+    state_file(t, run.targets.len() > 1, given)
+        .unwrap_or_else(|| study_folder.join(format!(".verify-r{:03}-{}.vmap", run.index, t.name)))
+}
+
+/// Moves the mapped tables made in the study's folder (no `verify-state`) into the run's
+/// folder as `verify-TARGET.vmap`. A failure is a warning: the table stays where it was.
+pub fn move_into_run_folder(
+    run: &crate::study::plan::RunPlan,
+    tables: &[Option<std::sync::Arc<VerifyTable>>],
+    run_folder: &std::path::Path,
+) -> Vec<String> {
+    let mut warnings = Vec::new();
+    for (t, table) in run.targets.iter().zip(tables) {
+        let given = t.workload.as_block().and_then(|b| b.verify_state.as_ref());
+        let Some(m) = table.as_ref().and_then(|x| x.mapped_file()) else {
+            continue;
+        };
+        if given.is_none()
+            && let Err(e) = m.move_to(&run_folder.join(format!("verify-{}.vmap", t.name)))
+        {
+            warnings.push(format!(
+                "target `{}`: verify state left at {}: {e}",
+                t.name,
+                m.path().display()
+            ));
+        }
+    }
+    warnings
+}
+
+/// After a run's workers stopped: for each target with a table, marks its mapped state clean
+/// (or, on the heap, saves it where `verify-state` says) and runs the verify pass, into the target's result. A failure to save
 /// or to read back is a warning of the run (and no `verify` object), never silent.
 pub fn after_run(
     run: &crate::study::plan::RunPlan,
@@ -194,14 +236,27 @@ pub fn after_run(
                 continue;
             }
         };
-        let state_file = state_file(
-            t,
-            several,
-            t.workload
-                .as_block()
-                .and_then(|b| b.verify_state.as_deref()),
-        );
-        if let Some(to) = &state_file
+        let state_file = match table.mapped_file() {
+            // Kept in a mapped file all along: the run ended normally.
+            Some(m) => {
+                if let Err(e) = m.mark_clean() {
+                    summary.warnings.push(format!(
+                        "target `{}`: verify state not marked clean: {e}",
+                        t.name
+                    ));
+                }
+                Some(m.path())
+            }
+            None => state_file(
+                t,
+                several,
+                t.workload
+                    .as_block()
+                    .and_then(|b| b.verify_state.as_deref()),
+            ),
+        };
+        if table.mapped_file().is_none()
+            && let Some(to) = &state_file
             && let Err(e) = state::save(table, &path, direct, to)
         {
             summary
@@ -252,10 +307,12 @@ pub fn verify_state_file(state_path: &std::path::Path) -> Result<Verified, Verif
 }
 
 fn verify_block_state_file(state_path: &std::path::Path) -> Result<VerifyReport, VerifyError> {
-    let (meta, table) = state::load(state_path)?;
+    let (meta, table, origin) = state::load(state_path)?;
     let file = pass::open(&meta.path, meta.direct)?;
     let mut r = pass::run(&table, &file)?;
     r.serialized_writes = meta.serialized_writes;
+    r.interrupted = origin.interrupted;
+    r.state_last_sync = origin.last_sync;
     r.state_file = Some(state_path.display().to_string());
     Ok(r)
 }

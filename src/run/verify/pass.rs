@@ -9,8 +9,8 @@ use crate::targets::readback::BlockReader;
 
 use crate::verify::VerifyError;
 use crate::verify::header;
-use crate::verify::report::{VerifyClass, VerifyReport};
-use crate::verify::table::{FAILED, GENERATION, VerifyTable};
+use crate::verify::report::{InFlightHeld, VerifyClass, VerifyReport};
+use crate::verify::table::{FAILED, GENERATION, IN_FLIGHT, VerifyTable};
 
 /// Bytes read at a time (rounded down to whole blocks, at least one).
 const CHUNK_BYTES: u64 = 1 << 20;
@@ -104,6 +104,31 @@ pub fn classify(table: &VerifyTable, block: &[u8], offset: u64, acked: u64) -> (
     (VerifyClass::Intact, h.generation > acked)
 }
 
+/// What a block whose write was in flight holds, if that is accepted: the acknowledged
+/// generation `acked` (or, with none, anything but a torn write of this table), a newer one,
+/// or a torn write. None: classify it as any other block.
+pub fn in_flight_held(
+    table: &VerifyTable,
+    block: &[u8],
+    offset: u64,
+    acked: u64,
+) -> Option<InFlightHeld> {
+    let Some(h) = header::parse(block) else {
+        return (acked == 0).then_some(InFlightHeld::Old);
+    };
+    let ours = h.target_id == table.target_id && h.offset == offset;
+    if !header::crc_ok(block, &h) {
+        return (acked == 0 || ours).then_some(InFlightHeld::Torn);
+    }
+    match (ours, h.generation) {
+        (true, g) if acked == 0 && g > table.generation_base => Some(InFlightHeld::New),
+        _ if acked == 0 => Some(InFlightHeld::Old),
+        (true, g) if g == acked => Some(InFlightHeld::Old),
+        (true, g) if g > acked => Some(InFlightHeld::New),
+        _ => None,
+    }
+}
+
 /// Reads back every block of `table` with a known generation from `file`.
 pub fn run(table: &VerifyTable, file: &Reader) -> Result<VerifyReport, VerifyError> {
     let started = std::time::Instant::now();
@@ -121,7 +146,7 @@ pub fn run(table: &VerifyTable, file: &Reader) -> Result<VerifyReport, VerifyErr
     while first < blocks {
         let end = (first + per_chunk).min(blocks);
         // Read only from the first to the last block with a known generation.
-        let known = |i: &usize| table.entry(*i) & GENERATION != 0 || table.entry(*i) & FAILED != 0;
+        let known = |i: &usize| table.entry(*i) & (GENERATION | FAILED | IN_FLIGHT) != 0;
         let (Some(lo), Some(hi)) = ((first..end).find(known), (first..end).rev().find(known))
         else {
             first = end;
@@ -136,7 +161,7 @@ pub fn run(table: &VerifyTable, file: &Reader) -> Result<VerifyReport, VerifyErr
                 r.skipped_failed_writes += 1;
                 continue;
             }
-            if acked == 0 {
+            if acked == 0 && e & IN_FLIGHT == 0 {
                 continue;
             }
             let offset = table.offset_of(i);
@@ -151,6 +176,12 @@ pub fn run(table: &VerifyTable, file: &Reader) -> Result<VerifyReport, VerifyErr
             }
             r.bytes_read += block;
             let data = &buf.slice(len)[at..at + block as usize];
+            if e & IN_FLIGHT != 0
+                && let Some(held) = in_flight_held(table, data, offset, acked)
+            {
+                r.in_flight.add(held, offset);
+                continue;
+            }
             let (class, newer) = classify(table, data, offset, acked);
             r.newer_than_acknowledged += u64::from(newer);
             r.add(class, offset);
@@ -253,5 +284,43 @@ mod tests {
         let r = run(&t, &Reader::File(f)).unwrap();
         assert_eq!(r.lost_unsynced.first_offsets, vec![2 * 4096]);
         assert_eq!(r.lost_durable.blocks, 0);
+    }
+
+    /// A write in flight when the state was left may have landed or not: the old or the new
+    /// generation (or a tear) is accepted; an older one than acknowledged is not.
+    #[test]
+    fn a_block_in_flight_may_hold_the_old_or_the_new_generation() {
+        let dir = tempfile::tempdir().unwrap();
+        let (t, f) = setup(dir.path());
+        for i in 0..6 {
+            t.begin_write(i);
+            t.end_write(i, 110, true);
+            t.begin_write(i);
+        }
+        write(&t, &f, 0, 110, 0); // old
+        write(&t, &f, 1, 120, 1); // new
+        write(&t, &f, 2, 120, 2);
+        f.write_all_at(&[7u8; 100], 2 * 4096 + 3000).unwrap(); // torn
+        write(&t, &f, 3, 105, 3); // older than acknowledged: lost
+        // 4: zeros (foreign), 5: old
+        write(&t, &f, 5, 110, 5);
+        t.begin_write(7); // never acknowledged, zeros: old content
+        let r = run(&t, &Reader::File(f)).unwrap();
+        assert_eq!(
+            (
+                r.in_flight.blocks,
+                r.in_flight.old,
+                r.in_flight.new,
+                r.in_flight.torn
+            ),
+            (5, 3, 1, 1)
+        );
+        assert_eq!(
+            r.in_flight.first_offsets,
+            vec![0, 4096, 2 * 4096, 5 * 4096, 7 * 4096]
+        );
+        assert_eq!(r.lost_unsynced.first_offsets, vec![3 * 4096]);
+        assert_eq!(r.foreign.first_offsets, vec![4 * 4096]);
+        assert_eq!(r.blocks_checked, 2);
     }
 }
