@@ -44,11 +44,16 @@ impl Rng {
         self.0
     }
     fn below(&mut self, n: usize) -> usize {
-        if n == 0 { 0 } else { (self.next() % n as u64) as usize }
+        if n == 0 {
+            0
+        } else {
+            (self.next() % n as u64) as usize
+        }
     }
 }
 
 /// Tokens that parsers of numbers, sizes, durations, tables and lists stumble on.
+#[rustfmt::skip]
 const TOKENS: &[&str] = &[
     "0", "-1", "-0", "1e308", "-1e308", "NaN", "inf", "18446744073709551615",
     "18446744073709551616", "9223372036854775807", "-9223372036854775808", "4294967296", "0.0",
