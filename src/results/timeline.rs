@@ -190,7 +190,7 @@ pub(crate) mod tests {
     const NEW_HEADER: &str = "second,phase,interval_s,target,op,ops,rate_ops,bytes,rate_bytes,errors,p50_ns,p99_ns,max_ns,intended_p99_ns,intended_max_ns,client_cpu_cores";
 
     /// Two kinds of one interval whose operations add past u64 (a corrupt file:
-    /// fuzz/corpus/timeline-csv/ops-overflow.csv) saturate instead of overflowing (a panic in
+    /// fuzz/corpus/timeline-csv/crash-ops-overflow.csv) saturate instead of overflowing (a panic in
     /// a debug build).
     #[test]
     fn operations_that_add_past_u64_saturate() {

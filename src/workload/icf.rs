@@ -306,8 +306,8 @@ pub fn to_toml(icf: &Icf, source: &str) -> Result<String, IcfError> {
 mod tests {
     use super::*;
 
-    /// A line whose first bytes end inside a character (fuzz/corpus/iometer-icf/not-a-char-
-    /// boundary.icf) is compared by bytes, not sliced as a str (which panicked).
+    /// A line whose first bytes end inside a character (fuzz/corpus/iometer-icf/crash-not-a-
+    /// char-boundary.icf) is compared by bytes, not sliced as a str (which panicked).
     #[test]
     fn a_line_with_a_character_across_the_prefix_length_is_no_match() {
         assert!(!starts_ci("'Run \u{fffd}Time", "'Run T"));
