@@ -6,6 +6,7 @@
 //! [`report`]s read only what was stored. [`cli`] is the command line on top.
 
 pub mod cli;
+pub mod fuzzing;
 pub mod model;
 pub mod record;
 pub mod report;

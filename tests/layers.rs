@@ -21,7 +21,7 @@ const LAYERS: &[&[&str]] = &[
     &["results"],
     &["run"],
     &["report"],
-    &["cli"],
+    &["cli", "fuzzing"],
 ];
 
 const FN_MAX_LINES: usize = 120;

@@ -55,12 +55,55 @@ pub fn sum_measured_intervals(log: &[u8], timeline: &[TimelineRow]) -> Result<Hi
         let raw = base64::engine::general_purpose::STANDARD
             .decode(iv.encoded_histogram())
             .map_err(|e| format!("interval log: base64: {e}"))?;
-        let h: Histogram<u64> = de
-            .deserialize(&mut std::io::Cursor::new(raw))
-            .map_err(|e| format!("interval log: histogram: {e:?}"))?;
+        let h = decode_histogram(&raw, &mut de).map_err(|e| format!("interval log: {e}"))?;
         add(&mut out, &tag, &h).map_err(|e| format!("interval log: {e}"))?;
     }
     Ok(out)
+}
+
+/// The V2 histogram encodings' first 4 bytes (hdrhistogram's serialization): plain, and
+/// zlib-compressed (after the cookie, the compressed length, then the plain encoding deflated).
+const V2_COOKIE: [u8; 4] = 0x1c84_9313_u32.to_be_bytes();
+const V2_COMPRESSED_COOKIE: [u8; 4] = 0x1c84_9314_u32.to_be_bytes();
+/// The plain encoding's header: cookie, payload length, offset, digits, low, high, ratio.
+const V2_HEADER_BYTES: usize = 40;
+/// The most bytes one histogram may inflate to (storlab's take a few KiB).
+const MAX_HISTOGRAM_BYTES: u64 = 64 << 20;
+
+/// One interval's histogram from its encoding. The encoding's payload length is checked
+/// against the bytes it holds first: the deserializer allocates (and zeroes) what the header
+/// says, so a corrupt length of up to 4 GiB ran a report out of memory.
+fn decode_histogram(raw: &[u8], de: &mut Deserializer) -> Result<Histogram<u64>, String> {
+    use std::io::Read;
+    let plain = match raw.get(..4) {
+        Some(c) if c == V2_COMPRESSED_COOKIE => {
+            let mut out = Vec::new();
+            flate2::read::ZlibDecoder::new(raw.get(8..).unwrap_or_default())
+                .take(MAX_HISTOGRAM_BYTES + 1)
+                .read_to_end(&mut out)
+                .map_err(|e| format!("histogram: inflating: {e}"))?;
+            if out.len() as u64 > MAX_HISTOGRAM_BYTES {
+                return Err(format!(
+                    "histogram: inflates to over {MAX_HISTOGRAM_BYTES} bytes"
+                ));
+            }
+            out
+        }
+        _ => raw.to_vec(),
+    };
+    if plain.get(..4) == Some(&V2_COOKIE[..])
+        && let Some(len) = plain.get(4..8)
+    {
+        let declared = u32::from_be_bytes([len[0], len[1], len[2], len[3]]) as usize;
+        let held = plain.len().saturating_sub(V2_HEADER_BYTES);
+        if declared > held {
+            return Err(format!(
+                "histogram: its header says {declared} bytes of counts, it holds {held}"
+            ));
+        }
+    }
+    de.deserialize(&mut std::io::Cursor::new(plain))
+        .map_err(|e| format!("histogram: {e:?}"))
 }
 
 /// Adds `h` into `sums[tag]` (counts added, never percentiles averaged).
@@ -85,8 +128,8 @@ pub fn read_measured(folder: &Path, timeline: &[TimelineRow]) -> Result<Histogra
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use hdrhistogram::serialization::V2DeflateSerializer;
     use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
+    use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
     use std::time::Duration;
 
     /// (value, count) pairs recorded into one interval.
@@ -129,6 +172,27 @@ pub(crate) mod tests {
             client_cpu_cores: 0.0,
             error_kinds: Vec::new(),
         }
+    }
+
+    /// A histogram whose header claims far more counts than it holds (the fuzz target's
+    /// out-of-memory input: fuzz/corpus/interval-log/crash-oom-payload-length.hlog) is refused
+    /// before hdrhistogram allocates the length it claims.
+    #[test]
+    fn a_histogram_longer_than_its_bytes_is_refused_before_allocating() {
+        let log = include_bytes!("../../fuzz/corpus/interval-log/crash-oom-payload-length.hlog");
+        let e = sum_measured_intervals(log, &[]).unwrap_err();
+        assert!(e.contains("inflating: corrupt deflate stream"), "{e}");
+        // A plain (uncompressed) encoding that claims 4 GiB of counts.
+        let mut h = Histogram::<u64>::new(3).unwrap();
+        h.record(1000).unwrap();
+        let mut plain = Vec::new();
+        hdrhistogram::serialization::V2Serializer::new()
+            .serialize(&h, &mut plain)
+            .unwrap();
+        plain[4..8].copy_from_slice(&u32::MAX.to_be_bytes());
+        let mut de = Deserializer::new();
+        let e = decode_histogram(&plain, &mut de).unwrap_err();
+        assert!(e.contains("its header says 4294967295 bytes"), "{e}");
     }
 
     #[test]

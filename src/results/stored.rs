@@ -47,8 +47,8 @@ pub struct StoredRun {
 }
 
 impl StoredRun {
-    /// A run of `summary` alone (no folder, plan or timeline): for tests of what reads runs.
-    #[cfg(test)]
+    /// A run of `summary` alone (no folder, plan or timeline): for tests and fuzz targets of
+    /// what reads runs.
     pub fn of_summary(summary: RunSummary) -> StoredRun {
         StoredRun {
             folder: PathBuf::new(),
@@ -183,7 +183,12 @@ pub fn stored_baseline(
 /// A run folder's summary (`summary.json`).
 pub fn read_summary(folder: &Path) -> Result<RunSummary, LoadError> {
     let path = folder.join("summary.json");
-    parse_json(&path, &redact(&read_text(&path)?))
+    summary_from_text(&path, &read_text(&path)?)
+}
+
+/// A summary from the text of `summary.json` at `path` (named in the error).
+pub fn summary_from_text(path: &Path, text: &str) -> Result<RunSummary, LoadError> {
+    parse_json(path, &redact(text))
 }
 
 /// Reads one run folder.

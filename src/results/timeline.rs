@@ -139,7 +139,7 @@ impl Timeline {
                 continue;
             }
             let e = by_second.entry(r.second).or_insert((0, None, !r.measured));
-            e.0 += r.ops;
+            e.0 = e.0.saturating_add(r.ops);
             if r.interval_s.is_some() {
                 e.1 = r.interval_s;
             }
@@ -188,6 +188,19 @@ pub(crate) mod tests {
 
     const OLD_HEADER: &str = "second,phase,target,op,ops,rate_ops,bytes,rate_bytes,errors,p50_ns,p99_ns,max_ns,intended_p99_ns,intended_max_ns,client_cpu_cores";
     const NEW_HEADER: &str = "second,phase,interval_s,target,op,ops,rate_ops,bytes,rate_bytes,errors,p50_ns,p99_ns,max_ns,intended_p99_ns,intended_max_ns,client_cpu_cores";
+
+    /// Two kinds of one interval whose operations add past u64 (a corrupt file:
+    /// fuzz/corpus/timeline-csv/crash-ops-overflow.csv) saturate instead of overflowing (a panic in
+    /// a debug build).
+    #[test]
+    fn operations_that_add_past_u64_saturate() {
+        let text = format!(
+            "{NEW_HEADER}\n0,measure,1.0,t,read,18446744073709551615,0,0,0,0,0,0,0,,,0\n0,measure,1.0,t,write,5,0,0,0,0,0,0,0,,,0\n"
+        );
+        let points = parse_timeline(&text).target_points("t", 1.0, 1.0);
+        assert_eq!(points.len(), 1);
+        assert_eq!(points[0].ops, u64::MAX);
+    }
 
     #[test]
     fn old_column_set_parses() {

@@ -81,10 +81,23 @@ struct Flags {
     client: Vec<(String, String)>,
 }
 
+/// Reads a `-P` property file's text.
+pub type ReadFile<'a> = &'a dyn Fn(&std::path::Path) -> std::io::Result<String>;
+
 /// Parses `args` (everything after `load` or `run`).
 pub fn parse_args(phase: Phase, args: &[String]) -> Result<YcsbCommand, YcsbArgError> {
+    parse_args_with(phase, args, &|p| std::fs::read_to_string(p))
+}
+
+/// Parses `args` with the `-P` files' text from `read_file` (the fuzz targets hand it text
+/// that is no file).
+pub fn parse_args_with(
+    phase: Phase,
+    args: &[String],
+    read_file: ReadFile,
+) -> Result<YcsbCommand, YcsbArgError> {
     let flags = read_flags(args)?;
-    let mut props = properties(&flags)?;
+    let mut props = properties(&flags, read_file)?;
     let db = flags
         .db
         .or_else(|| props.get("db").map(|p| p.value.clone()))
@@ -167,10 +180,14 @@ fn read_flags(args: &[String]) -> Result<Flags, YcsbArgError> {
 
 /// The properties of the `-P` files, then `-threads` and `-target`, then `-p` (which wins
 /// over them, as in YCSB).
-fn properties(flags: &Flags) -> Result<Properties, YcsbArgError> {
+fn properties(flags: &Flags, read_file: ReadFile) -> Result<Properties, YcsbArgError> {
     let mut props = Properties::new();
     for f in &flags.files {
-        props.load_file(f)?;
+        let text = read_file(f).map_err(|source| PropertyError::Io {
+            path: f.clone(),
+            source,
+        })?;
+        props.parse_str(&text, f)?;
     }
     // -threads and -target are properties in YCSB too; -p wins over them.
     for (name, v) in &flags.client {

@@ -82,7 +82,9 @@ fn is_comment(l: &str) -> bool {
 
 fn starts_ci(l: &str, prefix: &str) -> bool {
     let l = l.trim();
-    l.len() >= prefix.len() && l[..prefix.len()].eq_ignore_ascii_case(prefix)
+    l.as_bytes()
+        .get(..prefix.len())
+        .is_some_and(|head| head.eq_ignore_ascii_case(prefix.as_bytes()))
 }
 
 fn parse_line(text: &str, n: usize) -> Result<IcfLine, IcfError> {
@@ -303,6 +305,17 @@ pub fn to_toml(icf: &Icf, source: &str) -> Result<String, IcfError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A line whose first bytes end inside a character (fuzz/corpus/iometer-icf/crash-not-a-
+    /// char-boundary.icf) is compared by bytes, not sliced as a str (which panicked).
+    #[test]
+    fn a_line_with_a_character_across_the_prefix_length_is_no_match() {
+        assert!(!starts_ci("'Run \u{fffd}Time", "'Run T"));
+        assert!(starts_ci("  'run time", "'Run T"));
+        let text = "Version 1.1.0\n'Run \u{fffd}Time\n'Worker typ\u{fffd}e\n";
+        // Panicked before: parse reads every line with starts_ci.
+        let _ = parse(text);
+    }
 
     const ICF: &str = "Version 1.1.0 \n\
 'TEST SETUP ====================================================================\n\

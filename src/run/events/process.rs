@@ -207,6 +207,7 @@ impl Processes {
         keep: bool,
         log: &Path,
     ) -> Result<i32, String> {
+        self.reap();
         if let Some(old) = self.started.get_mut(name)
             && old.child.try_wait().ok().flatten().is_none()
         {
@@ -247,6 +248,15 @@ impl Processes {
             },
         );
         Ok(pid)
+    }
+
+    /// Collects the exit status of every started process that has ended (a killed server),
+    /// so that none stays a zombie until the step ends: a soak that kills a server every few
+    /// minutes kept one per kill.
+    fn reap(&mut self) {
+        for p in self.started.values_mut() {
+            let _ = p.child.try_wait();
+        }
     }
 
     /// The pid of the running process started as `name`, or why there is none.
@@ -400,6 +410,29 @@ mod tests {
             &|| false,
         );
         assert!(matches!(missing.finish, Finish::NotStarted(_)));
+    }
+
+    /// The process state letter of `pid` (`Z`: a zombie), None once it is gone.
+    fn state_of(pid: i32) -> Option<char> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        stat.rsplit_once(") ")?.1.chars().next()
+    }
+
+    #[test]
+    fn a_killed_process_is_reaped_when_the_next_one_starts() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = Processes::default();
+        let log = dir.path().join("s.log");
+        let first = p.start("a", &argv(&["sleep", "30"]), false, &log).unwrap();
+        send_signal(first, libc::SIGKILL).unwrap();
+        let start = Instant::now();
+        while state_of(first) != Some('Z') && start.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(state_of(first), Some('Z'));
+        p.start("b", &argv(&["sleep", "30"]), false, &log).unwrap();
+        assert_eq!(state_of(first), None, "pid {first} still a zombie");
+        p.stop(true);
     }
 
     #[test]
