@@ -134,13 +134,7 @@ fn load_mapped(from: &Path) -> Result<(StateMeta, VerifyTable, Origin), VerifyEr
     let st = mapped::read(from)?;
     let mut meta: StateMeta =
         serde_json::from_str(&st.meta_json).map_err(|e| bad(e.to_string()))?;
-    let proto = VerifyTable::with_base(
-        &meta.target,
-        meta.region,
-        meta.block_bytes,
-        meta.threads,
-        meta.generation_base,
-    )?;
+    let proto = empty_table(&meta)?;
     if proto.blocks() != st.entries.len() || st.durable.len() != meta.threads as usize {
         return Err(bad("its counts do not match its region".into()));
     }
@@ -154,6 +148,17 @@ fn load_mapped(from: &Path) -> Result<(StateMeta, VerifyTable, Origin), VerifyEr
     Ok((meta, table, origin))
 }
 
+/// An empty table of the target, region, block size and threads a state describes.
+fn empty_table(meta: &StateMeta) -> Result<VerifyTable, VerifyError> {
+    VerifyTable::with_base(
+        &meta.target,
+        meta.region,
+        meta.block_bytes,
+        meta.threads,
+        meta.generation_base,
+    )
+}
+
 /// Loads a table saved at the end of a run (the format of earlier versions).
 fn load_saved(from: &Path) -> Result<(StateMeta, VerifyTable), VerifyError> {
     let bad = |why: String| VerifyError::BadState {
@@ -161,13 +166,7 @@ fn load_saved(from: &Path) -> Result<(StateMeta, VerifyTable), VerifyError> {
         why,
     };
     let (meta, mut r): (StateMeta, _) = read_head(from, FIRST_LINE)?;
-    let proto = VerifyTable::with_base(
-        &meta.target,
-        meta.region,
-        meta.block_bytes,
-        meta.threads,
-        meta.generation_base,
-    )?;
+    let proto = empty_table(&meta)?;
     if proto.blocks() as u64 != meta.blocks || meta.durable.len() != meta.threads as usize {
         return Err(bad("its counts do not match its region".into()));
     }
