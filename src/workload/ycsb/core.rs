@@ -444,6 +444,13 @@ impl CoreWorkload {
         if let Err(e) = self.generators() {
             let names: &[&str] = match e {
                 GeneratorError::Theta { .. } => &["zipfianconstant"],
+                GeneratorError::TooManyItems { .. } => &[
+                    "recordcount",
+                    "insertstart",
+                    "insertcount",
+                    "operationcount",
+                    "insertproportion",
+                ],
                 GeneratorError::Exponential { .. } => {
                     &["exponential.percentile", "exponential.frac", "recordcount"]
                 }

@@ -36,6 +36,8 @@ const FNV_PRIME_64: u64 = 1_099_511_628_211;
 pub enum GeneratorError {
     #[error("empty range: lower bound {lower} is above upper bound {upper}")]
     EmptyRange { lower: u64, upper: u64 },
+    #[error("range {lower} to {upper} holds more items than a 64-bit count")]
+    TooManyItems { lower: u64, upper: u64 },
     #[error("zipfian constant {theta} is outside (0, 1)")]
     Theta { theta: f64 },
     #[error("{what} {value} is outside [0, 1]")]

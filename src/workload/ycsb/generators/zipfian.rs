@@ -159,7 +159,7 @@ impl Zipfian {
             });
         }
         check_theta(theta)?;
-        let items = max - min + 1;
+        let items = item_count(min, max)?;
         Self::with_zeta(min, items, theta, zeta(items, theta))
     }
 
@@ -279,6 +279,16 @@ pub struct ScrambledZipfian {
     zipf: Zipfian,
 }
 
+/// The items in [min, max]: an error where that is 2^64 (0 to u64::MAX).
+fn item_count(min: u64, max: u64) -> Result<u64, GeneratorError> {
+    (max - min)
+        .checked_add(1)
+        .ok_or(GeneratorError::TooManyItems {
+            lower: min,
+            upper: max,
+        })
+}
+
 impl ScrambledZipfian {
     pub fn new(min: u64, max: u64, theta: f64) -> Result<Self, GeneratorError> {
         if min > max {
@@ -295,7 +305,7 @@ impl ScrambledZipfian {
         };
         Ok(ScrambledZipfian {
             min,
-            item_count: max - min + 1,
+            item_count: item_count(min, max)?,
             zipf: Zipfian::with_zeta(0, SCRAMBLED_ITEM_COUNT + 1, theta, zetan)?,
         })
     }

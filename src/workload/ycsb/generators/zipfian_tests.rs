@@ -404,3 +404,19 @@ fn skewed_latest_favours_the_newest_key() {
     let newer: u32 = counts[750..].iter().sum();
     assert!(newer as f64 > 0.85 * draws as f64, "newer half {newer}");
 }
+
+/// Found by the ycsb-properties fuzz target (a huge insertproportion): a range of 2^64 items
+/// overflowed the count instead of being refused.
+#[test]
+fn a_range_of_two_to_the_64_items_is_refused_not_overflowed() {
+    for e in [
+        Zipfian::new(0, u64::MAX, 0.99).err(),
+        ScrambledZipfian::new(0, u64::MAX, 0.99).err(),
+    ] {
+        assert!(
+            matches!(e, Some(GeneratorError::TooManyItems { .. })),
+            "{e:?}"
+        );
+    }
+    assert!(ScrambledZipfian::new(1, u64::MAX, 0.99).is_ok());
+}
