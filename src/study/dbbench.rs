@@ -367,7 +367,9 @@ impl DbBenchFlags {
             if self.timed(*b) {
                 let _ = writeln!(s, "duration = \"{}s\"", self.duration_seconds);
             } else {
-                let _ = writeln!(s, "ops = {}", self.ops_per_thread(*b) * self.threads as u64);
+                // Saturates: a count past u64 is refused by the study's own bound check.
+                let ops = self.ops_per_thread(*b).saturating_mul(self.threads as u64);
+                let _ = writeln!(s, "ops = {ops}");
             }
         }
         s
