@@ -4,78 +4,87 @@
 use super::*;
 
 pub(super) fn results(command: ResultsCommand, dir: &Path) -> Result<i32> {
-    if let ResultsCommand::Reindex = command {
-        let r = crate::results::reindex::reindex(dir)?;
-        println!(
-            "results.db rebuilt from {} study folders in {}: {} runs, {} incomplete (no summary.json)",
-            r.studies,
-            dir.display(),
-            r.runs,
-            r.incomplete
-        );
-        if let Some(old) = r.old_index {
-            println!("the old index is kept as {}", old.display());
+    match command {
+        ResultsCommand::List { json } => results_list(&open_store(dir)?, json),
+        ResultsCommand::Show { run, json } => results_show(&open_store(dir)?, &run, json),
+        ResultsCommand::Reindex => {
+            let r = crate::results::reindex::reindex(dir)?;
+            println!(
+                "results.db rebuilt from {} study folders in {}: {} runs, {} incomplete (no summary.json)",
+                r.studies,
+                dir.display(),
+                r.runs,
+                r.incomplete
+            );
+            if let Some(old) = r.old_index {
+                println!("the old index is kept as {}", old.display());
+            }
+            Ok(0)
         }
-        return Ok(0);
     }
+}
+
+/// The results store in `dir`, which must exist (reading never makes one).
+fn open_store(dir: &Path) -> Result<Store> {
     if !dir.join(crate::results::store::STORE_FILE).exists() {
         bail!(
             "no results store in {} (runs store their results there; set --results or STORLAB_RESULTS)",
             dir.display()
         );
     }
-    let store = Store::open(dir)?;
-    match command {
-        ResultsCommand::List { json } => {
-            let rows = store.list()?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&rows)?);
-                return Ok(0);
-            }
-            let header = [
-                "run",
-                "study",
-                "step",
-                "#",
-                "parameters",
-                "status",
-                "started",
-                "ops/s",
-            ];
-            let table: Vec<Vec<String>> = rows
-                .iter()
-                .map(|r| {
-                    vec![
-                        r.run_id.clone(),
-                        r.study.clone(),
-                        r.step.clone(),
-                        format!("{}/{}", r.run_index, r.run_count),
-                        r.parameters.clone(),
-                        r.status.clone(),
-                        r.started_at.clone(),
-                        r.rate_ops
-                            .map(|x| format!("{x:.0}"))
-                            .unwrap_or_else(|| "-".into()),
-                    ]
-                })
-                .collect();
-            print!("{}", report::table::render(&header, &table));
-            for r in rows.iter().filter(|r| !r.note.is_empty()) {
-                println!("{} {}: {}", r.run_id, r.status, r.note);
-            }
-            Ok(0)
-        }
-        ResultsCommand::Show { run, json } => {
-            let s = store.summary(&run)?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&s)?);
-            } else {
-                print!("{}", report::table::run_table(&s));
-            }
-            Ok(0)
-        }
-        ResultsCommand::Reindex => Ok(0),
+    Ok(Store::open(dir)?)
+}
+
+/// `storlab results list`: a line per stored run, then why each incomplete one is.
+fn results_list(store: &Store, json: bool) -> Result<i32> {
+    let rows = store.list()?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(0);
     }
+    let header = [
+        "run",
+        "study",
+        "step",
+        "#",
+        "parameters",
+        "status",
+        "started",
+        "ops/s",
+    ];
+    let table: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.run_id.clone(),
+                r.study.clone(),
+                r.step.clone(),
+                format!("{}/{}", r.run_index, r.run_count),
+                r.parameters.clone(),
+                r.status.clone(),
+                r.started_at.clone(),
+                r.rate_ops
+                    .map(|x| format!("{x:.0}"))
+                    .unwrap_or_else(|| "-".into()),
+            ]
+        })
+        .collect();
+    print!("{}", report::table::render(&header, &table));
+    for r in rows.iter().filter(|r| !r.note.is_empty()) {
+        println!("{} {}: {}", r.run_id, r.status, r.note);
+    }
+    Ok(0)
+}
+
+/// `storlab results show RUN`.
+fn results_show(store: &Store, run: &str, json: bool) -> Result<i32> {
+    let s = store.summary(run)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&s)?);
+    } else {
+        print!("{}", report::table::run_table(&s));
+    }
+    Ok(0)
 }
 
 pub(super) const REPORT_ABOUT: &str =
