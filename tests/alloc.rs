@@ -155,7 +155,7 @@ fn loop_allocations_paced(
     // The loop allocates its slot tables once at its start: proof the counter counts.
     assert!(n > 0, "the counting allocator saw nothing");
     assert_eq!(outcome.measured_ops, ops);
-    assert_eq!(outcome.spare_misses, 0, "spares ran out");
+    assert_eq!(outcome.spare_waits, 0, "spares ran out");
     // A loop that lasted three intervals must have rotated at least twice (a short loop of
     // fast operations may end within one interval: nothing to prove there).
     if loop_time >= std::time::Duration::from_nanos(3 * INTERVAL_NS) {

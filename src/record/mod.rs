@@ -3,13 +3,16 @@
 //!
 //! Each worker owns a [`Recorder`]. At every interval boundary it hands its full [`Interval`]
 //! to the collector through a bounded channel and takes an already-allocated, cleared spare
-//! back, so recording never allocates, locks or formats. Histograms merge by adding counts,
-//! so workers, targets, hosts and runs combine exactly.
+//! back, so recording never allocates, locks or formats. A worker owns a fixed number of
+//! intervals for its whole run (its current one and `SPARES_PER_WORKER` spares): when the
+//! collector has not yet handed one back, the worker waits for it (counted, with the time
+//! waited) rather than allocate another, so memory stays the same however long the run is.
+//! Histograms merge by adding counts, so workers, targets, hosts and runs combine exactly.
 
 pub mod summary;
 pub mod totals;
 
-use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
+use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, TrySendError};
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -46,7 +49,8 @@ pub struct KindStats {
 }
 
 impl KindStats {
-    fn new(open_loop: bool) -> KindStats {
+    /// Empty figures (`open_loop`: with a histogram of the time from the intended start).
+    pub fn new(open_loop: bool) -> KindStats {
         KindStats {
             service: new_histogram(),
             intended: open_loop.then(new_histogram),
@@ -58,9 +62,32 @@ impl KindStats {
         }
     }
 
+    /// Adds another interval's figures of the same kind (same histogram shape: counts are
+    /// added index by index, without looking values up).
+    pub fn add(&mut self, other: &KindStats) {
+        add_counts(&mut self.service, &other.service);
+        if let (Some(dst), Some(src)) = (&mut self.intended, &other.intended) {
+            add_counts(dst, src);
+        }
+        self.ops += other.ops;
+        self.bytes += other.bytes;
+        self.misses += other.misses;
+        for (d, s) in self.errors.iter_mut().zip(other.errors.iter()) {
+            *d += s;
+        }
+        self.service_sum_ns = self.service_sum_ns.saturating_add(other.service_sum_ns);
+    }
+
+    pub fn error_count(&self) -> u64 {
+        self.errors.iter().sum()
+    }
+
     fn clear(&mut self) {
-        self.service.reset();
-        if let Some(h) = &mut self.intended {
+        // An empty histogram is already clear: skip writing its whole counts array.
+        if !self.service.is_empty() {
+            self.service.reset();
+        }
+        if let Some(h) = self.intended.as_mut().filter(|h| !h.is_empty()) {
             h.reset();
         }
         self.ops = 0;
@@ -68,6 +95,14 @@ impl KindStats {
         self.misses = 0;
         self.errors = [0; ErrorKind::COUNT];
         self.service_sum_ns = 0;
+    }
+}
+
+/// Adds `src`'s counts into `dst` (storlab's bounds and precision on both: the fast path of
+/// hdrhistogram's `add`; a histogram of other bounds is merged value by value).
+fn add_counts(dst: &mut Histogram<u32>, src: &Histogram<u32>) {
+    if dst.add(src).is_err() {
+        totals::merge(dst, src);
     }
 }
 
@@ -155,8 +190,10 @@ pub struct Recorder {
     current: Box<Interval>,
     to_collector: SyncSender<Box<Interval>>,
     spares: Receiver<Box<Interval>>,
-    /// Intervals that had to be allocated because no spare was back in time.
-    pub spare_misses: u64,
+    /// Rotations that found no spare back from the collector and waited for one.
+    pub spare_waits: u64,
+    /// Time spent in those waits, ns.
+    pub spare_wait_ns: u64,
 }
 
 impl Recorder {
@@ -171,7 +208,8 @@ impl Recorder {
             current: first,
             to_collector,
             spares,
-            spare_misses: 0,
+            spare_waits: 0,
+            spare_wait_ns: 0,
         }
     }
 
@@ -222,10 +260,9 @@ impl Recorder {
         // Spares come back from the collector already cleared.
         let next = match self.spares.try_recv() {
             Ok(iv) => iv,
-            Err(_) => {
-                self.spare_misses += 1;
-                self.current.shape_like()
-            }
+            Err(TryRecvError::Empty) => self.wait_for_spare(),
+            // The collector has gone (the run is being torn down): record on into a new one.
+            Err(TryRecvError::Disconnected) => self.current.shape_like(),
         };
         let mut full = std::mem::replace(&mut self.current, next);
         full.index = index;
@@ -239,6 +276,24 @@ impl Recorder {
             Err(TrySendError::Full(iv)) => self.to_collector.send(iv).is_ok(),
             Err(TrySendError::Disconnected(_)) => false,
         }
+    }
+}
+
+impl Recorder {
+    /// Waits for the collector to hand a spare back (it falls behind: a worker owns a fixed
+    /// number of intervals, so that memory does not grow with the run's length).
+    #[cold]
+    fn wait_for_spare(&mut self) -> Box<Interval> {
+        let waited_from = std::time::Instant::now();
+        let next = self
+            .spares
+            .recv()
+            .unwrap_or_else(|_| self.current.shape_like());
+        self.spare_waits += 1;
+        self.spare_wait_ns = self
+            .spare_wait_ns
+            .saturating_add(waited_from.elapsed().as_nanos() as u64);
+        next
     }
 }
 
@@ -290,11 +345,47 @@ mod tests {
         assert_eq!(k.service.len(), 2);
         assert_eq!(k.errors[ErrorKind::Io as usize], 1);
         assert!(iv.kinds[OpKind::Write as usize].is_none());
-        assert_eq!(r.spare_misses, 0);
-        // No spare left: the next rotation allocates and says so.
+        assert_eq!(r.spare_waits, 0);
+        // No spare left: the next rotation waits for the collector to hand one back, and
+        // says so; it allocates nothing.
+        drop(iv);
+        let collector = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            spare_tx
+                .send(Interval::new(0, 0, &[OpKind::Read], false))
+                .unwrap();
+        });
         assert!(r.rotate(1, 1_000_000_000, 2_000_000_000, 5, true, 2));
-        assert_eq!(r.spare_misses, 1);
+        collector.join().unwrap();
+        assert_eq!(r.spare_waits, 1);
+        assert!(r.spare_wait_ns >= 40_000_000, "{}", r.spare_wait_ns);
         assert!(rx.recv().unwrap().last);
+    }
+
+    #[test]
+    fn interval_figures_add_by_counts() {
+        let mut a = KindStats::new(true);
+        let mut b = KindStats::new(true);
+        for v in [100, 2_000, 30_000] {
+            a.service.record(v).unwrap();
+            b.service.record(v * 2).unwrap();
+            b.intended.as_mut().unwrap().record(v * 3).unwrap();
+        }
+        a.ops = 3;
+        b.ops = 3;
+        b.errors[ErrorKind::Io as usize] = 2;
+        b.service_sum_ns = 64_200;
+        a.add(&b);
+        assert_eq!(a.ops, 6);
+        assert_eq!(a.service.len(), 6);
+        assert_eq!(a.service.max(), b.service.max());
+        assert_eq!(a.service.count_at(4_000), 1);
+        assert_eq!(a.intended.as_ref().unwrap().len(), 3);
+        assert_eq!(a.error_count(), 2);
+        assert_eq!(a.service_sum_ns, 64_200);
+        a.clear();
+        assert!(a.service.is_empty() && a.intended.as_ref().unwrap().is_empty());
+        assert_eq!(a.service.max(), 0);
     }
 
     #[test]

@@ -26,8 +26,10 @@ pub struct WorkerEnd {
     /// Completion time of the last measured operation (run clock, ns).
     pub last_completion_ns: u64,
     pub end_reason: EndReason,
-    /// Intervals the recorder had to allocate (0 in a healthy run).
-    pub spare_misses: u64,
+    /// Rotations that waited for the collector to hand an interval back (0 in a healthy
+    /// run), and the time they waited, ns.
+    pub spare_waits: u64,
+    pub spare_wait_ns: u64,
     /// Measured intended starts skipped for being later than the latency limit.
     pub skipped_starts: u64,
 }
@@ -49,6 +51,8 @@ pub struct Measured<'a> {
     pub error_samples: &'a [(u32, OpKind, OpError)],
     /// CPU time of the whole process over the run, ns.
     pub cpu_used_ns: u64,
+    /// CPU time of the collector thread over the whole run (warm-up included), ns.
+    pub collector_cpu_ns: u64,
     /// When the run (warm-up first) started on the run clock, ns.
     pub start_ns: u64,
     pub background_names: &'a [String],
@@ -411,6 +415,7 @@ fn client_usage(run: &RunPlan, m: &Measured<'_>, measured_ns: u64) -> (ClientUsa
     }
     let client = ClientUsage {
         cpu_seconds: m.cpu_used_ns as f64 / 1e9,
+        collector_cpu_seconds: m.collector_cpu_ns as f64 / 1e9,
         cpu_cores_used: cores_used,
         logical_cpus,
         worker_busy_max: busy_max,
@@ -465,10 +470,12 @@ fn run_warnings(
             "latency limit: {skipped} intended starts were skipped, already more than {limit} late when their turn came (pgbench's skipped transactions); they are neither operations nor errors"
         ));
     }
-    let misses: u64 = m.workers.iter().map(|o| o.spare_misses).sum();
-    if misses > 0 {
+    let waits: u64 = m.workers.iter().map(|o| o.spare_waits).sum();
+    if waits > 0 {
+        let waited_ns: u64 = m.workers.iter().map(|o| o.spare_wait_ns).sum();
         warnings.push(format!(
-            "the collector fell behind: {misses} intervals were allocated on the worker threads"
+            "the collector fell behind: workers waited {waits} times for it to hand an interval back, {} summed over the workers (a worker issued nothing while it waited; operations it had in flight include the wait)",
+            crate::units::format_ns(waited_ns as f64)
         ));
     }
     if total.ops == 0 && status == RunStatus::Complete {

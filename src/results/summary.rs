@@ -235,6 +235,10 @@ pub struct WorkerKindResult {
 pub struct ClientUsage {
     /// CPU time of the whole storlab process over the measured time, seconds.
     pub cpu_seconds: f64,
+    /// CPU time of the collector thread (merging the workers' intervals, writing the
+    /// timeline and the interval log) over the whole run, warm-up included, seconds.
+    #[serde(default)]
+    pub collector_cpu_seconds: f64,
     /// Average number of CPUs storlab kept busy while measuring.
     pub cpu_cores_used: f64,
     pub logical_cpus: u32,

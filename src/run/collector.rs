@@ -17,7 +17,7 @@ use hdrhistogram::serialization::V2DeflateSerializer;
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 
 pub use crate::record::totals::{KindTotals, WorkerKindTotals, merge};
-use crate::record::{Interval, OpError, OpKind, new_histogram};
+use crate::record::{Interval, KindStats, OpError, OpKind, new_histogram};
 use crate::results::write::{HDR_LOG_FILE, TIMELINE_FILE, WriteError};
 
 /// Per-target layout the collector needs.
@@ -119,7 +119,10 @@ struct Pending {
     /// the run ends between two boundaries.
     start_ns: u64,
     end_ns: u64,
-    per_target: Vec<Vec<Option<KindTotals>>>,
+    /// Per target, per op kind: the workers' figures added up, in histograms of the
+    /// workers' own shape (so that adding one is a pass over its counts). A completed
+    /// measured second is added to the run's totals once, not every worker's interval.
+    per_target: Vec<Vec<Option<KindStats>>>,
     cpu_ns: Vec<u64>,
 }
 
@@ -196,6 +199,7 @@ pub fn collect<W1: Write, W2: Write>(
     // A complete second: its timeline row and log entry, its rates for the live metrics, and
     // (while the run goes on) a metrics snapshot.
     let mut finish_second = |m: &mut Merger, index: i64, p: Pending, snapshot: bool| {
+        m.add_to_totals(index, &p);
         let r = write_second(
             index,
             &p,
@@ -302,6 +306,21 @@ fn new_kind_table(targets: &[TargetShape]) -> Vec<Vec<Option<KindTotals>>> {
         .collect()
 }
 
+/// Per target, per op kind (indexed by `OpKind as usize`): an empty second for the kinds it
+/// runs.
+fn new_second_table(targets: &[TargetShape]) -> Vec<Vec<Option<KindStats>>> {
+    targets
+        .iter()
+        .map(|t| {
+            let mut v: Vec<Option<KindStats>> = (0..OpKind::COUNT).map(|_| None).collect();
+            for k in &t.kinds {
+                v[*k as usize] = Some(KindStats::new(t.open_loop));
+            }
+            v
+        })
+        .collect()
+}
+
 /// What the collector has merged so far: the run's totals, the seconds not yet complete,
 /// and how far each worker has reported.
 struct Merger<'a> {
@@ -357,7 +376,7 @@ impl<'a> Merger<'a> {
             reported: 0,
             start_ns: u64::MAX,
             end_ns: 0,
-            per_target: new_kind_table(targets),
+            per_target: new_second_table(targets),
             cpu_ns: vec![0; targets.len()],
         });
         entry.reported += 1;
@@ -370,9 +389,6 @@ impl<'a> Merger<'a> {
                 dst.add(stats);
             }
             if iv.index >= 0 {
-                if let Some(dst) = &mut out.totals[t][k] {
-                    dst.add(stats);
-                }
                 out.worker_totals[w][k]
                     .get_or_insert_with(WorkerKindTotals::default)
                     .add(stats);
@@ -401,6 +417,20 @@ impl<'a> Merger<'a> {
         }
     }
 
+    /// A completed second's figures into the run's totals (measured seconds only).
+    fn add_to_totals(&mut self, index: i64, p: &Pending) {
+        if index < 0 {
+            return;
+        }
+        for (totals, second) in self.out.totals.iter_mut().zip(&p.per_target) {
+            for (dst, src) in totals.iter_mut().zip(second) {
+                if let (Some(dst), Some(src)) = (dst, src) {
+                    dst.add(src);
+                }
+            }
+        }
+    }
+
     /// The first pending second, once every worker has moved past it (or reported it).
     fn next_complete(&mut self) -> Option<(i64, Pending)> {
         let done_upto = self.progress_of.iter().copied().min().unwrap_or(i64::MAX);
@@ -410,6 +440,15 @@ impl<'a> Merger<'a> {
             return None;
         }
         self.pending.pop_first()
+    }
+}
+
+/// A histogram's percentile `pct` (0 when it is empty).
+fn percentile<C: hdrhistogram::Counter>(h: &Histogram<C>, pct: f64) -> u64 {
+    if h.is_empty() {
+        0
+    } else {
+        h.value_at_percentile(pct)
     }
 }
 
@@ -471,15 +510,8 @@ fn write_second<W: Write, L: Write>(
             let Some(kt) = &p.per_target[t][*k as usize] else {
                 continue;
             };
-            let q = |h: &Histogram<u64>, pct: f64| {
-                if h.is_empty() {
-                    0
-                } else {
-                    h.value_at_percentile(pct)
-                }
-            };
             let (ip99, imax) = match &kt.intended {
-                Some(h) => (q(h, 99.0).to_string(), h.max().to_string()),
+                Some(h) => (percentile(h, 99.0).to_string(), h.max().to_string()),
                 None => (String::new(), String::new()),
             };
             writeln!(
@@ -494,8 +526,8 @@ fn write_second<W: Write, L: Write>(
                 kt.bytes,
                 kt.bytes as f64 / secs,
                 kt.error_count(),
-                q(&kt.service, 50.0),
-                q(&kt.service, 99.0),
+                percentile(&kt.service, 50.0),
+                percentile(&kt.service, 99.0),
                 kt.service.max(),
                 ip99,
                 imax,
@@ -534,11 +566,7 @@ fn write_second<W: Write, L: Write>(
         index,
         rate_ops: ops as f64 / secs,
         rate_bytes: bytes as f64 / secs,
-        p99_ns: if all.is_empty() {
-            0
-        } else {
-            all.value_at_percentile(99.0)
-        },
+        p99_ns: percentile(&all, 99.0),
         errors,
         span_ns,
         kind_ops,

@@ -271,7 +271,8 @@ fn summarize_measured(
                     measure_start_ns: o.measure_start_ns,
                     last_completion_ns: o.last_completion_ns,
                     end_reason: o.end_reason,
-                    spare_misses: o.spare_misses,
+                    spare_waits: o.spare_waits,
+                    spare_wait_ns: o.spare_wait_ns,
                     skipped_starts: o.skipped_starts,
                 })
                 .collect(),
@@ -281,6 +282,7 @@ fn summarize_measured(
             worker_shape: &c.worker_shape,
             error_samples: &c.error_samples,
             cpu_used_ns: m.cpu_used_ns,
+            collector_cpu_ns: c.cpu_ns,
             start_ns: m.start_ns,
             background_names: &m.background_names,
             session_used: session_used(run, &m.outcomes),

@@ -183,8 +183,10 @@ pub struct WorkerOutcome {
     pub measure_start_ns: u64,
     /// Completion time of the last measured operation (run clock, ns).
     pub last_completion_ns: u64,
-    /// Intervals the recorder had to allocate (0 in a healthy run).
-    pub spare_misses: u64,
+    /// Rotations that waited for the collector to hand an interval back (0 in a healthy
+    /// run), and the time they waited, ns.
+    pub spare_waits: u64,
+    pub spare_wait_ns: u64,
     /// Measured intended starts skipped for being too late (see `WorkerConfig::skip_late_ns`).
     pub skipped_starts: u64,
     pub fatal: Option<(OpKind, OpError)>,
@@ -230,7 +232,8 @@ impl SessionUser for Worker<'_> {
                 measured_ops: 0,
                 measure_start_ns: 0,
                 last_completion_ns: 0,
-                spare_misses: 0,
+                spare_waits: 0,
+                spare_wait_ns: 0,
                 skipped_starts: 0,
                 fatal: None,
                 used: Vec::new(),

@@ -223,7 +223,8 @@ fn worker_ends(joined: Joined, shift: Shift) -> Vec<WorkerEndWire> {
             measured_ops: o.measured_ops,
             measure_start_ns: shift.to_rank0(o.measure_start_ns),
             last_completion_ns: shift.to_rank0(o.last_completion_ns),
-            spare_misses: o.spare_misses,
+            spare_waits: o.spare_waits,
+            spare_wait_ns: o.spare_wait_ns,
             skipped_starts: o.skipped_starts,
             used: o
                 .used
@@ -240,7 +241,8 @@ fn worker_ends(joined: Joined, shift: Shift) -> Vec<WorkerEndWire> {
             measured_ops: 0,
             measure_start_ns: 0,
             last_completion_ns: 0,
-            spare_misses: 0,
+            spare_waits: 0,
+            spare_wait_ns: 0,
             skipped_starts: 0,
             used: Vec::new(),
             open_error: Some(e),

@@ -198,7 +198,9 @@ pub struct WorkerEndWire {
     pub measured_ops: u64,
     pub measure_start_ns: u64,
     pub last_completion_ns: u64,
-    pub spare_misses: u64,
+    pub spare_waits: u64,
+    #[serde(default)]
+    pub spare_wait_ns: u64,
     /// Measured intended starts skipped for the latency limit.
     #[serde(default)]
     pub skipped_starts: u64,

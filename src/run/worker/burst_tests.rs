@@ -55,6 +55,8 @@ fn in_flight_with_burst_delay(delay: &str) -> Vec<usize> {
             .send(Interval::new(0, 0, &kinds, false))
             .expect("spare");
     }
+    // No collector hands these back: once they run out, the recorder makes new ones.
+    drop(spare_tx);
     let recorder = Recorder::new(Interval::new(0, 0, &kinds, false), tx, spare_rx);
     let control = Control::new(std::sync::Arc::new(AtomicBool::new(false)));
     let gate = StartGate::new(0);

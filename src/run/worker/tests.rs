@@ -58,6 +58,8 @@ fn measure(session: Slow, overlap: Overlap, ops: u64) -> KindTotals {
             .send(Interval::new(0, 0, &kinds, false))
             .expect("spare");
     }
+    // No collector hands these back: once they run out, the recorder makes new ones.
+    drop(spare_tx);
     let recorder = Recorder::new(Interval::new(0, 0, &kinds, false), tx, spare_rx);
     let control = Control::new(std::sync::Arc::new(AtomicBool::new(false)));
     let gate = StartGate::new(0);
@@ -139,6 +141,8 @@ fn a_latency_limit_skips_the_starts_a_stall_left_too_late() {
                 .send(Interval::new(0, 0, &kinds, true))
                 .expect("spare");
         }
+        // No collector hands these back: once they run out, the recorder makes new ones.
+        drop(spare_tx);
         let recorder = Recorder::new(Interval::new(0, 0, &kinds, true), tx, spare_rx);
         let control = Control::new(std::sync::Arc::new(AtomicBool::new(false)));
         let gate = StartGate::new(0);
