@@ -1,0 +1,128 @@
+//! Uploading run folders into a store (`storlab results push FOLDER...`): each run's row, its
+//! verify, event and recovery rows, and its files, keyed by its run id, so that pushing twice
+//! leaves the same rows. For runs made while a shared store was down, or made elsewhere.
+
+use std::path::{Path, PathBuf};
+
+use super::{RunFiles, Store, StoreError};
+
+/// A run folder's files a store keeps, as written there.
+pub const RUN_FILE_NAMES: [&str; 6] = [
+    "summary.json",
+    "plan.json",
+    "system.json",
+    "study.toml",
+    crate::results::write::TIMELINE_FILE,
+    crate::results::write::HDR_LOG_FILE,
+];
+
+/// The study folder's files a report reads beside its runs', kept as `study/NAME`.
+pub const STUDY_FILE_NAMES: [&str; 2] = ["raid.json", crate::results::stored::BASELINE_FILE];
+
+/// The files of a run folder (and of its study folder) a store keeps; those not there are
+/// left out.
+pub fn read_run_files(folder: &Path) -> Result<RunFiles, StoreError> {
+    let mut files = RunFiles::new();
+    let study = folder.parent();
+    let run_files = RUN_FILE_NAMES
+        .iter()
+        .map(|n| (n.to_string(), folder.join(n)));
+    let study_files = STUDY_FILE_NAMES
+        .iter()
+        .filter_map(|n| Some((format!("study/{n}"), study?.join(n))));
+    for (name, path) in run_files.chain(study_files) {
+        match std::fs::read(&path) {
+            Ok(bytes) => {
+                files.insert(name, bytes);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(source) => return Err(StoreError::Io { path, source }),
+        }
+    }
+    Ok(files)
+}
+
+/// What a push uploaded.
+#[derive(Debug, Default)]
+pub struct Pushed {
+    pub runs: usize,
+    /// Run folders without a readable summary, stored `incomplete`.
+    pub incomplete: usize,
+    pub files: usize,
+    pub bytes: u64,
+}
+
+/// The run folders FOLDER stands for: itself (a run folder), its `run-NNN` folders (a study
+/// folder), or those of every study folder in it (a results folder).
+fn run_folders(folder: &Path) -> Result<Vec<PathBuf>, StoreError> {
+    let io = |source| StoreError::Io {
+        path: folder.to_path_buf(),
+        source,
+    };
+    let is_run = |p: &Path| {
+        p.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("run-"))
+            && p.join("plan.json").exists()
+    };
+    if is_run(folder) {
+        return Ok(vec![folder.to_path_buf()]);
+    }
+    let mut subs: Vec<PathBuf> = std::fs::read_dir(folder)
+        .map_err(io)?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    subs.sort();
+    let runs: Vec<PathBuf> = subs.iter().filter(|p| is_run(p)).cloned().collect();
+    if !runs.is_empty() {
+        return Ok(runs);
+    }
+    let mut all = Vec::new();
+    for sub in subs.iter().filter(|p| p.join("plan.json").exists()) {
+        all.extend(run_folders(sub)?);
+    }
+    Ok(all)
+}
+
+/// Pushes the runs of each folder into `store` (each a run, study or results folder).
+pub fn push(store: &mut Store, folders: &[PathBuf]) -> Result<Pushed, StoreError> {
+    let mut pushed = Pushed::default();
+    for folder in folders {
+        let folder = std::fs::canonicalize(folder).map_err(|source| StoreError::Io {
+            path: folder.clone(),
+            source,
+        })?;
+        let runs = run_folders(&folder)?;
+        if runs.is_empty() {
+            return Err(StoreError::Io {
+                path: folder,
+                source: std::io::Error::other(
+                    "no run folder here (a run folder holds plan.json; a study folder, run-NNN folders)",
+                ),
+            });
+        }
+        for run in runs {
+            let study = run.parent().unwrap_or(Path::new("/"));
+            let plan: serde_json::Value = std::fs::read_to_string(study.join("plan.json"))
+                .ok()
+                .and_then(|t| serde_json::from_str(&t).ok())
+                .unwrap_or_default();
+            let indexed = crate::results::reindex::index_run(store, study, &run, &plan, true)?;
+            if indexed.complete {
+                pushed.runs += 1;
+            } else {
+                pushed.incomplete += 1;
+            }
+            let files = read_run_files(&run)?;
+            pushed.files += files.len();
+            pushed.bytes += files.values().map(|b| b.len() as u64).sum::<u64>();
+            // A shared store took them when the run was finished.
+            if !(indexed.complete && store.is_shared()) {
+                store.put_files(&indexed.run_id, &files)?;
+            }
+        }
+    }
+    Ok(pushed)
+}
