@@ -126,3 +126,24 @@ pub fn push(store: &mut Store, folders: &[PathBuf]) -> Result<Pushed, StoreError
     }
     Ok(pushed)
 }
+
+/// After a study's own files (`raid.json`, `baseline.json`) are written at its end: a shared
+/// store gets them with each run of the study folder that has a summary.
+pub fn keep_study_files(store: &mut Store, study_folder: &Path) -> Result<(), StoreError> {
+    if !store.is_shared() {
+        return Ok(());
+    }
+    for run in run_folders(study_folder)? {
+        let Ok(summary) = crate::results::stored::read_summary(&run) else {
+            continue;
+        };
+        let study_files: RunFiles = read_run_files(&run)?
+            .into_iter()
+            .filter(|(name, _)| name.starts_with("study/"))
+            .collect();
+        if !study_files.is_empty() {
+            store.put_files(&summary.run_id, &study_files)?;
+        }
+    }
+    Ok(())
+}
