@@ -390,3 +390,75 @@ fn a_run_whose_store_is_down_keeps_its_folders_says_so_and_is_pushed_later() {
     assert_eq!(rows.len(), 2, "{rows:#?}");
     assert!(rows.iter().all(|r| r["status"] == "complete"), "{rows:#?}");
 }
+
+#[test]
+fn a_store_lost_in_the_middle_of_a_study_stops_nothing_and_the_push_completes_it() {
+    let Some(base) = server("STORLAB_TEST_POSTGRES_URL") else {
+        return;
+    };
+    let db = TestDb::new(&base, "lost");
+    let lab = Lab::new();
+    // Two runs of a second each (--quick keeps them so).
+    let study = lab.write("study.toml", &STUDY.replace("500ms", "1s"));
+    let child = lab
+        .cmd()
+        .arg("run")
+        .arg(&study)
+        .args(["--quick", "-q", "--store", &db.url])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // Once the first run is in the store, the server ends storlab's session.
+    let mut admin = postgres::Client::connect(&base, postgres::NoTls).expect("connect");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let begun = db
+            .client()
+            .query("SELECT 1 FROM runs", &[])
+            .map(|r| !r.is_empty())
+            .unwrap_or(false);
+        if begun {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first run never began"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let ended: i64 = admin
+        .query_one(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
+            &[&db.name],
+        )
+        .expect("terminate")
+        .get(0);
+    assert!(ended >= 1, "storlab's session was ended");
+    let out = child.wait_with_output().expect("wait");
+    let text = both(&out);
+    assert_eq!(out.status.code(), Some(4), "{text}");
+    assert!(text.contains("cannot be reached"), "{text}");
+    let folders = run_folders(&lab.study_folder());
+    assert_eq!(folders.len(), 2, "the second run ran: {text}");
+    for f in &folders {
+        assert!(f.join("summary.json").exists(), "{}", f.display());
+        assert!(f.join("store-unreachable.txt").exists(), "{}", f.display());
+    }
+    let rows = list(&lab, &db.url);
+    assert!(
+        rows.iter().all(|r| r["status"] != "complete"),
+        "no run was completed in the store: {rows:#?}"
+    );
+    let o = lab
+        .cmd()
+        .args(["results", "push"])
+        .arg(lab.study_folder())
+        .args(["--store", &db.url])
+        .output()
+        .expect("push");
+    assert!(o.status.success(), "{}", both(&o));
+    let rows = list(&lab, &db.url);
+    assert_eq!(rows.len(), 2, "{rows:#?}");
+    assert!(rows.iter().all(|r| r["status"] == "complete"), "{rows:#?}");
+}

@@ -197,7 +197,9 @@ struct StoreArgs {
     /// The results store, when not results.db in --results: a PostgreSQL database a lab
     /// shares (postgres://USER:PASSWORD@HOST:PORT/DB; it also keeps every run's files, so
     /// that reports need no folder), an SQLite file (*.db) or a results folder. The
-    /// password is never printed or stored.
+    /// password is never printed or stored. A run whose PostgreSQL store cannot be reached
+    /// keeps every result in its folder, says so, and exits with status 4: `storlab results
+    /// push FOLDER` uploads it later.
     #[arg(
         long,
         global = true,

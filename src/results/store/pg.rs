@@ -41,6 +41,19 @@ fn error_text(e: &postgres::Error) -> String {
     redact(&text)
 }
 
+/// Whether the error is the connection's, not a statement's: no answer from the server, or
+/// the server ending the session (SQLSTATE class 08, connection exception; class 57,
+/// operator intervention: a shutdown, a terminated backend).
+fn connection_lost(e: &postgres::Error) -> bool {
+    match e.code() {
+        None => e.as_db_error().is_none(),
+        Some(code) => {
+            let code = code.code();
+            code.starts_with("08") || code.starts_with("57")
+        }
+    }
+}
+
 impl PgStore {
     pub(super) fn connect(url: &PgUrl) -> Result<PgStore, StoreError> {
         let location = url.to_string();
@@ -69,10 +82,10 @@ impl PgStore {
     /// A database's refusal, or a connection that broke (unreachable).
     fn pg(&self, e: postgres::Error) -> StoreError {
         let (location, detail) = (self.location.clone(), error_text(&e));
-        if e.as_db_error().is_some() {
-            StoreError::Postgres { location, detail }
-        } else {
+        if connection_lost(&e) {
             StoreError::Unreachable { location, detail }
+        } else {
+            StoreError::Postgres { location, detail }
         }
     }
 
