@@ -462,3 +462,66 @@ fn a_store_lost_in_the_middle_of_a_study_stops_nothing_and_the_push_completes_it
     assert_eq!(rows.len(), 2, "{rows:#?}");
     assert!(rows.iter().all(|r| r["status"] == "complete"), "{rows:#?}");
 }
+
+/// mpirun's path, when this build and machine can run MPI (else skipped, or failing when
+/// STORLAB_REQUIRE_SERVERS is set).
+fn mpirun_or_skip() -> Option<PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|p| p.join("mpirun"))
+            .find(|p| p.is_file())
+    });
+    let missing = match (&found, cfg!(feature = "mpi")) {
+        (Some(_), true) => return found,
+        (None, _) => "mpirun is not installed (scripts/setup.sh installs openmpi-bin)",
+        (Some(_), false) => "storlab is built without the `mpi` feature (--features mpi)",
+    };
+    assert!(
+        std::env::var_os("STORLAB_REQUIRE_SERVERS").is_none(),
+        "{missing}, and STORLAB_REQUIRE_SERVERS is set"
+    );
+    eprintln!("skipped: {missing}");
+    None
+}
+
+#[test]
+fn under_mpirun_rank_0_alone_writes_to_the_store() {
+    let Some(base) = server("STORLAB_TEST_POSTGRES_URL") else {
+        return;
+    };
+    let Some(mpirun) = mpirun_or_skip() else {
+        return;
+    };
+    let db = TestDb::new(&base, "mpi");
+    let lab = Lab::new();
+    let study = lab.write("study.toml", STUDY);
+    let out = std::process::Command::new(mpirun)
+        .current_dir(lab.path())
+        .args(["--allow-run-as-root", "--oversubscribe", "--timeout", "120"])
+        .args(["-np", "2", "-x", "STORLAB_RESULTS", "-x", "STORLAB_STORE"])
+        .arg(common::bin())
+        .arg("run")
+        .arg(&study)
+        .args(["--quick", "-q"])
+        .env("STORLAB_RESULTS", lab.results())
+        .env("STORLAB_STORE", &db.url)
+        .output()
+        .expect("mpirun");
+    assert!(out.status.success(), "{}", both(&out));
+    // One study (rank 0's), its two runs once each, complete, with the ranks' tables.
+    let ids = run_ids(&lab.study_folder());
+    let rows = list(&lab, &db.url);
+    let got: Vec<&str> = rows
+        .iter()
+        .map(|r| r["run-id"].as_str().expect("id"))
+        .collect();
+    assert_eq!(got, ids, "{rows:#?}");
+    assert!(rows.iter().all(|r| r["status"] == "complete"), "{rows:#?}");
+    let mut c = db.client();
+    let summary: String = c
+        .query_one("SELECT summary FROM runs WHERE run_id = $1", &[&ids[0]])
+        .expect("summary")
+        .get(0);
+    let summary: serde_json::Value = serde_json::from_str(&summary).expect("json");
+    assert_eq!(summary["distributed"]["ranks-total"], 2, "{summary:#}");
+}
