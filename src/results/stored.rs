@@ -434,4 +434,43 @@ mod tests {
         assert!(e.contains("run-001/summary.json"), "{e}");
         assert!(e.contains("expected"), "the parse error is given: {e}");
     }
+
+    #[test]
+    fn a_run_whose_folder_is_gone_is_read_from_the_files_its_store_keeps() {
+        let results = tempfile::tempdir().expect("tempdir");
+        let run = results
+            .path()
+            .join("s-20261127-000000.000-abcd")
+            .join("run-001");
+        std::fs::create_dir_all(&run).expect("mkdir");
+        std::fs::write(run.join("plan.json"), "{\"interval\": \"250ms\"}").expect("plan");
+        std::fs::write(run.join("histograms.hlog"), b"not a log").expect("hlog");
+        let s = crate::results::comparison::tests::summary(1, "s", &[], &[("a", 10.0, 5)]);
+        std::fs::write(
+            run.join("summary.json"),
+            serde_json::to_string(&s).expect("json"),
+        )
+        .expect("summary");
+        let db = results.path().join("lab.db");
+        let mut store = Store::open_file(&db).expect("store");
+        crate::results::store::push::push(&mut store, &[run.clone()]).expect("push");
+        let run = std::fs::canonicalize(&run).expect("canonical");
+        let from_folder = read_run_folder(&run).expect("folder");
+        std::fs::remove_dir_all(results.path().join("s-20261127-000000.000-abcd")).expect("rm");
+        let location = StoreLocation::Sqlite(db);
+        let runs = load_result_at(&s.run_id, &location).expect("from the store");
+        assert_eq!(runs.len(), 1);
+        let r = &runs[0];
+        assert_eq!(r.folder, run, "the folder it was pushed from");
+        assert!(r.from_store.is_some());
+        assert_eq!(r.summary.run_id, from_folder.summary.run_id);
+        assert_eq!(r.plan, from_folder.plan);
+        assert_eq!(r.interval_seconds(), 0.25);
+        // The HDR log is the store's: its error names the file and where it came from.
+        let e = r.latency_histograms().expect_err("not a log");
+        assert!(
+            e.contains("histograms.hlog (from the results store)"),
+            "{e}"
+        );
+    }
 }

@@ -147,3 +147,63 @@ pub fn keep_study_files(store: &mut Store, study_folder: &Path) -> Result<(), St
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A study folder with one run folder holding a summary, plan and timeline.
+    fn study_folder() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().expect("tmp");
+        let study = dir.path().join("s-20261127-000000.000-abcd");
+        let run = study.join("run-001");
+        std::fs::create_dir_all(&run).expect("mkdir");
+        std::fs::write(study.join("plan.json"), "{\"study\": \"s\"}").expect("plan");
+        std::fs::write(study.join("raid.json"), "{}").expect("raid");
+        std::fs::write(run.join("plan.json"), "{\"index\": 1}").expect("plan");
+        std::fs::write(run.join("timeline.csv"), "second\n").expect("timeline");
+        let s = crate::results::comparison::tests::summary(1, "s", &[], &[("a", 10.0, 5)]);
+        std::fs::write(
+            run.join("summary.json"),
+            serde_json::to_string(&s).expect("json"),
+        )
+        .expect("summary");
+        (dir, study)
+    }
+
+    #[test]
+    fn pushing_twice_leaves_one_row_and_the_same_files() {
+        let (dir, study) = study_folder();
+        let mut store = Store::open_file(&dir.path().join("other.db")).expect("store");
+        for _ in 0..2 {
+            let p = push(&mut store, std::slice::from_ref(&study)).expect("push");
+            assert_eq!((p.runs, p.incomplete, p.files), (1, 0, 4));
+        }
+        let rows = store.list().expect("list");
+        assert_eq!(rows.len(), 1, "{rows:?}");
+        assert_eq!(rows[0].status, "complete");
+        let files = store.files(&rows[0].run_id).expect("files");
+        let names: Vec<&str> = files.keys().map(String::as_str).collect();
+        assert_eq!(
+            names,
+            [
+                "plan.json",
+                "study/raid.json",
+                "summary.json",
+                "timeline.csv"
+            ]
+        );
+        // A run folder alone and the results folder holding the study say the same.
+        let run = study.join("run-001");
+        assert_eq!(run_folders(&run).expect("run"), vec![run.clone()]);
+        assert_eq!(run_folders(dir.path()).expect("results"), vec![run]);
+    }
+
+    #[test]
+    fn a_folder_without_runs_is_refused() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let mut store = Store::open_file(&dir.path().join("x.db")).expect("store");
+        let e = push(&mut store, &[dir.path().to_path_buf()]).expect_err("no runs");
+        assert!(e.to_string().contains("no run folder here"), "{e}");
+    }
+}
