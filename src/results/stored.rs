@@ -453,7 +453,7 @@ mod tests {
         .expect("summary");
         let db = results.path().join("lab.db");
         let mut store = Store::open_file(&db).expect("store");
-        crate::results::store::push::push(&mut store, &[run.clone()]).expect("push");
+        crate::results::store::push::push(&mut store, std::slice::from_ref(&run)).expect("push");
         let run = std::fs::canonicalize(&run).expect("canonical");
         let from_folder = read_run_folder(&run).expect("folder");
         std::fs::remove_dir_all(results.path().join("s-20261127-000000.000-abcd")).expect("rm");
