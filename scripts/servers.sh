@@ -149,8 +149,9 @@ password_encryption = 'scram-sha-256'
 EOF
   (cd "$root" && as_pg "$PG_BIN/pg_ctl" -D "$data" -l "$logfile" -w -t "$START_TIMEOUT" start >"$root/pg_ctl.log" 2>&1) ||
     fail_server PostgreSQL "$logfile" "did not start on 127.0.0.1:$port (pg_ctl output: $root/pg_ctl.log)"
+  # CREATEDB: tests of a results store in PostgreSQL make a database of their own each.
   (cd "$root" && as_pg "$PG_BIN/psql" -X -q -h "$sock" -p "$port" -U postgres -d postgres -v ON_ERROR_STOP=1 \
-    -c "CREATE ROLE $PG_USER LOGIN PASSWORD '$password'" \
+    -c "CREATE ROLE $PG_USER LOGIN CREATEDB PASSWORD '$password'" \
     -c "CREATE DATABASE $PG_DB OWNER $PG_USER" >"$root/setup.log" 2>&1) ||
     fail_server PostgreSQL "$root/setup.log" "could not create user $PG_USER and database $PG_DB"
   local url="postgres://$PG_USER:$password@127.0.0.1:$port/$PG_DB?sslmode=disable"

@@ -194,6 +194,30 @@ struct StoreArgs {
         default_value = "storlab-results"
     )]
     results: PathBuf,
+    /// The results store, when not results.db in --results: a PostgreSQL database a lab
+    /// shares (postgres://USER:PASSWORD@HOST:PORT/DB; it also keeps every run's files, so
+    /// that reports need no folder), an SQLite file (*.db) or a results folder. The
+    /// password is never printed or stored. A run whose PostgreSQL store cannot be reached
+    /// keeps every result in its folder, says so, and exits with status 4: `storlab results
+    /// push FOLDER` uploads it later.
+    #[arg(
+        long,
+        global = true,
+        env = "STORLAB_STORE",
+        value_name = "STORE",
+        hide_env_values = true
+    )]
+    store: Option<String>,
+}
+
+impl StoreArgs {
+    /// Where the results store is.
+    fn location(&self) -> Result<crate::results::store::StoreLocation> {
+        Ok(crate::results::store::StoreLocation::resolve(
+            self.store.as_deref(),
+            &self.results,
+        )?)
+    }
 }
 
 #[derive(Args)]
@@ -301,10 +325,21 @@ enum ResultsCommand {
     /// the index was damaged or lost, or folders were copied in. The old index is kept as
     /// results.db.replaced-TIME. Run it while no storlab writes to the folder.
     Reindex,
+    /// Upload run folders into the results store (--store or STORLAB_STORE): runs made while
+    /// a shared store was down, or on another machine. FOLDER is a run folder, a study folder
+    /// or a results folder; each run is keyed by its run id, so pushing twice changes
+    /// nothing.
+    Push {
+        #[arg(required = true, value_name = "FOLDER")]
+        folders: Vec<PathBuf>,
+    },
 }
 
 /// Exit code when a study could not be validated or the command line is wrong.
 const EXIT_INVALID: i32 = 2;
+/// Exit code when the study ran but a shared results store could not be reached: every run is
+/// kept in its folder, to be pushed (`storlab results push`).
+const EXIT_STORE_UNREACHABLE: i32 = 4;
 /// Exit code when the user interrupted (results of what ran are kept).
 const EXIT_INTERRUPTED: i32 = 130;
 
@@ -410,7 +445,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
         Command::Ycsb(args) => ycsb(args),
         Command::Fio(args) => fio(args),
         Command::IometerIcf { icf } => iometer_icf(&icf),
-        Command::Results { command, store } => results(command, &store.results),
+        Command::Results { command, store } => results(command, &store),
         Command::Report(args) => report_command(args),
         Command::Compare(args) => compare_command(args),
         Command::Verify { state, json } => {
@@ -530,9 +565,17 @@ fn execute_watched(
     for line in &started.leftovers {
         eprintln!("storlab: a process {line}");
     }
+    let store = args.store.location()?;
     let opts = RunOptions {
         leftovers: started.leftovers.clone(),
-        results_dir: args.store.results.clone(),
+        // A shared store names each run's folder absolutely, to be found by any path.
+        results_dir: if store.is_shared() {
+            std::path::absolute(&args.store.results)
+                .with_context(|| args.store.results.display().to_string())?
+        } else {
+            args.store.results.clone()
+        },
+        store,
         allow_destroy: args.allow_destroy.clone(),
         interrupted,
         console,
@@ -551,7 +594,8 @@ fn execute_watched(
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
     }
-    let outcome = outcome?;
+    let mut outcome = outcome?;
+    keep_study_files(&opts.store, &mut outcome);
     let code = if outcome.interrupted {
         eprintln!(
             "interrupted: the measured part of the current run was kept (marked partial); later runs were skipped"
@@ -566,7 +610,39 @@ fn execute_watched(
     } else {
         0
     };
+    let code = match &outcome.store_unreachable {
+        Some(why) => {
+            eprintln!(
+                "error: {why}\nevery run is kept in {}: `storlab results push {} --store STORE` uploads it later",
+                outcome.folder.display(),
+                outcome.folder.display()
+            );
+            if code == 0 {
+                EXIT_STORE_UNREACHABLE
+            } else {
+                code
+            }
+        }
+        None => code,
+    };
     Ok((outcome, code))
+}
+
+/// A shared store gets the study's own files (`raid.json`, `baseline.json`) once they are
+/// written; a store that cannot be reached by then is said like one down at the start.
+fn keep_study_files(location: &crate::results::store::StoreLocation, outcome: &mut StudyOutcome) {
+    if !location.is_shared()
+        || outcome.store_unreachable.is_some()
+        || crate::run::distributed::is_other_rank()
+    {
+        return;
+    }
+    let kept = Store::open_location(location).and_then(|mut store| {
+        crate::results::store::push::keep_study_files(&mut store, &outcome.folder)
+    });
+    if let Err(e) = kept {
+        outcome.store_unreachable = Some(format!("the study's own files: {e}"));
+    }
 }
 
 fn print_outcome(outcome: &StudyOutcome, json: bool) -> Result<()> {

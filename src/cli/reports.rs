@@ -2,12 +2,21 @@
 //! `storlab compare`, and the brief's HTML page.
 
 use super::*;
+use crate::results::store::StoreLocation;
 
-pub(super) fn results(command: ResultsCommand, dir: &Path) -> Result<i32> {
+pub(super) fn results(command: ResultsCommand, store: &StoreArgs) -> Result<i32> {
+    let location = store.location()?;
+    let dir = &store.results;
     match command {
-        ResultsCommand::List { json } => results_list(&open_store(dir)?, json),
-        ResultsCommand::Show { run, json } => results_show(&open_store(dir)?, &run, json),
+        ResultsCommand::List { json } => results_list(&open_store(&location)?, json),
+        ResultsCommand::Show { run, json } => results_show(&open_store(&location)?, &run, json),
+        ResultsCommand::Push { folders } => results_push(&location, &folders),
         ResultsCommand::Reindex => {
+            if store.store.is_some() {
+                bail!(
+                    "reindex rebuilds the SQLite index of a results folder (--results) from its run folders; to fill another store, use `storlab results push FOLDER --store STORE`"
+                );
+            }
             let r = crate::results::reindex::reindex(dir)?;
             println!(
                 "results.db rebuilt from {} study folders in {}: {} runs, {} incomplete (no summary.json)",
@@ -24,15 +33,28 @@ pub(super) fn results(command: ResultsCommand, dir: &Path) -> Result<i32> {
     }
 }
 
-/// The results store in `dir`, which must exist (reading never makes one).
-fn open_store(dir: &Path) -> Result<Store> {
-    if !dir.join(crate::results::store::STORE_FILE).exists() {
+/// The results store at `location`; an SQLite one must exist (reading never makes one).
+fn open_store(location: &StoreLocation) -> Result<Store> {
+    if let StoreLocation::Sqlite(file) = location
+        && !file.exists()
+    {
         bail!(
-            "no results store in {} (runs store their results there; set --results or STORLAB_RESULTS)",
-            dir.display()
+            "no results store at {} (runs store their results there; set --results or STORLAB_RESULTS, or --store or STORLAB_STORE)",
+            file.display()
         );
     }
-    Ok(Store::open(dir)?)
+    Ok(Store::open_location(location)?)
+}
+
+/// `storlab results push FOLDER...`.
+fn results_push(location: &StoreLocation, folders: &[PathBuf]) -> Result<i32> {
+    let mut store = Store::open_location(location)?;
+    let p = crate::results::store::push::push(&mut store, folders)?;
+    println!(
+        "pushed into {location}: {} runs, {} incomplete (no summary.json); {} files, {} bytes",
+        p.runs, p.incomplete, p.files, p.bytes
+    );
+    Ok(0)
 }
 
 /// `storlab results list`: a line per stored run, then why each incomplete one is.
@@ -183,7 +205,8 @@ pub(super) struct CompareArgs {
 pub(super) const EXIT_NOT_COMPARABLE: i32 = 3;
 
 pub(super) fn report_command(args: ReportArgs) -> Result<i32> {
-    let runs = crate::results::stored::load_results(&args.results_to_report, &args.store.results)?;
+    let runs =
+        crate::results::stored::load_results_at(&args.results_to_report, &args.store.location()?)?;
     let baseline = args
         .baseline
         .as_deref()
@@ -236,8 +259,9 @@ pub(super) fn report_command(args: ReportArgs) -> Result<i32> {
 
 pub(super) fn compare_command(args: CompareArgs) -> Result<i32> {
     let mut sides = Vec::new();
+    let location = args.store.location()?;
     for a in &args.results_to_compare {
-        let runs = crate::results::stored::load_result(a, &args.store.results)?;
+        let runs = crate::results::stored::load_result_at(a, &location)?;
         sides.push(crate::results::comparison::sides::Side {
             label: a.clone(),
             runs,

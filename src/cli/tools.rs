@@ -7,7 +7,7 @@ use super::*;
 pub(super) fn brief(args: BriefArgs) -> Result<i32> {
     // The earlier brief, read before anything runs: a wrong name fails at once.
     let previous = match &args.compare {
-        Some(p) => Some(previous_headline(p, &args.common.store.results)?),
+        Some(p) => Some(previous_headline(p, &args.common.store.location()?)?),
         None => None,
     };
     let (dir, scratch) = match &args.dir {
@@ -82,18 +82,18 @@ pub(super) fn brief(args: BriefArgs) -> Result<i32> {
 /// The headline of an earlier brief for `--compare`: PREVIOUS is its result folder, a
 /// `summary.json` in it, or a run id of the results store. A run folder inside a study folder
 /// (a brief's `run-NNN`) stands for the whole study.
-fn previous_headline(arg: &str, results: &Path) -> Result<report::headline::Headline> {
+fn previous_headline(
+    arg: &str,
+    location: &crate::results::store::StoreLocation,
+) -> Result<report::headline::Headline> {
     let path = Path::new(arg);
     let resolved = if path.is_file() && path.file_name().is_some_and(|n| n == "summary.json") {
         path.parent().unwrap_or(Path::new(".")).to_path_buf()
     } else if path.is_dir() {
         path.to_path_buf()
     } else {
-        let store = crate::results::store::Store::open(results).with_context(|| {
-            format!(
-                "--compare {arg}: not a folder, and no results store in {}",
-                results.display()
-            )
+        let store = crate::results::store::Store::open_location(location).with_context(|| {
+            format!("--compare {arg}: not a folder, and no results store at {location}")
         })?;
         store
             .folder(arg)
@@ -107,7 +107,7 @@ fn previous_headline(arg: &str, results: &Path) -> Result<report::headline::Head
         }
         _ => resolved,
     };
-    let runs = crate::results::stored::load_result(&study.to_string_lossy(), results)
+    let runs = crate::results::stored::load_result_at(&study.to_string_lossy(), location)
         .with_context(|| format!("--compare {arg}: reading {}", study.display()))?;
     let mut h = report::headline::of_runs(&runs);
     h.compared_with = Some(study.display().to_string());

@@ -55,7 +55,7 @@ pub fn reindex(dir: &Path) -> Result<Reindexed, StoreError> {
             let plan: serde_json::Value = serde_json::from_str(&plan_text).unwrap_or_default();
             found.studies += 1;
             for run in folders(&study, |n| n.starts_with("run-"))? {
-                if add_run(&mut store, &study, &run, &plan)? {
+                if index_run(&mut store, &study, &run, &plan, false)?.complete {
                     found.runs += 1;
                 } else {
                     found.incomplete += 1;
@@ -79,13 +79,22 @@ pub fn reindex(dir: &Path) -> Result<Reindexed, StoreError> {
     Ok(found)
 }
 
-/// Adds one run folder; false if it had no readable summary (listed `incomplete`).
-fn add_run(
+/// A run folder as indexed: its run id, and whether it had a readable summary (else it is
+/// listed `incomplete`).
+pub struct Indexed {
+    pub run_id: String,
+    pub complete: bool,
+}
+
+/// Adds one run folder of the study folder `study` (whose plan is `plan`); `replace`: its row
+/// is made anew when its run id is there already (a push), else that is an error.
+pub fn index_run(
     store: &mut Store,
     study: &Path,
     run: &Path,
     plan: &serde_json::Value,
-) -> Result<bool, StoreError> {
+    replace: bool,
+) -> Result<Indexed, StoreError> {
     let folder_name = study.file_name().unwrap_or_default().to_string_lossy();
     let summary: Option<RunSummary> = std::fs::read_to_string(run.join("summary.json"))
         .ok()
@@ -96,7 +105,7 @@ fn add_run(
             .iter()
             .map(|(k, v)| format!("{k}={v}"))
             .collect();
-        store.insert_run(&NewRun {
+        let new = NewRun {
             run_id: &s.run_id,
             study: &s.study,
             step: &s.step,
@@ -107,9 +116,13 @@ fn add_run(
             started_at: &s.started_at,
             folder: run,
             pid: 0,
-        })?;
+        };
+        insert(store, &new, replace)?;
         store.finish_run(&s.run_id, &s)?;
-        return Ok(true);
+        return Ok(Indexed {
+            run_id: s.run_id.clone(),
+            complete: true,
+        });
     }
     // No summary: what the run's plan and the study's plan say.
     let run_plan: serde_json::Value = std::fs::read_to_string(run.join("plan.json"))
@@ -132,7 +145,7 @@ fn add_run(
         .and_then(|m| m.modified())
         .unwrap_or(std::time::SystemTime::UNIX_EPOCH);
     let run_id = format!("{folder_name}-r{index:03}");
-    store.insert_run(&NewRun {
+    let new = NewRun {
         run_id: &run_id,
         study: plan["study"].as_str().unwrap_or(&folder_name),
         step: run_plan["step"].as_str().unwrap_or("?"),
@@ -143,11 +156,23 @@ fn add_run(
         started_at: &crate::units::rfc3339(modified),
         folder: run,
         pid: 0,
-    })?;
+    };
+    insert(store, &new, replace)?;
     store.mark_incomplete(
         run,
         "no readable summary.json in its folder (found by `storlab results reindex`; \
          started-at is the folder's time)",
     )?;
-    Ok(false)
+    Ok(Indexed {
+        run_id,
+        complete: false,
+    })
+}
+
+fn insert(store: &mut Store, new: &NewRun, replace: bool) -> Result<(), StoreError> {
+    if replace {
+        store.upsert_run(new)
+    } else {
+        store.insert_run(new)
+    }
 }

@@ -1,14 +1,15 @@
 //! Reading stored results back for reports and comparisons: a RESULT argument is a run folder
 //! (holding `summary.json`), a study folder (holding `run-NNN` folders), or a run id (or a
-//! unique start or end of one) in the results store. Only stored files are read, never live
-//! state; every text that may hold a credential is redacted again on the way in. A file that
+//! unique start or end of one) in the results store. A run whose folder is not on this
+//! machine is read from the files a shared store keeps of it (`--store postgres://...`), the
+//! same bytes its folder held. Only stored files are read, never live state; every text that may hold a credential is redacted again on the way in. A file that
 //! is missing is "not stored"; a file that is there but does not parse is an error naming it.
 
 use std::path::{Path, PathBuf};
 
 use crate::results::histograms::{self, Histograms};
 use crate::results::redact;
-use crate::results::store::{STORE_FILE, Store, StoreError};
+use crate::results::store::{RunFiles, Store, StoreError, StoreLocation};
 use crate::results::summary::RunSummary;
 use crate::results::system::SystemInfo;
 use crate::results::timeline::{Timeline, parse_timeline};
@@ -44,6 +45,20 @@ pub struct StoredRun {
     /// This run's resolved plan (`plan.json`), redacted.
     pub plan: Option<serde_json::Value>,
     pub timeline: Timeline,
+    /// The files read from the results store (the folder not being on this machine), of
+    /// those read when needed: `None` when the run was read from its folder.
+    pub from_store: Option<std::sync::Arc<FromStore>>,
+}
+
+/// A run's files a report reads when needed, as the results store keeps them.
+#[derive(Debug, Default)]
+pub struct FromStore {
+    /// `histograms.hlog`.
+    pub hlog: Option<Vec<u8>>,
+    /// The study folder's `raid.json`, as text.
+    pub raid: Option<String>,
+    /// The study folder's `baseline.json`, as text.
+    pub baseline: Option<String>,
 }
 
 impl StoredRun {
@@ -57,6 +72,7 @@ impl StoredRun {
             study_text: None,
             plan: None,
             timeline: Timeline::default(),
+            from_store: None,
         }
     }
 
@@ -87,7 +103,15 @@ impl StoredRun {
     /// `target.op.intended`), each the sum of the run's measured intervals; the error names
     /// the file.
     pub fn latency_histograms(&self) -> Result<Histograms, String> {
-        histograms::read_measured(&self.folder, &self.timeline.rows)
+        let Some(stored) = &self.from_store else {
+            return histograms::read_measured(&self.folder, &self.timeline.rows);
+        };
+        let path = self.folder.join(crate::results::write::HDR_LOG_FILE);
+        let Some(log) = &stored.hlog else {
+            return Err(format!("{}: not in the results store", path.display()));
+        };
+        histograms::sum_measured_intervals(log, &self.timeline.rows)
+            .map_err(|e| format!("{} (from the results store): {e}", path.display()))
     }
 }
 
@@ -133,7 +157,15 @@ fn read_optional_text(path: &Path) -> Result<Option<String>, LoadError> {
 /// A JSON file that may not have been stored: `None` when it does not exist, an error naming
 /// the file when it exists but does not parse.
 fn read_optional_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>, LoadError> {
-    match read_optional_text(path)? {
+    optional_json(path, read_optional_text(path)?)
+}
+
+/// The text of a JSON file that may not have been stored, parsed (redacted).
+fn optional_json<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    text: Option<String>,
+) -> Result<Option<T>, LoadError> {
+    match text {
         Some(t) => parse_json(path, &redact(&t)).map(Some),
         None => Ok(None),
     }
@@ -151,17 +183,20 @@ pub fn read_raid(study_folder: &Path) -> Result<Option<super::raid::Table>, Load
 
 /// The RAID efficiency tables of the studies the runs belong to, in order, each once.
 pub fn raid_tables(runs: &[StoredRun]) -> Vec<Result<super::raid::Table, LoadError>> {
-    let mut folders: Vec<&Path> = Vec::new();
+    let mut folders: Vec<(&Path, &StoredRun)> = Vec::new();
     for r in runs {
         if let Some(parent) = r.folder.parent()
-            && !folders.contains(&parent)
+            && !folders.iter().any(|(f, _)| *f == parent)
         {
-            folders.push(parent);
+            folders.push((parent, r));
         }
     }
     folders
         .into_iter()
-        .filter_map(|f| read_raid(f).transpose())
+        .filter_map(|(f, r)| match &r.from_store {
+            Some(s) => optional_json(&f.join("raid.json"), s.raid.clone()).transpose(),
+            None => read_raid(f).transpose(),
+        })
         .collect()
 }
 
@@ -172,9 +207,17 @@ pub const BASELINE_FILE: &str = "baseline.json";
 pub fn stored_baseline(
     runs: &[StoredRun],
 ) -> Result<Option<crate::model::baseline::Baseline>, LoadError> {
-    for folder in runs.iter().filter_map(|r| r.folder.parent()) {
-        if let Some(b) = read_optional_json(&folder.join(BASELINE_FILE))? {
-            return Ok(Some(b));
+    for r in runs {
+        let Some(folder) = r.folder.parent() else {
+            continue;
+        };
+        let path = folder.join(BASELINE_FILE);
+        let found = match &r.from_store {
+            Some(s) => optional_json(&path, s.baseline.clone())?,
+            None => read_optional_json(&path)?,
+        };
+        if found.is_some() {
+            return Ok(found);
         }
     }
     Ok(None)
@@ -194,10 +237,21 @@ pub fn summary_from_text(path: &Path, text: &str) -> Result<RunSummary, LoadErro
 /// Reads one run folder.
 pub fn read_run_folder(folder: &Path) -> Result<StoredRun, LoadError> {
     let summary = read_summary(folder)?;
-    let system = read_system(folder)?;
-    let study_text = read_optional_text(&folder.join("study.toml"))?.map(|t| redact(&t));
-    let plan = read_optional_json(&folder.join("plan.json"))?;
-    let timeline = read_optional_text(&folder.join("timeline.csv"))?
+    read_run(folder, summary, |name| {
+        read_optional_text(&folder.join(name))
+    })
+}
+
+/// A run of `summary`, its other files' text given by `text` (file name; `None`: not stored).
+fn read_run(
+    folder: &Path,
+    summary: RunSummary,
+    text: impl Fn(&str) -> Result<Option<String>, LoadError>,
+) -> Result<StoredRun, LoadError> {
+    let system = optional_json(&folder.join("system.json"), text("system.json")?)?;
+    let study_text = text("study.toml")?.map(|t| redact(&t));
+    let plan = optional_json(&folder.join("plan.json"), text("plan.json")?)?;
+    let timeline = text(crate::results::write::TIMELINE_FILE)?
         .map(|t| parse_timeline(&t))
         .unwrap_or_default();
     Ok(StoredRun {
@@ -207,7 +261,39 @@ pub fn read_run_folder(folder: &Path) -> Result<StoredRun, LoadError> {
         study_text,
         plan,
         timeline,
+        from_store: None,
     })
+}
+
+/// A run from the files the store keeps of it (its folder, `folder`, is not on this
+/// machine); the summary is the row's when the files do not hold it.
+fn read_stored_run(
+    store: &Store,
+    run_id: &str,
+    folder: &Path,
+    mut files: RunFiles,
+) -> Result<StoredRun, LoadError> {
+    let text_of = |name: &str, bytes: Option<&Vec<u8>>| -> Result<Option<String>, LoadError> {
+        bytes
+            .map(|b| String::from_utf8(b.clone()))
+            .transpose()
+            .map_err(|e| LoadError::Bad {
+                path: folder.join(name),
+                detail: format!("in the results store: {e}"),
+            })
+    };
+    let summary = match text_of("summary.json", files.get("summary.json"))? {
+        Some(t) => summary_from_text(&folder.join("summary.json"), &t)?,
+        None => store.summary(run_id)?,
+    };
+    let from_store = FromStore {
+        hlog: files.remove(crate::results::write::HDR_LOG_FILE),
+        raid: text_of("raid.json", files.get("study/raid.json"))?,
+        baseline: text_of(BASELINE_FILE, files.get(&format!("study/{BASELINE_FILE}")))?,
+    };
+    let mut run = read_run(folder, summary, |name| text_of(name, files.get(name)))?;
+    run.from_store = Some(std::sync::Arc::new(from_store));
+    Ok(run)
 }
 
 /// The finished runs of a study folder, in run order (runs without a summary are skipped).
@@ -238,8 +324,13 @@ pub fn read_study_folder(folder: &Path) -> Result<Vec<StoredRun>, LoadError> {
     Ok(runs)
 }
 
-/// Resolves one RESULT argument to its runs.
+/// Resolves one RESULT argument to its runs, a run id in the SQLite store of `results_dir`.
 pub fn load_result(arg: &str, results_dir: &Path) -> Result<Vec<StoredRun>, LoadError> {
+    load_result_at(arg, &StoreLocation::in_folder(results_dir))
+}
+
+/// Resolves one RESULT argument to its runs, a run id in the store at `location`.
+pub fn load_result_at(arg: &str, location: &StoreLocation) -> Result<Vec<StoredRun>, LoadError> {
     let path = Path::new(arg);
     if path.is_dir() {
         if path.join("summary.json").exists() {
@@ -247,22 +338,46 @@ pub fn load_result(arg: &str, results_dir: &Path) -> Result<Vec<StoredRun>, Load
         }
         return read_study_folder(path);
     }
-    if results_dir.join(STORE_FILE).exists() {
-        let store = Store::open(results_dir)?;
-        return match store.folder(arg) {
-            Ok(folder) => Ok(vec![read_run_folder(&folder)?]),
-            Err(StoreError::NoSuchRun(_)) => Err(LoadError::NotFound(arg.into())),
-            Err(e) => Err(e.into()),
-        };
+    if let StoreLocation::Sqlite(file) = location
+        && !file.exists()
+    {
+        return Err(LoadError::NotFound(arg.into()));
     }
-    Err(LoadError::NotFound(arg.into()))
+    let store = Store::open_location(location)?;
+    let (run_id, folder) = match store
+        .run_id(arg)
+        .and_then(|id| Ok((store.folder(&id)?, id)))
+    {
+        Ok((folder, id)) => (id, folder),
+        Err(StoreError::NoSuchRun(_)) => return Err(LoadError::NotFound(arg.into())),
+        Err(e) => return Err(e.into()),
+    };
+    if folder.join("summary.json").exists() {
+        return Ok(vec![read_run_folder(&folder)?]);
+    }
+    let files = store.files(&run_id)?;
+    if files.is_empty() {
+        // Not kept by the store: the folder's error says what is missing.
+        return Ok(vec![read_run_folder(&folder)?]);
+    }
+    Ok(vec![read_stored_run(&store, &run_id, &folder, files)?])
 }
 
-/// Resolves several RESULT arguments; a run named twice is kept once.
+/// Resolves several RESULT arguments (run ids in the SQLite store of `results_dir`); a run
+/// named twice is kept once.
 pub fn load_results(args: &[String], results_dir: &Path) -> Result<Vec<StoredRun>, LoadError> {
+    load_results_at(args, &StoreLocation::in_folder(results_dir))
+}
+
+/// Resolves several RESULT arguments (run ids in the store at `location`); a run named twice
+/// is kept once.
+pub fn load_results_at(
+    args: &[String],
+    location: &StoreLocation,
+) -> Result<Vec<StoredRun>, LoadError> {
     let mut runs: Vec<StoredRun> = Vec::new();
     for a in args {
-        for r in load_result(a, results_dir)? {
+        for r in load_result_at(a, location)? {
             if !runs.iter().any(|x| x.summary.run_id == r.summary.run_id) {
                 runs.push(r);
             }
@@ -318,5 +433,44 @@ mod tests {
             .to_string();
         assert!(e.contains("run-001/summary.json"), "{e}");
         assert!(e.contains("expected"), "the parse error is given: {e}");
+    }
+
+    #[test]
+    fn a_run_whose_folder_is_gone_is_read_from_the_files_its_store_keeps() {
+        let results = tempfile::tempdir().expect("tempdir");
+        let run = results
+            .path()
+            .join("s-20261127-000000.000-abcd")
+            .join("run-001");
+        std::fs::create_dir_all(&run).expect("mkdir");
+        std::fs::write(run.join("plan.json"), "{\"interval\": \"250ms\"}").expect("plan");
+        std::fs::write(run.join("histograms.hlog"), b"not a log").expect("hlog");
+        let s = crate::results::comparison::tests::summary(1, "s", &[], &[("a", 10.0, 5)]);
+        std::fs::write(
+            run.join("summary.json"),
+            serde_json::to_string(&s).expect("json"),
+        )
+        .expect("summary");
+        let db = results.path().join("lab.db");
+        let mut store = Store::open_file(&db).expect("store");
+        crate::results::store::push::push(&mut store, std::slice::from_ref(&run)).expect("push");
+        let run = std::fs::canonicalize(&run).expect("canonical");
+        let from_folder = read_run_folder(&run).expect("folder");
+        std::fs::remove_dir_all(results.path().join("s-20261127-000000.000-abcd")).expect("rm");
+        let location = StoreLocation::Sqlite(db);
+        let runs = load_result_at(&s.run_id, &location).expect("from the store");
+        assert_eq!(runs.len(), 1);
+        let r = &runs[0];
+        assert_eq!(r.folder, run, "the folder it was pushed from");
+        assert!(r.from_store.is_some());
+        assert_eq!(r.summary.run_id, from_folder.summary.run_id);
+        assert_eq!(r.plan, from_folder.plan);
+        assert_eq!(r.interval_seconds(), 0.25);
+        // The HDR log is the store's: its error names the file and where it came from.
+        let e = r.latency_histograms().expect_err("not a log");
+        assert!(
+            e.contains("histograms.hlog (from the results store)"),
+            "{e}"
+        );
     }
 }

@@ -12,6 +12,7 @@ pub mod events;
 pub mod metrics;
 mod one;
 pub mod pacer;
+pub mod recording;
 pub mod setup;
 pub mod steady;
 pub mod threads;
@@ -23,10 +24,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::results::store::Store;
+use crate::results::store::StoreLocation;
 use crate::results::summary::RunSummary;
 use crate::study::plan::{Plan, RunPlan};
 use crate::targets::{Region, TargetError};
+use recording::Recording;
 use worker::WorkerOutcome;
 
 /// Spare intervals each worker starts with, so that rotation never waits or allocates.
@@ -68,6 +70,8 @@ impl From<crate::results::write::WriteError> for RunError {
 /// How a plan is run.
 pub struct RunOptions {
     pub results_dir: PathBuf,
+    /// The results store (the SQLite file in `results_dir` unless `--store` says otherwise).
+    pub store: StoreLocation,
     pub allow_destroy: Vec<PathBuf>,
     /// Set by the Ctrl-C handler.
     pub interrupted: Arc<AtomicBool>,
@@ -90,6 +94,9 @@ pub struct StudyOutcome {
     /// One sentence per step that a failing event stopped (`on-failure = "stop-step"`),
     /// naming the step and the event: the study went on, and fails at its end.
     pub steps_stopped: Vec<String>,
+    /// Why the results store (a shared one) did not get the study's runs, when it did not:
+    /// they are in their folders, to be pushed (`storlab results push`).
+    pub store_unreachable: Option<String>,
 }
 
 /// What a running plan tells whoever watches it (the CLI prints it).
@@ -111,7 +118,7 @@ pub fn run_plan(plan: &Plan, opts: &RunOptions) -> Result<StudyOutcome, RunError
     }
     let study_folder = crate::results::write::create_study_folder(&opts.results_dir, &plan.study)?;
     crate::results::write_study_files(&study_folder, plan)?;
-    let mut store = Store::open(&opts.results_dir)?;
+    let mut store = Recording::open(&opts.store)?;
     let mut summaries = Vec::new();
     let mut prepared: BTreeMap<String, Region> = BTreeMap::new();
     // Processes the study's events started: those without `keep` are stopped at the end of
@@ -171,13 +178,19 @@ pub fn run_plan(plan: &Plan, opts: &RunOptions) -> Result<StudyOutcome, RunError
         summaries,
         interrupted: opts.interrupted.load(Ordering::Relaxed),
         steps_stopped,
+        store_unreachable: store.unreachable().map(str::to_string),
     })
 }
 
 /// A result file of `run` that could not be written: the run is marked `incomplete` in the
 /// store with what is missing. If the store cannot be written either (a full disk), the
 /// file's error stays the one shown, with the store's added.
-fn mark_incomplete(e: RunError, store: &mut Store, study_folder: &Path, run: &RunPlan) -> RunError {
+fn mark_incomplete(
+    e: RunError,
+    store: &mut Recording,
+    study_folder: &Path,
+    run: &RunPlan,
+) -> RunError {
     let RunError::Results { path, source } = e else {
         return e;
     };

@@ -13,13 +13,13 @@ use std::time::SystemTime;
 use super::collector::{self, Collected, Sinks, collect};
 use super::distributed::{Rank0Run, Received};
 use super::events::{self, Failure, Processes, Recorded};
+use super::recording::Recording;
 use super::setup::{self, Workers};
 use super::threads::{Armed, Flags, join_workers, spawn_workers};
 use super::worker::{StartGate, WorkerOutcome};
 use super::{RunError, RunOptions, after, drop_page_cache, session_used, steady};
 use crate::record::process_cpu_ns;
 use crate::results::RunFolder;
-use crate::results::store::Store;
 use crate::results::summarize::{Measured, WorkerEnd, failed_summary, summarize};
 use crate::results::summary::{Event, RunSummary};
 use crate::study::events::OnFailure;
@@ -85,7 +85,7 @@ pub(super) fn run_one(
     run: &RunPlan,
     opts: &RunOptions,
     study_folder: &Path,
-    store: &mut Store,
+    store: &mut Recording,
     prepared: &mut BTreeMap<String, Region>,
     processes: &mut Processes,
 ) -> Result<Ended, RunError> {
@@ -190,7 +190,7 @@ fn begin(
     run: &RunPlan,
     opts: &RunOptions,
     study_folder: &Path,
-    store: &mut Store,
+    store: &mut Recording,
     armed: &Armed,
 ) -> Result<(Stored, serde_json::Value), RunError> {
     let started = SystemTime::now();
@@ -229,7 +229,7 @@ fn check_measured(
     plan: &Plan,
     run: &RunPlan,
     stored: &Stored,
-    store: &mut Store,
+    store: &mut Recording,
     m: &mut Measurement,
 ) -> Result<(), RunError> {
     if let Some((name, e)) = std::mem::take(&mut m.open_errors).into_iter().next() {

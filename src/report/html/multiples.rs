@@ -491,6 +491,7 @@ pub(crate) mod tests {
                     study_text: None,
                     plan: None,
                     timeline: parse_timeline(&new_style()),
+                    from_store: None,
                 }
             })
             .collect()

@@ -55,6 +55,7 @@ pub fn run_plan_remote(
         summaries: Vec::new(),
         interrupted: opts.interrupted.load(Ordering::Relaxed),
         steps_stopped: Vec::new(),
+        store_unreachable: None,
     })
 }
 

@@ -1,112 +1,22 @@
-//! The results store: an embedded SQLite database (WAL journal) indexing every run with its
-//! status and summary. A run is inserted as `running` before it starts and updated when it
-//! ends, so a storlab killed mid-run leaves a readable store with that run shown as
-//! `interrupted`.
+//! The SQLite backend of the results store: an embedded database (WAL journal) in the results
+//! folder, beside the run folders it indexes.
 
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use rusqlite::{Connection, OptionalExtension, params};
 
+use super::{NewRun, RunFiles, RunRow, StoreError, process_alive, schema};
 use crate::results::summary::RunSummary;
-use crate::study::plan::RunPlan;
 
-pub const STORE_FILE: &str = "results.db";
-
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    #[error("{path}: {source}")]
-    Sql {
-        path: PathBuf,
-        source: rusqlite::Error,
-    },
-    #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error(
-        "{}: the results index is damaged; the run folders beside it hold every \
-         result: `storlab results reindex` rebuilds it from them",
-        path.display()
-    )]
-    Damaged {
-        path: PathBuf,
-        source: rusqlite::Error,
-    },
-    #[error(
-        "{}: the disk is full: no room to record the run; its folder keeps what was written: \
-         `storlab results reindex` indexes it once there is room",
-        path.display()
-    )]
-    Full {
-        path: PathBuf,
-        source: rusqlite::Error,
-    },
-    #[error("no run `{0}` in the results store (see `storlab results list`)")]
-    NoSuchRun(String),
-    #[error("run `{run}` has a summary that cannot be read: {source}")]
-    BadSummary {
-        run: String,
-        source: serde_json::Error,
-    },
-}
-
-/// A row of `storlab results list`.
-#[derive(Debug, Clone, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub struct RunRow {
-    pub run_id: String,
-    pub study: String,
-    pub step: String,
-    pub run_index: i64,
-    pub run_count: i64,
-    pub parameters: String,
-    pub status: String,
-    pub started_at: String,
-    pub folder: String,
-    pub rate_ops: Option<f64>,
-    /// Why a run is `incomplete` (the file not written and the error).
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub note: String,
-}
-
-/// A run as the store records it when it begins.
-pub struct NewRun<'a> {
-    pub run_id: &'a str,
-    pub study: &'a str,
-    pub step: &'a str,
-    pub run_index: usize,
-    pub run_count: usize,
-    pub repetition: u32,
-    /// `key=value` pairs, space-separated.
-    pub parameters: &'a str,
-    /// RFC 3339.
-    pub started_at: &'a str,
-    pub folder: &'a Path,
-    /// The storlab process that runs it (0: none).
-    pub pid: u32,
-}
-
-pub struct Store {
+pub(super) struct SqliteStore {
     conn: Connection,
     path: PathBuf,
 }
 
-impl Store {
-    /// Opens (creating if needed) the store in a results folder. Several storlab processes
-    /// may open one store at once: a database another one is creating or locking is waited
-    /// for (up to 30 s), never an error.
-    pub fn open(dir: &Path) -> Result<Store, StoreError> {
-        std::fs::create_dir_all(dir).map_err(|source| StoreError::Io {
-            path: dir.to_path_buf(),
-            source,
-        })?;
-        Store::open_file(&dir.join(STORE_FILE))
-    }
-
+impl SqliteStore {
     /// Opens (creating if needed) the store in the database file `path`.
-    pub fn open_file(path: &Path) -> Result<Store, StoreError> {
+    pub(super) fn open_file(path: &Path) -> Result<SqliteStore, StoreError> {
         let path = path.to_path_buf();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
         loop {
@@ -118,7 +28,7 @@ impl Store {
                     return Err(StoreError::Damaged { path, source });
                 }
                 Err(source) => return Err(store_error(&path, source)),
-                Ok(conn) => return Ok(Store { conn, path }),
+                Ok(conn) => return Ok(SqliteStore { conn, path }),
             }
         }
     }
@@ -127,41 +37,17 @@ impl Store {
         store_error(&self.path, source)
     }
 
-    /// Records a run as started.
-    pub fn begin_run(
-        &mut self,
-        run_id: &str,
-        study: &str,
-        run: &RunPlan,
-        run_count: usize,
-        folder: &Path,
-        started: SystemTime,
-    ) -> Result<(), StoreError> {
-        let params_text: Vec<String> = run
-            .parameters
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
-        self.insert_run(&NewRun {
-            run_id,
-            study,
-            step: &run.step,
-            run_index: run.index,
-            run_count,
-            repetition: run.repetition,
-            parameters: &params_text.join(" "),
-            started_at: &crate::results::rfc3339(started),
-            folder,
-            pid: std::process::id(),
-        })
-    }
-
-    /// Adds a run as `running`; a run id already there is an error, never replaced.
-    pub fn insert_run(&mut self, r: &NewRun) -> Result<(), StoreError> {
+    /// Adds a run as `running`; a run id already there is an error unless `replace`, which
+    /// makes the row anew.
+    pub(super) fn insert_run(&mut self, r: &NewRun, replace: bool) -> Result<(), StoreError> {
+        let sql = format!(
+            "INSERT INTO runs (run_id, study, step, run_index, run_count, repetition, parameters, status, started_at, folder, pid)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'running', ?8, ?9, ?10){}",
+            if replace { schema::UPSERT_RUN } else { "" }
+        );
         self.conn
             .execute(
-                "INSERT INTO runs (run_id, study, step, run_index, run_count, repetition, parameters, status, started_at, folder, pid)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'running', ?8, ?9, ?10)",
+                &sql,
                 params![
                     r.run_id,
                     r.study,
@@ -190,7 +76,11 @@ impl Store {
     }
 
     /// Stores a run's summary and final status.
-    pub fn finish_run(&mut self, run_id: &str, summary: &RunSummary) -> Result<(), StoreError> {
+    pub(super) fn finish_run(
+        &mut self,
+        run_id: &str,
+        summary: &RunSummary,
+    ) -> Result<(), StoreError> {
         let json = serde_json::to_string(summary).map_err(|source| StoreError::BadSummary {
             run: run_id.into(),
             source,
@@ -208,26 +98,13 @@ impl Store {
             .map_err(|e| self.sql(e))?;
         // After the run, per target; then `verify` events, as `TARGET (event NAME)`.
         // Key-value passes: `blocks` holds keys and `first_offsets` the first keys.
-        let event_passes = summary.events.iter().filter_map(|e| {
-            let o = e.outcome.as_ref()?;
-            let v = o.verify.as_deref()?;
-            Some((format!("{} (event {})", v.target(), o.name), v))
-        });
-        let passes: Vec<(String, &crate::verify::Verified)> = summary
-            .targets
-            .iter()
-            .filter_map(|t| t.verify.as_ref().map(|v| (t.name.clone(), v)))
-            .chain(event_passes)
-            .collect();
-        for (target, v) in passes {
-            for (class, count, first) in v.class_rows() {
-                self.conn
-                    .execute(
-                        "INSERT OR REPLACE INTO verify (run_id, target, class, blocks, first_offsets, kind) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                        params![run_id, target, class, count as i64, first, v.kind()],
-                    )
-                    .map_err(|e| self.sql(e))?;
-            }
+        for v in super::verify_rows_of(summary) {
+            self.conn
+                .execute(
+                    "INSERT OR REPLACE INTO verify (run_id, target, class, blocks, first_offsets, kind, position) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    params![run_id, v.target, v.class, v.blocks, v.first_offsets, v.kind, v.position],
+                )
+                .map_err(|e| self.sql(e))?;
         }
         self.store_events(run_id, summary)?;
         self.checkpoint();
@@ -237,7 +114,7 @@ impl Store {
     /// The run's study events and recovery metrics, one row each (replacing any earlier).
     /// Marks the run kept in `folder` `incomplete`, with what is missing: a result file
     /// could not be written. Its folder keeps what was written.
-    pub fn mark_incomplete(&mut self, folder: &Path, note: &str) -> Result<(), StoreError> {
+    pub(super) fn mark_incomplete(&mut self, folder: &Path, note: &str) -> Result<(), StoreError> {
         self.conn
             .execute(
                 "UPDATE runs SET status = 'incomplete', ended_at = ?2, note = ?3 WHERE folder = ?1",
@@ -322,13 +199,13 @@ impl Store {
     }
 
     /// Verify results of a run: (target, class, blocks, first offsets), as stored.
-    pub fn verify_rows(
+    pub(super) fn verify_rows(
         &self,
         run_id: &str,
     ) -> Result<Vec<(String, String, u64, String)>, StoreError> {
         let mut stmt = self
             .conn
-            .prepare("SELECT target, class, blocks, first_offsets FROM verify WHERE run_id = ?1 ORDER BY target, rowid")
+            .prepare("SELECT target, class, blocks, first_offsets FROM verify WHERE run_id = ?1 ORDER BY target, position, rowid")
             .map_err(|e| self.sql(e))?;
         let rows = stmt
             .query_map(params![run_id], |r| {
@@ -339,7 +216,7 @@ impl Store {
     }
 
     /// All runs, oldest first. A `running` run whose process is gone is shown `interrupted`.
-    pub fn list(&self) -> Result<Vec<RunRow>, StoreError> {
+    pub(super) fn list(&self) -> Result<Vec<RunRow>, StoreError> {
         let mut stmt = self
             .conn
             .prepare("SELECT run_id, study, step, run_index, run_count, parameters, status, started_at, folder, pid, summary, note FROM runs ORDER BY started_at, run_index")
@@ -375,11 +252,11 @@ impl Store {
     }
 
     /// A run's stored summary. Accepts a full run id or a unique suffix/prefix of one.
-    pub fn summary(&self, run: &str) -> Result<RunSummary, StoreError> {
+    pub(super) fn summary(&self, run: &str) -> Result<RunSummary, StoreError> {
         let found: Option<(String, Option<String>)> = self
             .conn
             .query_row(
-                "SELECT run_id, summary FROM runs WHERE run_id = ?1 OR run_id LIKE ?1 || '%' OR run_id LIKE '%' || ?1 ORDER BY started_at DESC LIMIT 1",
+                "SELECT run_id, summary FROM runs WHERE run_id = ?1 OR run_id LIKE ?1 || '%' OR run_id LIKE '%' || ?1 ORDER BY (run_id = ?1) DESC, started_at DESC LIMIT 1",
                 params![run],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
@@ -393,11 +270,11 @@ impl Store {
 
     /// A run's folder. Accepts a full run id or a unique suffix/prefix of one, like
     /// [`Store::summary`].
-    pub fn folder(&self, run: &str) -> Result<PathBuf, StoreError> {
+    pub(super) fn folder(&self, run: &str) -> Result<PathBuf, StoreError> {
         let found: Option<String> = self
             .conn
             .query_row(
-                "SELECT folder FROM runs WHERE run_id = ?1 OR run_id LIKE ?1 || '%' OR run_id LIKE '%' || ?1 ORDER BY started_at DESC LIMIT 1",
+                "SELECT folder FROM runs WHERE run_id = ?1 OR run_id LIKE ?1 || '%' OR run_id LIKE '%' || ?1 ORDER BY (run_id = ?1) DESC, started_at DESC LIMIT 1",
                 params![run],
                 |r| r.get(0),
             )
@@ -407,80 +284,80 @@ impl Store {
             .map(PathBuf::from)
             .ok_or_else(|| StoreError::NoSuchRun(run.into()))
     }
+
+    /// The id of the run RUN names (see [`schema::MATCH_RUN`]).
+    pub(super) fn run_id(&self, run: &str) -> Result<String, StoreError> {
+        let sql = format!(
+            "SELECT run_id FROM runs WHERE {} {}",
+            schema::MATCH_RUN,
+            schema::MATCH_ORDER
+        );
+        self.conn
+            .query_row(&sql, params![run], |r| r.get(0))
+            .optional()
+            .map_err(|e| self.sql(e))?
+            .ok_or_else(|| StoreError::NoSuchRun(run.into()))
+    }
+
+    /// Stores (or replaces) the files of a run.
+    pub(super) fn put_files(&mut self, run_id: &str, files: &RunFiles) -> Result<(), StoreError> {
+        let tx = self
+            .conn
+            .transaction()
+            .map_err(|e| store_error(&self.path, e))?;
+        for (name, bytes) in files {
+            tx.execute(schema::UPSERT_FILE, params![run_id, name, bytes])
+                .map_err(|e| store_error(&self.path, e))?;
+        }
+        tx.commit().map_err(|e| store_error(&self.path, e))
+    }
+
+    /// The files stored of the run `run_id` (none when its folder holds them).
+    pub(super) fn files(&self, run_id: &str) -> Result<RunFiles, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT name, bytes FROM run_files WHERE run_id = ?1")
+            .map_err(|e| self.sql(e))?;
+        let rows = stmt
+            .query_map(params![run_id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(|e| self.sql(e))?;
+        rows.collect::<Result<RunFiles, _>>()
+            .map_err(|e| self.sql(e))
+    }
 }
 
-/// Opens the database and makes its tables (the schema's changes applied to older stores).
+/// Opens the database and brings its schema to the newest version (see [`schema`]), one
+/// storlab at a time: the versions are applied in a transaction that holds the write lock.
 fn open_at(path: &Path) -> Result<Connection, rusqlite::Error> {
-    let conn = Connection::open(path)?;
+    let mut conn = Connection::open(path)?;
     conn.busy_timeout(std::time::Duration::from_secs(10))?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
-    conn.execute_batch(
-        "CREATE TABLE IF NOT EXISTS runs (
-                run_id TEXT PRIMARY KEY,
-                study TEXT NOT NULL,
-                step TEXT NOT NULL,
-                run_index INTEGER NOT NULL,
-                run_count INTEGER NOT NULL,
-                repetition INTEGER NOT NULL,
-                parameters TEXT NOT NULL,
-                status TEXT NOT NULL,
-                started_at TEXT NOT NULL,
-                ended_at TEXT,
-                folder TEXT NOT NULL,
-                pid INTEGER NOT NULL,
-                summary TEXT,
-                note TEXT
-            );
-            CREATE TABLE IF NOT EXISTS events (
-                run_id TEXT NOT NULL,
-                position INTEGER NOT NULL,
-                name TEXT NOT NULL,
-                action TEXT NOT NULL,
-                status TEXT NOT NULL,
-                start_ns INTEGER NOT NULL,
-                end_ns INTEGER NOT NULL,
-                duration_seconds REAL NOT NULL,
-                exit_code INTEGER,
-                pid INTEGER,
-                detail TEXT NOT NULL,
-                stdout TEXT NOT NULL,
-                stderr TEXT NOT NULL,
-                on_failure TEXT,
-                PRIMARY KEY (run_id, position)
-            );
-            CREATE TABLE IF NOT EXISTS recovery (
-                run_id TEXT NOT NULL,
-                event TEXT NOT NULL,
-                event_seconds REAL NOT NULL,
-                interval_seconds REAL NOT NULL,
-                baseline_rate_ops REAL,
-                dip_min_rate_ops REAL,
-                dip_mean_rate_ops REAL,
-                outage_seconds REAL NOT NULL,
-                time_to_first_success_seconds REAL,
-                recovered INTEGER NOT NULL,
-                time_to_recover_seconds REAL,
-                errors_during_outage TEXT NOT NULL,
-                note TEXT NOT NULL,
-                PRIMARY KEY (run_id, event)
-            );
-            CREATE TABLE IF NOT EXISTS verify (
-                run_id TEXT NOT NULL,
-                target TEXT NOT NULL,
-                class TEXT NOT NULL,
-                blocks INTEGER NOT NULL,
-                first_offsets TEXT NOT NULL,
-                kind TEXT NOT NULL DEFAULT 'block',
-                PRIMARY KEY (run_id, target, class)
-            );",
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    tx.execute_batch(schema::VERSIONS_TABLE)?;
+    let current: i64 = tx.query_row(
+        "SELECT COALESCE(MAX(version), 0) FROM schema_version",
+        [],
+        |r| r.get(0),
     )?;
-    // Stores made before key-value verification: their verify rows are block ones. Stores
-    // made before `incomplete` runs: no note. (Another storlab may add a column first.)
-    add_column(&conn, "verify", "kind", "TEXT NOT NULL DEFAULT 'block'")?;
-    add_column(&conn, "runs", "note", "TEXT")?;
-    // Stores made before events recorded what their failure does (`on-failure`).
-    add_column(&conn, "events", "on_failure", "TEXT")?;
+    for version in current + 1..=schema::VERSION {
+        for statement in schema::statements(version) {
+            tx.execute_batch(&schema::for_sqlite(statement))?;
+        }
+        if version == 1 {
+            // Stores made before key-value verification: their verify rows are block ones.
+            // Stores made before `incomplete` runs: no note. Stores made before events
+            // recorded what their failure does (`on-failure`).
+            add_column(&tx, "verify", "kind", "TEXT NOT NULL DEFAULT 'block'")?;
+            add_column(&tx, "runs", "note", "TEXT")?;
+            add_column(&tx, "events", "on_failure", "TEXT")?;
+        }
+        tx.execute(
+            "INSERT INTO schema_version (version, applied_at) VALUES (?1, ?2)",
+            params![version, crate::results::rfc3339(SystemTime::now())],
+        )?;
+    }
+    tx.commit()?;
     Ok(conn)
 }
 
@@ -530,20 +407,10 @@ fn is_damaged(e: &rusqlite::Error) -> bool {
     )
 }
 
-fn process_alive(pid: i64) -> bool {
-    if pid <= 0 {
-        return false;
-    }
-    // The pid may have been reused; treat a running storlab with that pid as alive.
-    match std::fs::read_to_string(format!("/proc/{pid}/comm")) {
-        Ok(comm) => comm.trim() == "storlab" || comm.trim().starts_with("storlab"),
-        Err(_) => false,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::results::store::STORE_FILE;
 
     #[test]
     fn a_store_made_before_on_failure_gains_its_column() {
@@ -555,15 +422,37 @@ mod tests {
             )
             .unwrap();
         }
-        let store = Store::open(dir.path()).unwrap();
+        let path = dir.path().join(STORE_FILE);
+        let store = SqliteStore::open_file(&path).unwrap();
         assert!(
             store
                 .conn
                 .prepare("SELECT on_failure FROM events LIMIT 0")
                 .is_ok()
         );
-        // Opening it again does not add the column twice.
+        // Opening it again does not add the column twice, nor apply a version twice.
         drop(store);
-        Store::open(dir.path()).unwrap();
+        let store = SqliteStore::open_file(&path).unwrap();
+        let versions: Vec<i64> = store
+            .conn
+            .prepare("SELECT version FROM schema_version ORDER BY version")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(versions, (1..=schema::VERSION).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_runs_files_are_stored_once_however_often_put() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = SqliteStore::open_file(&dir.path().join(STORE_FILE)).unwrap();
+        let files: RunFiles = [("summary.json".to_string(), b"{}".to_vec())].into();
+        store.put_files("r1", &files).unwrap();
+        let files: RunFiles = [("summary.json".to_string(), b"{\"a\":1}".to_vec())].into();
+        store.put_files("r1", &files).unwrap();
+        assert_eq!(store.files("r1").unwrap(), files);
+        assert!(store.files("r2").unwrap().is_empty());
     }
 }

@@ -1,0 +1,150 @@
+//! The results store's schema, the same in SQLite and PostgreSQL: its versions, each applied
+//! once and in order on first use, recorded in `schema_version`. A store made before the
+//! versions were recorded (SQLite, version 1's tables without the table of versions) gains
+//! what it lacks from version 1 again: every statement there is `IF NOT EXISTS`.
+
+/// The newest version of the schema.
+pub(super) const VERSION: i64 = 2;
+
+/// The table recording each version applied, and when.
+pub(super) const VERSIONS_TABLE: &str = "CREATE TABLE IF NOT EXISTS schema_version (
+    version BIGINT PRIMARY KEY,
+    applied_at TEXT NOT NULL
+)";
+
+/// The statements of `version`, in PostgreSQL's types (SQLite takes them with the same
+/// meaning; [`for_sqlite`] names its byte type).
+pub(super) fn statements(version: i64) -> &'static [&'static str] {
+    match version {
+        1 => &[
+            "CREATE TABLE IF NOT EXISTS runs (
+                run_id TEXT PRIMARY KEY,
+                study TEXT NOT NULL,
+                step TEXT NOT NULL,
+                run_index BIGINT NOT NULL,
+                run_count BIGINT NOT NULL,
+                repetition BIGINT NOT NULL,
+                parameters TEXT NOT NULL,
+                status TEXT NOT NULL,
+                started_at TEXT NOT NULL,
+                ended_at TEXT,
+                folder TEXT NOT NULL,
+                pid BIGINT NOT NULL,
+                summary TEXT,
+                note TEXT
+            )",
+            "CREATE TABLE IF NOT EXISTS events (
+                run_id TEXT NOT NULL,
+                position BIGINT NOT NULL,
+                name TEXT NOT NULL,
+                action TEXT NOT NULL,
+                status TEXT NOT NULL,
+                start_ns BIGINT NOT NULL,
+                end_ns BIGINT NOT NULL,
+                duration_seconds DOUBLE PRECISION NOT NULL,
+                exit_code BIGINT,
+                pid BIGINT,
+                detail TEXT NOT NULL,
+                stdout TEXT NOT NULL,
+                stderr TEXT NOT NULL,
+                on_failure TEXT,
+                PRIMARY KEY (run_id, position)
+            )",
+            "CREATE TABLE IF NOT EXISTS recovery (
+                run_id TEXT NOT NULL,
+                event TEXT NOT NULL,
+                event_seconds DOUBLE PRECISION NOT NULL,
+                interval_seconds DOUBLE PRECISION NOT NULL,
+                baseline_rate_ops DOUBLE PRECISION,
+                dip_min_rate_ops DOUBLE PRECISION,
+                dip_mean_rate_ops DOUBLE PRECISION,
+                outage_seconds DOUBLE PRECISION NOT NULL,
+                time_to_first_success_seconds DOUBLE PRECISION,
+                recovered BIGINT NOT NULL,
+                time_to_recover_seconds DOUBLE PRECISION,
+                errors_during_outage TEXT NOT NULL,
+                note TEXT NOT NULL,
+                PRIMARY KEY (run_id, event)
+            )",
+            "CREATE TABLE IF NOT EXISTS verify (
+                run_id TEXT NOT NULL,
+                target TEXT NOT NULL,
+                class TEXT NOT NULL,
+                blocks BIGINT NOT NULL,
+                first_offsets TEXT NOT NULL,
+                kind TEXT NOT NULL DEFAULT 'block',
+                PRIMARY KEY (run_id, target, class)
+            )",
+        ],
+        // Every file of a run (summary, plan, system capture, study, timeline, HDR log), so
+        // that a report needs the store alone; verify rows keep their order.
+        2 => &[
+            "CREATE TABLE IF NOT EXISTS run_files (
+                run_id TEXT NOT NULL,
+                name TEXT NOT NULL,
+                bytes BYTEA NOT NULL,
+                PRIMARY KEY (run_id, name)
+            )",
+            "ALTER TABLE verify ADD COLUMN position BIGINT NOT NULL DEFAULT 0",
+        ],
+        _ => &[],
+    }
+}
+
+/// A statement in SQLite's spelling.
+pub(super) fn for_sqlite(statement: &str) -> String {
+    statement.replace("BYTEA", "BLOB")
+}
+
+/// What an upsert of a run's row adds to its `INSERT` (the same in both): the row made anew,
+/// as `running` until its summary is stored.
+pub(super) const UPSERT_RUN: &str = " ON CONFLICT (run_id) DO UPDATE SET study = excluded.study, \
+    step = excluded.step, run_index = excluded.run_index, run_count = excluded.run_count, \
+    repetition = excluded.repetition, parameters = excluded.parameters, status = excluded.status, \
+    started_at = excluded.started_at, ended_at = NULL, folder = excluded.folder, \
+    pid = excluded.pid, summary = NULL, note = NULL";
+
+/// Upserting one file of a run (the same in both, `?N` parameters).
+pub(super) const UPSERT_FILE: &str = "INSERT INTO run_files (run_id, name, bytes) VALUES (?1, ?2, ?3) \
+    ON CONFLICT (run_id, name) DO UPDATE SET bytes = excluded.bytes";
+
+/// The runs matching RUN (`?1`): its id, or a unique start or end of one; with
+/// [`MATCH_ORDER`], the run of that id first, else the newest.
+pub(super) const MATCH_RUN: &str = "run_id = ?1 OR run_id LIKE ?1 || '%' OR run_id LIKE '%' || ?1";
+pub(super) const MATCH_ORDER: &str = "ORDER BY (run_id = ?1) DESC, started_at DESC LIMIT 1";
+
+/// `?N` parameters as PostgreSQL's `$N`.
+pub(super) fn for_postgres(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut chars = sql.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '?' && chars.peek().is_some_and(|d| d.is_ascii_digit()) {
+            out.push('$');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameters_are_spelled_for_postgres() {
+        assert_eq!(
+            for_postgres("SELECT ?1, ?12 WHERE x = '?'"),
+            "SELECT $1, $12 WHERE x = '?'"
+        );
+        assert_eq!(for_sqlite("bytes BYTEA NOT NULL"), "bytes BLOB NOT NULL");
+    }
+
+    #[test]
+    fn every_version_up_to_the_newest_has_statements() {
+        for v in 1..=VERSION {
+            assert!(!statements(v).is_empty(), "version {v}");
+        }
+        assert!(statements(VERSION + 1).is_empty());
+    }
+}
