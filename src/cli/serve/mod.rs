@@ -92,13 +92,7 @@ fn take_requests(server: &tiny_http::Server, results: &Path) {
     for request in server.incoming_requests() {
         let method = request.method().clone();
         let url = request.url().to_string();
-        let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            answer(&method, &url, results)
-        }))
-        .unwrap_or_else(|_| {
-            Failure::Broken("storlab serve failed on this request (a bug: see its output)".into())
-                .page()
-        });
+        let answer = guarded(|| answer(&method, &url, results));
         let mut response =
             tiny_http::Response::from_string(answer.body).with_status_code(answer.status);
         for (name, value) in [
@@ -114,6 +108,14 @@ fn take_requests(server: &tiny_http::Server, results: &Path) {
         // A browser that went away is its own business.
         let _ = request.respond(response);
     }
+}
+
+/// `make`'s page, or a 500 page when it panics (the thread goes on to the next request).
+fn guarded(make: impl FnOnce() -> Answer) -> Answer {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(make)).unwrap_or_else(|_| {
+        Failure::Broken("storlab serve failed on this request (a bug: see its output)".into())
+            .page()
+    })
 }
 
 /// A page and its HTTP status.
@@ -330,4 +332,77 @@ fn history(q: &HistoryQuery, results: &Path) -> Result<String, Failure> {
     }
     points.sort_by(|a, b| a.started_seconds.total_cmp(&b.started_seconds));
     Ok(pages::history_page(q, &points))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(url: &str, results: &Path) -> u16 {
+        answer(&tiny_http::Method::Get, url, results).status
+    }
+
+    #[test]
+    fn every_request_gets_a_page_with_the_status_it_deserves() {
+        let dir = tempfile::tempdir().unwrap();
+        let none = dir.path().join("nothing-stored");
+        // Without a store: the pages that read it say it is down, and none is made.
+        for url in [
+            "/",
+            "/?study=s",
+            "/run/x",
+            "/compare?run=a&run=b",
+            "/history?study=s&target=t",
+        ] {
+            assert_eq!(status(url, &none), 503, "{url}");
+        }
+        assert!(!none.exists(), "serving made a results folder");
+        // The request's own faults come first, store or not.
+        for url in [
+            "/?from=2026-02-30",
+            "/?x=1",
+            "/compare",
+            "/compare?run=a",
+            "/history",
+            "/run/%",
+            "/?study=%FF",
+        ] {
+            assert_eq!(status(url, &none), 400, "{url}");
+        }
+        for url in ["/favicon.ico", "/run/a/b", "/run/", "//"] {
+            assert_eq!(status(url, &none), 404, "{url}");
+        }
+        let post = answer(&tiny_http::Method::Post, "/", &none);
+        assert_eq!(post.status, 405);
+        assert!(post.body.contains("GET only, not POST"), "{}", post.body);
+    }
+
+    #[test]
+    fn a_handler_that_panics_answers_500() {
+        let a = guarded(|| panic!("a bug"));
+        assert_eq!(a.status, 500);
+        assert!(a.body.contains("failed on this request"), "{}", a.body);
+        assert_eq!(
+            guarded(|| Answer {
+                status: 200,
+                body: String::new()
+            })
+            .status,
+            200
+        );
+    }
+
+    #[test]
+    fn an_empty_store_lists_nothing_and_knows_no_run() {
+        let dir = tempfile::tempdir().unwrap();
+        Store::open(dir.path()).unwrap();
+        let list = answer(&tiny_http::Method::Get, "/", dir.path());
+        assert_eq!(list.status, 200);
+        assert!(list.body.contains("0 of 0 runs") && list.body.contains("No stored run"));
+        let run = answer(&tiny_http::Method::Get, "/run/r%25", dir.path());
+        assert_eq!(run.status, 404);
+        // The id is taken as it is, never as a pattern (`%` matches anything in LIKE).
+        assert!(run.body.contains("no run `r%`"), "{}", run.body);
+        assert_eq!(status("/history?study=s&target=t", dir.path()), 404);
+    }
 }
