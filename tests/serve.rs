@@ -341,6 +341,21 @@ fn in_chromium(addr: &str, filter: &str, filtered: &str, a: &str, b: &str) {
         let dom = chromium(&url, &["--dump-dom"]);
         assert!(dom.contains(expected), "{name}: {expected} not in {dom}");
         assert!(dom.contains("storlab: all runs"), "{name}: no way back");
+        if name == "list" {
+            // The forms as the browser parsed them build the URLs loaded here: the filters'
+            // fields by the names the server reads, the ticked runs' boxes as `run`.
+            let filters = dom
+                .split("<form class=\"filters\"")
+                .nth(1)
+                .expect("filter form");
+            let filters = filters.split("</form>").next().unwrap();
+            assert!(filters.contains("method=\"get\" action=\"/\""), "{filters}");
+            for field in ["study", "target", "system", "status", "from", "to"] {
+                assert!(filters.contains(&format!("name=\"{field}\"")), "{field}");
+            }
+            assert!(dom.contains("<form method=\"get\" action=\"/compare\">"));
+            assert_eq!(dom.matches("type=\"checkbox\" name=\"run\"").count(), 6);
+        }
         let shot = artifacts().join(format!("serve-{name}.png"));
         let _ = std::fs::remove_file(&shot);
         chromium(&url, &[&format!("--screenshot={}", shot.display())]);
