@@ -20,6 +20,23 @@ use common::{Lab, shot::artifacts, text};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 
+const OTHER_STUDY: &str = r#"
+name = "other-lab"
+
+[targets.disk]
+type = "null"
+
+[workloads.reads]
+block-size = "4KiB"
+read-share = 1.0
+
+[[steps]]
+name = "reads"
+workload = "reads"
+targets = ["disk"]
+duration = "1s"
+"#;
+
 /// The running server, killed when dropped.
 struct Server {
     child: Child,
@@ -121,16 +138,25 @@ fn serve_lists_filters_reports_compares_and_charts_history() {
         let out = lab.run(&["run", study.to_str().unwrap(), "--quick", "-q"]);
         assert!(out.status.success(), "{}", text(&out).1);
     }
-    let runs = stored(&lab);
-    assert_eq!(runs.len(), 6, "{runs:?}");
+    // Another study, on a target of another name: what the filters leave out.
+    let other = lab.write("other.toml", OTHER_STUDY);
+    let out = lab.run(&["run", other.to_str().unwrap(), "--quick", "-q"]);
+    assert!(out.status.success(), "{}", text(&out).1);
+    let all = stored(&lab);
+    assert_eq!(all.len(), 7, "{all:?}");
+    let runs: Vec<_> = all[..6].to_vec();
+    assert!(
+        runs.iter().all(|r| r.0.starts_with("null-engine-")),
+        "{runs:?}"
+    );
     let server = start_server(&lab);
     let addr = server.addr.as_str();
 
     // The list: every run, newest first, a box to tick each and a link to its report.
     let (status, list) = get(addr, "/");
     assert_eq!(status, 200, "{list}");
-    assert_eq!(rows(&list), 6);
-    for (id, rate_ops, _) in &runs {
+    assert_eq!(rows(&list), 7);
+    for (id, rate_ops, _) in &all {
         assert!(list.contains(&format!("value=\"{id}\"")), "{id}");
         assert!(list.contains(&format!("href=\"/run/{id}\"")), "{id}");
         assert!(
@@ -138,20 +164,23 @@ fn serve_lists_filters_reports_compares_and_charts_history() {
             "{id} {rate_ops}"
         );
     }
-    let newest = &runs[5].0;
+    let newest = &all[6].0;
     assert!(list.find(newest.as_str()) < list.find(runs[0].0.as_str()));
     assert!(list.contains("action=\"/compare\"") && list.contains("name=\"run\""));
 
     // Filters, as the form sends them (empty fields filter nothing).
-    // Both quick runs started on one day (or across midnight: then only the first's).
+    // The runs started on one day (or across midnight: then only the first's).
     let today = runs[0].2.clone();
-    let on_day = runs.iter().filter(|r| r.2 == today).count();
+    let on_day = all.iter().filter(|r| r.2 == today).count();
+    let on_day_here = runs.iter().filter(|r| r.2 == today).count();
     for (query, expected) in [
         (
             "study=null-engine&target=&system=&status=complete&from=&to=",
             6,
         ),
         ("target=null", 6),
+        ("target=disk", 1),
+        ("study=other-lab&status=complete", 1),
         ("study=another", 0),
         ("status=failed", 0),
         (&format!("from={today}&to={today}") as &str, on_day),
@@ -202,8 +231,8 @@ fn serve_lists_filters_reports_compares_and_charts_history() {
 
     bad_input_is_a_page_that_says_so(&lab, addr, a);
     if chromium_available() {
-        let filter = format!("from={today}&to={today}&status=complete");
-        in_chromium(addr, &filter, &format!("{on_day} of 6 runs"), a, b);
+        let filter = format!("study=null-engine&from={today}&to={today}&status=complete");
+        in_chromium(addr, &filter, &format!("{on_day_here} of 7 runs"), a, b);
     }
 }
 
@@ -277,7 +306,7 @@ fn bad_input_is_a_page_that_says_so(lab: &Lab, addr: &str, run: &str) {
         got, 200,
         "the server answers after the bad requests: {page}"
     );
-    assert_eq!(rows(&page), 6);
+    assert_eq!(rows(&page), 7);
 }
 
 fn chromium_available() -> bool {
@@ -354,7 +383,7 @@ fn in_chromium(addr: &str, filter: &str, filtered: &str, a: &str, b: &str) {
                 assert!(filters.contains(&format!("name=\"{field}\"")), "{field}");
             }
             assert!(dom.contains("<form method=\"get\" action=\"/compare\">"));
-            assert_eq!(dom.matches("type=\"checkbox\" name=\"run\"").count(), 6);
+            assert_eq!(dom.matches("type=\"checkbox\" name=\"run\"").count(), 7);
         }
         let shot = artifacts().join(format!("serve-{name}.png"));
         let _ = std::fs::remove_file(&shot);
