@@ -18,6 +18,7 @@ mod console;
 mod fio;
 mod fio_status;
 mod reports;
+mod serve;
 mod study_files;
 mod tools;
 
@@ -26,6 +27,7 @@ use reports::{
     COMPARE_ABOUT, CompareArgs, REPORT_ABOUT, ReportArgs, compare_command, report_command, results,
     write_brief_html,
 };
+use serve::{SERVE_ABOUT, ServeArgs};
 use tools::{brief, dbbench, iometer_icf, ycsb};
 
 const ABOUT: &str = "storlab: storage and database benchmarking from study files.
@@ -42,6 +44,7 @@ Start with:
   storlab plan study.toml          list the runs a study expands to
   storlab run study.toml           run it; Ctrl-C stops and keeps what was measured
   storlab results list             what has been run
+  storlab serve                    browse, compare and chart the results (127.0.0.1:8080)
   storlab targets                  target types and their options
   storlab dbbench --benchmarks=fillrandom,readrandom --num=100000 --db=DIR
                                    db_bench's flags on the embedded RocksDB";
@@ -115,6 +118,10 @@ enum Command {
     /// Set stored results side by side: ratios and percent differences against the first.
     #[command(long_about = COMPARE_ABOUT)]
     Compare(CompareArgs),
+    /// Serve the stored results as a local web application: the runs with filters, a run's
+    /// report, comparisons and a target's history (loopback by default).
+    #[command(long_about = SERVE_ABOUT)]
+    Serve(ServeArgs),
     /// Run a YCSB phase with YCSB's own command line against a database, print YCSB-style
     /// result lines, and store storlab's full results.
     ///
@@ -448,6 +455,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
         Command::Results { command, store } => results(command, &store),
         Command::Report(args) => report_command(args),
         Command::Compare(args) => compare_command(args),
+        Command::Serve(args) => serve::serve(args),
         Command::Verify { state, json } => {
             let r = crate::run::verify::verify_state_file(&state)?;
             if json {
