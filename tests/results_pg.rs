@@ -525,3 +525,84 @@ fn under_mpirun_rank_0_alone_writes_to_the_store() {
     let summary: serde_json::Value = serde_json::from_str(&summary).expect("json");
     assert_eq!(summary["distributed"]["ranks-total"], 2, "{summary:#}");
 }
+
+/// GET `path` from a server at `addr`: (status code, body).
+fn http_get(addr: &str, path: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).expect("connect to storlab serve");
+    s.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .expect("timeout");
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .expect("request");
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).expect("response");
+    let (head, body) = raw.split_once("\r\n\r\n").expect("headers and body");
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("status line: {head}"));
+    (status, body.to_string())
+}
+
+#[test]
+fn storlab_serve_shows_a_postgres_store_whose_run_folders_are_elsewhere() {
+    use std::io::BufRead;
+    let Some(base) = server("STORLAB_TEST_POSTGRES_URL") else {
+        return;
+    };
+    let db = TestDb::new(&base, "serve");
+    let lab = Lab::new();
+    let out = run_study(&lab, &["--store", &db.url]);
+    assert!(out.status.success(), "{}", both(&out));
+    let ids = run_ids(&lab.study_folder());
+    std::fs::remove_dir_all(lab.results()).expect("remove the results");
+    let clean = Lab::new();
+    let mut child = clean
+        .cmd()
+        .args(["serve", "--listen", "127.0.0.1:0", "--store", &db.url])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("start storlab serve");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("the address line");
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_string();
+    let pages = [
+        "/".to_string(),
+        "/?target=null".to_string(),
+        format!("/run/{}", ids[0]),
+        format!("/compare?run={}&run={}", ids[0], ids[1]),
+        "/history?study=pg-store&target=null".to_string(),
+    ];
+    let answers: Vec<(u16, String)> = pages.iter().map(|p| http_get(&addr, p)).collect();
+    let _ = child.kill();
+    let _ = child.wait();
+    for (page, (status, body)) in pages.iter().zip(&answers) {
+        assert_eq!(*status, 200, "{page}: {body}");
+        assert!(
+            !body.contains(&password(&db.url)),
+            "{page} shows the password"
+        );
+    }
+    for id in &ids {
+        assert!(answers[0].1.contains(id.as_str()), "the list lacks {id}");
+        assert!(
+            answers[1].1.contains(id.as_str()),
+            "the filtered list lacks {id}"
+        );
+    }
+    // The run's report came from the store's files: its figures, its latency chart.
+    assert!(answers[2].1.contains("<svg"), "no chart in the run's page");
+    assert!(answers[4].1.contains(&ids[1]), "the history lacks a run");
+    assert!(!clean.results().exists(), "serving wrote a results folder");
+}

@@ -344,23 +344,30 @@ pub fn load_result_at(arg: &str, location: &StoreLocation) -> Result<Vec<StoredR
         return Err(LoadError::NotFound(arg.into()));
     }
     let store = Store::open_location(location)?;
-    let (run_id, folder) = match store
-        .run_id(arg)
-        .and_then(|id| Ok((store.folder(&id)?, id)))
-    {
-        Ok((folder, id)) => (id, folder),
-        Err(StoreError::NoSuchRun(_)) => return Err(LoadError::NotFound(arg.into())),
+    match store.run_id(arg) {
+        Ok(run_id) => Ok(vec![load_run_by_id(&store, &run_id)?]),
+        Err(StoreError::NoSuchRun(_)) => Err(LoadError::NotFound(arg.into())),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The stored run `run_id` (exactly: never a path or a prefix): from its folder when it is
+/// on this machine, else from the files the store keeps of it.
+pub fn load_run_by_id(store: &Store, run_id: &str) -> Result<StoredRun, LoadError> {
+    let folder = match store.folder(run_id) {
+        Ok(folder) => folder,
+        Err(StoreError::NoSuchRun(_)) => return Err(LoadError::NotFound(run_id.into())),
         Err(e) => return Err(e.into()),
     };
     if folder.join("summary.json").exists() {
-        return Ok(vec![read_run_folder(&folder)?]);
+        return read_run_folder(&folder);
     }
-    let files = store.files(&run_id)?;
+    let files = store.files(run_id)?;
     if files.is_empty() {
         // Not kept by the store: the folder's error says what is missing.
-        return Ok(vec![read_run_folder(&folder)?]);
+        return read_run_folder(&folder);
     }
-    Ok(vec![read_stored_run(&store, &run_id, &folder, files)?])
+    read_stored_run(store, run_id, &folder, files)
 }
 
 /// Resolves several RESULT arguments (run ids in the SQLite store of `results_dir`); a run

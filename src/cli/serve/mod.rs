@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use clap::Args;
 
-use crate::results::store::{STORE_FILE, Store};
+use crate::results::store::{RunRow, Store, StoreError, StoreLocation};
 use crate::results::stored::{self, LoadError, StoredRun};
 use pages::{HistoryPoint, Listed};
 use query::{BadInput, Filters, HistoryQuery, Route};
@@ -64,20 +64,17 @@ pub(super) fn serve(args: ServeArgs) -> Result<i32> {
             "WARNING: --listen {bound} is not a loopback address: the results are shown to the network"
         );
     }
-    println!(
-        "storlab serve: http://{bound}/ (results: {})",
-        args.store.results.display()
-    );
+    let location = args.store.location()?;
+    println!("storlab serve: http://{bound}/ (results: {location})");
     use std::io::Write as _;
     std::io::stdout().flush().context("writing the address")?;
     let server = std::sync::Arc::new(server);
-    let results = args.store.results;
     let workers: Vec<_> = (0..args.threads)
         .map(|i| {
-            let (server, results) = (server.clone(), results.clone());
+            let (server, location) = (server.clone(), location.clone());
             std::thread::Builder::new()
                 .name(format!("storlab-serve-{i}"))
-                .spawn(move || take_requests(&server, &results))
+                .spawn(move || take_requests(&server, &location))
         })
         .collect::<Result<_, _>>()
         .context("starting the server's threads")?;
@@ -88,11 +85,11 @@ pub(super) fn serve(args: ServeArgs) -> Result<i32> {
 }
 
 /// Answers requests until the server stops; a handler's panic answers 500, not the thread.
-fn take_requests(server: &tiny_http::Server, results: &Path) {
+fn take_requests(server: &tiny_http::Server, store: &StoreLocation) {
     for request in server.incoming_requests() {
         let method = request.method().clone();
         let url = request.url().to_string();
-        let answer = guarded(|| answer(&method, &url, results));
+        let answer = guarded(|| answer(&method, &url, store));
         let mut response =
             tiny_http::Response::from_string(answer.body).with_status_code(answer.status);
         for (name, value) in [
@@ -162,9 +159,9 @@ impl Failure {
 }
 
 /// The answer to one request: its page, or the page that says why there is none.
-pub fn answer(method: &tiny_http::Method, url: &str, results: &Path) -> Answer {
+pub fn answer(method: &tiny_http::Method, url: &str, store: &StoreLocation) -> Answer {
     let page = if *method == tiny_http::Method::Get {
-        route_and_render(url, results)
+        route_and_render(url, store)
     } else {
         Err(Failure::Method(method.to_string()))
     };
@@ -172,43 +169,68 @@ pub fn answer(method: &tiny_http::Method, url: &str, results: &Path) -> Answer {
         .unwrap_or_else(|f| f.page())
 }
 
-fn route_and_render(url: &str, results: &Path) -> Result<String, Failure> {
+fn route_and_render(url: &str, store: &StoreLocation) -> Result<String, Failure> {
     let (path, query) = url.split_once('?').unwrap_or((url, ""));
     let pairs = query::parse_query(query)?;
     match query::route(path)? {
-        Route::List => list(&Filters::parse(&pairs)?, results),
-        Route::Run(id) => run_report(&id, results),
-        Route::Compare => compare(&query::compared_runs(&pairs)?, results),
-        Route::History => history(&HistoryQuery::parse(&pairs)?, results),
+        Route::List => list(&Filters::parse(&pairs)?, store),
+        Route::Run(id) => run_report(&id, store),
+        Route::Compare => compare(&query::compared_runs(&pairs)?, store),
+        Route::History => history(&HistoryQuery::parse(&pairs)?, store),
         Route::Unknown(p) => Err(Failure::NotFound(format!(
             "no page {p}: storlab serve has /, /run/RUN_ID, /compare and /history"
         ))),
     }
 }
 
-/// The store's runs, oldest first; a store that is missing or cannot be read is down.
-fn stored_runs(results: &Path) -> Result<Vec<crate::results::store::RunRow>, Failure> {
-    if !results.join(STORE_FILE).is_file() {
+/// The store, opened to read; one that is missing or cannot be read is down (a missing
+/// SQLite file is not made).
+fn open_store(location: &StoreLocation) -> Result<Store, Failure> {
+    if let StoreLocation::Sqlite(file) = location
+        && !file.is_file()
+    {
         return Err(Failure::StoreDown(format!(
-            "no results store in {} (runs store their results there; start storlab serve with --results or STORLAB_RESULTS)",
-            results.display()
+            "no results store at {} (runs store their results there; start storlab serve with --results, --store or STORLAB_STORE)",
+            file.display()
         )));
     }
-    let down = |e: crate::results::store::StoreError| Failure::StoreDown(e.to_string());
-    Store::open(results).map_err(down)?.list().map_err(down)
+    Store::open_location(location).map_err(down)
 }
 
-fn list(f: &Filters, results: &Path) -> Result<String, Failure> {
-    let all: Vec<Listed> = stored_runs(results)?
+fn down(e: StoreError) -> Failure {
+    Failure::StoreDown(e.to_string())
+}
+
+/// A run's summary: its folder's, else the one the store keeps (a shared store's run whose
+/// folder is on another machine); None for a run without one (running, not written).
+fn summary_of(store: &Store, row: &RunRow) -> Option<crate::results::summary::RunSummary> {
+    stored::read_summary(Path::new(&row.folder))
+        .ok()
+        .or_else(|| store.summary(&row.run_id).ok())
+}
+
+fn list(f: &Filters, location: &StoreLocation) -> Result<String, Failure> {
+    let store = open_store(location)?;
+    let all: Vec<Listed> = store
+        .list()
+        .map_err(down)?
         .into_iter()
         .map(|row| {
             let folder = PathBuf::from(&row.folder);
             // A run without a readable summary (running, failed to write) lists no targets.
-            let summary = stored::read_summary(&folder).ok();
+            let summary = summary_of(&store, &row);
+            // The system's host name; a run whose folder is elsewhere: its client's.
             let system = stored::read_system(&folder)
                 .ok()
                 .flatten()
-                .and_then(|s| s.hostname);
+                .and_then(|s| s.hostname)
+                .or_else(|| {
+                    let s = summary.as_ref()?;
+                    s.targets
+                        .first()
+                        .map(|t| t.client.clone())
+                        .filter(|c| !c.is_empty())
+                });
             Listed {
                 targets: summary
                     .as_ref()
@@ -235,34 +257,31 @@ fn list(f: &Filters, results: &Path) -> Result<String, Failure> {
         .collect();
     // Newest first.
     let shown: Vec<&Listed> = shown.into_iter().rev().collect();
-    Ok(pages::list_page(
-        &all,
-        &shown,
-        f,
-        &results.display().to_string(),
-    ))
+    Ok(pages::list_page(&all, &shown, f, &location.to_string()))
 }
 
 /// One stored run by its exact id (never a path, never a pattern).
-fn load_run(rows: &[crate::results::store::RunRow], id: &str) -> Result<StoredRun, Failure> {
+fn load_run(store: &Store, rows: &[RunRow], id: &str) -> Result<StoredRun, Failure> {
     let row = rows.iter().find(|r| r.run_id == id).ok_or_else(|| {
         Failure::NotFound(format!(
             "no run `{id}` in the results store (the list at / has every stored run)"
         ))
     })?;
-    stored::read_run_folder(Path::new(&row.folder)).map_err(|e| match e {
+    stored::load_run_by_id(store, &row.run_id).map_err(|e| match e {
         LoadError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
             Failure::NotFound(format!(
                 "run `{id}` ({}) has no stored results in {}: nothing to report",
                 row.status, row.folder
             ))
         }
+        LoadError::Store(e) => down(e),
         e => Failure::Broken(format!("run `{id}`: {e}")),
     })
 }
 
-fn run_report(id: &str, results: &Path) -> Result<String, Failure> {
-    let run = load_run(&stored_runs(results)?, id)?;
+fn run_report(id: &str, location: &StoreLocation) -> Result<String, Failure> {
+    let store = open_store(location)?;
+    let run = load_run(&store, &store.list().map_err(down)?, id)?;
     Ok(pages::with_nav(&crate::report::html::report_html_compared(
         &[run],
         None,
@@ -270,14 +289,15 @@ fn run_report(id: &str, results: &Path) -> Result<String, Failure> {
     )))
 }
 
-fn compare(ids: &[String], results: &Path) -> Result<String, Failure> {
-    let rows = stored_runs(results)?;
+fn compare(ids: &[String], location: &StoreLocation) -> Result<String, Failure> {
+    let store = open_store(location)?;
+    let rows = store.list().map_err(down)?;
     let sides = ids
         .iter()
         .map(|id| {
             Ok(crate::results::comparison::sides::Side {
                 label: id.clone(),
-                runs: vec![load_run(&rows, id)?],
+                runs: vec![load_run(&store, &rows, id)?],
             })
         })
         .collect::<Result<Vec<_>, Failure>>()?;
@@ -285,14 +305,17 @@ fn compare(ids: &[String], results: &Path) -> Result<String, Failure> {
     Ok(pages::with_nav(&crate::report::compare::render_html(&c)))
 }
 
-fn history(q: &HistoryQuery, results: &Path) -> Result<String, Failure> {
+fn history(q: &HistoryQuery, location: &StoreLocation) -> Result<String, Failure> {
     let mut points = Vec::new();
-    let runs = stored_runs(results)?
+    let store = open_store(location)?;
+    let runs = store
+        .list()
+        .map_err(down)?
         .into_iter()
         .filter(|r| r.study == q.study && q.step.as_ref().is_none_or(|s| *s == r.step));
     for row in runs {
         // Runs without a summary have no figures to show.
-        let Ok(s) = stored::read_summary(Path::new(&row.folder)) else {
+        let Some(s) = summary_of(&store, &row) else {
             continue;
         };
         let Some(t) = s.targets.iter().find(|t| t.name == q.target) else {
@@ -339,7 +362,12 @@ mod tests {
     use super::*;
 
     fn status(url: &str, results: &Path) -> u16 {
-        answer(&tiny_http::Method::Get, url, results).status
+        answer(
+            &tiny_http::Method::Get,
+            url,
+            &StoreLocation::in_folder(results),
+        )
+        .status
     }
 
     #[test]
@@ -372,7 +400,11 @@ mod tests {
         for url in ["/favicon.ico", "/run/a/b", "/run/", "//"] {
             assert_eq!(status(url, &none), 404, "{url}");
         }
-        let post = answer(&tiny_http::Method::Post, "/", &none);
+        let post = answer(
+            &tiny_http::Method::Post,
+            "/",
+            &StoreLocation::in_folder(&none),
+        );
         assert_eq!(post.status, 405);
         assert!(post.body.contains("GET only, not POST"), "{}", post.body);
     }
