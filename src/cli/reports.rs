@@ -7,6 +7,21 @@ pub(super) fn results(command: ResultsCommand, dir: &Path) -> Result<i32> {
     match command {
         ResultsCommand::List { json } => results_list(&open_store(dir)?, json),
         ResultsCommand::Show { run, json } => results_show(&open_store(dir)?, &run, json),
+        ResultsCommand::Export {
+            format,
+            output,
+            kind,
+        } => {
+            let store = open_store(dir)?;
+            let table = crate::results::export::export(&store, kind, format, &output)?;
+            eprintln!(
+                "{}: {} rows, {} columns",
+                output.display(),
+                table.rows.len(),
+                table.names.len()
+            );
+            Ok(0)
+        }
         ResultsCommand::Reindex => {
             let r = crate::results::reindex::reindex(dir)?;
             println!(
