@@ -235,7 +235,7 @@ fn prometheus_scrapes_a_run_and_every_dashboard_query_has_data() {
         .cmd()
         .args(["run", "--quiet", "--metrics"])
         .arg(format!("127.0.0.1:{metrics_port}"))
-        .args(["--metrics-linger-seconds", "4", study.to_str().unwrap()])
+        .args(["--metrics-linger-seconds", "10", study.to_str().unwrap()])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
