@@ -28,6 +28,25 @@ if [ "${#missing[@]}" -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
+# Prometheus 2.42 (tests/prometheus.rs starts its own `prometheus` on a loopback port with its
+# own configuration and data folder, scraping `storlab run --metrics`). Without its
+# recommends (the node exporter). Debian's package enables a system service: where this
+# installed it and systemd runs, that service is stopped and disabled, so that no system
+# Prometheus (port 9090, scraping nothing of ours) is left running.
+if ! dpkg -s prometheus >/dev/null 2>&1; then
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+  if [ -d /run/systemd/system ]; then
+    $SUDO systemctl disable --now prometheus.service >/dev/null 2>&1 || true
+  fi
+fi
+# pandas 1.5 (tests/export.rs reads `storlab results export`'s CSV with pd.read_csv), without
+# its recommends (about 90 packages more): numpy, pandas and two libraries, ~110 MB, ~25 s.
+if ! dpkg -s python3-pandas >/dev/null 2>&1; then
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends python3-pandas >/dev/null
+fi
+
 if ! command -v cargo >/dev/null 2>&1; then
   [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 fi

@@ -605,4 +605,26 @@ fn storlab_serve_shows_a_postgres_store_whose_run_folders_are_elsewhere() {
     assert!(answers[2].1.contains("<svg"), "no chart in the run's page");
     assert!(answers[4].1.contains(&ids[1]), "the history lacks a run");
     assert!(!clean.results().exists(), "serving wrote a results folder");
+    // The export of intervals reads the timelines from the store's files too.
+    let csv = clean.path().join("intervals.csv");
+    let out = clean.run(&[
+        "results",
+        "export",
+        "--format",
+        "csv",
+        "--kind",
+        "intervals",
+        "--output",
+        csv.to_str().expect("path"),
+        "--store",
+        &db.url,
+    ]);
+    assert!(out.status.success(), "{}", both(&out));
+    let text = std::fs::read_to_string(&csv).expect("the export");
+    for id in &ids {
+        assert!(
+            text.lines().filter(|l| l.contains(id.as_str())).count() >= 4,
+            "{id} has fewer than 4 intervals in the export:\n{text}"
+        );
+    }
 }

@@ -328,6 +328,20 @@ enum ResultsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Export every stored run as one table for notebooks (pandas, Polars, DuckDB): one row
+    /// per run (`--kind runs`: identity, sweep parameters as `param_KEY` columns, totals and
+    /// per `TARGET.OPERATION.` figures) or per timeline interval, target and operation
+    /// (`--kind intervals`). Units are in the column names (`rate_ops`, `rate_mb_s`,
+    /// `p99_latency_ns`).
+    Export {
+        #[arg(long, value_enum)]
+        format: crate::results::export::ExportFormat,
+        /// The file to write (replaced if it exists).
+        #[arg(long, value_name = "PATH")]
+        output: PathBuf,
+        #[arg(long, value_enum, default_value = "runs")]
+        kind: crate::results::export::ExportKind,
+    },
     /// Rebuild the index (results.db) from the run folders, which hold every result: after
     /// the index was damaged or lost, or folders were copied in. The old index is kept as
     /// results.db.replaced-TIME. Run it while no storlab writes to the folder.

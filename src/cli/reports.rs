@@ -11,6 +11,21 @@ pub(super) fn results(command: ResultsCommand, store: &StoreArgs) -> Result<i32>
         ResultsCommand::List { json } => results_list(&open_store(&location)?, json),
         ResultsCommand::Show { run, json } => results_show(&open_store(&location)?, &run, json),
         ResultsCommand::Push { folders } => results_push(&location, &folders),
+        ResultsCommand::Export {
+            format,
+            output,
+            kind,
+        } => {
+            let store = open_store(&location)?;
+            let table = crate::results::export::export(&store, kind, format, &output)?;
+            eprintln!(
+                "{}: {} rows, {} columns",
+                output.display(),
+                table.rows.len(),
+                table.names.len()
+            );
+            Ok(0)
+        }
         ResultsCommand::Reindex => {
             if store.store.is_some() {
                 bail!(

@@ -6,6 +6,7 @@
 
 pub mod comparison;
 pub mod distributed;
+pub mod export;
 pub mod histograms;
 pub mod phases;
 pub mod raid;

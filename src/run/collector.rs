@@ -109,7 +109,7 @@ fn publish_metrics(
             });
         }
     }
-    m.publish(super::metrics::render(&rows));
+    m.publish(super::metrics::render(&rows, &m.marks()));
 }
 
 struct Pending {
@@ -189,6 +189,8 @@ pub fn collect<W1: Write, W2: Write>(
         &mut m.out.io_error,
         TIMELINE_FILE,
     );
+    let measure_start_wall = sinks.measure_start_wall;
+    let mut measuring = false;
     let mut serializer = V2DeflateSerializer::new();
     let mut log = begin_log(
         &mut sinks.hdr_log,
@@ -213,6 +215,11 @@ pub fn collect<W1: Write, W2: Write>(
             m.out.io_error.get_or_insert(e);
         }
         if let Some(metrics) = metrics {
+            // Measurement has begun once its first interval is complete.
+            if index >= 0 && !measuring {
+                measuring = true;
+                metrics.mark("measure-start", "", measure_start_wall);
+            }
             last_rates(&p, interval_ns, &mut m.rates);
             if snapshot {
                 publish_metrics(metrics, &m.targets, &m.out, &m.rates);

@@ -11,6 +11,12 @@
 //! latency as a summary `storlab_latency_seconds` (quantiles 0.5, 0.9, 0.99, 0.999 from the
 //! merged HDR histograms, exact `_sum` and `_count`) and `storlab_latency_max_seconds`.
 //! Counters start again at each run of a study (a counter reset, as for a restarted process).
+//!
+//! Events, for a dashboard's annotations: `storlab_event_timestamp_seconds{kind,event}`, a
+//! gauge per mark of the current run holding the Unix time at which it happened, with the
+//! summary's event kinds: `warmup-start`, `measure-start` (marked by the run and the
+//! collector from the times they keep) and each study event's action (`exec`, `kill`,
+//! `power-off`...) with its name, marked by the event thread as it starts the event.
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -38,9 +44,23 @@ pub enum MetricsError {
     Thread(std::io::Error),
 }
 
+/// A mark of the current run: an event's kind (and name, for a study event) and when it
+/// happened.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mark {
+    /// The summary's event kind: `warmup-start`, `measure-start` or a study event's action.
+    pub kind: String,
+    /// The study event's name (empty for a phase mark).
+    pub event: String,
+    /// Unix time, seconds.
+    pub unix_s: f64,
+}
+
 /// The metrics endpoint: the last snapshot and the thread serving it.
 pub struct Exporter {
     snapshot: Arc<Mutex<String>>,
+    /// The current run's marks, rendered with each snapshot.
+    marks: Mutex<Vec<Mark>>,
     server: Arc<tiny_http::Server>,
     thread: Option<JoinHandle<()>>,
     addr: SocketAddr,
@@ -72,6 +92,7 @@ impl Exporter {
         };
         Ok(Exporter {
             snapshot,
+            marks: Mutex::new(Vec::new()),
             server,
             thread: Some(thread),
             addr: bound,
@@ -81,6 +102,35 @@ impl Exporter {
     /// Where it listens.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// A run begins: the marks of the one before are forgotten.
+    pub fn begin_run(&self) {
+        if let Ok(mut m) = self.marks.lock() {
+            m.clear();
+        }
+    }
+
+    /// Marks an event of the current run at `at` (a later mark of the same kind and name
+    /// replaces an earlier one). Shown from the next snapshot on.
+    pub fn mark(&self, kind: &str, event: &str, at: std::time::SystemTime) {
+        let unix_s = at
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs_f64())
+            .unwrap_or(0.0);
+        if let Ok(mut m) = self.marks.lock() {
+            m.retain(|x| !(x.kind == kind && x.event == event));
+            m.push(Mark {
+                kind: kind.to_string(),
+                event: event.to_string(),
+                unix_s,
+            });
+        }
+    }
+
+    /// The current run's marks, in the order they were made.
+    pub fn marks(&self) -> Vec<Mark> {
+        self.marks.lock().map(|m| m.clone()).unwrap_or_default()
     }
 
     /// Replaces the snapshot scrapes return.
@@ -137,8 +187,8 @@ pub struct Row<'a> {
     pub rate_bytes: f64,
 }
 
-/// The OpenMetrics exposition of `rows`.
-pub fn render(rows: &[Row<'_>]) -> String {
+/// The OpenMetrics exposition of `rows` and `marks`.
+pub fn render(rows: &[Row<'_>], marks: &[Mark]) -> String {
     let mut out = String::with_capacity(256 + rows.len() * 1024);
     let labels = |r: &Row<'_>| {
         format!(
@@ -234,6 +284,23 @@ pub fn render(rows: &[Row<'_>]) -> String {
             float(secs(r.totals.service.max()))
         );
     }
+    let name = "storlab_event_timestamp_seconds";
+    family(
+        &mut out,
+        name,
+        "gauge",
+        Some("seconds"),
+        "Unix time of each event of the current run: warmup-start, measure-start, and each study event's start (kind: its action; event: its name).",
+    );
+    for m in marks {
+        let _ = writeln!(
+            out,
+            "{name}{{kind=\"{}\",event=\"{}\"}} {}",
+            escape(&m.kind),
+            escape(&m.event),
+            float(m.unix_s)
+        );
+    }
     out.push_str("# EOF\n");
     out
 }
@@ -267,6 +334,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_mark_replaces_its_earlier_self_and_a_run_forgets_the_last_ones() {
+        let e = Exporter::start("127.0.0.1:0".parse().unwrap()).unwrap();
+        let at = |s: u64| std::time::UNIX_EPOCH + std::time::Duration::from_millis(s);
+        e.mark("warmup-start", "", at(1_000));
+        e.mark("kill", "crash", at(2_500));
+        e.mark("kill", "crash", at(3_000));
+        let marks = e.marks();
+        assert_eq!(marks.len(), 2, "{marks:?}");
+        assert_eq!((marks[1].kind.as_str(), marks[1].unix_s), ("kill", 3.0));
+        e.begin_run();
+        assert!(e.marks().is_empty());
+    }
+
+    #[test]
     fn exposition_has_every_family_and_ends_with_eof() {
         let mut t = KindTotals::new(false);
         for v in [1_000u64, 2_000, 3_000, 1_000_000] {
@@ -294,7 +375,12 @@ mod tests {
                 rate_bytes: 0.0,
             },
         ];
-        let text = render(&rows);
+        let marks = [Mark {
+            kind: "kill".into(),
+            event: "crash".into(),
+            unix_s: 1_700_000_000.25,
+        }];
+        let text = render(&rows, &marks);
         assert!(text.ends_with("# EOF\n"), "{text}");
         let l = "target=\"disk \\\"a\\\"\",operation=\"read\"";
         for line in [
@@ -307,6 +393,8 @@ mod tests {
             "# UNIT storlab_latency_seconds seconds".to_string(),
             "# TYPE storlab_operations counter".to_string(),
             "storlab_operations_total{target=\"b\",operation=\"write\"} 0".to_string(),
+            "storlab_event_timestamp_seconds{kind=\"kill\",event=\"crash\"} 1700000000.25"
+                .to_string(),
         ] {
             assert!(text.lines().any(|x| x == line), "missing {line} in\n{text}");
         }

@@ -94,12 +94,16 @@ pub(super) fn run_one(
         events_before.push(drop_page_cache());
     }
     let flags = Flags::new(opts.interrupted.clone());
+    if let Some(m) = &opts.metrics {
+        m.begin_run();
+    }
     let event_context = events::Context {
         clock: &flags.clock,
         control: &flags.control,
         step_over: &flags.step_over,
         log_dir: study_folder.join("processes"),
         run_index: run.index,
+        metrics: opts.metrics.as_deref(),
     };
     // Events that prepare the step (a server its targets need) run before anything else.
     let (mut recorded, failure) = events::run_before(&run.events, &event_context, processes);
@@ -329,6 +333,11 @@ impl Threads<'_> {
         let to_collector = self.dist0.is_some().then_some(to_collector);
         let local_fg = inputs.iter().filter(|w| !w.background).count();
         let sinks = self.sinks(stored)?;
+        if let Some(m) = &self.opts.metrics
+            && !self.run.warmup.0.is_zero()
+        {
+            m.mark("warmup-start", "", stored.started);
+        }
         let feed = Feed {
             rx,
             spare_senders,

@@ -68,6 +68,8 @@ pub struct Context<'a> {
     /// Where started processes write their output.
     pub log_dir: PathBuf,
     pub run_index: usize,
+    /// The metrics endpoint (`--metrics`): each event is marked on it as it starts.
+    pub metrics: Option<&'a crate::run::metrics::Exporter>,
 }
 
 impl Context<'_> {
@@ -211,6 +213,9 @@ fn execute(e: &EventPlan, ctx: &Context, processes: &mut Processes) -> Recorded 
     let mut r = not_run(e, EventStatus::Ok, String::new());
     r.recovery = e.recovery.is_some();
     r.start_ns = Some(ctx.clock.now_ns());
+    if let Some(m) = ctx.metrics {
+        m.mark(r.action, &e.name, std::time::SystemTime::now());
+    }
     match &e.action {
         Action::Exec { command, timeout } => exec(&mut r, command, timeout, ctx),
         Action::Start { command, keep } => start(&mut r, e, command, *keep, ctx, processes),
