@@ -299,7 +299,7 @@ fn bad_input_is_a_page_that_says_so(lab: &Lab, addr: &str, run: &str) {
     std::fs::remove_file(&db).unwrap();
     let (got, page) = get(addr, "/history?study=null-engine&target=null");
     assert_eq!(got, 503, "{page}");
-    assert!(page.contains("no results store in"), "{page}");
+    assert!(page.contains("no results store at"), "{page}");
     std::fs::rename(&kept, &db).unwrap();
     let (got, page) = get(addr, "/");
     assert_eq!(
