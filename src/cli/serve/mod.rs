@@ -428,10 +428,18 @@ mod tests {
     fn an_empty_store_lists_nothing_and_knows_no_run() {
         let dir = tempfile::tempdir().unwrap();
         Store::open(dir.path()).unwrap();
-        let list = answer(&tiny_http::Method::Get, "/", dir.path());
+        let list = answer(
+            &tiny_http::Method::Get,
+            "/",
+            &StoreLocation::in_folder(dir.path()),
+        );
         assert_eq!(list.status, 200);
         assert!(list.body.contains("0 of 0 runs") && list.body.contains("No stored run"));
-        let run = answer(&tiny_http::Method::Get, "/run/r%25", dir.path());
+        let run = answer(
+            &tiny_http::Method::Get,
+            "/run/r%25",
+            &StoreLocation::in_folder(dir.path()),
+        );
         assert_eq!(run.status, 404);
         // The id is taken as it is, never as a pattern (`%` matches anything in LIKE).
         assert!(run.body.contains("no run `r%`"), "{}", run.body);
