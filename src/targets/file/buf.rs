@@ -2,6 +2,7 @@
 //! session, filled with random data or stamped for verified writes.
 
 use super::*;
+use crate::workload::buffers::BufferFiller;
 
 /// Page-aligned I/O buffers, one block per slot.
 pub(super) struct AlignedBuf {
@@ -14,7 +15,14 @@ pub(super) struct AlignedBuf {
 unsafe impl Send for AlignedBuf {}
 
 impl AlignedBuf {
-    pub(super) fn new(slots: usize, block: usize, p: &SessionParams) -> Result<AlignedBuf, TargetError> {
+    /// With a `filler` (fio's buffer contents), each slot's block is filled by it, as fio
+    /// fills each of its buffers before the first write.
+    pub(super) fn new(
+        slots: usize,
+        block: usize,
+        p: &SessionParams,
+        filler: Option<&mut BufferFiller>,
+    ) -> Result<AlignedBuf, TargetError> {
         let size = (slots * block).max(BUF_ALIGN);
         let layout = std::alloc::Layout::from_size_align(size, BUF_ALIGN)
             .map_err(|e| TargetError::Invalid(format!("buffer layout: {e}")))?;
@@ -26,7 +34,11 @@ impl AlignedBuf {
             )));
         }
         let mut b = AlignedBuf { ptr, layout, block };
-        if p.random_data {
+        if let Some(f) = filler {
+            for slot in 0..slots {
+                f.fill(b.slot_mut(slot as u32, block as u32));
+            }
+        } else if p.random_data {
             let mut rng = rand::rngs::SmallRng::seed_from_u64(p.seed ^ ((p.worker as u64) << 32));
             rng.fill_bytes(b.all());
         } else {
