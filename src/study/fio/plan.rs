@@ -124,8 +124,17 @@ fn workload_table(job: &Job) -> toml::Table {
         "threads".into(),
         (if shared { job.numjobs } else { 1 } as i64).into(),
     );
-    if let Some(r) = job.rate_iops {
-        w.insert("rate-per-thread-ops".into(), (r as f64).into());
+    if let Some(r) = job.rates.ops_per_second(job) {
+        w.insert("rate-per-thread-ops".into(), r.into());
+        if job.rates.process == super::rates::RateProcess::Poisson {
+            w.insert("rate-process".into(), "poisson".into());
+        }
+    }
+    if let Some(b) = job.buffers.write_buffers(read_share > 0.0) {
+        w.insert(
+            "write-buffers".into(),
+            toml::Value::try_from(b).unwrap_or_else(|_| toml::Table::new().into()),
+        );
     }
     if job.fsync > 0 {
         w.insert("fsync-every".into(), (job.fsync as i64).into());
@@ -313,6 +322,9 @@ fn substitution_notes(jobs: &[Job]) -> Vec<String> {
                 j.name, j.iodepth
             ));
         }
+        if let Some(n) = j.rates.note(j) {
+            notes.push(n);
+        }
         if let Some(seed) = j.control.seed {
             notes.push(format!(
                 "job `{}`: randrepeat=0: offsets drawn from seed {seed}, new for this invocation",
@@ -493,6 +505,16 @@ impl GroupStep<'_> {
                 j,
                 format!(
                     "job `{}`: verify with ioengine=null: the null target keeps no data to read back",
+                    j.name
+                ),
+            ));
+            return None;
+        }
+        if j.verify && j.buffers.given {
+            errors.push(err(
+                j,
+                format!(
+                    "job `{}`: verify with buffer options is not supported by storlab fio: its verified blocks carry storlab's header and random data, not fio's buffers",
                     j.name
                 ),
             ));
