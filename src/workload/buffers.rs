@@ -8,8 +8,8 @@
 //! fio's default 512; 0: the whole write), each chunk from its own seed: its first
 //! (100 - P)% random bytes, the rest zero (or the pattern repeated). The random bytes are
 //! fio's: 4 seed buckets (`seed * prime`), each a chain of multiplications by the 64-bit
-//! golden ratio (`__fill_random_buf`), from 32-bit seeds (fio's default tausworthe
-//! generator). With `dedupe-percentage` D, each block reuses the previous block's seed stream
+//! golden ratio (`__fill_random_buf`), from seeds made as fio makes them (the product of two draws of its default
+//! 32-bit tausworthe generator). With `dedupe-percentage` D, each block reuses the previous block's seed stream
 //! with probability D% (fio's `get_buf_state`, "repeat" mode): the block repeats another.
 //! Without either, a block is the pattern repeated, zeros, or random bytes from one seed.
 //! `refill`: every write is filled afresh; else the buffers are filled once and, with
@@ -149,10 +149,11 @@ impl Stream {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         crate::model::seed::splitmix64(self.0)
     }
-    /// A 32-bit seed, as fio's default tausworthe generator gives.
+    /// A seed as fio's `__get_next_seed` makes one on a 64-bit machine from its default
+    /// 32-bit tausworthe generator: the product of two 32-bit draws.
     #[inline]
     fn seed32(&mut self) -> u64 {
-        self.next() >> 32
+        (self.next() >> 32).wrapping_mul(self.next() >> 32)
     }
 }
 
