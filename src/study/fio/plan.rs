@@ -241,6 +241,14 @@ pub fn build(files: Vec<JobFile>) -> Result<FioPlan, Vec<LineError>> {
         return Err(errors);
     }
     notes.append(&mut doc.notes);
+    // rate_min is judged per rate_cycle on the timeline: intervals no longer than the
+    // shortest cycle.
+    doc.interval_ms = jobs
+        .iter()
+        .filter(|j| j.rates.has_min())
+        .map(|j| j.rates.cycle.as_millis().max(10) as i64)
+        .min()
+        .filter(|&ms| ms < 1000);
     let study_text = doc.text(&names, &notes);
     Ok(FioPlan {
         files: names,
@@ -378,6 +386,8 @@ struct StudyDoc {
     steps: Vec<toml::Value>,
     /// What the groups' control options made storlab do otherwise than fio.
     notes: Vec<String>,
+    /// The study's interval, ms, when not storlab's default of 1 s.
+    interval_ms: Option<i64>,
 }
 
 /// One group's step as it is built, job target by job target.
@@ -472,6 +482,9 @@ impl StudyDoc {
             description.push_str(&format!(" ({})", notes.join("; ")));
         }
         doc.insert("description".into(), description.into());
+        if let Some(ms) = self.interval_ms {
+            doc.insert("interval".into(), format!("{ms}ms").into());
+        }
         doc.insert("targets".into(), self.targets.into());
         doc.insert("workloads".into(), self.workloads.into());
         doc.insert("steps".into(), self.steps.into());
