@@ -420,10 +420,7 @@ impl FileConfig {
             Engine::IoUring => p.queue_depth as usize,
             Engine::Psync => 1,
         };
-        let mut filler = p.write_buffers.clone().map(|b| {
-            crate::workload::buffers::BufferFiller::new(b, p.seed ^ ((p.worker as u64) << 32))
-        });
-        let buf = AlignedBuf::new(slots, p.block_bytes as usize, p, filler.as_mut())?;
+        let buf = AlignedBuf::new(slots, p.block_bytes as usize, p)?;
         let verify = p.verify.as_ref().map(|v| Stamper::new(v, slots));
         let bounds = (
             p.region.offset_bytes,
@@ -436,7 +433,6 @@ impl FileConfig {
                 bounds,
                 generation: 0,
                 stamp: p.random_data,
-                filler,
                 direct: self.direct,
                 verify,
             })),
@@ -447,7 +443,6 @@ impl FileConfig {
                     bounds,
                     p.queue_depth,
                     p.random_data,
-                    filler,
                     verify,
                     self.uring_options(),
                 )
@@ -558,8 +553,6 @@ pub struct PsyncSession {
     bounds: (u64, u64),
     generation: u64,
     stamp: bool,
-    /// fio's buffer contents (`write-buffers`): refills or scrambles each write's block.
-    filler: Option<crate::workload::buffers::BufferFiller>,
     direct: bool,
     /// Verified writes (`verify = true`).
     verify: Option<Stamper>,
@@ -605,8 +598,8 @@ impl Session for PsyncSession {
                     if v.prepare(0, self.buf.slot_mut(0, len), offset) != Stamped::Ready {
                         return Err(OUT_OF_BOUNDS);
                     }
-                } else if let Some(f) = &mut self.filler {
-                    f.before_write(self.buf.slot_mut(0, len), offset);
+                } else if self.buf.fill_for_write(0, len, offset) {
+                    // fio's contents.
                 } else if self.stamp {
                     self.generation += 1;
                     self.buf.stamp(0, offset, self.generation);

@@ -33,7 +33,7 @@ pub struct Buffers {
     pattern_refill_reads: bool,
 }
 
-fn value<'a>(e: &'a Entry) -> Result<&'a str, String> {
+fn value(e: &Entry) -> Result<&str, String> {
     e.value
         .as_deref()
         .ok_or_else(|| format!("option `{}` needs a value", e.name))

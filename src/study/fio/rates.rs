@@ -65,7 +65,7 @@ fn pair(e: &Entry, one: &dyn Fn(&str) -> Result<u64, String>) -> Result<Pair, St
             Ok([r, r])
         }
         [r, w] => Ok([value(r)?, value(w)?]),
-        [r, w, t] if t.is_empty() => Ok([value(r)?, value(w)?]),
+        [r, w, ""] => Ok([value(r)?, value(w)?]),
         _ => Err(format!(
             "{}={v}: a trim rate is not supported by storlab fio (storlab does not trim): give `read,write`",
             e.name

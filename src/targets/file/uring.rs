@@ -102,8 +102,6 @@ pub struct UringSession {
     options: UringOptions,
     generation: u64,
     stamp: bool,
-    /// fio's buffer contents (`write-buffers`): refills or scrambles each write's block.
-    filler: Option<crate::workload::buffers::BufferFiller>,
     /// Verified writes (`verify = true`).
     verify: Option<Stamper>,
     /// Completions reaped while a verified write waited for an earlier write to its block,
@@ -132,7 +130,6 @@ impl UringSession {
         bounds: (u64, u64),
         qd: u32,
         stamp: bool,
-        filler: Option<crate::workload::buffers::BufferFiller>,
         verify: Option<Stamper>,
         options: UringOptions,
     ) -> Result<UringSession, UringError> {
@@ -166,7 +163,6 @@ impl UringSession {
             options,
             generation: 0,
             stamp,
-            filler,
             verify,
             held: Vec::with_capacity(qd as usize),
             _file: file,
@@ -433,8 +429,8 @@ impl Session for UringSession {
                         Stamped::Outside => return Err(OUT_OF_BOUNDS),
                     }
                 }
-                if let Some(f) = &mut self.filler {
-                    f.before_write(self.buf.slot_mut(slot, len), offset);
+                if self.buf.fill_for_write(slot, len, offset) {
+                    // fio's contents.
                 } else if self.stamp && self.verify.is_none() {
                     self.generation += 1;
                     self.buf.stamp(slot, offset, self.generation);
@@ -575,8 +571,8 @@ mod tests {
             kv_verify: None,
             pgbench: None,
         };
-        let buf = AlignedBuf::new(4, 4096, &p, None).unwrap();
-        UringSession::new(file, buf, (0, 1 << 16), 4, false, None, None, options).unwrap()
+        let buf = AlignedBuf::new(4, 4096, &p).unwrap();
+        UringSession::new(file, buf, (0, 1 << 16), 4, false, None, options).unwrap()
     }
 
     fn per_op() -> UringOptions {
