@@ -16,9 +16,11 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 # (tests/verify_fuse.rs) needs no package: the fuser crate mounts through /dev/fuse with
 # mount(2) itself as root (no libfuse, no fusermount). OpenMPI 4.1 (openmpi-bin: mpirun;
 # libopenmpi-dev: the library the `mpi` feature links, its bindings generated with libclang)
-# for distributed runs under mpirun; storlab without mpirun never needs it.
+# for distributed runs under mpirun; storlab without mpirun never needs it. zstd and lz4 (the
+# compressors tests/fio.rs measures fio's and storlab's compressible buffers with).
 need=(gcc g++ pkg-config fio util-linux e2fsprogs xfsprogs btrfs-progs python3
-      librocksdb-dev libclang-dev rocksdb-tools chromium poppler-utils libnfs-dev openmpi-bin libopenmpi-dev)
+      librocksdb-dev libclang-dev rocksdb-tools chromium poppler-utils libnfs-dev openmpi-bin libopenmpi-dev
+      zstd lz4)
 missing=()
 for p in "${need[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

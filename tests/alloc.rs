@@ -103,6 +103,7 @@ fn loop_allocations_paced(
             rate_ops,
             skip_late_ns: None,
             starts_paused: false,
+            poisson_seed: None,
             stop_on_error: false,
         },
         clock: Clock::new(),
@@ -118,8 +119,11 @@ fn loop_allocations_paced(
         region,
         queue_depth: workload.queue_depth(),
         block_bytes: workload.block_bytes() as u32,
-        random_data: true,
+        random_data: workload
+            .as_block()
+            .is_none_or(|b| b.write_buffers.is_none()),
         pattern: 0,
+        write_buffers: workload.as_block().and_then(|b| b.write_buffers.clone()),
         seed: 1,
         kv: workload.kv_shape(),
         ycsb: workload.ycsb(),
@@ -305,20 +309,27 @@ fn file_target_loop_allocates_nothing_per_operation() {
         ))
         .unwrap();
         let t = (storlab::targets::find_type("file").unwrap().parse)(table).unwrap();
-        let w = workload(&format!("read-share = 0.5\nqueue-depth = {qd}"));
-        let prepared = t
-            .prepare(&PrepareOptions {
-                writes: true,
-                min_size_bytes: 4096,
-                ..Default::default()
-            })
-            .unwrap();
-        let short = loop_allocations(&t, &w, &prepared, 20_000);
-        let long = loop_allocations(&t, &w, &prepared, 200_000);
-        assert_eq!(
-            short, long,
-            "{engine}: allocations grew with operations: {short} for 20k ops, {long} for 200k ops"
-        );
+        // Storlab's own data, and fio's buffers (refilled per write, or scrambled).
+        for data in [
+            "",
+            "\nwrite-buffers = { compress-percentage = 50, dedupe-percentage = 20, refill = true }",
+            "\nwrite-buffers = { pattern = [1, 2, 3], scramble = true }",
+        ] {
+            let w = workload(&format!("read-share = 0.5\nqueue-depth = {qd}{data}"));
+            let prepared = t
+                .prepare(&PrepareOptions {
+                    writes: true,
+                    min_size_bytes: 4096,
+                    ..Default::default()
+                })
+                .unwrap();
+            let short = loop_allocations(&t, &w, &prepared, 20_000);
+            let long = loop_allocations(&t, &w, &prepared, 200_000);
+            assert_eq!(
+                short, long,
+                "{engine}{data}: allocations grew with operations: {short} for 20k ops, {long} for 200k ops"
+            );
+        }
     }
 }
 

@@ -566,3 +566,121 @@ fn status_interval_prints_cumulative_status() {
         "{err}"
     );
 }
+
+/// A compressor's output size of `path` (`zstd -c` or `lz4 -c`).
+fn compressed_bytes(tool: &str, path: &Path) -> u64 {
+    let o = std::process::Command::new(tool)
+        .args(["-q", "-c"])
+        .arg(path)
+        .output()
+        .unwrap_or_else(|e| panic!("{tool}: {e} (scripts/setup.sh installs it)"));
+    assert!(o.status.success(), "{tool} {}", path.display());
+    o.stdout.len() as u64
+}
+
+/// Distinct 4 KiB blocks of a file: what a deduplicating array keeps.
+fn distinct_blocks(path: &Path) -> usize {
+    let data = std::fs::read(path).unwrap();
+    data.chunks(4096)
+        .collect::<std::collections::HashSet<_>>()
+        .len()
+}
+
+/// The data storlab writes is the data fio writes, in distribution: the same job file's
+/// 8 MiB written by fio 3.33 and by `storlab fio` compress by zstd and lz4 within 5% of each
+/// other, for compress percentages, a chunk size, a pattern and dedupe (whose distinct 4 KiB
+/// blocks are also within 5%).
+#[test]
+fn buffer_options_write_data_that_compresses_as_fios() {
+    let lab = Lab::new();
+    let cases: &[(&str, &str)] = &[
+        ("c0", "buffer_compress_percentage=0\n"),
+        ("c25", "buffer_compress_percentage=25\n"),
+        ("c50", "buffer_compress_percentage=50\n"),
+        ("c75", "buffer_compress_percentage=75\n"),
+        (
+            "chunk",
+            "buffer_compress_percentage=60\nbuffer_compress_chunk=4k\n",
+        ),
+        (
+            "pattern",
+            "buffer_compress_percentage=40\nbuffer_pattern=\"storlab\"\n",
+        ),
+        ("dedupe", "dedupe_percentage=40\n"),
+        (
+            "dedupe-compress",
+            "dedupe_percentage=30\nbuffer_compress_percentage=50\n",
+        ),
+        ("scramble", "scramble_buffers=1\n"),
+    ];
+    for (name, options) in cases {
+        let body = format!("[w]\nrw=write\nbs=4k\nsize=8m\nioengine=psync\n{options}");
+        let by_fio = lab.path().join(format!("{name}.fio.dat"));
+        let by_storlab = lab.path().join(format!("{name}.storlab.dat"));
+        let fio_job = lab.write(
+            &format!("{name}-fio.fio"),
+            &format!("{body}filename={}\n", by_fio.display()),
+        );
+        let o = std::process::Command::new("fio")
+            .arg("--output=/dev/null")
+            .arg(&fio_job)
+            .output()
+            .expect("fio (scripts/setup.sh installs it)");
+        assert!(o.status.success(), "fio {name}: {}", text(&o).1);
+        let storlab_job = lab.write(
+            &format!("{name}-storlab.fio"),
+            &format!("{body}filename={}\n", by_storlab.display()),
+        );
+        let (ok, _, err) = fio(&lab, &["--output=/dev/null", storlab_job.to_str().unwrap()]);
+        assert!(ok, "{name}: {err}");
+        for tool in ["zstd", "lz4"] {
+            let size = 8u64 << 20;
+            let theirs = size as f64 / compressed_bytes(tool, &by_fio) as f64;
+            let ours = size as f64 / compressed_bytes(tool, &by_storlab) as f64;
+            eprintln!("{name} {tool}: fio {theirs:.3}, storlab {ours:.3}");
+            assert!(
+                (ours / theirs - 1.0).abs() < 0.05,
+                "{name} {tool}: fio's ratio {theirs:.3}, storlab's {ours:.3}"
+            );
+        }
+        let (theirs, ours) = (distinct_blocks(&by_fio), distinct_blocks(&by_storlab));
+        eprintln!("{name} distinct 4 KiB blocks: fio {theirs}, storlab {ours}");
+        assert!(
+            (ours as f64 / theirs as f64 - 1.0).abs() < 0.05,
+            "{name}: fio {theirs} distinct blocks, storlab {ours}"
+        );
+    }
+}
+
+/// rate: bytes per second paced as I/Os; rate_process=poisson runs at the same mean;
+/// rate_iops_min that the rate cannot meet fails the command with fio's message; rate_min
+/// that is met does not.
+#[test]
+fn rates_pace_and_rate_min_fails_a_slow_job() {
+    let lab = Lab::new();
+    let paced = lab.write(
+        "paced.fio",
+        "[global]\nioengine=null\nsize=64m\nrw=randread\nbs=4k\nruntime=3s\ntime_based\n[p]\nrate=4m\nrate_process=poisson\nrate_min=3m\nratecycle=500\n",
+    );
+    let (ok, _, err) = fio(&lab, &["--output=/dev/null", paced.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    let s = summary(&lab, 1);
+    let iops = stored_ops(&s, "read") as f64 / 3.0;
+    // 4 MiB/s of 4 KiB: 1024 I/Os per second, a Poisson process of that mean.
+    assert!((iops / 1024.0 - 1.0).abs() < 0.1, "{iops} IOPS");
+    let study = std::fs::read_to_string(lab.study_folder().join("run-001/study.toml")).unwrap();
+    assert!(study.contains("rate-process = \"poisson\""), "{study}");
+    assert!(study.contains("interval = \"500ms\""), "{study}");
+    let lab = Lab::new();
+    let slow = lab.write(
+        "slow.fio",
+        "[s]\nioengine=null\nsize=64m\nrw=write\nrate_iops=100\nrate_iops_min=500\nruntime=3s\ntime_based\n",
+    );
+    let (ok, _, err) = fio(&lab, &["--output=/dev/null", slow.to_str().unwrap()]);
+    assert!(!ok, "{err}");
+    assert!(
+        err.contains("s: rate_iops_min=500 not met, got 100 IOPS")
+            || err.contains("s: rate_iops_min=500 not met, got 99 IOPS"),
+        "{err}"
+    );
+}

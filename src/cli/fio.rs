@@ -219,5 +219,14 @@ pub(super) fn fio(args: FioArgs) -> Result<i32> {
         }
     }
     eprintln!("results: {}", outcome.folder.display());
-    Ok(code)
+    // rate_min / rate_iops_min: a job below its least rate fails the command, as in fio.
+    let below = super::fio_rate_min::failures(&fplan, &runs);
+    for m in &below {
+        eprintln!("{m}");
+    }
+    Ok(if below.is_empty() || code != 0 {
+        code
+    } else {
+        1
+    })
 }

@@ -16,6 +16,7 @@ use console::Console;
 
 mod console;
 mod fio;
+mod fio_rate_min;
 mod fio_status;
 mod reports;
 mod serve;

@@ -13,3 +13,20 @@ pub struct RateChange {
     pub at_ns: u64,
     pub rate_ops: f64,
 }
+
+/// How an open loop spaces its intended starts (fio's `rate_process`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RateProcess {
+    /// Evenly: one gap of 1/rate between starts.
+    #[default]
+    Linear,
+    /// A Poisson process: exponential gaps of mean 1/rate, from a seeded stream.
+    Poisson,
+}
+
+impl RateProcess {
+    pub fn is_linear(&self) -> bool {
+        *self == RateProcess::Linear
+    }
+}

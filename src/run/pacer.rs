@@ -21,6 +21,9 @@ pub struct Pacer {
     changes: Box<[RateChange]>,
     /// The first change not applied yet.
     pending: usize,
+    /// A Poisson process (fio's `rate_process=poisson`): the state of the stream whose draws
+    /// make each gap exponential with the current gap as its mean; None: even gaps.
+    poisson: Option<u64>,
 }
 
 fn gap_of(rate_ops: f64) -> f64 {
@@ -48,6 +51,7 @@ impl Pacer {
             gap_ns: gap_of(rate_ops),
             changes,
             pending: 0,
+            poisson: None,
         };
         // Changes at or before the start apply from the start.
         while let Some(c) = p.changes.get(p.pending).copied() {
@@ -61,6 +65,28 @@ impl Pacer {
             p.next_ns = p.resume_at();
         }
         p
+    }
+
+    /// Exponential gaps of the same mean (a Poisson process of the same rate), drawn from
+    /// a stream seeded with `seed`: fio's `rate_process=poisson`.
+    pub fn poisson(mut self, seed: u64) -> Pacer {
+        self.poisson = Some(seed);
+        self
+    }
+
+    /// A gap's share of the mean: 1, or an exponential draw of mean 1 (-ln U, U in (0, 1]).
+    #[inline]
+    fn draw(&mut self) -> f64 {
+        match &mut self.poisson {
+            None => 1.0,
+            Some(state) => {
+                *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+                let bits = crate::model::seed::splitmix64(*state) >> 11;
+                // (bits + 1) / 2^53: in (0, 1], so the logarithm is finite.
+                let u = (bits + 1) as f64 / (1u64 << 53) as f64;
+                -u.ln()
+            }
+        }
     }
 
     /// When a paused worker starts again: at the next change with a rate (applying those
@@ -86,7 +112,7 @@ impl Pacer {
     #[inline]
     pub fn take(&mut self) -> u64 {
         let at = self.next_ns;
-        let mut next = at + self.gap_ns;
+        let mut next = at + self.gap_ns * self.draw();
         while let Some(c) = self.changes.get(self.pending).copied() {
             let change = c.at_ns as f64;
             if next < change {
@@ -200,6 +226,40 @@ mod tests {
             v.push(p.take());
         }
         v
+    }
+
+    #[test]
+    fn a_poisson_process_has_exponential_gaps_of_the_rates_mean() {
+        // 1000 ops/s: gaps of mean 1 ms and, being exponential, a coefficient of variation of 1.
+        let mut p = Pacer::new(0, 1000.0, Box::new([]), 0).poisson(42);
+        let n = 200_000;
+        let mut last = p.take();
+        let gaps: Vec<f64> = (0..n)
+            .map(|_| {
+                let t = p.take();
+                let g = (t - last) as f64;
+                last = t;
+                g
+            })
+            .collect();
+        let mean = gaps.iter().sum::<f64>() / n as f64;
+        let var = gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / n as f64;
+        let cv = var.sqrt() / mean;
+        assert!((mean / 1e6 - 1.0).abs() < 0.01, "mean gap {mean} ns");
+        assert!((cv - 1.0).abs() < 0.02, "coefficient of variation {cv}");
+        // P(gap > mean) = 1/e for an exponential.
+        let above = gaps.iter().filter(|&&g| g > 1e6).count() as f64 / n as f64;
+        assert!((above - (-1f64).exp()).abs() < 0.01, "{above}");
+        // Seeded: the same seed draws the same starts, another seed others.
+        let starts = |seed| {
+            let mut p = Pacer::new(0, 1000.0, Box::new([]), 0).poisson(seed);
+            (0..5).map(|_| p.take()).collect::<Vec<u64>>()
+        };
+        assert_eq!(starts(7), starts(7));
+        assert_ne!(starts(7), starts(8));
+        // The linear process is untouched: even gaps.
+        let mut even = Pacer::new(0, 1000.0, Box::new([]), 0);
+        assert_eq!((even.take(), even.take()), (0, 1_000_000));
     }
 
     #[test]

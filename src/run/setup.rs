@@ -319,8 +319,11 @@ impl Builder<'_> {
             region: self.regions[ti],
             queue_depth: w.queue_depth(),
             block_bytes: w.block_bytes() as u32,
-            random_data: block.is_none_or(|b| b.write_data == crate::workload::WriteData::Random),
+            random_data: block.is_none_or(|b| {
+                b.write_data == crate::workload::WriteData::Random && b.write_buffers.is_none()
+            }),
             pattern: block.map_or(0, |b| b.write_pattern),
+            write_buffers: block.and_then(|b| b.write_buffers.clone()),
             seed: run.targets[ti].seed,
             kv: w.kv_shape(),
             ycsb: w.ycsb(),
@@ -398,6 +401,10 @@ impl Builder<'_> {
                     .and_then(|s| s.latency_limit)
                     .map(|d| d.0.as_nanos() as u64),
                 starts_paused: activity.as_ref().is_some_and(|(runs, _)| !runs),
+                poisson_seed: w
+                    .as_block()
+                    .filter(|b| b.rate_process == crate::model::rate::RateProcess::Poisson)
+                    .map(|_| crate::workload::mix_seed(t.seed, &[0x9015_5011, u64::from(thread)])),
                 stop_on_error: run.stop_on_error,
             };
             let source = sources.next().expect("one source per thread");
@@ -445,6 +452,7 @@ impl Builder<'_> {
             rate_ops: b.rate_ops,
             skip_late_ns: None,
             starts_paused: false,
+            poisson_seed: None,
             stop_on_error: false,
         };
         self.inputs.push(WorkerInput {

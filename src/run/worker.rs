@@ -169,6 +169,9 @@ pub struct WorkerConfig {
     /// Closed loop with a rate schedule: the worker is paused in the first phase (and the
     /// warm-up), until a change of [`Worker::rate_changes`] sets it running.
     pub starts_paused: bool,
+    /// Open loop as a Poisson process (`rate-process = "poisson"`): the seed of its
+    /// exponential gaps (derived from the run's seed, so recorded with it); None: even gaps.
+    pub poisson_seed: Option<u64>,
     pub stop_on_error: bool,
 }
 

@@ -598,6 +598,8 @@ impl Session for PsyncSession {
                     if v.prepare(0, self.buf.slot_mut(0, len), offset) != Stamped::Ready {
                         return Err(OUT_OF_BOUNDS);
                     }
+                } else if self.buf.fill_for_write(0, len, offset) {
+                    // fio's contents.
                 } else if self.stamp {
                     self.generation += 1;
                     self.buf.stamp(0, offset, self.generation);

@@ -114,6 +114,9 @@ pub struct SessionParams {
     /// Fill written buffers with random bytes (else the pattern byte).
     pub random_data: bool,
     pub pattern: u8,
+    /// fio's buffer contents (`write-buffers`): written blocks filled by fio's algorithms
+    /// instead (then `random_data` is false).
+    pub write_buffers: Option<crate::workload::buffers::WriteBuffers>,
     pub seed: u64,
     /// Key and value shapes of a key-value workload.
     pub kv: Option<crate::workload::kv::KvShape>,

@@ -339,6 +339,14 @@ pub fn check_workload(t: &TargetConfig, w: &Workload) -> Option<(&'static str, S
             format!("a {name} target cannot read written blocks back to verify them"),
         ));
     }
+    if w.as_block().is_some_and(|b| b.write_buffers.is_some()) && !matches!(name, "file" | "null") {
+        return Some((
+            "write-buffers",
+            format!(
+                "a {name} target writes storlab's own data: write-buffers needs a file (or null) target"
+            ),
+        ));
+    }
     if w.as_ycsb().is_some_and(|y| y.verify) && !t.reads_records_back() {
         return Some((
             "verify",

@@ -78,6 +78,18 @@ pub struct BlockWorkload {
     /// The byte written when `write-data = "pattern"`.
     #[serde(default)]
     pub write_pattern: u8,
+    /// fio's buffer contents (compressible, dedupable, patterned or refilled blocks, by fio's
+    /// algorithms): see [`super::buffers`]. Replaces `write-data`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_buffers: Option<super::buffers::WriteBuffers>,
+    /// Open loop: evenly spaced starts (`linear`) or a Poisson process (`poisson`:
+    /// exponential gaps of the same mean, seeded from the run's seed), as fio's
+    /// `rate_process`.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::model::rate::RateProcess::is_linear"
+    )]
+    pub rate_process: crate::model::rate::RateProcess,
     /// Verified writes (as fio's `verify=crc32c`): every written block carries a header with
     /// a crc32c, storlab keeps each block's last acknowledged generation, and a verify pass
     /// reads them back after the run (see [`crate::verify`]).
@@ -314,6 +326,21 @@ impl BlockWorkload {
         }
         if self.verify_state.is_some() && !self.verify {
             return Err(err("verify-state", "verify-state needs verify = true"));
+        }
+        if let Some(b) = &self.write_buffers {
+            b.validate()?;
+            if self.verify {
+                return Err(err(
+                    "write-buffers",
+                    "verified writes carry storlab's header and random data: remove write-buffers or verify",
+                ));
+            }
+            if self.write_data != WriteData::Random {
+                return Err(err(
+                    "write-buffers",
+                    "write-buffers replaces write-data: remove write-data",
+                ));
+            }
         }
         if self.fsync_every > 0 && self.read_share >= 1.0 {
             return Err(err(

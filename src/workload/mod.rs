@@ -12,6 +12,7 @@
 
 pub mod access_spec;
 pub mod block;
+pub mod buffers;
 pub mod icf;
 pub mod kv;
 pub mod pgbench;

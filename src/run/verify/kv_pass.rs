@@ -28,6 +28,7 @@ pub fn run(
         block_bytes: 0,
         random_data: false,
         pattern: 0,
+        write_buffers: None,
         seed: 0,
         kv: None,
         ycsb: Some(Arc::clone(workload)),

@@ -76,6 +76,7 @@ fn in_flight_with_burst_delay(delay: &str) -> Vec<usize> {
             rate_ops: None,
             skip_late_ns: None,
             starts_paused: false,
+            poisson_seed: None,
             stop_on_error: false,
         },
         clock: Clock::new(),

@@ -73,7 +73,13 @@ impl Issuer {
         let (start_ns, measure_start) = (timing.start_ns, timing.measure_start);
         let (pacer, activity) = match cfg.rate_ops {
             Some(r) => (
-                Some(Pacer::new(start_ns, r, rate_changes, measure_start)),
+                Some({
+                    let p = Pacer::new(start_ns, r, rate_changes, measure_start);
+                    match cfg.poisson_seed {
+                        Some(seed) => p.poisson(seed),
+                        None => p,
+                    }
+                }),
                 Activity::always(),
             ),
             None if cfg.starts_paused || !rate_changes.is_empty() => (

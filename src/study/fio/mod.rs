@@ -4,6 +4,7 @@
 //! `file` targets, block workloads and one step per stonewall group ([`plan`]), so that a job
 //! file runs through the same plan, engine and results store as any study.
 
+pub mod buffers;
 pub mod control;
 pub mod engines;
 pub mod measure;
@@ -11,6 +12,7 @@ pub mod names;
 pub mod options;
 pub mod parse;
 pub mod plan;
+pub mod rates;
 
 pub use options::{Engine, Job, Runner, Rw};
 pub use parse::LineError;

@@ -54,7 +54,22 @@ pub const SUPPORTED: &[(&str, &str)] = &[
     ("runtime / timeout", "seconds (fio's time units)"),
     ("time_based", "run for runtime whatever the size"),
     ("ramp_time", "warm-up, not measured"),
-    ("rate_iops", "I/Os per second per job (one value)"),
+    (
+        "rate / rate_iops",
+        "bytes or I/Os per second per job (`read,write` pairs): one paced stream, at the most the mix allows within each direction's limit",
+    ),
+    (
+        "rate_min / ratemin / rate_iops_min / rate_cycle / ratecycle",
+        "checked on the measured timeline after the run, per rate_cycle window after fio's 2 s settle: a job below it fails (exit 1)",
+    ),
+    (
+        "rate_process",
+        "linear, or poisson: seeded exponential gaps",
+    ),
+    (
+        "buffer_compress_percentage / buffer_compress_chunk / buffer_pattern / zero_buffers / refill_buffers / scramble_buffers / dedupe_percentage / dedupe_mode=repeat",
+        "written blocks filled by fio's algorithms (the workload's write-buffers)",
+    ),
     ("fsync", "fsync after every N writes"),
     ("group_reporting", "report the group's jobs as one"),
     (
@@ -159,7 +174,10 @@ pub struct Job {
     pub runtime: Option<Duration>,
     pub time_based: bool,
     pub ramp: Duration,
-    pub rate_iops: Option<u64>,
+    /// `rate`, `rate_iops`, their minimums, `rate_process`, `rate_cycle`.
+    pub rates: super::rates::Rates,
+    /// What written blocks hold (fio's buffer options).
+    pub buffers: super::buffers::Buffers,
     pub fsync: u64,
     pub group_reporting: bool,
     pub stonewall: bool,
@@ -204,7 +222,8 @@ impl Job {
             runtime: None,
             time_based: false,
             ramp: Duration::ZERO,
-            rate_iops: None,
+            rates: super::rates::Rates::default(),
+            buffers: super::buffers::Buffers::default(),
             fsync: 0,
             group_reporting: false,
             stonewall: false,
@@ -404,6 +423,8 @@ fn apply(job: &mut Job, e: &Entry, kb: &mut u64) -> Result<(), String> {
         || apply_time(job, e)?
         || apply_run(job, e, kb)?
         || super::measure::apply_measure(job, e, super::names::canonical(&e.name))?
+        || super::rates::apply_rate(job, e, super::names::canonical(&e.name), *kb)?
+        || super::buffers::apply_buffers(job, e, super::names::canonical(&e.name), *kb)?
         || super::control::apply_control(job, e, super::names::canonical(&e.name))?
     {
         return Ok(());
@@ -530,8 +551,7 @@ fn apply_io(job: &mut Job, e: &Entry, kb: u64) -> Result<bool, String> {
     Ok(true)
 }
 
-/// How long and how fast the job runs: `runtime`, `time_based`, `ramp_time`, `rate_iops`
-/// and steady state (`ss`, `ss_dur`, `ss_ramp`). False when `e` is none of these.
+/// How long the job runs: `runtime`, `time_based`, `ramp_time` and steady state (`ss`, `ss_dur`, `ss_ramp`). False when `e` is none of these.
 fn apply_time(job: &mut Job, e: &Entry) -> Result<bool, String> {
     let name = e.name.as_str();
     match super::names::canonical(name) {
@@ -544,16 +564,6 @@ fn apply_time(job: &mut Job, e: &Entry) -> Result<bool, String> {
         "ramp_time" => {
             let v = need(e)?;
             job.ramp = parse_time(v).map_err(|m| format!("{name}={v}: {m}"))?;
-        }
-        "rate_iops" => {
-            let v = need(e)?;
-            if v.contains(',') {
-                return Err(format!(
-                    "rate_iops={v}: separate read and write rates are not supported by storlab fio"
-                ));
-            }
-            let r: u64 = int(e)?;
-            job.rate_iops = (r > 0).then_some(r);
         }
         "steadystate" => {
             let v = need(e)?;

@@ -124,8 +124,17 @@ fn workload_table(job: &Job) -> toml::Table {
         "threads".into(),
         (if shared { job.numjobs } else { 1 } as i64).into(),
     );
-    if let Some(r) = job.rate_iops {
-        w.insert("rate-per-thread-ops".into(), (r as f64).into());
+    if let Some(r) = job.rates.ops_per_second(job) {
+        w.insert("rate-per-thread-ops".into(), r.into());
+        if job.rates.process == super::rates::RateProcess::Poisson {
+            w.insert("rate-process".into(), "poisson".into());
+        }
+    }
+    if let Some(b) = job.buffers.write_buffers(read_share > 0.0) {
+        w.insert(
+            "write-buffers".into(),
+            toml::Value::try_from(b).unwrap_or_else(|_| toml::Table::new().into()),
+        );
     }
     if job.fsync > 0 {
         w.insert("fsync-every".into(), (job.fsync as i64).into());
@@ -232,6 +241,14 @@ pub fn build(files: Vec<JobFile>) -> Result<FioPlan, Vec<LineError>> {
         return Err(errors);
     }
     notes.append(&mut doc.notes);
+    // rate_min is judged per rate_cycle on the timeline: intervals no longer than the
+    // shortest cycle.
+    doc.interval_ms = jobs
+        .iter()
+        .filter(|j| j.rates.has_min())
+        .map(|j| j.rates.cycle.as_millis().max(10) as i64)
+        .min()
+        .filter(|&ms| ms < 1000);
     let study_text = doc.text(&names, &notes);
     Ok(FioPlan {
         files: names,
@@ -313,6 +330,9 @@ fn substitution_notes(jobs: &[Job]) -> Vec<String> {
                 j.name, j.iodepth
             ));
         }
+        if let Some(n) = j.rates.note(j) {
+            notes.push(n);
+        }
         if let Some(seed) = j.control.seed {
             notes.push(format!(
                 "job `{}`: randrepeat=0: offsets drawn from seed {seed}, new for this invocation",
@@ -366,6 +386,8 @@ struct StudyDoc {
     steps: Vec<toml::Value>,
     /// What the groups' control options made storlab do otherwise than fio.
     notes: Vec<String>,
+    /// The study's interval, ms, when not storlab's default of 1 s.
+    interval_ms: Option<i64>,
 }
 
 /// One group's step as it is built, job target by job target.
@@ -460,6 +482,9 @@ impl StudyDoc {
             description.push_str(&format!(" ({})", notes.join("; ")));
         }
         doc.insert("description".into(), description.into());
+        if let Some(ms) = self.interval_ms {
+            doc.insert("interval".into(), format!("{ms}ms").into());
+        }
         doc.insert("targets".into(), self.targets.into());
         doc.insert("workloads".into(), self.workloads.into());
         doc.insert("steps".into(), self.steps.into());
@@ -493,6 +518,16 @@ impl GroupStep<'_> {
                 j,
                 format!(
                     "job `{}`: verify with ioengine=null: the null target keeps no data to read back",
+                    j.name
+                ),
+            ));
+            return None;
+        }
+        if j.verify && j.buffers.given {
+            errors.push(err(
+                j,
+                format!(
+                    "job `{}`: verify with buffer options is not supported by storlab fio: its verified blocks carry storlab's header and random data, not fio's buffers",
                     j.name
                 ),
             ));

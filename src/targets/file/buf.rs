@@ -2,19 +2,28 @@
 //! session, filled with random data or stamped for verified writes.
 
 use super::*;
+use crate::workload::buffers::BufferFiller;
 
 /// Page-aligned I/O buffers, one block per slot.
 pub(super) struct AlignedBuf {
     pub(super) ptr: *mut u8,
     layout: std::alloc::Layout,
     pub(super) block: usize,
+    /// fio's buffer contents (`write-buffers`): refills or scrambles each write's block.
+    filler: Option<BufferFiller>,
 }
 
 // SAFETY: the buffer is owned by one session, which lives on one thread at a time.
 unsafe impl Send for AlignedBuf {}
 
 impl AlignedBuf {
-    pub(super) fn new(slots: usize, block: usize, p: &SessionParams) -> Result<AlignedBuf, TargetError> {
+    /// With `write-buffers` (fio's buffer contents), each slot's block is filled by fio's
+    /// algorithms, as fio fills each of its buffers before the first write.
+    pub(super) fn new(
+        slots: usize,
+        block: usize,
+        p: &SessionParams,
+    ) -> Result<AlignedBuf, TargetError> {
         let size = (slots * block).max(BUF_ALIGN);
         let layout = std::alloc::Layout::from_size_align(size, BUF_ALIGN)
             .map_err(|e| TargetError::Invalid(format!("buffer layout: {e}")))?;
@@ -25,8 +34,22 @@ impl AlignedBuf {
                 "cannot allocate {size} bytes of buffers"
             )));
         }
-        let mut b = AlignedBuf { ptr, layout, block };
-        if p.random_data {
+        let filler = p
+            .write_buffers
+            .clone()
+            .map(|w| BufferFiller::new(w, p.seed ^ ((p.worker as u64) << 32)));
+        let mut b = AlignedBuf {
+            ptr,
+            layout,
+            block,
+            filler,
+        };
+        if let Some(mut f) = b.filler.take() {
+            for slot in 0..slots {
+                f.fill(b.slot_mut(slot as u32, block as u32));
+            }
+            b.filler = Some(f);
+        } else if p.random_data {
             let mut rng = rand::rngs::SmallRng::seed_from_u64(p.seed ^ ((p.worker as u64) << 32));
             rng.fill_bytes(b.all());
         } else {
@@ -55,6 +78,21 @@ impl AlignedBuf {
     pub(super) fn slot_ptr(&self, slot: u32) -> *mut u8 {
         // SAFETY: callers pass slot < slots, so the offset stays inside the allocation.
         unsafe { self.ptr.add(slot as usize * self.block) }
+    }
+
+    /// With `write-buffers`: refills or scrambles the block of a write about to go (fio's
+    /// contents), and true; false without.
+    #[inline]
+    pub(super) fn fill_for_write(&mut self, slot: u32, len: u32, offset: u64) -> bool {
+        let p = self.slot_ptr(slot);
+        let len = (len as usize).min(self.block);
+        let Some(f) = self.filler.as_mut() else {
+            return false;
+        };
+        // SAFETY: the slot's block lies inside the allocation and len <= block; we hold
+        // &mut self.
+        f.before_write(unsafe { std::slice::from_raw_parts_mut(p, len) }, offset);
+        true
     }
 
     /// Marks a block about to be written with its offset and a generation, so that no two

@@ -429,7 +429,9 @@ impl Session for UringSession {
                         Stamped::Outside => return Err(OUT_OF_BOUNDS),
                     }
                 }
-                if self.stamp && self.verify.is_none() {
+                if self.buf.fill_for_write(slot, len, offset) {
+                    // fio's contents.
+                } else if self.stamp && self.verify.is_none() {
                     self.generation += 1;
                     self.buf.stamp(slot, offset, self.generation);
                 }
@@ -561,6 +563,7 @@ mod tests {
             block_bytes: 4096,
             random_data: false,
             pattern: 0,
+            write_buffers: None,
             seed: 1,
             kv: None,
             ycsb: None,
