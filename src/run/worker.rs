@@ -502,23 +502,27 @@ fn issue<S: Session>(
         if measured {
             is.measured_ops += 1;
         }
-        let mut info = SlotInfo {
-            start_ns: 0,
+        let insert_key = op.inserted_key().unwrap_or(u64::MAX);
+        // The slot's figures are written in place once the operation is queued: built on
+        // the stack with the clock reading stored last and copied over, they cost a
+        // store-to-load forwarding stall per operation (perf: a fifth of the loop's time).
+        let info = |start_ns| SlotInfo {
+            start_ns,
             intended_ns: intended,
-            insert_key: op.inserted_key().unwrap_or(u64::MAX),
+            insert_key,
             kind_index: kind as u8,
             measured,
         };
-        info.start_ns = clock.now_ns();
+        let start_ns = clock.now_ns();
         match s.submit(slot, op) {
             Ok(Submitted::Queued) => {
                 f.free.pop();
-                f.slots[slot as usize] = info;
+                f.slots[slot as usize] = info(start_ns);
                 f.outstanding += 1;
             }
             Ok(Submitted::Done { result, found }) => {
                 *now = clock.now_ns();
-                t.settle(&info, *now, result, found);
+                t.settle(&info(start_ns), *now, result, found);
                 // Back to the top: interval boundaries, stop flags and the end are checked
                 // between operations run one at a time.
                 break;
