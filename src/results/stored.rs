@@ -5,6 +5,7 @@
 //! same bytes its folder held. Only stored files are read, never live state; every text that may hold a credential is redacted again on the way in. A file that
 //! is missing is "not stored"; a file that is there but does not parse is an error naming it.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::results::histograms::{self, Histograms};
@@ -111,6 +112,22 @@ impl StoredRun {
             return Err(format!("{}: not in the results store", path.display()));
         };
         histograms::sum_measured_intervals(log, &self.timeline.rows)
+            .map_err(|e| format!("{} (from the results store): {e}", path.display()))
+    }
+
+    /// Measured latency histograms of each interval from `histograms.hlog`, by tag, in
+    /// time order; the error names the file.
+    pub fn latency_intervals(
+        &self,
+    ) -> Result<BTreeMap<String, Vec<histograms::IntervalHistogram>>, String> {
+        let Some(stored) = &self.from_store else {
+            return histograms::read_measured_intervals(&self.folder, &self.timeline.rows);
+        };
+        let path = self.folder.join(crate::results::write::HDR_LOG_FILE);
+        let Some(log) = &stored.hlog else {
+            return Err(format!("{}: not in the results store", path.display()));
+        };
+        histograms::measured_intervals(log, &self.timeline.rows)
             .map_err(|e| format!("{} (from the results store): {e}", path.display()))
     }
 }

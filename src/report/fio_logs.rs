@@ -1,0 +1,340 @@
+//! fio's log files (`write_bw_log`, `write_iops_log`, `write_lat_log`, `write_hist_log`),
+//! written from stored results: the timeline (operations and bytes per interval) and the HDR
+//! interval log (latency per interval), never from live state. Layout as fio 3.33 writes with
+//! `log_avg_msec` (HOWTO "Log File Formats"): `time (msec), value, data direction (0 read,
+//! 1 write), block size, offset`, block size and offset 0 in averaged rows as fio writes them;
+//! bandwidth in KiB/s, IOPS in I/Os per second, latency in ns (each row the mean of its
+//! window). Histogram rows are `time (msec), data direction, block size, bins...` with fio's
+//! 1856 latency bins (stat.h: FIO_IO_U_PLAT_BITS 6, FIO_IO_U_PLAT_GROUP_NR 29), each
+//! storlab HDR bucket's count put in the fio bin holding the bucket's middle value.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use hdrhistogram::Histogram;
+
+use crate::results::histograms::{IntervalHistogram, hlog_tag};
+use crate::results::stored::StoredRun;
+use crate::study::fio::FioPlan;
+use crate::study::fio::logs::{LogKind, intervals_per_row};
+
+/// fio's bits of a latency value kept exactly in each group of bins (stat.h).
+pub const PLAT_BITS: u32 = 6;
+/// Bins per group.
+pub const PLAT_VAL: u64 = 1 << PLAT_BITS;
+/// Groups of bins (fio 3.x).
+pub const PLAT_GROUP_NR: u64 = 29;
+/// fio's latency bins: 1856.
+pub const PLAT_NR: usize = (PLAT_GROUP_NR * PLAT_VAL) as usize;
+
+/// fio's bin of a latency of `ns` (stat.c `plat_val_to_idx`): values below 128 ns have a
+/// bin each; above, each power of two is split into 64 bins; the last bin takes the rest.
+pub fn fio_bin(ns: u64) -> usize {
+    if ns < 2 * PLAT_VAL {
+        return ns as usize;
+    }
+    let msb = 63 - ns.leading_zeros();
+    let error_bits = msb - PLAT_BITS;
+    let base = ((error_bits + 1) << PLAT_BITS) as usize;
+    let offset = ((PLAT_VAL - 1) & (ns >> error_bits)) as usize;
+    (base + offset).min(PLAT_NR - 1)
+}
+
+/// The lowest latency, ns, of fio bin `idx` (stat.c `plat_idx_to_val` with no rounding).
+pub fn fio_bin_low(idx: usize) -> u64 {
+    let idx = idx as u64;
+    if idx < 2 * PLAT_VAL {
+        return idx;
+    }
+    let error_bits = (idx >> PLAT_BITS) - 1;
+    let base = 1u64 << (error_bits + u64::from(PLAT_BITS));
+    base + (idx % PLAT_VAL) * (1 << error_bits)
+}
+
+/// A histogram's counts in fio's bins: each HDR bucket's count goes to the fio bin of its
+/// middle value (storlab's buckets, 3 significant digits, are narrower than fio's 1/64), so
+/// the bins' sum is the histogram's count.
+pub fn fio_bins(h: &Histogram<u64>) -> Vec<u64> {
+    let mut bins = vec![0u64; PLAT_NR];
+    for v in h.iter_recorded() {
+        let middle = h.median_equivalent(v.value_iterated_to());
+        bins[fio_bin(middle)] += v.count_at_value();
+    }
+    bins
+}
+
+/// One log file: fio's name and its text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogFile {
+    pub name: String,
+    pub text: String,
+}
+
+/// One window's figures of one target and direction.
+#[derive(Debug, Clone, Default)]
+struct Window {
+    end_ms: f64,
+    ops: u64,
+    bytes: f64,
+    length_s: f64,
+    latency: Option<Histogram<u64>>,
+}
+
+/// fio's data directions storlab logs, with its operation names.
+const DIRECTIONS: [(u8, &str); 2] = [(0, "read"), (1, "write")];
+
+/// The windows of `per_row` intervals of a target's direction: from the timeline (operations,
+/// bytes, lengths) and the interval log (latency), by window index.
+fn windows(
+    run: &StoredRun,
+    hists: &BTreeMap<String, Vec<IntervalHistogram>>,
+    target: &str,
+    op: &str,
+    per_row: u64,
+) -> Result<BTreeMap<i64, Window>, String> {
+    let interval_s = run.interval_seconds();
+    let mut out: BTreeMap<i64, Window> = BTreeMap::new();
+    for r in run
+        .timeline
+        .rows
+        .iter()
+        .filter(|r| r.measured && r.target == target && r.op == op && r.second >= 0)
+    {
+        let length_s = r.interval_s.unwrap_or(interval_s);
+        let w = out.entry(r.second / per_row as i64).or_default();
+        w.ops += r.ops;
+        w.bytes += r.rate_bytes * length_s;
+        w.length_s += length_s;
+        let end_ms = (r.second as f64 * interval_s + length_s) * 1000.0;
+        w.end_ms = w.end_ms.max(end_ms);
+    }
+    for iv in hists.get(&hlog_tag(target, op)).into_iter().flatten() {
+        let index = (iv.start_s / interval_s).round() as i64;
+        let w = out.entry(index / per_row as i64).or_default();
+        w.end_ms = w.end_ms.max((iv.start_s + iv.length_s) * 1000.0);
+        match &mut w.latency {
+            Some(h) => h
+                .add(&iv.histogram)
+                .map_err(|e| format!("adding latency intervals of {target}.{op}: {e:?}"))?,
+            None => w.latency = Some(iv.histogram.clone()),
+        }
+    }
+    Ok(out)
+}
+
+/// One clone's rows of log `kind`: `clones` clones share the target (each the mean clone;
+/// histogram counts shared out, clone `clone` of them, 0-based).
+fn rows(
+    kind: LogKind,
+    per_dir: &[(u8, BTreeMap<i64, Window>)],
+    bs: u64,
+    clones: u64,
+    clone: u64,
+) -> String {
+    let mut text = String::new();
+    let mut order: Vec<(i64, u8, &Window)> = per_dir
+        .iter()
+        .flat_map(|(d, ws)| ws.iter().map(move |(i, w)| (*i, *d, w)))
+        .collect();
+    order.sort_by_key(|(i, d, _)| (*i, *d));
+    for (_, ddir, w) in order {
+        let t = w.end_ms.round() as u64;
+        let mean_ns = w
+            .latency
+            .as_ref()
+            .filter(|h| !h.is_empty())
+            .map(|h| h.mean());
+        let value = match kind {
+            LogKind::Slat => continue,
+            LogKind::Bw if w.length_s > 0.0 => w.bytes / w.length_s / 1024.0 / clones as f64,
+            LogKind::Iops if w.length_s > 0.0 => w.ops as f64 / w.length_s / clones as f64,
+            LogKind::Bw | LogKind::Iops => continue,
+            LogKind::Clat | LogKind::Lat => match mean_ns {
+                Some(m) => m,
+                None => continue,
+            },
+            LogKind::ClatHist => {
+                let Some(h) = w.latency.as_ref().filter(|h| !h.is_empty()) else {
+                    continue;
+                };
+                let bins: Vec<String> = fio_bins(h)
+                    .iter()
+                    .map(|&n| (n / clones + u64::from(clone < n % clones)).to_string())
+                    .collect();
+                let _ = writeln!(text, "{t}, {ddir}, {bs}, {}", bins.join(", "));
+                continue;
+            }
+        };
+        let _ = writeln!(text, "{t}, {}, {ddir}, 0, 0", value as u64);
+    }
+    text
+}
+
+/// Every log file the plan's jobs ask for, from the stored runs (one per group, in order).
+/// Files of one name (per_job_logs=0: every clone's rows) are one text, clone after clone.
+pub fn fio_logs(plan: &FioPlan, runs: &[StoredRun]) -> Result<Vec<LogFile>, String> {
+    let mut files: Vec<LogFile> = Vec::new();
+    for (g, run) in plan.groups.iter().zip(runs) {
+        let jobs: Vec<usize> = g
+            .jobs
+            .iter()
+            .copied()
+            .filter(|&j| plan.jobs[j].logs.any())
+            .collect();
+        if jobs.is_empty() {
+            continue;
+        }
+        let hists = run.latency_intervals()?;
+        let interval_ms = (run.interval_seconds() * 1000.0).round().max(1.0) as u64;
+        for j in jobs {
+            let job = &plan.jobs[j];
+            let names = &plan.targets[j].names;
+            // Clones on one file are one storlab target: each clone's log is the mean clone.
+            let shared = names.len() == 1 && job.numjobs > 1;
+            let clones = if shared { u64::from(job.numjobs) } else { 1 };
+            for (kind, prefix) in job.logs.files(&job.name) {
+                let window_ms = match kind {
+                    LogKind::ClatHist => job.logs.hist_ms,
+                    _ => job.logs.avg_ms,
+                };
+                let per_row = intervals_per_row(window_ms, interval_ms);
+                for c in 0..u64::from(job.numjobs) {
+                    let target = if shared {
+                        &names[0]
+                    } else {
+                        &names[c as usize]
+                    };
+                    let text = if kind == LogKind::ClatHist && job.logs.hist_ms == 0 {
+                        String::new()
+                    } else {
+                        let mut per_dir = Vec::new();
+                        for (d, op) in DIRECTIONS {
+                            per_dir.push((d, windows(run, &hists, target, op, per_row)?));
+                        }
+                        let clone = if shared { c } else { 0 };
+                        rows(kind, &per_dir, job.bs, clones, clone)
+                    };
+                    let name = job.logs.file_name(&prefix, kind, c as u32 + 1);
+                    match files.iter_mut().find(|f| f.name == name) {
+                        Some(f) => f.text.push_str(&text),
+                        None => files.push(LogFile { name, text }),
+                    }
+                }
+            }
+        }
+    }
+    Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fio_bins_are_fios() {
+        // stat.c: values below 128 ns exactly; 128 starts group 2 with bins 2 ns wide.
+        assert_eq!(fio_bin(0), 0);
+        assert_eq!(fio_bin(127), 127);
+        assert_eq!(fio_bin(128), 128);
+        assert_eq!(fio_bin(129), 128);
+        assert_eq!(fio_bin(130), 129);
+        assert_eq!(fio_bin(256), 192);
+        assert_eq!(fio_bin(u64::MAX), PLAT_NR - 1);
+        assert_eq!(PLAT_NR, 1856);
+        // Each bin's lowest value falls in it, and the value just below in the bin before.
+        for idx in 1..PLAT_NR {
+            let low = fio_bin_low(idx);
+            assert_eq!(fio_bin(low), idx, "bin {idx} low {low}");
+            assert_eq!(fio_bin(low - 1), idx - 1, "bin {idx} low {low}");
+        }
+        // fiologparser_hist's `_plat_idx_to_val(1000, edge=0)`: 14 error bits, base 2^20.
+        assert_eq!(fio_bin_low(1000), (1 << 20) + 40 * (1 << 14));
+    }
+
+    #[test]
+    fn hdr_counts_are_kept_in_fio_bins() {
+        let mut h = crate::record::new_histogram::<u64>();
+        let values = [
+            (1u64, 3u64),
+            (100, 7),
+            (1_234, 11),
+            (55_555, 13),
+            (1_000_000, 17),
+            (987_654_321, 19),
+            (3_000_000_000_000, 2),
+        ];
+        for (v, n) in values {
+            h.record_n(v, n).unwrap();
+        }
+        let bins = fio_bins(&h);
+        assert_eq!(bins.iter().sum::<u64>(), h.len());
+        for (v, n) in values {
+            let b = fio_bin(v);
+            assert_eq!(bins[b], n, "value {v} in bin {b}");
+        }
+        assert_eq!(bins[fio_bin(3_000_000_000_000)], 2);
+        assert_eq!(fio_bin(3_000_000_000_000), PLAT_NR - 1);
+    }
+
+    fn window(end_ms: f64, ops: u64, bytes: f64, lat: &[(u64, u64)]) -> Window {
+        let mut h = crate::record::new_histogram::<u64>();
+        for &(v, n) in lat {
+            h.record_n(v, n).unwrap();
+        }
+        Window {
+            end_ms,
+            ops,
+            bytes,
+            length_s: 0.5,
+            latency: (!lat.is_empty()).then_some(h),
+        }
+    }
+
+    #[test]
+    fn rows_are_fios_averaged_layout() {
+        let reads: BTreeMap<i64, Window> = [
+            (
+                0,
+                window(500.0, 1000, 4096000.0, &[(10_000, 500), (30_000, 500)]),
+            ),
+            (1, window(1002.4, 0, 0.0, &[])),
+        ]
+        .into();
+        let writes: BTreeMap<i64, Window> =
+            [(0, window(500.0, 500, 2048000.0, &[(40_000, 500)]))].into();
+        let per_dir = [(0, reads), (1, writes)];
+        assert_eq!(
+            rows(LogKind::Bw, &per_dir, 4096, 1, 0),
+            "500, 8000, 0, 0, 0\n500, 4000, 1, 0, 0\n1002, 0, 0, 0, 0\n"
+        );
+        assert_eq!(
+            rows(LogKind::Iops, &per_dir, 4096, 2, 0),
+            "500, 1000, 0, 0, 0\n500, 500, 1, 0, 0\n1002, 0, 0, 0, 0\n"
+        );
+        // Latency rows only where I/O completed; the mean of the window's histogram, ns.
+        let clat = rows(LogKind::Clat, &per_dir, 4096, 1, 0);
+        let lines: Vec<&str> = clat.lines().collect();
+        assert_eq!(lines.len(), 2, "{clat}");
+        let mean: u64 = lines[0].split(", ").nth(1).unwrap().parse().unwrap();
+        assert!((19_990..=20_010).contains(&mean), "{mean}");
+        assert!(lines[1].starts_with("500, 4"), "{}", lines[1]);
+        assert_eq!(rows(LogKind::Lat, &per_dir, 4096, 1, 0), clat);
+        assert_eq!(rows(LogKind::Slat, &per_dir, 4096, 1, 0), "");
+        // Histogram rows: time, direction, bs, then 1856 bins summing to the window's count;
+        // two clones sharing a target share the counts out, together the whole.
+        let hist = rows(LogKind::ClatHist, &per_dir, 4096, 1, 0);
+        let first: Vec<&str> = hist.lines().next().unwrap().split(", ").collect();
+        assert_eq!(&first[..3], ["500", "0", "4096"]);
+        assert_eq!(first.len(), 3 + PLAT_NR);
+        let sum = |cols: &[&str]| cols[3..].iter().map(|c| c.parse::<u64>().unwrap()).sum();
+        assert_eq!(sum(&first), 1000u64);
+        let halves: Vec<u64> = (0..2)
+            .map(|c| {
+                let t = rows(LogKind::ClatHist, &per_dir, 4096, 2, c);
+                let cols: Vec<&str> = t.lines().next().unwrap().split(", ").collect();
+                sum(&cols)
+            })
+            .collect();
+        assert_eq!(halves, [500, 500]);
+    }
+}
