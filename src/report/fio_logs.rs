@@ -119,6 +119,10 @@ fn windows(
             None => w.latency = Some(iv.histogram.clone()),
         }
     }
+    // The collector's last interval can be a sliver after the job's end (a few ms, no I/O):
+    // not a window fio would log.
+    let window_s = per_row as f64 * interval_s;
+    out.retain(|_, w| w.ops > 0 || w.length_s >= window_s / 2.0);
     Ok(out)
 }
 
