@@ -251,6 +251,65 @@ mod tests {
         assert_eq!(l.file_name("x", LogKind::Slat, 3), "x_slat.log");
     }
 
+    fn plan(text: &str) -> super::super::FioPlan {
+        let f = super::super::from_text("job.fio", text, &|_| None).unwrap();
+        super::super::plan::build(vec![f]).unwrap()
+    }
+
+    #[test]
+    fn log_windows_set_the_study_interval_and_what_differs_from_fio_is_said() {
+        let p = plan(
+            "[global]\nioengine=null\nsize=1m\n[a]\nwrite_bw_log=x\nlog_avg_msec=250\nwrite_hist_log\nlog_hist_msec=1500\n",
+        );
+        assert!(
+            p.study_text.contains("interval = \"250ms\""),
+            "{}",
+            p.study_text
+        );
+        assert!(p.notes.is_empty(), "{:?}", p.notes);
+        let p = plan(
+            "[global]\nioengine=null\nsize=1m\nnumjobs=2\nfilename=/tmp/x\n[a]\nwrite_lat_log\nwrite_hist_log\nper_job_logs=0\n",
+        );
+        assert!(!p.study_text.contains("interval ="), "{}", p.study_text);
+        let said = p.notes.join("\n");
+        for s in [
+            "without log_avg_msec fio logs every I/O; storlab keeps no per-I/O record: its logs have one row per interval (1000 ms)",
+            "write_hist_log without log_hist_msec",
+            "_slat logs are empty",
+            "each clone's log holds the mean clone",
+        ] {
+            assert!(said.contains(s), "{s}: {said}");
+        }
+        assert!(!p.jobs[0].logs.per_job);
+        let p = plan(
+            "[a]\nioengine=null\nsize=1m\nwrite_iops_log\nlog_avg_msec=333\nrate_min=1\nrate_cycle=1000\n",
+        );
+        assert!(
+            p.study_text.contains("interval = \"333ms\""),
+            "{}",
+            p.study_text
+        );
+        assert!(
+            p.notes
+                .iter()
+                .all(|n| !n.contains("log_avg_msec=333 is not whole")),
+            "{:?}",
+            p.notes
+        );
+        let p = plan("[a]\nioengine=null\nsize=1m\nwrite_iops_log\nlog_avg_msec=3\n");
+        assert!(
+            p.study_text.contains("interval = \"10ms\""),
+            "{}",
+            p.study_text
+        );
+        assert!(
+            p.notes.iter().any(|n| n
+                .contains("log_avg_msec=3 is not whole intervals of 10 ms: its rows are 10 ms")),
+            "{:?}",
+            p.notes
+        );
+    }
+
     #[test]
     fn the_interval_makes_every_window_whole_intervals() {
         assert_eq!(study_interval_ms(&[]), None);
