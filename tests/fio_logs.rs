@@ -89,7 +89,8 @@ fn fios_log_readers_read_storlabs_logs() {
         &format!(
             "[global]\ntime_based\nruntime=2\nbs=4k\nlog_avg_msec=500\n\
              [x]\nfilename={}\nsize=4m\nrw=randrw\nwrite_bw_log=x\nwrite_iops_log=x\nwrite_lat_log=x\nwrite_hist_log=x\nlog_hist_msec=500\n\
-             [b]\nioengine=null\nsize=1m\nrw=read\nnumjobs=2\nwrite_iops_log\nper_job_logs=0\n",
+             [b]\nioengine=null\nsize=1m\nrw=read\nnumjobs=2\nwrite_iops_log\nper_job_logs=0\n\
+             [c]\nioengine=null\nsize=1m\nrw=read\nnumjobs=2\nwrite_bw_log=c\n",
             data.display()
         ),
     );
@@ -97,7 +98,8 @@ fn fios_log_readers_read_storlabs_logs() {
     let (_, err) = text(&o);
     assert!(o.status.success(), "{err}");
     assert!(err.contains("_slat logs are empty"), "{err}");
-    // fio's names: PREFIX_KIND.N.log per clone; per_job_logs=0 and no prefix: JOB_KIND.log.
+    // fio's names: PREFIX_KIND.N.log per clone, N fio's thread number (x is 1, b's clones 2
+    // and 3, c's 4 and 5); per_job_logs=0 and no prefix: JOB_KIND.log.
     let mut logs: Vec<String> = std::fs::read_dir(lab.path())
         .unwrap()
         .flatten()
@@ -109,6 +111,8 @@ fn fios_log_readers_read_storlabs_logs() {
         logs,
         [
             "b_iops.log",
+            "c_bw.4.log",
+            "c_bw.5.log",
             "x_bw.1.log",
             "x_clat.1.log",
             "x_clat_hist.1.log",

@@ -192,6 +192,8 @@ pub fn fio_logs(plan: &FioPlan, runs: &[StoredRun]) -> Result<Vec<LogFile>, Stri
         let interval_ms = (run.interval_seconds() * 1000.0).round().max(1.0) as u64;
         for j in jobs {
             let job = &plan.jobs[j];
+            // fio's thread number of the job's first clone: 1 + every clone before it.
+            let first_thread: u32 = 1 + plan.jobs[..j].iter().map(|p| p.numjobs).sum::<u32>();
             let names = &plan.targets[j].names;
             // Clones on one file are one storlab target: each clone's log is the mean clone.
             let shared = names.len() == 1 && job.numjobs > 1;
@@ -218,7 +220,7 @@ pub fn fio_logs(plan: &FioPlan, runs: &[StoredRun]) -> Result<Vec<LogFile>, Stri
                         let clone = if shared { c } else { 0 };
                         rows(kind, &per_dir, job.bs, clones, clone)
                     };
-                    let name = job.logs.file_name(&prefix, kind, c as u32 + 1);
+                    let name = job.logs.file_name(&prefix, kind, first_thread + c as u32);
                     match files.iter_mut().find(|f| f.name == name) {
                         Some(f) => f.text.push_str(&text),
                         None => files.push(LogFile { name, text }),

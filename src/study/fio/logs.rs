@@ -29,7 +29,7 @@ pub struct Logs {
     pub avg_ms: u64,
     /// `log_hist_msec` (0, fio's default: no histogram rows).
     pub hist_ms: u64,
-    /// `per_job_logs` (fio's default 1): a file per clone, `.N` in its name.
+    /// `per_job_logs` (fio's default 1): a file per clone, its thread number `.N` in its name.
     pub per_job: bool,
 }
 
@@ -105,11 +105,13 @@ impl Logs {
         out
     }
 
-    /// fio's file name of log `kind` of clone `clone` (1-based): `PREFIX_KIND.N.log`, or
-    /// `PREFIX_KIND.log` with per_job_logs=0.
-    pub fn file_name(&self, prefix: &str, kind: LogKind, clone: u32) -> String {
+    /// fio's file name of log `kind` of fio's thread `thread`: `PREFIX_KIND.N.log`, N the
+    /// thread's number (1-based over every job's clones in the job files' order, as fio 3.33
+    /// numbers them: `[a]`, `[b] numjobs=2` log as `a_bw.1.log`, `b_bw.2.log`, `b_bw.3.log`),
+    /// or `PREFIX_KIND.log` with per_job_logs=0.
+    pub fn file_name(&self, prefix: &str, kind: LogKind, thread: u32) -> String {
         if self.per_job {
-            format!("{prefix}_{}.{clone}.log", kind.suffix())
+            format!("{prefix}_{}.{thread}.log", kind.suffix())
         } else {
             format!("{prefix}_{}.log", kind.suffix())
         }
