@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 
 use hdrhistogram::Histogram;
 
-use crate::results::histograms::{IntervalHistogram, hlog_tag};
+use crate::results::histograms::hlog_tag;
 use crate::results::stored::StoredRun;
 use crate::study::fio::FioPlan;
 use crate::study::fio::logs::{LogKind, intervals_per_row};
@@ -55,12 +55,51 @@ pub fn fio_bin_low(idx: usize) -> u64 {
 /// middle value (storlab's buckets, 3 significant digits, are narrower than fio's 1/64), so
 /// the bins' sum is the histogram's count.
 pub fn fio_bins(h: &Histogram<u64>) -> Vec<u64> {
-    let mut bins = vec![0u64; PLAT_NR];
-    for v in h.iter_recorded() {
-        let middle = h.median_equivalent(v.value_iterated_to());
-        bins[fio_bin(middle)] += v.count_at_value();
+    Latency::of(h).dense_bins()
+}
+
+/// One interval's (or window's) latency, kept small: the count, the sum of the values (each
+/// HDR bucket's middle, as hdrhistogram's mean) and the counts in fio's bins (those not 0).
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Latency {
+    count: u64,
+    sum_ns: f64,
+    bins: BTreeMap<usize, u64>,
+}
+
+impl Latency {
+    fn of(h: &Histogram<u64>) -> Latency {
+        let mut l = Latency::default();
+        for v in h.iter_recorded() {
+            let middle = h.median_equivalent(v.value_iterated_to());
+            let n = v.count_at_value();
+            l.count += n;
+            l.sum_ns += middle as f64 * n as f64;
+            *l.bins.entry(fio_bin(middle)).or_default() += n;
+        }
+        l
     }
-    bins
+
+    fn add(&mut self, other: &Latency) {
+        self.count += other.count;
+        self.sum_ns += other.sum_ns;
+        for (b, n) in &other.bins {
+            *self.bins.entry(*b).or_default() += n;
+        }
+    }
+
+    /// The mean, ns (None: no I/O).
+    fn mean_ns(&self) -> Option<f64> {
+        (self.count > 0).then(|| self.sum_ns / self.count as f64)
+    }
+
+    fn dense_bins(&self) -> Vec<u64> {
+        let mut bins = vec![0u64; PLAT_NR];
+        for (b, n) in &self.bins {
+            bins[*b] += n;
+        }
+        bins
+    }
 }
 
 /// One log file: fio's name and its text.
@@ -77,7 +116,7 @@ struct Window {
     ops: u64,
     bytes: f64,
     length_s: f64,
-    latency: Option<Histogram<u64>>,
+    latency: Latency,
 }
 
 /// fio's data directions storlab logs, with its operation names.
@@ -87,11 +126,11 @@ const DIRECTIONS: [(u8, &str); 2] = [(0, "read"), (1, "write")];
 /// bytes, lengths) and the interval log (latency), by window index.
 fn windows(
     run: &StoredRun,
-    hists: &BTreeMap<String, Vec<IntervalHistogram>>,
+    latency: &Intervals,
     target: &str,
     op: &str,
     per_row: u64,
-) -> Result<BTreeMap<i64, Window>, String> {
+) -> BTreeMap<i64, Window> {
     let interval_s = run.interval_seconds();
     let mut out: BTreeMap<i64, Window> = BTreeMap::new();
     for r in run
@@ -108,21 +147,39 @@ fn windows(
         let end_ms = (r.second as f64 * interval_s + length_s) * 1000.0;
         w.end_ms = w.end_ms.max(end_ms);
     }
-    for iv in hists.get(&hlog_tag(target, op)).into_iter().flatten() {
-        let index = (iv.start_s / interval_s).round() as i64;
+    for (index, end_ms, l) in latency.get(&hlog_tag(target, op)).into_iter().flatten() {
         let w = out.entry(index / per_row as i64).or_default();
-        w.end_ms = w.end_ms.max((iv.start_s + iv.length_s) * 1000.0);
-        match &mut w.latency {
-            Some(h) => h
-                .add(&iv.histogram)
-                .map_err(|e| format!("adding latency intervals of {target}.{op}: {e:?}"))?,
-            None => w.latency = Some(iv.histogram.clone()),
-        }
+        w.end_ms = w.end_ms.max(*end_ms);
+        w.latency.add(l);
     }
     // The collector's last interval can be a sliver after the job's end (a few ms, no I/O):
     // not a window fio would log.
     let window_s = per_row as f64 * interval_s;
     out.retain(|_, w| w.ops > 0 || w.length_s >= window_s / 2.0);
+    out
+}
+
+/// Each interval's latency of the tags asked for: (interval index, end ms, latency).
+type Intervals = BTreeMap<String, Vec<(i64, f64, Latency)>>;
+
+/// The latency of every measured interval of `tags`, read one interval at a time from the
+/// stored interval log and kept small.
+fn latency_intervals(
+    run: &StoredRun,
+    tags: &std::collections::BTreeSet<String>,
+) -> Result<Intervals, String> {
+    let interval_s = run.interval_seconds();
+    let mut out = Intervals::new();
+    run.each_latency_interval(|tag, (start_s, length_s), h| {
+        if tags.contains(tag) {
+            let index = (start_s / interval_s).round() as i64;
+            let end_ms = (start_s + length_s) * 1000.0;
+            out.entry(tag.to_string())
+                .or_default()
+                .push((index, end_ms, Latency::of(&h)));
+        }
+        Ok(())
+    })?;
     Ok(out)
 }
 
@@ -143,11 +200,7 @@ fn rows(
     order.sort_by_key(|(i, d, _)| (*i, *d));
     for (_, ddir, w) in order {
         let t = w.end_ms.round() as u64;
-        let mean_ns = w
-            .latency
-            .as_ref()
-            .filter(|h| !h.is_empty())
-            .map(|h| h.mean());
+        let mean_ns = w.latency.mean_ns();
         let value = match kind {
             LogKind::Slat => continue,
             LogKind::Bw if w.length_s > 0.0 => w.bytes / w.length_s / 1024.0 / clones as f64,
@@ -158,14 +211,14 @@ fn rows(
                 None => continue,
             },
             LogKind::ClatHist => {
-                let Some(h) = w.latency.as_ref().filter(|h| !h.is_empty()) else {
+                if w.latency.count == 0 {
                     continue;
-                };
-                let bins: Vec<String> = fio_bins(h)
-                    .iter()
-                    .map(|&n| (n / clones + u64::from(clone < n % clones)).to_string())
-                    .collect();
-                let _ = writeln!(text, "{t}, {ddir}, {bs}, {}", bins.join(", "));
+                }
+                let _ = write!(text, "{t}, {ddir}, {bs}");
+                for n in w.latency.dense_bins() {
+                    let _ = write!(text, ", {}", n / clones + u64::from(clone < n % clones));
+                }
+                text.push('\n');
                 continue;
             }
         };
@@ -185,51 +238,70 @@ pub fn fio_logs(plan: &FioPlan, runs: &[StoredRun]) -> Result<Vec<LogFile>, Stri
             .copied()
             .filter(|&j| plan.jobs[j].logs.any())
             .collect();
+        let tags = jobs
+            .iter()
+            .flat_map(|&j| plan.targets[j].names.iter())
+            .flat_map(|t| DIRECTIONS.map(|(_, op)| hlog_tag(t, op)))
+            .collect();
         if jobs.is_empty() {
             continue;
         }
-        let hists = run.latency_intervals()?;
-        let interval_ms = (run.interval_seconds() * 1000.0).round().max(1.0) as u64;
+        let latency = latency_intervals(run, &tags)?;
         for j in jobs {
-            let job = &plan.jobs[j];
             // fio's thread number of the job's first clone: 1 + every clone before it.
             let first_thread: u32 = 1 + plan.jobs[..j].iter().map(|p| p.numjobs).sum::<u32>();
-            let names = &plan.targets[j].names;
-            // Clones on one file are one storlab target: each clone's log is the mean clone.
-            let shared = names.len() == 1 && job.numjobs > 1;
-            let clones = if shared { u64::from(job.numjobs) } else { 1 };
-            for (kind, prefix) in job.logs.files(&job.name) {
-                let window_ms = match kind {
-                    LogKind::ClatHist => job.logs.hist_ms,
-                    _ => job.logs.avg_ms,
-                };
-                let per_row = intervals_per_row(window_ms, interval_ms);
-                for c in 0..u64::from(job.numjobs) {
-                    let target = if shared {
-                        &names[0]
-                    } else {
-                        &names[c as usize]
-                    };
-                    let text = if kind == LogKind::ClatHist && job.logs.hist_ms == 0 {
-                        String::new()
-                    } else {
-                        let mut per_dir = Vec::new();
-                        for (d, op) in DIRECTIONS {
-                            per_dir.push((d, windows(run, &hists, target, op, per_row)?));
-                        }
-                        let clone = if shared { c } else { 0 };
-                        rows(kind, &per_dir, job.bs, clones, clone)
-                    };
-                    let name = job.logs.file_name(&prefix, kind, first_thread + c as u32);
-                    match files.iter_mut().find(|f| f.name == name) {
-                        Some(f) => f.text.push_str(&text),
-                        None => files.push(LogFile { name, text }),
-                    }
+            for (name, text) in job_logs(plan, j, run, &latency, first_thread) {
+                match files.iter_mut().find(|f| f.name == name) {
+                    Some(f) => f.text.push_str(&text),
+                    None => files.push(LogFile { name, text }),
                 }
             }
         }
     }
     Ok(files)
+}
+
+/// The log files of job `j` of the plan, clone by clone: (name, text).
+fn job_logs(
+    plan: &FioPlan,
+    j: usize,
+    run: &StoredRun,
+    latency: &Intervals,
+    first_thread: u32,
+) -> Vec<(String, String)> {
+    let job = &plan.jobs[j];
+    let interval_ms = (run.interval_seconds() * 1000.0).round().max(1.0) as u64;
+    let names = &plan.targets[j].names;
+    // Clones on one file are one storlab target: each clone's log is the mean clone.
+    let shared = names.len() == 1 && job.numjobs > 1;
+    let clones = if shared { u64::from(job.numjobs) } else { 1 };
+    let per_dir = |target: &str, window_ms: u64| {
+        let per_row = intervals_per_row(window_ms, interval_ms);
+        DIRECTIONS.map(|(d, op)| (d, windows(run, latency, target, op, per_row)))
+    };
+    let mut out = Vec::new();
+    for c in 0..u64::from(job.numjobs) {
+        let target = if shared {
+            &names[0]
+        } else {
+            &names[c as usize]
+        };
+        let averaged = per_dir(target, job.logs.avg_ms);
+        // fio writes no histogram rows without log_hist_msec.
+        let hist = (job.logs.hist.is_some() && job.logs.hist_ms > 0)
+            .then(|| per_dir(target, job.logs.hist_ms));
+        let clone = if shared { c } else { 0 };
+        for (kind, prefix) in job.logs.files(&job.name) {
+            let text = match (kind, &hist) {
+                (LogKind::ClatHist, None) => String::new(),
+                (LogKind::ClatHist, Some(h)) => rows(kind, h, job.bs, clones, clone),
+                _ => rows(kind, &averaged, job.bs, clones, clone),
+            };
+            let name = job.logs.file_name(&prefix, kind, first_thread + c as u32);
+            out.push((name, text));
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -280,6 +352,16 @@ mod tests {
         }
         assert_eq!(bins[fio_bin(3_000_000_000_000)], 2);
         assert_eq!(fio_bin(3_000_000_000_000), PLAT_NR - 1);
+        // The kept form's mean is the histogram's; two intervals add as their histograms.
+        let l = Latency::of(&h);
+        let mean = l.mean_ns().unwrap();
+        assert!((mean / h.mean() - 1.0).abs() < 1e-12, "{mean} {}", h.mean());
+        let mut both = l.clone();
+        both.add(&l);
+        let mut h2 = h.clone();
+        h2.add(&h).unwrap();
+        assert_eq!(both, Latency::of(&h2));
+        assert_eq!(Latency::default().mean_ns(), None);
     }
 
     fn window(end_ms: f64, ops: u64, bytes: f64, lat: &[(u64, u64)]) -> Window {
@@ -292,7 +374,7 @@ mod tests {
             ops,
             bytes,
             length_s: 0.5,
-            latency: (!lat.is_empty()).then_some(h),
+            latency: Latency::of(&h),
         }
     }
 

@@ -30,33 +30,6 @@ pub fn sum_measured_intervals(log: &[u8], timeline: &[TimelineRow]) -> Result<Hi
     Ok(out)
 }
 
-/// One measured interval of one tag: its start and length from the start of measurement, s.
-#[derive(Debug, Clone)]
-pub struct IntervalHistogram {
-    pub start_s: f64,
-    pub length_s: f64,
-    pub histogram: Histogram<u64>,
-}
-
-/// The measured intervals of an interval log, per tag, in the log's order.
-pub fn measured_intervals(
-    log: &[u8],
-    timeline: &[TimelineRow],
-) -> Result<BTreeMap<String, Vec<IntervalHistogram>>, String> {
-    let mut out: BTreeMap<String, Vec<IntervalHistogram>> = BTreeMap::new();
-    each_measured_interval(log, timeline, |tag, (start_s, length_s), histogram| {
-        out.entry(tag.to_string())
-            .or_default()
-            .push(IntervalHistogram {
-                start_s,
-                length_s,
-                histogram,
-            });
-        Ok(())
-    })?;
-    Ok(out)
-}
-
 /// Calls `f(tag, (start s, length s), histogram)` for each measured interval of the log.
 ///
 /// Since the timeline has `interval_s`, the collector writes measured intervals only (the
@@ -64,7 +37,8 @@ pub fn measured_intervals(
 /// second in time order, warm-up seconds first, stamped at start time 0 like the first
 /// measured second: there the number of warm-up rows of a target and kind (rows without
 /// `interval_s`) is the number of leading intervals of its tags to skip.
-fn each_measured_interval(
+/// One interval at a time, so that a reader of many intervals holds none it does not keep.
+pub fn each_measured_interval(
     log: &[u8],
     timeline: &[TimelineRow],
     mut f: impl FnMut(&str, (f64, f64), Histogram<u64>) -> Result<(), String>,
@@ -160,15 +134,15 @@ pub fn add(sums: &mut Histograms, tag: &str, h: &Histogram<u64>) -> Result<(), S
     }
 }
 
-/// The measured intervals of `histograms.hlog` of a run folder, per tag; the error names
-/// the file.
-pub fn read_measured_intervals(
+/// [`each_measured_interval`] of `histograms.hlog` of a run folder; the error names the file.
+pub fn read_each_measured_interval(
     folder: &Path,
     timeline: &[TimelineRow],
-) -> Result<BTreeMap<String, Vec<IntervalHistogram>>, String> {
+    f: impl FnMut(&str, (f64, f64), Histogram<u64>) -> Result<(), String>,
+) -> Result<(), String> {
     let path = folder.join("histograms.hlog");
     let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    measured_intervals(&bytes, timeline).map_err(|e| format!("{}: {e}", path.display()))
+    each_measured_interval(&bytes, timeline, f).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Reads `histograms.hlog` of a run folder and adds up its measured intervals; the error

@@ -5,7 +5,6 @@
 //! same bytes its folder held. Only stored files are read, never live state; every text that may hold a credential is redacted again on the way in. A file that
 //! is missing is "not stored"; a file that is there but does not parse is an error naming it.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::results::histograms::{self, Histograms};
@@ -115,19 +114,20 @@ impl StoredRun {
             .map_err(|e| format!("{} (from the results store): {e}", path.display()))
     }
 
-    /// Measured latency histograms of each interval from `histograms.hlog`, by tag, in
-    /// time order; the error names the file.
-    pub fn latency_intervals(
+    /// Calls `f(tag, (start s, length s), histogram)` for each measured interval of
+    /// `histograms.hlog`, in the log's order; the error names the file.
+    pub fn each_latency_interval(
         &self,
-    ) -> Result<BTreeMap<String, Vec<histograms::IntervalHistogram>>, String> {
+        f: impl FnMut(&str, (f64, f64), hdrhistogram::Histogram<u64>) -> Result<(), String>,
+    ) -> Result<(), String> {
         let Some(stored) = &self.from_store else {
-            return histograms::read_measured_intervals(&self.folder, &self.timeline.rows);
+            return histograms::read_each_measured_interval(&self.folder, &self.timeline.rows, f);
         };
         let path = self.folder.join(crate::results::write::HDR_LOG_FILE);
         let Some(log) = &stored.hlog else {
             return Err(format!("{}: not in the results store", path.display()));
         };
-        histograms::measured_intervals(log, &self.timeline.rows)
+        histograms::each_measured_interval(log, &self.timeline.rows, f)
             .map_err(|e| format!("{} (from the results store): {e}", path.display()))
     }
 }
