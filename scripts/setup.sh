@@ -17,10 +17,12 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 # mount(2) itself as root (no libfuse, no fusermount). OpenMPI 4.1 (openmpi-bin: mpirun;
 # libopenmpi-dev: the library the `mpi` feature links, its bindings generated with libclang)
 # for distributed runs under mpirun; storlab without mpirun never needs it. zstd and lz4 (the
-# compressors tests/fio.rs measures fio's and storlab's compressible buffers with).
+# compressors tests/fio.rs measures fio's and storlab's compressible buffers with). python3-six
+# (fio's fio2gnuplot imports six, which Debian's fio package does not depend on; tests/fio_logs.rs
+# runs it on storlab's logs; fiologparser_hist.py there needs python3-pandas, below).
 need=(gcc g++ pkg-config fio util-linux e2fsprogs xfsprogs btrfs-progs python3
       librocksdb-dev libclang-dev rocksdb-tools chromium poppler-utils libnfs-dev openmpi-bin libopenmpi-dev
-      zstd lz4)
+      zstd lz4 python3-six)
 missing=()
 for p in "${need[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -1,9 +1,8 @@
 //! `storlab fio JOBFILE...`: fio's job files run as a study (see `study::fio`), printed in
 //! fio's normal, JSON, JSON+ or terse layout (`--output-format`, `--output`) from the stored results
 //! (see `report::fio_json`). The job files are copied into the study's results folder, and
-//! `write_bw_log` / `write_iops_log` files are written from the stored timeline.
-
-use std::fmt::Write as _;
+//! fio's log files (`write_bw_log`, `write_lat_log`, ...) are written from the stored timeline
+//! and HDR interval log.
 
 use super::*;
 
@@ -46,49 +45,17 @@ fn now() -> (i64, String) {
     }
 }
 
-/// fio's bandwidth or IOPS log of a job from the stored timeline: one line per measured
-/// interval and direction, `msec, value, ddir, bs, 0`, as fio writes with log_avg_msec.
+/// fio's log files of the jobs (`write_bw_log`, ...), written into the current folder as fio
+/// writes them, from the stored timeline and interval log (see `report::fio_logs`).
 fn write_logs(
     plan: &study::fio::FioPlan,
     runs: &[crate::results::stored::StoredRun],
 ) -> Result<Vec<PathBuf>> {
     let mut written = Vec::new();
-    let mut number = 0;
-    for (g, run) in plan.groups.iter().zip(runs) {
-        let interval_ms = run.interval_seconds() * 1000.0;
-        for &j in &g.jobs {
-            let job = &plan.jobs[j];
-            for name in &plan.targets[j].names {
-                number += 1;
-                for (prefix, kind) in [(&job.bw_log, "bw"), (&job.iops_log, "iops")] {
-                    let Some(prefix) = prefix else { continue };
-                    let mut text = String::new();
-                    for r in run
-                        .timeline
-                        .rows
-                        .iter()
-                        .filter(|r| r.measured && &r.target == name)
-                    {
-                        let ddir = match r.op.as_str() {
-                            "read" => 0,
-                            "write" => 1,
-                            _ => continue,
-                        };
-                        let value = if kind == "bw" {
-                            (r.rate_bytes / 1024.0) as u64
-                        } else {
-                            r.rate_ops as u64
-                        };
-                        let end_ms = ((r.second + 1) as f64 * interval_ms) as u64;
-                        let _ = writeln!(text, "{end_ms}, {value}, {ddir}, {}, 0", job.bs);
-                    }
-                    let path = PathBuf::from(format!("{prefix}_{kind}.{number}.log"));
-                    std::fs::write(&path, text)
-                        .with_context(|| format!("writing {}", path.display()))?;
-                    written.push(path);
-                }
-            }
-        }
+    for f in report::fio_logs::fio_logs(plan, runs).map_err(anyhow::Error::msg)? {
+        let path = PathBuf::from(&f.name);
+        std::fs::write(&path, &f.text).with_context(|| format!("writing {}", path.display()))?;
+        written.push(path);
     }
     Ok(written)
 }

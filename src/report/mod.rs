@@ -10,6 +10,7 @@ pub mod dbbench;
 pub mod events;
 pub mod fileserver;
 pub mod fio_json;
+pub mod fio_logs;
 pub mod fio_terse;
 pub mod fio_text;
 pub mod headline;

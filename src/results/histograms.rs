@@ -22,13 +22,27 @@ pub fn hlog_tag(target: &str, op: &str) -> String {
 }
 
 /// Adds up the measured intervals of an interval log, per tag.
+pub fn sum_measured_intervals(log: &[u8], timeline: &[TimelineRow]) -> Result<Histograms, String> {
+    let mut out: Histograms = BTreeMap::new();
+    each_measured_interval(log, timeline, |tag, _, h| {
+        add(&mut out, tag, &h).map_err(|e| format!("interval log: {e}"))
+    })?;
+    Ok(out)
+}
+
+/// Calls `f(tag, (start s, length s), histogram)` for each measured interval of the log.
 ///
 /// Since the timeline has `interval_s`, the collector writes measured intervals only (the
 /// warm-up's are on the timeline alone). Older files hold one interval per target, kind and
 /// second in time order, warm-up seconds first, stamped at start time 0 like the first
 /// measured second: there the number of warm-up rows of a target and kind (rows without
 /// `interval_s`) is the number of leading intervals of its tags to skip.
-pub fn sum_measured_intervals(log: &[u8], timeline: &[TimelineRow]) -> Result<Histograms, String> {
+/// One interval at a time, so that a reader of many intervals holds none it does not keep.
+pub fn each_measured_interval(
+    log: &[u8],
+    timeline: &[TimelineRow],
+    mut f: impl FnMut(&str, (f64, f64), Histogram<u64>) -> Result<(), String>,
+) -> Result<(), String> {
     let mut warmup: BTreeMap<String, usize> = BTreeMap::new();
     for r in timeline
         .iter()
@@ -39,7 +53,6 @@ pub fn sum_measured_intervals(log: &[u8], timeline: &[TimelineRow]) -> Result<Hi
         *warmup.entry(format!("{tag}.intended")).or_default() += 1;
     }
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
-    let mut out: Histograms = BTreeMap::new();
     let mut de = Deserializer::new();
     for entry in IntervalLogIterator::new(log) {
         let entry = entry.map_err(|e| format!("interval log: {e:?}"))?;
@@ -56,9 +69,13 @@ pub fn sum_measured_intervals(log: &[u8], timeline: &[TimelineRow]) -> Result<Hi
             .decode(iv.encoded_histogram())
             .map_err(|e| format!("interval log: base64: {e}"))?;
         let h = decode_histogram(&raw, &mut de).map_err(|e| format!("interval log: {e}"))?;
-        add(&mut out, &tag, &h).map_err(|e| format!("interval log: {e}"))?;
+        let span = (
+            iv.start_timestamp().as_secs_f64(),
+            iv.duration().as_secs_f64(),
+        );
+        f(&tag, span, h)?;
     }
-    Ok(out)
+    Ok(())
 }
 
 /// The V2 histogram encodings' first 4 bytes (hdrhistogram's serialization): plain, and
@@ -115,6 +132,17 @@ pub fn add(sums: &mut Histograms, tag: &str, h: &Histogram<u64>) -> Result<(), S
             Ok(())
         }
     }
+}
+
+/// [`each_measured_interval`] of `histograms.hlog` of a run folder; the error names the file.
+pub fn read_each_measured_interval(
+    folder: &Path,
+    timeline: &[TimelineRow],
+    f: impl FnMut(&str, (f64, f64), Histogram<u64>) -> Result<(), String>,
+) -> Result<(), String> {
+    let path = folder.join("histograms.hlog");
+    let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    each_measured_interval(&bytes, timeline, f).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Reads `histograms.hlog` of a run folder and adds up its measured intervals; the error

@@ -113,6 +113,23 @@ impl StoredRun {
         histograms::sum_measured_intervals(log, &self.timeline.rows)
             .map_err(|e| format!("{} (from the results store): {e}", path.display()))
     }
+
+    /// Calls `f(tag, (start s, length s), histogram)` for each measured interval of
+    /// `histograms.hlog`, in the log's order; the error names the file.
+    pub fn each_latency_interval(
+        &self,
+        f: impl FnMut(&str, (f64, f64), hdrhistogram::Histogram<u64>) -> Result<(), String>,
+    ) -> Result<(), String> {
+        let Some(stored) = &self.from_store else {
+            return histograms::read_each_measured_interval(&self.folder, &self.timeline.rows, f);
+        };
+        let path = self.folder.join(crate::results::write::HDR_LOG_FILE);
+        let Some(log) = &stored.hlog else {
+            return Err(format!("{}: not in the results store", path.display()));
+        };
+        histograms::each_measured_interval(log, &self.timeline.rows, f)
+            .map_err(|e| format!("{} (from the results store): {e}", path.display()))
+    }
 }
 
 /// The workload of the target at `index` in a stored plan.

@@ -124,8 +124,8 @@ pub const SUPPORTED: &[(&str, &str)] = &[
         "the latency percentiles printed in fio's normal and JSON output",
     ),
     (
-        "write_bw_log / write_iops_log",
-        "fio-format logs, one sample per timeline interval",
+        "write_bw_log / write_iops_log / write_lat_log / write_hist_log / log_avg_msec / log_hist_msec / per_job_logs",
+        "fio's log files, written after the run from the stored timeline and HDR interval log: one row per log_avg_msec (or interval) window",
     ),
 ];
 
@@ -183,8 +183,8 @@ pub struct Job {
     pub stonewall: bool,
     pub verify: bool,
     pub invalidate: bool,
-    pub bw_log: Option<String>,
-    pub iops_log: Option<String>,
+    /// fio's log files asked for.
+    pub logs: super::logs::Logs,
     /// fio's `ss` as written (checked: e.g. `iops:10%`), `ss_dur` and `ss_ramp`.
     pub ss: Option<String>,
     pub ss_dur: Option<Duration>,
@@ -229,8 +229,7 @@ impl Job {
             stonewall: false,
             verify: false,
             invalidate: false,
-            bw_log: None,
-            iops_log: None,
+            logs: super::logs::Logs::default(),
             ss: None,
             ss_dur: None,
             ss_ramp: Duration::ZERO,
@@ -426,6 +425,7 @@ fn apply(job: &mut Job, e: &Entry, kb: &mut u64) -> Result<(), String> {
         || super::rates::apply_rate(job, e, super::names::canonical(&e.name), *kb)?
         || super::buffers::apply_buffers(job, e, super::names::canonical(&e.name), *kb)?
         || super::control::apply_control(job, e, super::names::canonical(&e.name))?
+        || super::logs::apply_logs(job, e, super::names::canonical(&e.name))?
     {
         return Ok(());
     }
@@ -586,7 +586,7 @@ fn apply_time(job: &mut Job, e: &Entry) -> Result<bool, String> {
 }
 
 /// How fio runs and reports the job: random map, threads, reporting, `stonewall`, `verify`,
-/// `invalidate`, `kb_base`, logs. False when `e` is none of these.
+/// `invalidate`, `kb_base`. False when `e` is none of these.
 fn apply_run(job: &mut Job, e: &Entry, kb: &mut u64) -> Result<bool, String> {
     let name = e.name.as_str();
     match super::names::canonical(name) {
@@ -628,10 +628,6 @@ fn apply_run(job: &mut Job, e: &Entry, kb: &mut u64) -> Result<bool, String> {
             "1000" => *kb = 1000,
             other => return Err(format!("kb_base={other}: 1024 or 1000")),
         },
-        "write_bw_log" => job.bw_log = Some(e.value.clone().unwrap_or_else(|| job.name.clone())),
-        "write_iops_log" => {
-            job.iops_log = Some(e.value.clone().unwrap_or_else(|| job.name.clone()))
-        }
         _ => return Ok(false),
     }
     Ok(true)

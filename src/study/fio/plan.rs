@@ -241,14 +241,22 @@ pub fn build(files: Vec<JobFile>) -> Result<FioPlan, Vec<LineError>> {
         return Err(errors);
     }
     notes.append(&mut doc.notes);
-    // rate_min is judged per rate_cycle on the timeline: intervals no longer than the
-    // shortest cycle.
-    doc.interval_ms = jobs
+    // rate_min is judged per rate_cycle on the timeline and fio's logs are written per
+    // log_avg_msec / log_hist_msec window: intervals that make each window whole intervals.
+    let windows: Vec<u64> = jobs
         .iter()
         .filter(|j| j.rates.has_min())
-        .map(|j| j.rates.cycle.as_millis().max(10) as i64)
-        .min()
-        .filter(|&ms| ms < 1000);
+        .map(|j| j.rates.cycle.as_millis() as u64)
+        .chain(jobs.iter().flat_map(|j| j.logs.windows_ms()))
+        .collect();
+    let interval_ms = super::logs::study_interval_ms(&windows);
+    doc.interval_ms = interval_ms.map(|ms| ms as i64);
+    for j in &jobs {
+        notes.extend(super::logs::notes(
+            j,
+            interval_ms.unwrap_or(super::logs::DEFAULT_INTERVAL_MS),
+        ));
+    }
     let study_text = doc.text(&names, &notes);
     Ok(FioPlan {
         files: names,

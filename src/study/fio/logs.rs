@@ -1,0 +1,330 @@
+//! fio's log options: `write_bw_log`, `write_iops_log`, `write_lat_log`, `write_hist_log`,
+//! `log_avg_msec`, `log_hist_msec`, `per_job_logs`. storlab writes fio's log files after the
+//! run from the stored timeline and HDR interval log (report::fio_logs), one row per window of
+//! whole study intervals: `log_avg_msec` and `log_hist_msec` set the study's `interval`
+//! (with the rate_min cycles) so that a window is whole intervals. Without `log_avg_msec` fio
+//! logs every I/O; storlab keeps no per-I/O record, so it writes one averaged row per
+//! interval and says so.
+
+use super::options::Job;
+use super::parse::{Entry, parse_bool};
+
+/// storlab's default interval, ms (the study's `interval` when not set).
+pub const DEFAULT_INTERVAL_MS: u64 = 1000;
+/// The shortest study interval storlab takes, ms.
+pub const LEAST_INTERVAL_MS: u64 = 10;
+
+/// A job's log options as given.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Logs {
+    /// `write_bw_log`: the file name prefix (`Some("")`: the job's name, as fio).
+    pub bw: Option<String>,
+    /// `write_iops_log`.
+    pub iops: Option<String>,
+    /// `write_lat_log`: `_clat`, `_slat` and `_lat` files.
+    pub lat: Option<String>,
+    /// `write_hist_log`: the `_clat_hist` file.
+    pub hist: Option<String>,
+    /// `log_avg_msec` (0, fio's default: every I/O).
+    pub avg_ms: u64,
+    /// `log_hist_msec` (0, fio's default: no histogram rows).
+    pub hist_ms: u64,
+    /// `per_job_logs` (fio's default 1): a file per clone, its thread number `.N` in its name.
+    pub per_job: bool,
+}
+
+impl Default for Logs {
+    fn default() -> Self {
+        Logs {
+            bw: None,
+            iops: None,
+            lat: None,
+            hist: None,
+            avg_ms: 0,
+            hist_ms: 0,
+            per_job: true,
+        }
+    }
+}
+
+/// Which of fio's logs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogKind {
+    Bw,
+    Iops,
+    Clat,
+    Slat,
+    Lat,
+    ClatHist,
+}
+
+impl LogKind {
+    /// The file name's part after the prefix, as fio names it (`x_clat_hist.1.log`).
+    pub fn suffix(self) -> &'static str {
+        match self {
+            LogKind::Bw => "bw",
+            LogKind::Iops => "iops",
+            LogKind::Clat => "clat",
+            LogKind::Slat => "slat",
+            LogKind::Lat => "lat",
+            LogKind::ClatHist => "clat_hist",
+        }
+    }
+}
+
+impl Logs {
+    /// Any log asked for.
+    pub fn any(&self) -> bool {
+        self.bw.is_some() || self.iops.is_some() || self.lat.is_some() || self.hist.is_some()
+    }
+
+    /// The logs asked for, each with its file name prefix (`job` when none was given).
+    pub fn files(&self, job: &str) -> Vec<(LogKind, String)> {
+        let prefix = |p: &String| {
+            if p.is_empty() {
+                job.to_string()
+            } else {
+                p.clone()
+            }
+        };
+        let mut out = Vec::new();
+        if let Some(p) = &self.bw {
+            out.push((LogKind::Bw, prefix(p)));
+        }
+        if let Some(p) = &self.iops {
+            out.push((LogKind::Iops, prefix(p)));
+        }
+        if let Some(p) = &self.lat {
+            for k in [LogKind::Clat, LogKind::Slat, LogKind::Lat] {
+                out.push((k, prefix(p)));
+            }
+        }
+        if let Some(p) = &self.hist {
+            out.push((LogKind::ClatHist, prefix(p)));
+        }
+        out
+    }
+
+    /// fio's file name of log `kind` of fio's thread `thread`: `PREFIX_KIND.N.log`, N the
+    /// thread's number (1-based over every job's clones in the job files' order, as fio 3.33
+    /// numbers them: `[a]`, `[b] numjobs=2` log as `a_bw.1.log`, `b_bw.2.log`, `b_bw.3.log`),
+    /// or `PREFIX_KIND.log` with per_job_logs=0.
+    pub fn file_name(&self, prefix: &str, kind: LogKind, thread: u32) -> String {
+        if self.per_job {
+            format!("{prefix}_{}.{thread}.log", kind.suffix())
+        } else {
+            format!("{prefix}_{}.log", kind.suffix())
+        }
+    }
+
+    /// The windows the job's logs average over, ms (what the study's interval must divide).
+    pub fn windows_ms(&self) -> Vec<u64> {
+        let mut w = Vec::new();
+        if (self.bw.is_some() || self.iops.is_some() || self.lat.is_some()) && self.avg_ms > 0 {
+            w.push(self.avg_ms);
+        }
+        if self.hist.is_some() && self.hist_ms > 0 {
+            w.push(self.hist_ms);
+        }
+        w
+    }
+}
+
+/// Intervals per row of a window of `window_ms` (0: one interval a row), at least 1.
+pub fn intervals_per_row(window_ms: u64, interval_ms: u64) -> u64 {
+    window_ms.div_ceil(interval_ms.max(1)).max(1)
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
+/// The study interval, ms, that makes every window given (log windows, rate_min cycles)
+/// whole intervals: their greatest common divisor with storlab's 1 s (so that a second is
+/// still whole intervals), at least 10 ms; when that is below 10 ms, the shortest window (at
+/// least 10 ms) and the others are rounded up to whole intervals. None: storlab's 1 s.
+pub fn study_interval_ms(windows_ms: &[u64]) -> Option<u64> {
+    let windows: Vec<u64> = windows_ms.iter().copied().filter(|&w| w > 0).collect();
+    let g = windows.iter().fold(DEFAULT_INTERVAL_MS, |g, &w| gcd(g, w));
+    let ms = if g >= LEAST_INTERVAL_MS {
+        g
+    } else {
+        windows
+            .iter()
+            .copied()
+            .min()
+            .unwrap_or(DEFAULT_INTERVAL_MS)
+            .clamp(LEAST_INTERVAL_MS, DEFAULT_INTERVAL_MS)
+    };
+    (ms != DEFAULT_INTERVAL_MS).then_some(ms)
+}
+
+/// What storlab writes otherwise than fio for `job`'s logs, at the study's interval.
+pub fn notes(job: &Job, interval_ms: u64) -> Vec<String> {
+    let l = &job.logs;
+    let mut notes = Vec::new();
+    let name = &job.name;
+    if (l.bw.is_some() || l.iops.is_some() || l.lat.is_some()) && l.avg_ms == 0 {
+        notes.push(format!(
+            "job `{name}`: without log_avg_msec fio logs every I/O; storlab keeps no per-I/O record: its logs have one row per interval ({interval_ms} ms), the interval's mean"
+        ));
+    }
+    for (what, ms) in [("log_avg_msec", l.avg_ms), ("log_hist_msec", l.hist_ms)] {
+        if ms > 0 && ms % interval_ms != 0 {
+            let rounded = intervals_per_row(ms, interval_ms) * interval_ms;
+            notes.push(format!(
+                "job `{name}`: {what}={ms} is not whole intervals of {interval_ms} ms: its rows are {rounded} ms"
+            ));
+        }
+    }
+    if l.hist.is_some() && l.hist_ms == 0 {
+        notes.push(format!(
+            "job `{name}`: write_hist_log without log_hist_msec: its histogram logs are empty, as fio's"
+        ));
+    }
+    if l.lat.is_some() {
+        notes.push(format!(
+            "job `{name}`: write_lat_log: storlab times each I/O from submission to completion: its _clat and _lat logs both hold that time, and its _slat logs are empty (as fio's for engines without a submission latency)"
+        ));
+    }
+    if l.any() && job.filename.is_some() && job.numjobs > 1 {
+        notes.push(format!(
+            "job `{name}`: its {} clones share one file and storlab measures them together: each clone's log holds the mean clone (bandwidth and IOPS over {}, the clones' latency, histogram counts shared out)",
+            job.numjobs, job.numjobs
+        ));
+    }
+    notes
+}
+
+fn flag(e: &Entry) -> Result<bool, String> {
+    parse_bool(e.value.as_deref())
+        .map_err(|m| format!("{}={}: {m}", e.name, e.value.as_deref().unwrap_or("")))
+}
+
+fn msec(e: &Entry) -> Result<u64, String> {
+    let v = e.value.as_deref().unwrap_or("");
+    v.trim()
+        .parse()
+        .map_err(|_| format!("{}={v}: expected whole milliseconds", e.name))
+}
+
+/// Applies a log option to `job`. False when `name` is none.
+pub fn apply_logs(job: &mut Job, e: &Entry, name: &str) -> Result<bool, String> {
+    let prefix = || e.value.clone().unwrap_or_default();
+    let l = &mut job.logs;
+    match name {
+        "write_bw_log" => l.bw = Some(prefix()),
+        "write_iops_log" => l.iops = Some(prefix()),
+        "write_lat_log" => l.lat = Some(prefix()),
+        "write_hist_log" => l.hist = Some(prefix()),
+        "log_avg_msec" => l.avg_ms = msec(e)?,
+        "log_hist_msec" => l.hist_ms = msec(e)?,
+        "per_job_logs" => l.per_job = flag(e)?,
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names_are_fios() {
+        let mut l = Logs {
+            bw: Some("x".into()),
+            hist: Some(String::new()),
+            ..Logs::default()
+        };
+        let f = l.files("job");
+        assert_eq!(
+            f,
+            [
+                (LogKind::Bw, "x".to_string()),
+                (LogKind::ClatHist, "job".to_string())
+            ]
+        );
+        assert_eq!(l.file_name("x", LogKind::Bw, 2), "x_bw.2.log");
+        assert_eq!(
+            l.file_name("job", LogKind::ClatHist, 1),
+            "job_clat_hist.1.log"
+        );
+        l.per_job = false;
+        assert_eq!(l.file_name("x", LogKind::Slat, 3), "x_slat.log");
+    }
+
+    fn plan(text: &str) -> super::super::FioPlan {
+        let f = super::super::from_text("job.fio", text, &|_| None).unwrap();
+        super::super::plan::build(vec![f]).unwrap()
+    }
+
+    #[test]
+    fn log_windows_set_the_study_interval_and_what_differs_from_fio_is_said() {
+        let p = plan(
+            "[global]\nioengine=null\nsize=1m\n[a]\nwrite_bw_log=x\nlog_avg_msec=250\nwrite_hist_log\nlog_hist_msec=1500\n",
+        );
+        assert!(
+            p.study_text.contains("interval = \"250ms\""),
+            "{}",
+            p.study_text
+        );
+        assert!(p.notes.is_empty(), "{:?}", p.notes);
+        let p = plan(
+            "[global]\nioengine=null\nsize=1m\nnumjobs=2\nfilename=/tmp/x\n[a]\nwrite_lat_log\nwrite_hist_log\nper_job_logs=0\n",
+        );
+        assert!(!p.study_text.contains("interval ="), "{}", p.study_text);
+        let said = p.notes.join("\n");
+        for s in [
+            "without log_avg_msec fio logs every I/O; storlab keeps no per-I/O record: its logs have one row per interval (1000 ms)",
+            "write_hist_log without log_hist_msec",
+            "_slat logs are empty",
+            "each clone's log holds the mean clone",
+        ] {
+            assert!(said.contains(s), "{s}: {said}");
+        }
+        assert!(!p.jobs[0].logs.per_job);
+        let p = plan(
+            "[a]\nioengine=null\nsize=1m\nwrite_iops_log\nlog_avg_msec=333\nrate_min=1\nrate_cycle=1000\n",
+        );
+        assert!(
+            p.study_text.contains("interval = \"333ms\""),
+            "{}",
+            p.study_text
+        );
+        assert!(
+            p.notes
+                .iter()
+                .all(|n| !n.contains("log_avg_msec=333 is not whole")),
+            "{:?}",
+            p.notes
+        );
+        let p = plan("[a]\nioengine=null\nsize=1m\nwrite_iops_log\nlog_avg_msec=3\n");
+        assert!(
+            p.study_text.contains("interval = \"10ms\""),
+            "{}",
+            p.study_text
+        );
+        assert!(
+            p.notes.iter().any(|n| n
+                .contains("log_avg_msec=3 is not whole intervals of 10 ms: its rows are 10 ms")),
+            "{:?}",
+            p.notes
+        );
+    }
+
+    #[test]
+    fn the_interval_makes_every_window_whole_intervals() {
+        assert_eq!(study_interval_ms(&[]), None);
+        assert_eq!(study_interval_ms(&[500]), Some(500));
+        assert_eq!(study_interval_ms(&[2000]), None);
+        // 1500 ms rows: 500 ms intervals, so that a second is whole intervals too.
+        assert_eq!(study_interval_ms(&[1500]), Some(500));
+        assert_eq!(study_interval_ms(&[250, 100]), Some(50));
+        // 333 and 1000 have no common divisor of 10 ms or more: the shortest window.
+        assert_eq!(study_interval_ms(&[333]), Some(333));
+        assert_eq!(study_interval_ms(&[3]), Some(10));
+        assert_eq!(intervals_per_row(1000, 333), 4);
+        assert_eq!(intervals_per_row(0, 1000), 1);
+        assert_eq!(intervals_per_row(1500, 500), 3);
+    }
+}
