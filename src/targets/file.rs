@@ -89,7 +89,7 @@ pub const TYPE: TargetType = TargetType {
         ),
         (
             "layout",
-            "how a new or short file is laid out: \"write\" (default: incompressible data), \"fallocate\" (posix_fallocate: allocated, never written) or \"truncate\" (a sparse file of its size)",
+            "how a new or short file is laid out: \"write\" (default: incompressible data), \"fallocate\" (posix_fallocate: allocated, never written) or \"truncate\" (a sparse file of its size), \"keep\" (allocated, the size left to the writes) or \"none\" (created empty): the last two for jobs that only write",
         ),
         (
             "open-sync",
@@ -132,6 +132,11 @@ pub enum Layout {
     Fallocate,
     /// ftruncate: a sparse file of its size.
     Truncate,
+    /// fallocate with FALLOC_FL_KEEP_SIZE: blocks allocated, the file's size left as it is
+    /// (writes extend it).
+    Keep,
+    /// Created empty, nothing allocated (writes extend it).
+    None,
 }
 
 /// Synchronous writes (O_SYNC, O_DSYNC).
@@ -742,6 +747,26 @@ fn lay_out(
             return f
                 .set_len(to)
                 .map_err(|e| TargetError::io(path, "extending", e));
+        }
+        Layout::None => return Ok(()),
+        Layout::Keep => {
+            // SAFETY: fallocate on a descriptor we own.
+            let r = unsafe {
+                libc::fallocate(
+                    f.as_raw_fd(),
+                    libc::FALLOC_FL_KEEP_SIZE,
+                    from as libc::off_t,
+                    (to - from) as libc::off_t,
+                )
+            };
+            if r != 0 {
+                return Err(TargetError::io(
+                    path,
+                    "allocating (fallocate, keep size)",
+                    std::io::Error::last_os_error(),
+                ));
+            }
+            return Ok(());
         }
         Layout::Fallocate => {
             // SAFETY: posix_fallocate on a descriptor we own.

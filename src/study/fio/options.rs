@@ -144,6 +144,10 @@ impl Rw {
     pub fn random(self) -> bool {
         matches!(self, Rw::RandRead | Rw::RandWrite | Rw::RandRw)
     }
+    /// The job reads.
+    pub fn reads(self) -> bool {
+        !matches!(self, Rw::Write | Rw::RandWrite)
+    }
     pub fn mixed(self) -> bool {
         matches!(self, Rw::ReadWrite | Rw::RandRw)
     }
@@ -196,6 +200,8 @@ pub struct Job {
     pub latency_report: super::measure::LatencyReport,
     /// Groups, ending early, the random generator, commands around the job.
     pub control: super::control::Control,
+    /// `nrfiles`, `filesize`, layout, unlink and sync options.
+    pub files: super::files::FileOptions,
 }
 
 impl Job {
@@ -237,6 +243,7 @@ impl Job {
             measurement_off: Vec::new(),
             latency_report: super::measure::LatencyReport::default(),
             control: super::control::Control::default(),
+            files: super::files::FileOptions::default(),
         }
     }
 
@@ -426,6 +433,7 @@ fn apply(job: &mut Job, e: &Entry, kb: &mut u64) -> Result<(), String> {
         || super::rates::apply_rate(job, e, super::names::canonical(&e.name), *kb)?
         || super::buffers::apply_buffers(job, e, super::names::canonical(&e.name), *kb)?
         || super::control::apply_control(job, e, super::names::canonical(&e.name))?
+        || super::files::apply_files(job, e, super::names::canonical(&e.name), *kb)?
     {
         return Ok(());
     }

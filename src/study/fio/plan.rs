@@ -139,6 +139,10 @@ fn workload_table(job: &Job) -> toml::Table {
     if job.fsync > 0 {
         w.insert("fsync-every".into(), (job.fsync as i64).into());
     }
+    if let Some((n, _)) = job.files.fdatasync {
+        // The target's fsync operations are fdatasync (its `fdatasync` key).
+        w.insert("fsync-every".into(), (n as i64).into());
+    }
     if job.verify {
         w.insert("verify".into(), true.into());
     }
@@ -228,9 +232,10 @@ pub fn build(files: Vec<JobFile>) -> Result<FioPlan, Vec<LineError>> {
     for j in jobs.iter_mut().filter(|j| !j.control.randrepeat) {
         j.control.seed = Some(seed);
     }
-    let mut errors = Vec::new();
+    let mut errors: Vec<LineError> = jobs.iter().flat_map(super::files::check).collect();
     let targets = job_targets(&jobs);
     let mut notes = substitution_notes(&jobs);
+    notes.extend(jobs.iter().flat_map(super::files::notes));
     let groups = groups(&jobs, &starts);
     let mut doc = StudyDoc::default();
     for g in &groups {
@@ -449,8 +454,9 @@ impl StudyDoc {
             };
             step.drop |= j.invalidate && !j.direct && j.engine.runs_on() != Runner::Null;
             let t = &targets[ji];
-            for (name, path) in t.names.iter().zip(&t.paths) {
-                if let Some(tt) = step.add_target(j, name, path, job_workload.as_deref(), errors) {
+            for (clone, (name, path)) in t.names.iter().zip(&t.paths).enumerate() {
+                let at = (clone as u32, path.as_path());
+                if let Some(tt) = step.add_target(j, name, at, job_workload.as_deref(), errors) {
                     self.targets.insert(name.clone(), tt.into());
                 }
             }
@@ -508,7 +514,7 @@ impl GroupStep<'_> {
         &mut self,
         j: &Job,
         name: &str,
-        path: &Path,
+        (clone, path): (u32, &Path),
         job_workload: Option<&str>,
         errors: &mut Vec<LineError>,
     ) -> Option<toml::Table> {
@@ -547,6 +553,9 @@ impl GroupStep<'_> {
         self.paths_seen.push(path.to_path_buf());
         let size = if null {
             j.size
+        } else if j.files.set() {
+            let sizes = super::files::sizes(j, clone);
+            Some(super::files::io_bytes(j, &sizes)).filter(|_| !sizes.contains(&0))
         } else {
             j.size.or_else(|| existing_size(path))
         };
@@ -597,7 +606,7 @@ impl GroupStep<'_> {
             self.target_workloads
                 .insert(name.to_string(), w.to_string().into());
         }
-        Some(target_table(j, path))
+        Some(target_table(j, clone, path))
     }
 
     /// The step's table: its workload and targets, bounds, caches and steady state.
@@ -642,7 +651,7 @@ impl GroupStep<'_> {
 
 /// The target of job `j`: a `file` target on `path`, or with ioengine=null a `null` target
 /// of the job's size (fio's null engine opens no file).
-fn target_table(j: &Job, path: &Path) -> toml::Table {
+fn target_table(j: &Job, clone: u32, path: &Path) -> toml::Table {
     let mut tt = toml::Table::new();
     let engine = match j.engine.runs_on() {
         Runner::Null => {
@@ -665,5 +674,6 @@ fn target_table(j: &Job, path: &Path) -> toml::Table {
     if j.offset > 0 {
         tt.insert("offset".into(), (j.offset as i64).into());
     }
+    super::files::target_keys(j, clone, path, &mut tt);
     tt
 }
