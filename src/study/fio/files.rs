@@ -386,15 +386,20 @@ mod tests {
 
     #[test]
     fn what_cannot_be_honoured_is_refused_by_line() {
-        let j = job("[m]\nrw=write\nnrfiles=4\nopenfiles=2\nfsync=1\nfdatasync=2\nsize=1m\n");
-        let e = check(&j);
+        let refused =
+            |text: &str| resolve(&parse("job.fio", text, &|_| None).unwrap()).unwrap_err();
+        let e = refused("[m]\nrw=write\nnrfiles=4\nopenfiles=2\nfsync=1\nfdatasync=2\nsize=1m\n");
         assert_eq!(e.len(), 2, "{e:?}");
         assert_eq!(e[0].line, 4);
         assert!(e[0].message.contains("openfiles=2 below nrfiles=4"));
         assert_eq!(e[1].line, 6);
         let j = job("[m]\nrw=read\nnrfiles=4\nopenfiles=4\nsize=1m\n");
         assert!(check(&j).is_empty());
-        let j = job("[m]\nrw=read\ncreate_on_open=1\nsize=1m\n");
-        assert!(check(&j)[0].message.contains("create_on_open"));
+        let e = refused("[m]\nrw=read\ncreate_on_open=1\nsize=1m\n");
+        assert!(e[0].message.contains("create_on_open"), "{}", e[0]);
+        let e = refused("[m]\nfilename=/tmp/x\nnrfiles=2\nsize=1m\n");
+        assert!(e[0].message.contains("JOBNAME.CLONE.FILENUM"), "{}", e[0]);
+        let e = refused("[m]\nfile_service_type=random:4\nfile_service_type=pareto\nsync=maybe\n");
+        assert_eq!(e.len(), 3, "{e:?}");
     }
 }

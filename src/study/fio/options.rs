@@ -308,6 +308,7 @@ pub fn resolve(f: &JobFile) -> Result<Vec<Job>, Vec<LineError>> {
                 }),
             }
         }
+        errors.extend(super::files::check(&job));
         jobs.push(job);
     }
     if jobs.is_empty() && errors.is_empty() {
@@ -320,6 +321,7 @@ pub fn resolve(f: &JobFile) -> Result<Vec<Job>, Vec<LineError>> {
     if errors.is_empty() {
         Ok(jobs)
     } else {
+        errors.sort_by_key(|e| e.line);
         Err(errors)
     }
 }
