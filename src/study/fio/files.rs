@@ -209,14 +209,15 @@ pub fn check(job: &Job) -> Vec<LineError> {
     errors
 }
 
-/// Each file's bytes, of clone `clone`: `filesize` (a range drawn per file, on a seed of the
-/// job's name), else the job's size split evenly (`size / nrfiles`).
-pub fn sizes(job: &Job, clone: u32) -> Vec<u64> {
+/// Each file's bytes: `filesize` (a range drawn per file, on a seed of the job's name: every
+/// clone draws the same sizes, so that the clones transfer the same bytes, as storlab bounds
+/// a group once), else the job's size split evenly (`size / nrfiles`).
+pub fn sizes(job: &Job) -> Vec<u64> {
     let n = job.files.count();
     let bs = job.sizes().into_iter().min().unwrap_or(4096).max(1);
     let mut state = job.name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
-    }) ^ (u64::from(clone) << 32);
+    });
     (0..n)
         .map(|_| match job.files.filesize {
             Some((lo, hi)) if hi > lo => {
@@ -259,14 +260,14 @@ fn layout(job: &Job) -> &'static str {
     }
 }
 
-/// The file target's keys for the job's file options; `first` is the path of the clone's
+/// The file target's keys for the job's file options; `first` is the path of a clone's
 /// first file (`JOBNAME.CLONE.0`).
-pub fn target_keys(job: &Job, clone: u32, first: &std::path::Path, tt: &mut toml::Table) {
+pub fn target_keys(job: &Job, first: &std::path::Path, tt: &mut toml::Table) {
     let f = &job.files;
     if f.set() {
         tt.remove("path");
         tt.remove("size");
-        let sizes = sizes(job, clone);
+        let sizes = sizes(job);
         let base = first.to_string_lossy();
         let stem = base.strip_suffix(".0").unwrap_or(&base);
         let files: Vec<toml::Value> = sizes
@@ -308,7 +309,7 @@ pub fn notes(job: &Job) -> Vec<String> {
     let mut notes = Vec::new();
     if let Some((lo, hi)) = f.filesize.filter(|(lo, hi)| hi > lo) {
         notes.push(format!(
-            "job `{name}`: filesize={lo}-{hi} bytes: each file's size drawn in the range by storlab (fio draws other sizes in it)"
+            "job `{name}`: filesize={lo}-{hi} bytes: each file's size drawn in the range by storlab, the same for every clone (fio draws other sizes in it, clone by clone)"
         ));
     }
     if f.end_fsync || f.fsync_on_close {
@@ -335,20 +336,19 @@ mod tests {
     fn sizes_split_the_size_or_follow_filesize() {
         let j = job("[m]\nsize=40k\nnrfiles=3\n");
         // fio 3.33: three files of 13653 bytes, 3 whole 4 KiB blocks each.
-        assert_eq!(sizes(&j, 0), [13653; 3]);
-        assert_eq!(io_bytes(&j, &sizes(&j, 0)), 36864);
+        assert_eq!(sizes(&j), [13653; 3]);
+        assert_eq!(io_bytes(&j, &sizes(&j)), 36864);
         let j = job("[m]\nsize=1m\nnrfiles=2\nfilesize=12k\n");
-        assert_eq!(sizes(&j, 0), [12288; 2]);
-        assert_eq!(io_bytes(&j, &sizes(&j, 0)), 24576);
+        assert_eq!(sizes(&j), [12288; 2]);
+        assert_eq!(io_bytes(&j, &sizes(&j)), 24576);
         let j = job("[m]\nsize=1m\nnrfiles=64\nfilesize=8k-32k\nbs=4k\n");
-        let s = sizes(&j, 0);
+        let s = sizes(&j);
         assert!(
             s.iter()
                 .all(|&b| (8192..=32768).contains(&b) && b % 4096 == 0)
         );
         assert!(s.iter().any(|&b| b != s[0]), "drawn, not all one size");
-        assert_ne!(sizes(&j, 1), s, "each clone draws its own");
-        assert_eq!(sizes(&j, 0), s, "the same on every run");
+        assert_eq!(sizes(&j), s, "the same on every run");
     }
 
     #[test]
@@ -357,7 +357,7 @@ mod tests {
             "[m]\nrw=write\nnrfiles=2\nfilesize=8k\nfile_service_type=sequential\nunlink=1\nend_fsync=1\nfdatasync=4\nsync=dsync\nfallocate=truncate\n",
         );
         let mut tt = toml::Table::new();
-        target_keys(&j, 1, std::path::Path::new("d/m.1.0"), &mut tt);
+        target_keys(&j, std::path::Path::new("d/m.1.0"), &mut tt);
         let files = tt["files"].as_array().unwrap();
         assert_eq!(files[1]["path"].as_str(), Some("d/m.1.1"));
         assert_eq!(files[1]["size"].as_integer(), Some(8192));
@@ -374,13 +374,13 @@ mod tests {
         // fio's defaults: round robin; a job that reads lays its files out with data.
         let j = job("[m]\nrw=randread\nnrfiles=2\nsize=8k\n");
         let mut tt = toml::Table::new();
-        target_keys(&j, 0, std::path::Path::new("m.0.0"), &mut tt);
+        target_keys(&j, std::path::Path::new("m.0.0"), &mut tt);
         assert_eq!(tt["file-service"].as_str(), Some("roundrobin"));
         assert_eq!(tt["layout"].as_str(), Some("write"));
         assert!(!tt.contains_key("file-cursors"));
         let j = job("[m]\nrw=write\ncreate_on_open=1\nsize=8k\n");
         let mut tt = toml::Table::new();
-        target_keys(&j, 0, std::path::Path::new("m.0.0"), &mut tt);
+        target_keys(&j, std::path::Path::new("m.0.0"), &mut tt);
         assert_eq!(tt["layout"].as_str(), Some("none"));
     }
 

@@ -477,9 +477,8 @@ impl StudyDoc {
             };
             step.drop |= j.invalidate && !j.direct && j.engine.runs_on() != Runner::Null;
             let t = &targets[ji];
-            for (clone, (name, path)) in t.names.iter().zip(&t.paths).enumerate() {
-                let at = (clone as u32, path.as_path());
-                if let Some(tt) = step.add_target(j, name, at, job_workload.as_deref(), errors) {
+            for (name, path) in t.names.iter().zip(&t.paths) {
+                if let Some(tt) = step.add_target(j, name, path, job_workload.as_deref(), errors) {
                     self.targets.insert(name.clone(), tt.into());
                 }
             }
@@ -537,7 +536,7 @@ impl GroupStep<'_> {
         &mut self,
         j: &Job,
         name: &str,
-        (clone, path): (u32, &Path),
+        path: &Path,
         job_workload: Option<&str>,
         errors: &mut Vec<LineError>,
     ) -> Option<toml::Table> {
@@ -577,7 +576,7 @@ impl GroupStep<'_> {
         let size = if null {
             j.size
         } else if j.files.set() {
-            let sizes = super::files::sizes(j, clone);
+            let sizes = super::files::sizes(j);
             Some(super::files::io_bytes(j, &sizes)).filter(|_| !sizes.contains(&0))
         } else {
             j.size.or_else(|| existing_size(path))
@@ -629,7 +628,7 @@ impl GroupStep<'_> {
             self.target_workloads
                 .insert(name.to_string(), w.to_string().into());
         }
-        Some(target_table(j, clone, path))
+        Some(target_table(j, path))
     }
 
     /// The step's table: its workload and targets, bounds, caches and steady state.
@@ -674,7 +673,7 @@ impl GroupStep<'_> {
 
 /// The target of job `j`: a `file` target on `path`, or with ioengine=null a `null` target
 /// of the job's size (fio's null engine opens no file).
-fn target_table(j: &Job, clone: u32, path: &Path) -> toml::Table {
+fn target_table(j: &Job, path: &Path) -> toml::Table {
     let mut tt = toml::Table::new();
     let engine = match j.engine.runs_on() {
         Runner::Null => {
@@ -697,6 +696,6 @@ fn target_table(j: &Job, clone: u32, path: &Path) -> toml::Table {
     if j.offset > 0 {
         tt.insert("offset".into(), (j.offset as i64).into());
     }
-    super::files::target_keys(j, clone, path, &mut tt);
+    super::files::target_keys(j, path, &mut tt);
     tt
 }
