@@ -93,9 +93,9 @@ pub fn apply_files(job: &mut Job, e: &Entry, canonical: &str, kb: u64) -> Result
                 ));
             }
             // fio's `random:N` keeps a drawn file for N I/Os: not storlab's random.
-            if kind == "random" && v.contains(':') {
+            if matches!(kind, "random" | "sequential") && v.contains(':') {
                 return Err(format!(
-                    "file_service_type={v}: random with `:N` (a drawn file kept for N I/Os) is not supported by storlab fio"
+                    "file_service_type={v}: {kind} with `:N` is not supported by storlab fio (only roundrobin:N)"
                 ));
             }
             f.service = Some(
@@ -399,7 +399,9 @@ mod tests {
         assert!(e[0].message.contains("create_on_open"), "{}", e[0]);
         let e = refused("[m]\nfilename=/tmp/x\nnrfiles=2\nsize=1m\n");
         assert!(e[0].message.contains("JOBNAME.CLONE.FILENUM"), "{}", e[0]);
-        let e = refused("[m]\nfile_service_type=random:4\nfile_service_type=pareto\nsync=maybe\n");
-        assert_eq!(e.len(), 3, "{e:?}");
+        let e = refused(
+            "[m]\nfile_service_type=random:4\nfile_service_type=pareto\nsync=maybe\nfile_service_type=sequential:2\n",
+        );
+        assert_eq!(e.len(), 4, "{e:?}");
     }
 }

@@ -71,6 +71,10 @@ pub const SUPPORTED: &[(&str, &str)] = &[
         "written blocks filled by fio's algorithms (the workload's write-buffers)",
     ),
     ("fsync", "fsync after every N writes"),
+    (
+        "nrfiles / filesize / file_service_type / openfiles / create_on_open / unlink / fallocate / overwrite / end_fsync / fsync_on_close / fdatasync / sync",
+        "a set of files per job, laid out, synced and removed as fio does: see docs/fio-options.md",
+    ),
     ("group_reporting", "report the group's jobs as one"),
     (
         "stonewall / wait_for_previous",
