@@ -4,7 +4,7 @@
 //! `overwrite`, `create_on_open`), removed (`unlink`) and synced (`end_fsync`,
 //! `fsync_on_close`, `fdatasync`, `sync`).
 
-use super::options::Job;
+use super::options::{Job, Rw};
 use super::parse::{Entry, LineError, parse_bool, parse_size};
 use crate::targets::file::FileService;
 
@@ -240,6 +240,25 @@ pub fn io_bytes(job: &Job, sizes: &[u64]) -> u64 {
     let bs = job.sizes().into_iter().max().unwrap_or(4096).max(1);
     let files: u64 = sizes.iter().map(|s| s / bs * bs).sum();
     job.size.map_or(files, |s| s.min(files))
+}
+
+/// The fsyncs (`fsync`, `fdatasync`) among a job's operations when it makes `transfers`
+/// reads and writes: one after every N writes, none after the last (fio 3.33: 16 writes
+/// with fsync=2 issue 7). The step counts them among its `ops`. A mixed job's writes are its
+/// expected share.
+pub fn syncs(job: &Job, transfers: u64) -> u64 {
+    let every = job.files.fdatasync.map_or(job.fsync, |(n, _)| n);
+    let writes = match job.rw {
+        Rw::Write | Rw::RandWrite => transfers,
+        Rw::Read | Rw::RandRead => 0,
+        Rw::ReadWrite | Rw::RandRw => {
+            (transfers as f64 * (100 - job.rwmixread) as f64 / 100.0).round() as u64
+        }
+    };
+    if every == 0 || writes == 0 {
+        return 0;
+    }
+    (writes - 1) / every
 }
 
 /// How fio lays out the job's files: data for a job that reads or with `overwrite`, else

@@ -175,27 +175,8 @@ fn bounds(job: &Job, size: Option<u64>) -> Result<(String, Option<String>, Optio
     Ok((
         warmup,
         duration,
-        Some((transfers + syncs(job, transfers)) * threads),
+        Some((transfers + super::files::syncs(job, transfers)) * threads),
     ))
-}
-
-/// The fsyncs (`fsync`, `fdatasync`) among a job's operations when it makes `transfers`
-/// reads and writes: one after every N writes, none after the last (fio 3.33: 16 writes
-/// with fsync=2 issue 7). The step counts them among its `ops`. A mixed job's writes are its
-/// expected share.
-fn syncs(job: &Job, transfers: u64) -> u64 {
-    let every = job.files.fdatasync.map_or(job.fsync, |(n, _)| n);
-    let writes = match job.rw {
-        Rw::Write | Rw::RandWrite => transfers,
-        Rw::Read | Rw::RandRead => 0,
-        Rw::ReadWrite | Rw::RandRw => {
-            (transfers as f64 * (100 - job.rwmixread) as f64 / 100.0).round() as u64
-        }
-    };
-    if every == 0 || writes == 0 {
-        return 0;
-    }
-    (writes - 1) / every
 }
 
 /// A job's steady state as step keys: `steady-state`, its window and ramp in seconds, or
