@@ -425,9 +425,12 @@ impl Target for FileConfig {
     }
 
     fn verify_file(&self) -> Option<(PathBuf, bool)> {
-        self.files
-            .is_empty()
-            .then(|| (self.path.clone(), self.direct))
+        // Verified writes need one file: a set of several is refused when its sessions open.
+        match self.files.as_slice() {
+            [] => Some((self.path.clone(), self.direct)),
+            [one] => Some((one.path.clone(), self.direct)),
+            _ => None,
+        }
     }
 }
 
@@ -854,6 +857,11 @@ mod tests {
     fn a_set_stands_instead_of_path_size_and_offset() {
         let e = parse_text("files = [{ path = \"a\", size = 4096 }]\npath = \"b\"").unwrap_err();
         assert_eq!(e.key, "path");
+        // One file of a set is verified as a path is; several cannot be.
+        let one = parse_text("files = [{ path = \"a\", size = 4096 }]").unwrap();
+        assert_eq!(one.verify_file(), Some((PathBuf::from("a"), false)));
+        let two = parse_text("files = [{ path = \"a\", size = 4096 }, { path = \"b\", size = 4096 }]");
+        assert_eq!(two.unwrap().verify_file(), None);
         let e = parse_text("files = [{ path = \"a\", size = 0 }]").unwrap_err();
         assert_eq!(e.key, "files");
         let e = parse_text("path = \"a\"\nfile-service = \"sequential\"").unwrap_err();
