@@ -80,6 +80,8 @@ fn supported_job_files_run_unchanged() {
         ("reader-writer.fio", 2, 1),
         ("comments-aliases.fio", 2, 1),
         ("engines.fio", 4, 4),
+        ("many-small-files.fio", 2, 1),
+        ("files-log-writer.fio", 2, 2),
     ];
     for (file, entries, groups) in cases {
         let lab = Lab::new();
@@ -141,6 +143,11 @@ fn supported_job_files_run_unchanged() {
             let study = std::fs::read_to_string(lab.study_folder().join("run-001/study.toml"))
                 .unwrap_or_default();
             assert!(study.contains(&said), "{file}: {study}");
+        }
+        if file == &"many-small-files.fio" {
+            // unlink=1: the 2 x 64 files are gone after the job.
+            let left = std::fs::read_dir(lab.path().join("spool")).unwrap().count();
+            assert_eq!(left, 0, "{file}");
         }
         if file == &"engines.fio" {
             // The null job ran on storlab's null target and made no file.
@@ -689,4 +696,62 @@ fn rates_pace_and_rate_min_fails_a_slow_job() {
             || err.contains("s: rate_iops_min=500 not met, got 99 IOPS"),
         "{err}"
     );
+}
+
+/// Names and sizes (bytes) of the files in `dir`, sorted.
+fn listing(dir: &Path) -> Vec<(String, u64)> {
+    let mut files: Vec<(String, u64)> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| {
+            let name = e.file_name().to_string_lossy().to_string();
+            (name, e.metadata().unwrap().len())
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// A job on many files makes the files fio makes (`JOBNAME.CLONE.FILENUM` in `directory`,
+/// `filesize` each, or `size / nrfiles`), compared with fio 3.33 run on the same job file;
+/// `unlink` removes them at the end, in both; `fdatasync` and `end_fsync` are said and
+/// recorded with the results.
+#[test]
+fn file_sets_are_laid_out_as_fios() {
+    let text = "[global]\nioengine=psync\nbs=4k\ndirectory=set\n\
+        [w]\nrw=write\nnrfiles=4\nfilesize=16k\nfdatasync=2\nend_fsync=1\nnumjobs=2\n\
+        [r]\nstonewall\nrw=randread\nnrfiles=3\nsize=40k\nfile_service_type=random\n\
+        [u]\nstonewall\nrw=write\nnrfiles=2\nfilesize=8k\nunlink=1\n";
+    let ours = Lab::new();
+    let jobfile = ours.write("set.fio", text);
+    let (ok, _, err) = fio(&ours, &[jobfile.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    let theirs = tempfile::tempdir().unwrap();
+    std::fs::create_dir(theirs.path().join("set")).unwrap();
+    std::fs::write(theirs.path().join("set.fio"), text).unwrap();
+    let o = std::process::Command::new("fio")
+        .arg("--output=/dev/null")
+        .arg("set.fio")
+        .current_dir(theirs.path())
+        .output()
+        .expect("fio (Debian's fio package) must be installed");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let made = listing(&ours.path().join("set"));
+    assert_eq!(made, listing(&theirs.path().join("set")));
+    // 2 clones x 4 files of 16 KiB, 3 files of 40 KiB / 3; u's files unlinked.
+    assert_eq!(made.len(), 11, "{made:?}");
+    assert!(made.contains(&("w.1.3".to_string(), 16384)), "{made:?}");
+    assert!(made.contains(&("r.0.2".to_string(), 13653)), "{made:?}");
+    assert!(err.contains("job `w`: end_fsync"), "{err}");
+    // fio's bytes: 4 x 16 KiB written per clone, with 7 fdatasyncs each (none after the
+    // last write), on 4 files.
+    let s = summary(&ours, 1);
+    assert_eq!(stored_ops(&s, "write"), 2 * 16, "{s}");
+    assert_eq!(stored_ops(&s, "fsync"), 2 * 7, "{s}");
+    let used = &s["targets"][0]["session-used"];
+    assert_eq!(used["file.fsync-call"], "fdatasync", "{s}");
+    assert_eq!(used["file.end-fsync"], "yes", "{s}");
+    assert_eq!(used["file.files"], "4", "{s}");
+    // Whole 4 KiB blocks of the 13653-byte files: 3 each, as fio.
+    assert_eq!(stored_ops(&summary(&ours, 2), "read"), 9);
 }

@@ -8,31 +8,33 @@
 //! outside it.
 
 mod buf;
+mod layout;
+mod psync;
+pub mod set;
 mod uring;
 
 use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
-use std::io::Write;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
-use crate::record::{ErrorKind, OpError, OpKind};
+use crate::record::OpKind;
 use crate::targets::{
-    Capabilities, Completions, Op, OptionError, Overlap, PrepareOptions, Region,
-    Session, SessionParams, SessionUser, Submitted, Target, TargetConfig, TargetError, TargetType,
-    guard, option_error,
+    Capabilities, OptionError, Overlap, PrepareOptions, Region, SessionParams, SessionUser, Target,
+    TargetConfig, TargetError, TargetType, guard, option_error,
 };
 use crate::units::{Bytes, Dur};
 use crate::verify::Stamper;
-use crate::verify::stamper::Prepared as Stamped;
 use crate::workload::Workload;
-use crate::targets::session::{NOT_BLOCK_OP, OUT_OF_BOUNDS, in_bounds};
 use buf::AlignedBuf;
+pub use set::FileService;
+use set::{Files, Picker};
+use layout::{block_device_size, check_poll_queues, lay_out};
+use psync::PsyncSession;
 use uring::UringOptions;
 pub use uring::UringSession;
 
@@ -73,6 +75,34 @@ pub const TYPE: TargetType = TargetType {
             "remove-after",
             "delete the file after the study if storlab created it (default false)",
         ),
+        (
+            "files",
+            "instead of path: a set of files behind the one target, each `{ path, size }` (fio's nrfiles); the workload addresses the largest, each operation goes to one file",
+        ),
+        (
+            "file-service",
+            "with files: which file each operation goes to: \"random\" (default), \"roundrobin\" (\"roundrobin:N\": the next file every N operations) or \"sequential\" (every byte of a file before the next)",
+        ),
+        (
+            "file-cursors",
+            "with files: each file keeps its own next offset (a sequential job over many files, as fio); else the workload's offset is used, folded into a smaller file",
+        ),
+        (
+            "layout",
+            "how a new or short file is laid out: \"write\" (default: incompressible data), \"fallocate\" (posix_fallocate: allocated, never written) or \"truncate\" (a sparse file of its size), \"keep\" (allocated, the size left to the writes) or \"none\" (created empty): the last two for jobs that only write",
+        ),
+        (
+            "open-sync",
+            "\"sync\" (O_SYNC) or \"dsync\" (O_DSYNC): every write is synchronous (fio's sync)",
+        ),
+        (
+            "fdatasync",
+            "true: the workload's fsync operations are fdatasync (fio's fdatasync)",
+        ),
+        (
+            "end-fsync",
+            "true: each session fsyncs each of its files when it closes, after its last measured operation (fio's end_fsync, fsync_on_close)",
+        ),
     ],
     parse,
     file_server: None,
@@ -91,9 +121,44 @@ pub enum Engine {
     Psync,
 }
 
+/// How a new or short file is laid out before the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Layout {
+    /// Incompressible data written to every byte.
+    #[default]
+    Write,
+    /// posix_fallocate: blocks allocated, never written.
+    Fallocate,
+    /// ftruncate: a sparse file of its size.
+    Truncate,
+    /// fallocate with FALLOC_FL_KEEP_SIZE: blocks allocated, the file's size left as it is
+    /// (writes extend it).
+    Keep,
+    /// Created empty, nothing allocated (writes extend it).
+    None,
+}
+
+/// Synchronous writes (O_SYNC, O_DSYNC).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OpenSync {
+    Sync,
+    Dsync,
+}
+
+/// One file of a set.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct SetFile {
+    pub path: PathBuf,
+    pub size: Bytes,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct FileConfig {
+    #[serde(default)]
     pub path: PathBuf,
     #[serde(default)]
     pub engine: Engine,
@@ -112,16 +177,31 @@ pub struct FileConfig {
     /// io_uring with IORING_SETUP_IOPOLL (polled completions).
     #[serde(default)]
     pub hipri: bool,
+    /// A set of files instead of `path`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<SetFile>,
+    #[serde(default)]
+    pub file_service: FileService,
+    #[serde(default)]
+    pub file_cursors: bool,
+    #[serde(default)]
+    pub layout: Layout,
+    pub open_sync: Option<OpenSync>,
+    #[serde(default)]
+    pub fdatasync: bool,
+    #[serde(default)]
+    pub end_fsync: bool,
 }
 
 fn parse(table: toml::Table) -> Result<TargetConfig, OptionError> {
     let c: FileConfig = table.try_into().map_err(option_error)?;
-    if c.path.as_os_str().is_empty() {
+    if c.path.as_os_str().is_empty() && c.files.is_empty() {
         return Err(OptionError {
             key: "path".into(),
-            message: "path must not be empty".into(),
+            message: "path must not be empty (or give `files`)".into(),
         });
     }
+    check_set(&c)?;
     if c.size == Some(Bytes(0)) {
         return Err(OptionError {
             key: "size".into(),
@@ -171,6 +251,46 @@ fn parse(table: toml::Table) -> Result<TargetConfig, OptionError> {
     Ok(TargetConfig::File(c))
 }
 
+/// A set of files (`files`) stands instead of `path`, `size` and `offset`.
+fn check_set(c: &FileConfig) -> Result<(), OptionError> {
+    let fail = |key: &str, message: String| {
+        Err(OptionError {
+            key: key.into(),
+            message,
+        })
+    };
+    if c.files.is_empty() {
+        for (key, set) in [
+            ("file-service", c.file_service != FileService::Random),
+            ("file-cursors", c.file_cursors),
+        ] {
+            if set {
+                return fail(key, format!("{key} needs `files`"));
+            }
+        }
+        return Ok(());
+    }
+    for (key, set) in [
+        ("path", !c.path.as_os_str().is_empty()),
+        ("size", c.size.is_some()),
+        ("offset", c.offset.0 > 0),
+    ] {
+        if set {
+            return fail(
+                key,
+                format!("give either `files` or `{key}`: each file of the set has its path and size"),
+            );
+        }
+    }
+    if let Some(f) = c.files.iter().find(|f| f.size.0 == 0 || f.path.as_os_str().is_empty()) {
+        return fail(
+            "files",
+            format!("each file needs a path and a size above 0 (got {:?})", f.path),
+        );
+    }
+    Ok(())
+}
+
 /// Files this process created, so that `remove-after` never deletes a user's file.
 static CREATED: Mutex<Option<HashSet<PathBuf>>> = Mutex::new(None);
 
@@ -187,6 +307,19 @@ impl Target for FileConfig {
         workload_name: &str,
     ) -> Option<(&'static str, String)> {
         let too_small = |room: u64| room < block.0;
+        if let Some(f) = self.files.iter().find(|f| too_small(f.size.0)) {
+            return Some((
+                "files",
+                format!(
+                    "{} is {} long, smaller than one block of workload `{workload_name}` (block-size {block}): each file must hold at least one",
+                    f.path.display(),
+                    f.size
+                ),
+            ));
+        }
+        if !self.files.is_empty() {
+            return None;
+        }
         match self.size {
             Some(size) => too_small(size.0).then(|| {
                 (
@@ -260,7 +393,7 @@ impl Target for FileConfig {
     }
 
     fn paths(&self) -> Vec<PathBuf> {
-        vec![self.path.clone()]
+        self.entries().into_iter().map(|(p, _, _)| p).collect()
     }
 
     fn prepare(&self, opts: &PrepareOptions) -> Result<(Region, ()), TargetError> {
@@ -279,7 +412,10 @@ impl Target for FileConfig {
     /// `--quick`: a regular file addresses at most 64 MiB.
     fn make_quick(&mut self) {
         let cap = 64u64 << 20;
-        if self.size.is_none_or(|s| s.0 > cap) && !self.path.starts_with("/dev/") {
+        if self.files.is_empty()
+            && self.size.is_none_or(|s| s.0 > cap)
+            && !self.path.starts_with("/dev/")
+        {
             self.size = Some(Bytes(cap));
         }
     }
@@ -289,13 +425,50 @@ impl Target for FileConfig {
     }
 
     fn verify_file(&self) -> Option<(PathBuf, bool)> {
-        Some((self.path.clone(), self.direct))
+        // Verified writes need one file: a set of several is refused when its sessions open.
+        match self.files.as_slice() {
+            [] => Some((self.path.clone(), self.direct)),
+            [one] => Some((one.path.clone(), self.direct)),
+            _ => None,
+        }
     }
 }
 
 impl FileConfig {
+    /// Each file with its size (if given) and the first byte addressed.
+    fn entries(&self) -> Vec<(PathBuf, Option<Bytes>, Bytes)> {
+        if self.files.is_empty() {
+            return vec![(self.path.clone(), self.size, self.offset)];
+        }
+        self.files
+            .iter()
+            .map(|f| (f.path.clone(), Some(f.size), Bytes(0)))
+            .collect()
+    }
+
+    /// Each file prepared; a set's region is its largest file (the session places each
+    /// operation in one file).
     fn prepare_region(&self, opts: &PrepareOptions) -> Result<Region, TargetError> {
-        let path = &self.path;
+        let mut region = Region {
+            offset_bytes: 0,
+            size_bytes: 0,
+        };
+        for (path, size, offset) in self.entries() {
+            let r = self.prepare_file(&path, size, offset, opts)?;
+            if r.size_bytes >= region.size_bytes {
+                region = r;
+            }
+        }
+        Ok(region)
+    }
+
+    fn prepare_file(
+        &self,
+        path: &Path,
+        size: Option<Bytes>,
+        offset: Bytes,
+        opts: &PrepareOptions,
+    ) -> Result<Region, TargetError> {
         let meta = std::fs::metadata(path);
         let region = match meta {
             Ok(m) if m.file_type().is_block_device() => {
@@ -303,34 +476,34 @@ impl FileConfig {
                     guard::check_writable_device(path, &opts.allow_destroy)?;
                 }
                 let dev_size = block_device_size(path)?;
-                let size = match self.size {
+                let size = match size {
                     Some(s) => s.0,
-                    None => dev_size.saturating_sub(self.offset.0),
+                    None => dev_size.saturating_sub(offset.0),
                 };
-                if self.offset.0 + size > dev_size {
+                if offset.0 + size > dev_size {
                     return Err(TargetError::Invalid(format!(
                         "{}: offset + size ({} bytes) is beyond the device's {} bytes",
                         path.display(),
-                        self.offset.0 + size,
+                        offset.0 + size,
                         dev_size
                     )));
                 }
                 Region {
-                    offset_bytes: self.offset.0,
+                    offset_bytes: offset.0,
                     size_bytes: size,
                 }
             }
             Ok(m) if m.is_file() => {
-                let size = match self.size {
+                let size = match size {
                     Some(s) => s.0,
-                    None => m.len().saturating_sub(self.offset.0),
+                    None => m.len().saturating_sub(offset.0),
                 };
-                let end = self.offset.0 + size;
+                let end = offset.0 + size;
                 if m.len() < end {
-                    lay_out(path, m.len(), end, opts.verbose)?;
+                    lay_out(path, m.len(), end, self.layout, opts.verbose)?;
                 }
                 Region {
-                    offset_bytes: self.offset.0,
+                    offset_bytes: offset.0,
                     size_bytes: size,
                 }
             }
@@ -341,7 +514,7 @@ impl FileConfig {
                 )));
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let Some(size) = self.size else {
+                let Some(size) = size else {
                     return Err(TargetError::Invalid(format!(
                         "{} does not exist: give `size` so that storlab can create it",
                         path.display()
@@ -351,14 +524,14 @@ impl FileConfig {
                     std::fs::create_dir_all(parent)
                         .map_err(|e| TargetError::io(parent, "creating the folder", e))?;
                 }
-                lay_out(path, 0, self.offset.0 + size.0, opts.verbose)?;
+                lay_out(path, 0, offset.0 + size.0, self.layout, opts.verbose)?;
                 CREATED
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .get_or_insert_with(HashSet::new)
-                    .insert(path.clone());
+                    .insert(path.to_path_buf());
                 Region {
-                    offset_bytes: self.offset.0,
+                    offset_bytes: offset.0,
                     size_bytes: size.0,
                 }
             }
@@ -373,7 +546,7 @@ impl FileConfig {
             )));
         }
         if self.direct {
-            self.open_file(true).map_err(|e| match e {
+            self.open_file(path, true).map_err(|e| match e {
                 TargetError::Io { source, .. } if source.raw_os_error() == Some(libc::EINVAL) => {
                     TargetError::Invalid(format!(
                         "{}: the filesystem does not support O_DIRECT; set direct = false",
@@ -400,14 +573,46 @@ impl FileConfig {
         }
     }
 
-    fn open_file(&self, writes: bool) -> Result<File, TargetError> {
+    fn open_file(&self, path: &Path, writes: bool) -> Result<File, TargetError> {
         let mut o = OpenOptions::new();
         o.read(true).write(writes);
+        let mut flags = 0;
         if self.direct {
-            o.custom_flags(libc::O_DIRECT);
+            flags |= libc::O_DIRECT;
         }
-        o.open(&self.path)
-            .map_err(|e| TargetError::io(&self.path, "opening", e))
+        flags |= match self.open_sync {
+            Some(OpenSync::Sync) => libc::O_SYNC,
+            Some(OpenSync::Dsync) => libc::O_DSYNC,
+            None => 0,
+        };
+        o.custom_flags(flags);
+        o.open(path).map_err(|e| TargetError::io(path, "opening", e))
+    }
+
+    /// Every file of the session opened before its first operation, and what places each
+    /// operation in one of them.
+    fn open_files(&self, p: &SessionParams) -> Result<(Files, Picker), TargetError> {
+        let entries = self.entries();
+        if entries.len() > 1 && p.verify.is_some() {
+            return Err(TargetError::Invalid(
+                "verified writes need one file: a target with `files` cannot verify".into(),
+            ));
+        }
+        let mut files = Vec::with_capacity(entries.len());
+        let mut sizes = Vec::with_capacity(entries.len());
+        for (path, size, _) in &entries {
+            files.push(self.open_file(path, p.writes)?);
+            sizes.push(size.map_or(p.region.size_bytes, |s| s.0));
+        }
+        let seed = p.seed ^ (u64::from(p.worker) << 32) ^ 0x9e37_79b9_7f4a_7c15;
+        let picker = Picker::new(sizes, self.file_service, self.file_cursors, seed);
+        Ok((
+            Files {
+                files,
+                end_fsync: self.end_fsync,
+            },
+            picker,
+        ))
     }
 
     fn open_session<U: SessionUser>(
@@ -415,7 +620,7 @@ impl FileConfig {
         p: &SessionParams,
         user: U,
     ) -> Result<U::Output, TargetError> {
-        let file = self.open_file(p.writes)?;
+        let (files, picker) = self.open_files(p)?;
         let slots = match self.engine {
             Engine::IoUring => p.queue_depth as usize,
             Engine::Psync => 1,
@@ -428,7 +633,10 @@ impl FileConfig {
         );
         match self.engine {
             Engine::Psync => Ok(user.run(PsyncSession {
-                file,
+                files,
+                picker,
+                last: 0,
+                fdatasync: self.fdatasync,
                 buf,
                 bounds,
                 generation: 0,
@@ -438,7 +646,9 @@ impl FileConfig {
             })),
             Engine::IoUring => {
                 let s = UringSession::new(
-                    file,
+                    files,
+                    picker,
+                    self.fdatasync,
                     buf,
                     bounds,
                     p.queue_depth,
@@ -446,7 +656,10 @@ impl FileConfig {
                     verify,
                     self.uring_options(),
                 )
-                .map_err(|e| TargetError::Invalid(format!("{}: {e}", self.path.display())))?;
+                .map_err(|e| {
+                    let first = self.entries().swap_remove(0).0;
+                    TargetError::Invalid(format!("{}: {e}", first.display()))
+                })?;
                 Ok(user.run(s))
             }
         }
@@ -456,199 +669,16 @@ impl FileConfig {
         if !self.remove_after {
             return;
         }
-        let created = CREATED
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_mut()
-            .is_some_and(|s| s.remove(&self.path));
-        if created {
-            let _ = std::fs::remove_file(&self.path);
+        for (path, _, _) in self.entries() {
+            let created = CREATED
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .as_mut()
+                .is_some_and(|s| s.remove(&path));
+            if created {
+                let _ = std::fs::remove_file(&path);
+            }
         }
-    }
-}
-
-fn block_device_size(path: &Path) -> Result<u64, TargetError> {
-    let f = File::open(path).map_err(|e| TargetError::io(path, "opening", e))?;
-    let mut size: u64 = 0;
-    // BLKGETSIZE64 = _IOR(0x12, 114, size_t)
-    const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
-    // SAFETY: the ioctl writes one u64 into `size`, which we own.
-    let r = unsafe { libc::ioctl(f.as_raw_fd(), BLKGETSIZE64, &mut size as *mut u64) };
-    if r != 0 {
-        return Err(TargetError::io(
-            path,
-            "reading the device size",
-            std::io::Error::last_os_error(),
-        ));
-    }
-    Ok(size)
-}
-
-/// Refuses `hipri` unless the device under `path` has poll queues: on others polled I/O
-/// fails (EOPNOTSUPP) or never completes.
-fn check_poll_queues(path: &Path) -> Result<(), TargetError> {
-    use std::os::unix::fs::MetadataExt;
-    let meta =
-        std::fs::metadata(path).map_err(|e| TargetError::io(path, "reading its metadata", e))?;
-    let dev = if meta.file_type().is_block_device() {
-        meta.rdev()
-    } else {
-        meta.dev()
-    };
-    let (major, minor) = (libc::major(dev), libc::minor(dev));
-    let sys = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
-    // A partition's queue is its disk's.
-    let state = [sys.join("queue/io_poll"), sys.join("../queue/io_poll")]
-        .iter()
-        .find_map(|p| std::fs::read_to_string(p).ok());
-    match state.as_deref().map(str::trim) {
-        Some("1") => Ok(()),
-        Some(v) => Err(TargetError::Invalid(format!(
-            "{}: hipri = true needs a device with poll queues, and device {major}:{minor} has none (queue/io_poll = {v}); remove hipri",
-            path.display()
-        ))),
-        None => Err(TargetError::Invalid(format!(
-            "{}: hipri = true needs a device with poll queues, and device {major}:{minor} has no block queue to poll (not a disk, or a stacked device); remove hipri",
-            path.display()
-        ))),
-    }
-}
-
-/// Writes incompressible data from `from` to `to` so that later reads see real blocks.
-fn lay_out(path: &Path, from: u64, to: u64, verbose: bool) -> Result<(), TargetError> {
-    let mut f = OpenOptions::new()
-        .create(true)
-        .write(true)
-        .truncate(false)
-        .open(path)
-        .map_err(|e| TargetError::io(path, "creating", e))?;
-    let chunk = 1usize << 20;
-    let mut buf = vec![0u8; chunk];
-    let mut rng = rand::rngs::SmallRng::seed_from_u64(from ^ 0x5107_1ab0);
-    rng.fill_bytes(&mut buf);
-    use std::io::Seek;
-    f.seek(std::io::SeekFrom::Start(from))
-        .map_err(|e| TargetError::io(path, "seeking", e))?;
-    let total = to - from;
-    if verbose && total >= 256 << 20 {
-        eprintln!("laying out {} ({} MiB)...", path.display(), total >> 20);
-    }
-    let mut pos = from;
-    while pos < to {
-        let n = ((to - pos) as usize).min(chunk);
-        buf[..8].copy_from_slice(&pos.to_le_bytes());
-        f.write_all(&buf[..n])
-            .map_err(|e| TargetError::io(path, "laying out", e))?;
-        pos += n as u64;
-    }
-    f.sync_all()
-        .map_err(|e| TargetError::io(path, "syncing the layout", e))?;
-    Ok(())
-}
-
-/// pread/pwrite, executed in `submit`.
-pub struct PsyncSession {
-    file: File,
-    buf: AlignedBuf,
-    bounds: (u64, u64),
-    generation: u64,
-    stamp: bool,
-    direct: bool,
-    /// Verified writes (`verify = true`).
-    verify: Option<Stamper>,
-}
-
-impl Session for PsyncSession {
-    fn used(&self) -> Vec<(&'static str, String)> {
-        vec![
-            ("file.engine", "psync".into()),
-            (
-                "file.o-direct",
-                if self.direct { "yes" } else { "no" }.into(),
-            ),
-        ]
-    }
-
-    #[inline]
-    fn submit(&mut self, _slot: u32, op: Op) -> Result<Submitted, OpError> {
-        let fd = self.file.as_raw_fd();
-        let (r, want) = match op {
-            Op::Read { offset, len } => {
-                if !in_bounds(self.bounds, offset, len) {
-                    return Err(OUT_OF_BOUNDS);
-                }
-                // SAFETY: the buffer holds at least `len` bytes (len <= block size).
-                let r = unsafe {
-                    libc::pread(
-                        fd,
-                        self.buf.ptr as *mut libc::c_void,
-                        len as usize,
-                        offset as i64,
-                    )
-                };
-                (r, len)
-            }
-            Op::Write { offset, len } => {
-                if !in_bounds(self.bounds, offset, len) {
-                    return Err(OUT_OF_BOUNDS);
-                }
-                if let Some(v) = &mut self.verify {
-                    // One write at a time: its block is never busy. An offset outside the
-                    // table cannot pass the bounds check above.
-                    if v.prepare(0, self.buf.slot_mut(0, len), offset) != Stamped::Ready {
-                        return Err(OUT_OF_BOUNDS);
-                    }
-                } else if self.buf.fill_for_write(0, len, offset) {
-                    // fio's contents.
-                } else if self.stamp {
-                    self.generation += 1;
-                    self.buf.stamp(0, offset, self.generation);
-                }
-                // SAFETY: as above.
-                let r = unsafe {
-                    libc::pwrite(
-                        fd,
-                        self.buf.ptr as *const libc::c_void,
-                        len as usize,
-                        offset as i64,
-                    )
-                };
-                (r, len)
-            }
-            Op::Fsync => {
-                if let Some(v) = &mut self.verify {
-                    v.fsync_submitted(0);
-                }
-                // SAFETY: fsync on a descriptor we own.
-                (unsafe { libc::fsync(fd) } as isize, 0)
-            }
-            // Key-value operations are refused at plan time (capabilities).
-            _ => return Err(NOT_BLOCK_OP),
-        };
-        let result = if r < 0 {
-            Err(OpError::errno(
-                std::io::Error::last_os_error().raw_os_error().unwrap_or(0),
-            ))
-        } else if op.kind() != OpKind::Fsync && r as u32 != want {
-            Err(OpError {
-                kind: ErrorKind::ShortTransfer,
-                code: r as i32,
-            })
-        } else {
-            Ok(want)
-        };
-        if let Some(v) = &mut self.verify {
-            v.completed(0, result.is_ok());
-        }
-        Ok(Submitted::Done {
-            result,
-            found: true,
-        })
-    }
-
-    #[inline]
-    fn complete(&mut self, _min: u32, _out: &mut Completions) -> Result<(), OpError> {
-        Ok(())
     }
 }
 
@@ -718,5 +748,125 @@ mod tests {
                     .contains("hipri = true needs a device with poll queues")
             ),
         }
+    }
+
+    fn params(region_bytes: u64) -> SessionParams {
+        SessionParams {
+            worker: 0,
+            writes: true,
+            region: Region {
+                offset_bytes: 0,
+                size_bytes: region_bytes,
+            },
+            queue_depth: 4,
+            block_bytes: 4096,
+            random_data: false,
+            pattern: 0,
+            write_buffers: None,
+            seed: 1,
+            kv: None,
+            ycsb: None,
+            verify: None,
+            kv_verify: None,
+            pgbench: None,
+        }
+    }
+
+    /// Writes block `i` at offset `i * 4096` (mod the region) for `ops` operations.
+    struct WriteBlocks(u64);
+    impl SessionUser for WriteBlocks {
+        type Output = Vec<(&'static str, String)>;
+        fn run<S: crate::targets::Session>(self, mut s: S) -> Self::Output {
+            for i in 0..self.0 {
+                let op = crate::targets::Op::Write {
+                    offset: (i % 4) * 4096,
+                    len: 4096,
+                };
+                reap(&mut s, op);
+            }
+            reap(&mut s, crate::targets::Op::Fsync);
+            s.used()
+        }
+    }
+
+    fn reap<S: crate::targets::Session>(s: &mut S, op: crate::targets::Op) {
+        let mut out = crate::targets::Completions::with_capacity(4);
+        if let crate::targets::Submitted::Done { result, .. } = s.submit(0, op).unwrap() {
+            result.unwrap();
+        } else {
+            s.complete(1, &mut out).unwrap();
+        }
+    }
+
+    fn set_text(dir: &Path, layout: &str, engine: &str) -> String {
+        let files: Vec<String> = (0..3)
+            .map(|i| {
+                format!(
+                    "{{ path = \"{}\", size = {} }}",
+                    dir.join(format!("j.0.{i}")).display(),
+                    (i + 1) * 16384
+                )
+            })
+            .collect();
+        format!(
+            "files = [{}]\nlayout = \"{layout}\"\nengine = \"{engine}\"\nfile-service = \"roundrobin:2\"\nfdatasync = true\nend-fsync = true\nremove-after = true",
+            files.join(", ")
+        )
+    }
+
+    #[test]
+    fn a_set_of_files_is_laid_out_and_each_gets_its_operations() {
+        use std::os::unix::fs::MetadataExt;
+        for (layout, engine) in [
+            ("truncate", "psync"),
+            ("fallocate", "io-uring"),
+            ("write", "psync"),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let c = parse_text(&set_text(dir.path(), layout, engine)).unwrap();
+            assert_eq!(c.paths().len(), 3);
+            let region = c.prepare_region(&PrepareOptions::default()).unwrap();
+            assert_eq!(region.size_bytes, 3 * 16384, "the largest file");
+            for i in 0..3u64 {
+                let m = std::fs::metadata(dir.path().join(format!("j.0.{i}"))).unwrap();
+                assert_eq!(m.len(), (i + 1) * 16384);
+                let allocated = m.blocks() * 512;
+                match layout {
+                    "truncate" => assert_eq!(allocated, 0, "sparse"),
+                    _ => assert!(allocated >= m.len(), "{layout}: {allocated}"),
+                }
+            }
+            // Round robin by two: 12 writes are 4 per file, at the workload's offsets.
+            let used = c.open_session(&params(region.size_bytes), WriteBlocks(12)).unwrap();
+            assert!(used.contains(&("file.files", "3".into())), "{used:?}");
+            assert!(used.contains(&("file.fsync-call", "fdatasync".into())));
+            assert!(used.contains(&("file.end-fsync", "yes".into())));
+            if layout == "truncate" {
+                // Each sparse file now holds the 4 blocks written to it.
+                for i in 0..3 {
+                    let m = std::fs::metadata(dir.path().join(format!("j.0.{i}"))).unwrap();
+                    assert_eq!(m.blocks() * 512, 16384, "file {i}");
+                }
+            }
+            c.finish();
+            assert!(!dir.path().join("j.0.0").exists(), "remove-after");
+        }
+    }
+
+    #[test]
+    fn a_set_stands_instead_of_path_size_and_offset() {
+        let e = parse_text("files = [{ path = \"a\", size = 4096 }]\npath = \"b\"").unwrap_err();
+        assert_eq!(e.key, "path");
+        // One file of a set is verified as a path is; several cannot be.
+        let one = parse_text("files = [{ path = \"a\", size = 4096 }]").unwrap();
+        assert_eq!(one.verify_file(), Some((PathBuf::from("a"), false)));
+        let two = parse_text("files = [{ path = \"a\", size = 4096 }, { path = \"b\", size = 4096 }]");
+        assert_eq!(two.unwrap().verify_file(), None);
+        let e = parse_text("files = [{ path = \"a\", size = 0 }]").unwrap_err();
+        assert_eq!(e.key, "files");
+        let e = parse_text("path = \"a\"\nfile-service = \"sequential\"").unwrap_err();
+        assert_eq!(e.key, "file-service");
+        let e = parse_text("path = \"a\"\nlayout = \"zero\"").unwrap_err();
+        assert!(e.message.contains("zero"), "{}", e.message);
     }
 }

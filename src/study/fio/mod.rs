@@ -7,6 +7,7 @@
 pub mod buffers;
 pub mod control;
 pub mod engines;
+pub mod files;
 pub mod logs;
 pub mod measure;
 pub mod names;
@@ -169,6 +170,63 @@ mod tests {
             .unwrap_err();
         assert!(e[0].message.contains("exitall"), "{}", e[0]);
         assert_eq!(e[0].line, 5);
+    }
+
+    #[test]
+    fn fsyncs_count_among_the_ops_so_that_size_bytes_are_written() {
+        // fio 3.33: 16 writes of 4 KiB with fsync=2 issue 7 fsyncs (none after the last).
+        for sync in ["fsync=2", "fdatasync=2"] {
+            let p = plan(&format!(
+                "[a]\nfilename=/tmp/x\nsize=64k\nbs=4k\nrw=write\n{sync}\n"
+            ))
+            .unwrap();
+            let study = crate::study::parse("fio.toml", &p.study_text).unwrap();
+            assert_eq!(study.runs[0].ops, Some(16 + 7), "{sync}");
+        }
+        let p = plan("[a]\nfilename=/tmp/x\nsize=64k\nbs=4k\nrw=randrw\nrwmixread=75\nfsync=2\n")
+            .unwrap();
+        let study = crate::study::parse("fio.toml", &p.study_text).unwrap();
+        assert_eq!(
+            study.runs[0].ops,
+            Some(16 + 1),
+            "4 writes expected: 1 fsync"
+        );
+    }
+
+    #[test]
+    fn a_job_on_many_files_is_one_target_over_the_set() {
+        let p = plan(
+            "[global]\ndirectory=/tmp/storlab-fio-set\nbs=4k\n[m]\nrw=randread\nnrfiles=4\nfilesize=16k\nnumjobs=2\nfile_service_type=random\nunlink=1\n",
+        )
+        .unwrap();
+        let study = crate::study::parse("fio.toml", &p.study_text).unwrap();
+        let r = &study.runs[0];
+        assert_eq!(r.targets.len(), 2, "a target per clone");
+        // fio: 4 files of 16 KiB, 4 blocks each (the ops of each target).
+        assert_eq!(r.ops, Some(16));
+        let crate::targets::TargetConfig::File(f) = &r.targets[1].config else {
+            panic!("a file target");
+        };
+        let names: Vec<String> = f
+            .files
+            .iter()
+            .map(|f| f.path.display().to_string())
+            .collect();
+        assert_eq!(
+            names,
+            (0..4)
+                .map(|i| format!("/tmp/storlab-fio-set/m.1.{i}"))
+                .collect::<Vec<_>>()
+        );
+        assert!(f.files.iter().all(|f| f.size.0 == 16384));
+        assert_eq!(f.file_service, crate::targets::file::FileService::Random);
+        assert!(f.remove_after && !f.file_cursors);
+        let e =
+            plan("[m]\nsize=1m\nnrfiles=4\nopenfiles=2\nfile_service_type=zipf:1.1\n").unwrap_err();
+        assert_eq!(e.len(), 2, "{e:?}");
+        assert_eq!((e[0].line, e[1].line), (4, 5));
+        let e = plan("[m]\nnrfiles=4\nrw=read\n").unwrap_err();
+        assert!(e[0].message.contains("give a size"), "{}", e[0]);
     }
 
     #[test]

@@ -71,6 +71,10 @@ pub const SUPPORTED: &[(&str, &str)] = &[
         "written blocks filled by fio's algorithms (the workload's write-buffers)",
     ),
     ("fsync", "fsync after every N writes"),
+    (
+        "nrfiles / filesize / file_service_type / openfiles / create_on_open / unlink / fallocate / overwrite / end_fsync / fsync_on_close / fdatasync / sync",
+        "a set of files per job, laid out, synced and removed as fio does: see docs/fio-options.md",
+    ),
     ("group_reporting", "report the group's jobs as one"),
     (
         "stonewall / wait_for_previous",
@@ -144,6 +148,10 @@ impl Rw {
     pub fn random(self) -> bool {
         matches!(self, Rw::RandRead | Rw::RandWrite | Rw::RandRw)
     }
+    /// The job reads.
+    pub fn reads(self) -> bool {
+        !matches!(self, Rw::Write | Rw::RandWrite)
+    }
     pub fn mixed(self) -> bool {
         matches!(self, Rw::ReadWrite | Rw::RandRw)
     }
@@ -196,6 +204,8 @@ pub struct Job {
     pub latency_report: super::measure::LatencyReport,
     /// Groups, ending early, the random generator, commands around the job.
     pub control: super::control::Control,
+    /// `nrfiles`, `filesize`, layout, unlink and sync options.
+    pub files: super::files::FileOptions,
 }
 
 impl Job {
@@ -236,6 +246,7 @@ impl Job {
             measurement_off: Vec::new(),
             latency_report: super::measure::LatencyReport::default(),
             control: super::control::Control::default(),
+            files: super::files::FileOptions::default(),
         }
     }
 
@@ -300,6 +311,7 @@ pub fn resolve(f: &JobFile) -> Result<Vec<Job>, Vec<LineError>> {
                 }),
             }
         }
+        errors.extend(super::files::check(&job));
         jobs.push(job);
     }
     if jobs.is_empty() && errors.is_empty() {
@@ -312,6 +324,7 @@ pub fn resolve(f: &JobFile) -> Result<Vec<Job>, Vec<LineError>> {
     if errors.is_empty() {
         Ok(jobs)
     } else {
+        errors.sort_by_key(|e| e.line);
         Err(errors)
     }
 }
@@ -426,6 +439,7 @@ fn apply(job: &mut Job, e: &Entry, kb: &mut u64) -> Result<(), String> {
         || super::buffers::apply_buffers(job, e, super::names::canonical(&e.name), *kb)?
         || super::control::apply_control(job, e, super::names::canonical(&e.name))?
         || super::logs::apply_logs(job, e, super::names::canonical(&e.name))?
+        || super::files::apply_files(job, e, super::names::canonical(&e.name), *kb)?
     {
         return Ok(());
     }

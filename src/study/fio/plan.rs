@@ -139,6 +139,10 @@ fn workload_table(job: &Job) -> toml::Table {
     if job.fsync > 0 {
         w.insert("fsync-every".into(), (job.fsync as i64).into());
     }
+    if let Some((n, _)) = job.files.fdatasync {
+        // The target's fsync operations are fdatasync (its `fdatasync` key).
+        w.insert("fsync-every".into(), (n as i64).into());
+    }
     if job.verify {
         w.insert("verify".into(), true.into());
     }
@@ -167,8 +171,12 @@ fn bounds(job: &Job, size: Option<u64>) -> Result<(String, Option<String>, Optio
     } else {
         1
     };
-    let ops = ((size as f64 / job.mean_bs()).ceil() as u64).max(1) * threads;
-    Ok((warmup, duration, Some(ops)))
+    let transfers = ((size as f64 / job.mean_bs()).ceil() as u64).max(1);
+    Ok((
+        warmup,
+        duration,
+        Some((transfers + super::files::syncs(job, transfers)) * threads),
+    ))
 }
 
 /// A job's steady state as step keys: `steady-state`, its window and ramp in seconds, or
@@ -231,6 +239,7 @@ pub fn build(files: Vec<JobFile>) -> Result<FioPlan, Vec<LineError>> {
     let mut errors = Vec::new();
     let targets = job_targets(&jobs);
     let mut notes = substitution_notes(&jobs);
+    notes.extend(jobs.iter().flat_map(super::files::notes));
     let groups = groups(&jobs, &starts);
     let mut doc = StudyDoc::default();
     for g in &groups {
@@ -555,6 +564,9 @@ impl GroupStep<'_> {
         self.paths_seen.push(path.to_path_buf());
         let size = if null {
             j.size
+        } else if j.files.set() {
+            let sizes = super::files::sizes(j);
+            Some(super::files::io_bytes(j, &sizes)).filter(|_| !sizes.contains(&0))
         } else {
             j.size.or_else(|| existing_size(path))
         };
@@ -673,5 +685,6 @@ fn target_table(j: &Job, path: &Path) -> toml::Table {
     if j.offset > 0 {
         tt.insert("offset".into(), (j.offset as i64).into());
     }
+    super::files::target_keys(j, path, &mut tt);
     tt
 }

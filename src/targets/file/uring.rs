@@ -14,8 +14,7 @@
 //! session actually used (task running mode, registered file and buffers, polling) is
 //! reported by [`Session::used`].
 
-use std::fs::File;
-use std::os::unix::io::{AsRawFd, RawFd};
+use std::os::unix::io::RawFd;
 use std::time::{Duration, Instant};
 
 use io_uring::{IoUring, opcode, types};
@@ -95,7 +94,11 @@ pub struct UringSession {
     fixed_buffers: Result<(), i32>,
     /// Registered file in use; else the errno of the failed registration.
     fixed_file: Result<(), i32>,
-    raw_fd: RawFd,
+    raw_fds: Vec<RawFd>,
+    picker: super::Picker,
+    /// The file of the last write (fio's fsync goes to the file written).
+    last: usize,
+    fdatasync: bool,
     task_running: TaskRunning,
     /// Why a faster task running mode was not available (errno of the refused setup).
     task_running_fallback: Option<i32>,
@@ -107,25 +110,28 @@ pub struct UringSession {
     /// Completions reaped while a verified write waited for an earlier write to its block,
     /// handed out by the next `complete` (capacity: the queue depth).
     held: Vec<Completion>,
-    _file: File,
+    files: super::set::Files,
 }
 
 /// Builds one submission entry with the registered file or the plain descriptor.
 macro_rules! with_fd {
-    ($s:expr, $fd:ident => $e:expr) => {
+    ($s:expr, $index:expr, $fd:ident => $e:expr) => {
         if $s.fixed_file.is_ok() {
-            let $fd = types::Fixed(0);
+            let $fd = types::Fixed($index as u32);
             $e
         } else {
-            let $fd = types::Fd($s.raw_fd);
+            let $fd = types::Fd($s.raw_fds[$index]);
             $e
         }
     };
 }
 
 impl UringSession {
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn new(
-        file: File,
+        files: super::set::Files,
+        picker: super::Picker,
+        fdatasync: bool,
         buf: AlignedBuf,
         bounds: (u64, u64),
         qd: u32,
@@ -135,10 +141,10 @@ impl UringSession {
     ) -> Result<UringSession, UringError> {
         let entries = qd.next_power_of_two().max(8);
         let (ring, task_running, task_running_fallback) = build_ring(entries, options)?;
-        let raw_fd = file.as_raw_fd();
+        let raw_fds = files.raw_fds();
         let fixed_file = ring
             .submitter()
-            .register_files(&[raw_fd])
+            .register_files(&raw_fds)
             .map_err(|e| e.raw_os_error().unwrap_or(0));
         let iovecs: Vec<libc::iovec> = (0..qd)
             .map(|s| libc::iovec {
@@ -157,7 +163,10 @@ impl UringSession {
             want: vec![0; qd as usize],
             fixed_buffers,
             fixed_file,
-            raw_fd,
+            raw_fds,
+            picker,
+            last: 0,
+            fdatasync,
             task_running,
             task_running_fallback,
             options,
@@ -165,7 +174,7 @@ impl UringSession {
             stamp,
             verify,
             held: Vec::with_capacity(qd as usize),
-            _file: file,
+            files,
         };
         if options.iopoll
             && let Err(e) = s.probe_iopoll()
@@ -265,7 +274,7 @@ impl UringSession {
     /// then fail or never complete.
     fn probe_iopoll(&mut self) -> Result<(), UringError> {
         let len = self.buf.block as u32;
-        let entry = with_fd!(self, fd => opcode::Read::new(fd, self.buf.slot_ptr(0), len)
+        let entry = with_fd!(self, 0, fd => opcode::Read::new(fd, self.buf.slot_ptr(0), len)
             .offset(self.bounds.0)
             .build());
         // SAFETY: the buffer of slot 0 stays valid until the completion is reaped, or is
@@ -410,12 +419,13 @@ impl Session for UringSession {
                     return Err(OUT_OF_BOUNDS);
                 }
                 self.want[slot as usize] = len;
+                let (index, offset) = self.picker.pick(offset, u64::from(len));
                 if fixed_buffers {
-                    with_fd!(self, fd => opcode::ReadFixed::new(fd, ptr, len, slot as u16)
+                    with_fd!(self, index, fd => opcode::ReadFixed::new(fd, ptr, len, slot as u16)
                         .offset(offset)
                         .build())
                 } else {
-                    with_fd!(self, fd => opcode::Read::new(fd, ptr, len).offset(offset).build())
+                    with_fd!(self, index, fd => opcode::Read::new(fd, ptr, len).offset(offset).build())
                 }
             }
             Op::Write { offset, len } => {
@@ -436,12 +446,14 @@ impl Session for UringSession {
                     self.buf.stamp(slot, offset, self.generation);
                 }
                 self.want[slot as usize] = len;
+                let (index, offset) = self.picker.pick(offset, u64::from(len));
+                self.last = index;
                 if fixed_buffers {
-                    with_fd!(self, fd => opcode::WriteFixed::new(fd, ptr, len, slot as u16)
+                    with_fd!(self, index, fd => opcode::WriteFixed::new(fd, ptr, len, slot as u16)
                         .offset(offset)
                         .build())
                 } else {
-                    with_fd!(self, fd => opcode::Write::new(fd, ptr, len).offset(offset).build())
+                    with_fd!(self, index, fd => opcode::Write::new(fd, ptr, len).offset(offset).build())
                 }
             }
             Op::Fsync => {
@@ -449,7 +461,12 @@ impl Session for UringSession {
                     v.fsync_submitted(slot);
                 }
                 self.want[slot as usize] = 0;
-                with_fd!(self, fd => opcode::Fsync::new(fd).build())
+                let flags = if self.fdatasync {
+                    types::FsyncFlags::DATASYNC
+                } else {
+                    types::FsyncFlags::empty()
+                };
+                with_fd!(self, self.last, fd => opcode::Fsync::new(fd).flags(flags).build())
             }
             _ => return Err(NOT_BLOCK_OP),
         };
@@ -540,6 +557,9 @@ impl Session for UringSession {
                 if self.options.iopoll { "yes" } else { "no" }.into(),
             ),
         ]
+        .into_iter()
+        .chain(self.files.used(&self.picker, self.fdatasync))
+        .collect()
     }
 }
 
@@ -551,7 +571,7 @@ mod tests {
     fn session(dir: &std::path::Path, options: UringOptions) -> UringSession {
         let path = dir.join("f.dat");
         std::fs::write(&path, vec![7u8; 1 << 16]).unwrap();
-        let file = File::open(&path).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
         let p = SessionParams {
             worker: 0,
             writes: false,
@@ -572,7 +592,21 @@ mod tests {
             pgbench: None,
         };
         let buf = AlignedBuf::new(4, 4096, &p).unwrap();
-        UringSession::new(file, buf, (0, 1 << 16), 4, false, None, options).unwrap()
+        UringSession::new(
+            super::super::set::Files {
+                files: vec![file],
+                end_fsync: false,
+            },
+            super::super::Picker::new(vec![1 << 16], Default::default(), false, 1),
+            false,
+            buf,
+            (0, 1 << 16),
+            4,
+            false,
+            None,
+            options,
+        )
+        .unwrap()
     }
 
     fn per_op() -> UringOptions {
