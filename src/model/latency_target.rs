@@ -60,6 +60,10 @@ pub struct LatencyStep {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub struct LatencySearchResult {
+    /// The target the worker ran on (set when the run is summarized).
+    #[serde(default)]
+    pub target: String,
+    /// The worker's index in the run.
     pub worker: u32,
     /// The depth the search ended at (fio's `latency_depth`).
     pub queue_depth: u32,
@@ -249,6 +253,7 @@ impl Search {
 
     pub fn result(&self, worker: u32) -> LatencySearchResult {
         LatencySearchResult {
+            target: String::new(),
             worker,
             queue_depth: self.depth,
             found: self.found(),

@@ -90,6 +90,11 @@ pub struct BlockWorkload {
         skip_serializing_if = "crate::model::rate::RateProcess::is_linear"
     )]
     pub rate_process: crate::model::rate::RateProcess,
+    /// The latency-target search (fio's `latency_target`): each thread starts at depth 1
+    /// and finds the largest depth, up to `queue-depth`, whose windows keep `percentile`%
+    /// of their completions under `target` (see [`crate::model::latency_target`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_target: Option<crate::model::latency_target::LatencyTarget>,
     /// Verified writes (as fio's `verify=crc32c`): every written block carries a header with
     /// a crc32c, storlab keeps each block's last acknowledged generation, and a verify pass
     /// reads them back after the run (see [`crate::verify`]).

@@ -7,6 +7,7 @@
 pub mod buffers;
 pub mod control;
 pub mod engines;
+pub mod latency;
 pub mod measure;
 pub mod names;
 pub mod options;
