@@ -65,6 +65,10 @@ pub struct LatencySearchResult {
     pub target: String,
     /// The worker's index in the run.
     pub worker: u32,
+    /// The search's settings: the latency target, ns; the window, ns; the percentile.
+    pub target_latency_ns: u64,
+    pub window_ns: u64,
+    pub percentile: f64,
     /// The depth the search ended at (fio's `latency_depth`).
     pub queue_depth: u32,
     /// Whether the answer was confirmed by a final window (fio ends the job there).
@@ -98,6 +102,8 @@ pub struct Search {
     high: u32,
     stable: u32,
     final_run: bool,
+    /// The final window passed: nothing more is judged.
+    done: bool,
     window_start_ns: u64,
     ops: u64,
     over: u64,
@@ -119,6 +125,7 @@ impl Search {
             high: max_depth,
             stable: 0,
             final_run: false,
+            done: false,
             window_start_ns: now_ns,
             ops: 0,
             over: 0,
@@ -195,6 +202,9 @@ impl Search {
     /// Judges the window that is due (fio's `lat_target_check`); `latency_ns` is its latency
     /// at the percentile.
     pub fn judge(&mut self, now_ns: u64, latency_ns: u64) -> Verdict {
+        if self.done {
+            return Verdict::Done;
+        }
         // fio: (ios - failed) / ios; no completion at all is a failure (NaN compares false).
         let passed = self.ops > 0
             && (self.ops - self.over) as f64 / self.ops as f64 * 100.0 >= self.percentile;
@@ -245,6 +255,7 @@ impl Search {
             return Verdict::Go;
         }
         if self.final_run {
+            self.done = true;
             return Verdict::Done;
         }
         self.final_run = true;
@@ -255,6 +266,9 @@ impl Search {
         LatencySearchResult {
             target: String::new(),
             worker,
+            target_latency_ns: self.target_ns,
+            window_ns: self.window_ns,
+            percentile: self.percentile,
             queue_depth: self.depth,
             found: self.found(),
             steps: self.steps.clone(),

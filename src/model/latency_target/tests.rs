@@ -51,6 +51,9 @@ fn doubles_until_a_failure_then_bisects_and_confirms_with_a_final_window() {
     let finals: Vec<bool> = s.steps.iter().map(|x| x.final_window).collect();
     assert_eq!(finals, [false, false, false, false, false, false, true]);
     assert!(s.found());
+    // Once done, a window judged again (completions still draining) changes nothing.
+    assert_eq!(s.judge(u64::MAX, 0), Verdict::Done);
+    assert_eq!((s.steps.len(), s.queue_depth()), (7, 5));
 }
 
 #[test]
