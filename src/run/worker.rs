@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 
 use super::pacer::{Activity, Pacer, RateChange};
-use crate::model::latency_target::{LatencySearchResult, LatencyTarget, Verdict};
+use crate::model::latency_target::{LatencySearchResult, LatencyTarget};
 pub use crate::record::EndReason;
 use crate::record::{OpError, OpKind, Recorder, thread_cpu_ns};
 use crate::targets::{Completions, Overlap, Session, SessionUser, Submitted};
@@ -322,11 +322,8 @@ impl Tally<'_> {
                     bytes as u64,
                     found,
                 );
-                if let Some(l) = self.search.as_mut().filter(|_| info.measured)
-                    && l.completed(end_ns, end_ns - info.start_ns) == Verdict::Fatal
-                {
-                    // fio: "latency of N nsec exceeds specified max", ETIMEDOUT.
-                    self.fail(kind, OpError::errno(libc::ETIMEDOUT));
+                if info.measured && self.search.is_some() {
+                    self.feed_search(kind, end_ns, end_ns - info.start_ns);
                 }
             }
             Err(e) => {
@@ -605,9 +602,7 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
         end_reason: EndReason::Duration,
         last_completion: measure_start,
         fatal: None,
-        search: cfg
-            .latency_target
-            .map(|lt| latency::LatencyRun::new(&lt, cfg.queue_depth, measure_start)),
+        search: latency::LatencyRun::for_config(&cfg, measure_start),
     };
     let mut next_boundary = timing.boundary_after(t.index);
     let mut next_poll = now + POLL_NS;
@@ -643,14 +638,7 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
             t.issuing = false;
             t.end_reason = EndReason::Duration;
         }
-        if let Some(l) = t.search.as_mut()
-            && l.check(now, f.outstanding) == Verdict::Done
-            && t.issuing
-        {
-            // The answer's final window passed: the job is done (fio's `td->done`).
-            t.issuing = false;
-            t.end_reason = EndReason::Ops;
-        }
+        t.check_search(now, f.outstanding);
         if t.issuing && issue(&mut s, &mut f, &mut t, &mut is, &clock, &cfg, &mut now).is_err() {
             break;
         }

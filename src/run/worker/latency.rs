@@ -7,8 +7,36 @@
 
 use hdrhistogram::Histogram;
 
+use super::{EndReason, Tally};
 use crate::model::latency_target::{LatencySearchResult, LatencyTarget, Search, Verdict};
-use crate::record::new_histogram;
+use crate::record::{OpError, OpKind, new_histogram};
+
+impl Tally<'_> {
+    /// A measured completion of `kind` that took `latency_ns`, fed to the search: over a
+    /// 100% target at depth 1 the run fails (fio: "latency of N nsec exceeds specified max",
+    /// ETIMEDOUT).
+    #[inline]
+    pub(super) fn feed_search(&mut self, kind: OpKind, now: u64, latency_ns: u64) {
+        if let Some(l) = self.search.as_mut()
+            && l.completed(now, latency_ns) == Verdict::Fatal
+        {
+            self.fail(kind, OpError::errno(libc::ETIMEDOUT));
+        }
+    }
+
+    /// Between batches: ends a drain or judges a due window; when the answer's final window
+    /// passed, the job is done (fio's `td->done`).
+    #[inline]
+    pub(super) fn check_search(&mut self, now: u64, outstanding: usize) {
+        if let Some(l) = self.search.as_mut()
+            && l.check(now, outstanding) == Verdict::Done
+            && self.issuing
+        {
+            self.issuing = false;
+            self.end_reason = EndReason::Ops;
+        }
+    }
+}
 
 pub(super) struct LatencyRun {
     search: Search,
@@ -18,6 +46,12 @@ pub(super) struct LatencyRun {
 }
 
 impl LatencyRun {
+    /// The worker's search, when its workload has a latency target.
+    pub(super) fn for_config(cfg: &super::WorkerConfig, measure_start: u64) -> Option<LatencyRun> {
+        cfg.latency_target
+            .map(|t| LatencyRun::new(&t, cfg.queue_depth, measure_start))
+    }
+
     pub(super) fn new(t: &LatencyTarget, max_depth: u32, measure_start: u64) -> LatencyRun {
         LatencyRun {
             search: Search::new(t, max_depth, 0),

@@ -97,8 +97,8 @@ mod tests {
 
     fn job(lines: &str) -> Result<Job, String> {
         let text = format!("[a]\n{lines}");
-        let (_, jobs, _) = super::super::from_text("t.fio", &text, &|_| None)
-            .map_err(|e| format!("{}", e[0].message))?;
+        let (_, jobs, _) =
+            super::super::from_text("t.fio", &text, &|_| None).map_err(|e| e[0].message.clone())?;
         Ok(jobs.into_iter().next().expect("one job"))
     }
 
