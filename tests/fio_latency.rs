@@ -54,7 +54,7 @@ fn latency_target_search_finds_fios_depth_on_the_same_job() {
     let job = lab.write(
         "lat.fio",
         &format!(
-            "{base}iodepth=32\nruntime=8\ntime_based\nlatency_target={target_us}us\nlatency_window=200ms\nlatency_percentile=50\n"
+            "{base}iodepth=32\nruntime=5\ntime_based\nlatency_target={target_us}us\nlatency_window=200ms\nlatency_percentile=50\n"
         ),
     );
     let started = std::time::Instant::now();

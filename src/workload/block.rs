@@ -285,6 +285,14 @@ impl BlockWorkload {
                 ));
             }
         }
+        if let Some(l) = self.latency_target
+            && !(0.0..=100.0).contains(&l.percentile)
+        {
+            return Err(err(
+                "latency-target.percentile",
+                "latency-target.percentile is a percent from 0 to 100",
+            ));
+        }
         if self.rate_ops.is_some() && self.rate_per_thread_ops.is_some() {
             return Err(err(
                 "rate-per-thread-ops",
@@ -564,6 +572,21 @@ mod tests {
             Op::Read { offset, .. } => assert_eq!(offset, 4 << 20),
             _ => unreachable!(),
         }
+    }
+
+    #[test]
+    fn a_latency_target_is_read_and_its_percentile_checked() {
+        let w = workload(
+            "queue-depth = 32\nlatency-target = { target = \"150us\", window = \"200ms\", percentile = 50 }",
+        )
+        .unwrap();
+        let l = w.latency_target.expect("a latency target");
+        assert_eq!(l.target.0, std::time::Duration::from_micros(150));
+        assert_eq!((l.percentile, l.keep_adjusting), (50.0, false));
+        let e =
+            workload("latency-target = { target = \"1ms\", window = \"1s\", percentile = 101 }")
+                .unwrap_err();
+        assert!(format!("{e:?}").contains("percent from 0 to 100"), "{e:?}");
     }
 
     #[test]
