@@ -691,3 +691,6 @@ mod burst_tests;
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod latency_tests;
