@@ -105,6 +105,7 @@ fn loop_allocations_paced(
             starts_paused: false,
             poisson_seed: None,
             stop_on_error: false,
+            latency_target: None,
         },
         clock: Clock::new(),
         control: &control,

@@ -8,6 +8,7 @@
 //! A module imports only from layers below its own.
 
 pub mod baseline;
+pub mod latency_target;
 pub mod op;
 pub mod raid;
 pub mod rate;

@@ -71,6 +71,8 @@ pub struct JobStats {
     /// The latency percentiles printed (the job's `percentile_list`, `clat_percentiles`,
     /// `lat_percentiles`).
     pub latency_report: LatencyReport,
+    /// The latency-target search of the entry's last worker (fio reports its last job's).
+    pub latency_search: Option<crate::model::latency_target::LatencySearchResult>,
 }
 
 /// How long the entry's targets were measured: the run's measured time, or in an
@@ -173,6 +175,12 @@ pub fn job_stats(plan: &FioPlan, runs: &[StoredRun]) -> Result<Vec<JobStats>, St
                 elapsed_s,
                 iodepth: job.iodepth,
                 latency_report: job.latency_report.clone(),
+                latency_search: run
+                    .summary
+                    .latency_search
+                    .iter()
+                    .rfind(|r| targets.contains(&r.target))
+                    .cloned(),
             });
         }
     }
@@ -413,6 +421,9 @@ pub fn json(
             m.insert("latency_target".into(), json!(0));
             m.insert("latency_percentile".into(), f6(100.0));
             m.insert("latency_window".into(), json!(0));
+            if let Some(r) = &j.latency_search {
+                super::latency_search::fio_json_fields(&mut m, r);
+            }
             Value::Object(m)
         })
         .collect();
@@ -437,9 +448,17 @@ pub fn json(
     }
     top.insert("jobs".into(), Value::Array(jobs));
     top.insert("disk_util".into(), json!([]));
+    let searches: Vec<Value> = stats
+        .iter()
+        .filter_map(|j| {
+            let r = j.latency_search.as_ref()?;
+            Some(super::latency_search::steps_json(&j.jobname, r))
+        })
+        .collect();
     top.insert(
         "storlab".into(),
         json!({
+            "latency-search": searches,
             "results": folder.display().to_string(),
             "substitutions": plan.notes,
             "not-measured": ["slat_ns (submission apart: clat_ns and lat_ns hold storlab's submission-to-completion latency)",

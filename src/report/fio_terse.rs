@@ -141,6 +141,7 @@ mod tests {
             elapsed_s: 2,
             iodepth: 1,
             error: 0,
+            latency_search: None,
             latency_report: LatencyReport::default(),
         }
     }

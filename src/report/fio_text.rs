@@ -183,6 +183,9 @@ pub fn normal(stats: &[JobStats], time_text: &str) -> String {
                 );
             }
         }
+        if let Some(r) = &j.latency_search {
+            super::latency_search::fio_lines(&mut out, r);
+        }
         out.push('\n');
     }
     let mut groups: Vec<usize> = stats.iter().map(|j| j.groupid).collect();

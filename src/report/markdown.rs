@@ -81,6 +81,7 @@ fn events_markdown(summaries: &[RunSummary]) -> String {
         out.push_str(&format!("\n{}\n\n", crate::report::steady::STEADY_NOTE));
         out.extend(steady);
     }
+    out.push_str(&crate::report::latency_search::markdown(summaries));
     for s in summaries {
         if let Some(d) = &s.distributed {
             out.push_str(&format!(

@@ -16,6 +16,7 @@ pub mod fio_text;
 pub mod headline;
 pub mod html;
 pub mod iometer;
+pub mod latency_search;
 pub mod markdown;
 pub mod model;
 pub mod png;

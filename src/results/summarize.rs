@@ -92,6 +92,7 @@ pub fn failed_summary(
         phases: Vec::new(),
         schedule: None,
         distributed: None,
+        latency_search: Vec::new(),
         steady_state: None,
         error_samples: Vec::new(),
     }
@@ -256,6 +257,7 @@ pub fn summarize(plan: &Plan, run: &RunPlan, m: &Measured<'_>) -> RunSummary {
         phases: Vec::new(),
         schedule: None,
         distributed: None,
+        latency_search: Vec::new(),
         steady_state: None,
         error_samples: error_samples(run, m),
     }

@@ -308,6 +308,9 @@ pub struct RunSummary {
     /// A distributed run (under mpirun): per rank and per host (see `results::distributed`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub distributed: Option<crate::results::distributed::DistributedResult>,
+    /// A workload with `latency-target`: each worker's search, its answer and its windows.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub latency_search: Vec<crate::model::latency_target::LatencySearchResult>,
 }
 
 fn is_zero(n: &u64) -> bool {

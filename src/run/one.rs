@@ -293,6 +293,16 @@ fn summarize_measured(
         },
     );
     summary.software = armed.ready.software.clone();
+    summary.latency_search = m
+        .outcomes
+        .iter()
+        .filter_map(|o| {
+            let mut r = o.latency_search.clone()?;
+            let ti = c.worker_shape.get(o.worker as usize).copied()?;
+            r.target = run.targets.get(ti as usize)?.name.clone();
+            Some(r)
+        })
+        .collect();
     if let (Some(d), Some(r)) = (dist0, &m.received) {
         d.finish(r, c, run, &mut summary, &stored.folder)?;
     }

@@ -406,6 +406,7 @@ impl Builder<'_> {
                     .filter(|b| b.rate_process == crate::model::rate::RateProcess::Poisson)
                     .map(|_| crate::workload::mix_seed(t.seed, &[0x9015_5011, u64::from(thread)])),
                 stop_on_error: run.stop_on_error,
+                latency_target: w.as_block().and_then(|b| b.latency_target),
             };
             let source = sources.next().expect("one source per thread");
             self.inputs.push(WorkerInput {
@@ -454,6 +455,7 @@ impl Builder<'_> {
             starts_paused: false,
             poisson_seed: None,
             stop_on_error: false,
+            latency_target: None,
         };
         self.inputs.push(WorkerInput {
             target: ti,

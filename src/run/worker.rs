@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 
 use super::pacer::{Activity, Pacer, RateChange};
+use crate::model::latency_target::{LatencySearchResult, LatencyTarget};
 pub use crate::record::EndReason;
 use crate::record::{OpError, OpKind, Recorder, thread_cpu_ns};
 use crate::targets::{Completions, Overlap, Session, SessionUser, Submitted};
@@ -173,6 +174,9 @@ pub struct WorkerConfig {
     /// exponential gaps (derived from the run's seed, so recorded with it); None: even gaps.
     pub poisson_seed: Option<u64>,
     pub stop_on_error: bool,
+    /// The latency-target search (fio's `latency_target`): the depth it finds, up to
+    /// `queue_depth`, limits what is in flight.
+    pub latency_target: Option<LatencyTarget>,
 }
 
 /// What a worker reports when it stops.
@@ -195,6 +199,8 @@ pub struct WorkerOutcome {
     pub fatal: Option<(OpKind, OpError)>,
     /// What the session actually used (see [`Session::used`]).
     pub used: Vec<(&'static str, String)>,
+    /// The latency-target search's answer and windows.
+    pub latency_search: Option<LatencySearchResult>,
 }
 
 /// Everything a worker needs besides its session.
@@ -240,6 +246,7 @@ impl SessionUser for Worker<'_> {
                 skipped_starts: 0,
                 fatal: None,
                 used: Vec::new(),
+                latency_search: None,
             },
         }
     }
@@ -287,6 +294,7 @@ struct Tally<'a> {
     end_reason: EndReason,
     last_completion: u64,
     fatal: Option<(OpKind, OpError)>,
+    search: Option<latency::LatencyRun>,
 }
 
 impl Tally<'_> {
@@ -306,13 +314,18 @@ impl Tally<'_> {
             self.last_completion = end_ns;
         }
         match result {
-            Ok(bytes) => self.recorder.record_ok(
-                kind,
-                end_ns - info.start_ns,
-                end_ns.saturating_sub(info.intended_ns),
-                bytes as u64,
-                found,
-            ),
+            Ok(bytes) => {
+                self.recorder.record_ok(
+                    kind,
+                    end_ns - info.start_ns,
+                    end_ns.saturating_sub(info.intended_ns),
+                    bytes as u64,
+                    found,
+                );
+                if info.measured && self.search.is_some() {
+                    self.feed_search(kind, end_ns, end_ns - info.start_ns);
+                }
+            }
             Err(e) => {
                 self.recorder.record_error(kind, e);
                 if info.measured && self.stop_on_error && self.fatal.is_none() {
@@ -437,7 +450,11 @@ fn issue<S: Session>(
     cfg: &WorkerConfig,
     now: &mut u64,
 ) -> Result<(), ()> {
+    let limit = t.search.as_ref().map_or(usize::MAX, |l| l.limit());
     while let Some(&slot) = f.free.last() {
+        if f.outstanding >= limit {
+            break;
+        }
         let measured = *now >= is.measure_start;
         if measured && is.measured_ops >= is.max_ops {
             t.issuing = false;
@@ -589,6 +606,7 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
         end_reason: EndReason::Duration,
         last_completion: measure_start,
         fatal: None,
+        search: latency::LatencyRun::for_config(&cfg, measure_start),
     };
     let mut next_boundary = timing.boundary_after(t.index);
     let mut next_poll = now + POLL_NS;
@@ -624,6 +642,7 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
             t.issuing = false;
             t.end_reason = EndReason::Duration;
         }
+        t.check_search(now, f.outstanding);
         if t.issuing && issue(&mut s, &mut f, &mut t, &mut is, &clock, &cfg, &mut now).is_err() {
             break;
         }
@@ -669,9 +688,13 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
 }
 
 mod edges;
+mod latency;
 
 #[cfg(test)]
 mod burst_tests;
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod latency_tests;

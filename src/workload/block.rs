@@ -90,6 +90,11 @@ pub struct BlockWorkload {
         skip_serializing_if = "crate::model::rate::RateProcess::is_linear"
     )]
     pub rate_process: crate::model::rate::RateProcess,
+    /// The latency-target search (fio's `latency_target`): each thread starts at depth 1
+    /// and finds the largest depth, up to `queue-depth`, whose windows keep `percentile`%
+    /// of their completions under `target` (see [`crate::model::latency_target`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_target: Option<crate::model::latency_target::LatencyTarget>,
     /// Verified writes (as fio's `verify=crc32c`): every written block carries a header with
     /// a crc32c, storlab keeps each block's last acknowledged generation, and a verify pass
     /// reads them back after the run (see [`crate::verify`]).
@@ -279,6 +284,14 @@ impl BlockWorkload {
                     "quick.queue-depth must be from 1 to 65536",
                 ));
             }
+        }
+        if let Some(l) = self.latency_target
+            && !(0.0..=100.0).contains(&l.percentile)
+        {
+            return Err(err(
+                "latency-target.percentile",
+                "latency-target.percentile is a percent from 0 to 100",
+            ));
         }
         if self.rate_ops.is_some() && self.rate_per_thread_ops.is_some() {
             return Err(err(
@@ -559,6 +572,21 @@ mod tests {
             Op::Read { offset, .. } => assert_eq!(offset, 4 << 20),
             _ => unreachable!(),
         }
+    }
+
+    #[test]
+    fn a_latency_target_is_read_and_its_percentile_checked() {
+        let w = workload(
+            "queue-depth = 32\nlatency-target = { target = \"150us\", window = \"200ms\", percentile = 50 }",
+        )
+        .unwrap();
+        let l = w.latency_target.expect("a latency target");
+        assert_eq!(l.target.0, std::time::Duration::from_micros(150));
+        assert_eq!((l.percentile, l.keep_adjusting), (50.0, false));
+        let e =
+            workload("latency-target = { target = \"1ms\", window = \"1s\", percentile = 101 }")
+                .unwrap_err();
+        assert!(format!("{e:?}").contains("percent from 0 to 100"), "{e:?}");
     }
 
     #[test]

@@ -215,6 +215,7 @@ pub fn report_html_compared(
     h.push_str("</div>\n");
     charts::percentile_section(&mut h, &groups, runs, &names);
     steady_section(&mut h, &summaries);
+    latency_search_section(&mut h, &summaries);
     events_section(&mut h, &summaries);
     crate::report::verify::html_section(&mut h, &summaries.iter().collect::<Vec<_>>());
 
@@ -388,6 +389,30 @@ fn steady_section(h: &mut String, summaries: &[RunSummary]) {
                 s.run_index,
                 esc(&s.step),
                 esc(&ss.sentence())
+            );
+        }
+    }
+    h.push_str("</section>\n");
+}
+
+/// The latency-target search's windows and answers, when a run searched.
+fn latency_search_section(h: &mut String, summaries: &[RunSummary]) {
+    let Some(t) = crate::report::latency_search::search_table(summaries) else {
+        return;
+    };
+    let _ = write!(
+        h,
+        "<section id=\"latency-search\"><h2>Latency-target search</h2>{}<p class=\"meta\">{}</p>",
+        tables::table_html(&t, "latency-search"),
+        esc(crate::report::latency_search::SEARCH_NOTE)
+    );
+    for s in summaries {
+        for r in &s.latency_search {
+            let _ = write!(
+                h,
+                "<p class=\"steady\">run {}: {}</p>",
+                s.run_index,
+                esc(&crate::report::latency_search::sentence(r))
             );
         }
     }

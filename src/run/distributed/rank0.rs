@@ -387,6 +387,7 @@ impl Rank0Run {
                     skipped_starts: w.skipped_starts,
                     fatal: None,
                     used: w.used.iter().map(|(k, v)| (intern(k), v.clone())).collect(),
+                    latency_search: None,
                 });
             }
         }

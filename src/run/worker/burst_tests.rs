@@ -78,6 +78,7 @@ fn in_flight_with_burst_delay(delay: &str) -> Vec<usize> {
             starts_paused: false,
             poisson_seed: None,
             stop_on_error: false,
+            latency_target: None,
         },
         clock: Clock::new(),
         rate_changes: Box::new([]),

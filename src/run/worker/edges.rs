@@ -203,5 +203,6 @@ pub(super) fn finish<S: Session>(
         skipped_starts,
         fatal: t.fatal,
         used: s.used(),
+        latency_search: t.search.as_ref().map(|l| l.result(cfg.worker)),
     }
 }

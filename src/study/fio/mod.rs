@@ -8,6 +8,7 @@ pub mod buffers;
 pub mod control;
 pub mod engines;
 pub mod files;
+pub mod latency;
 pub mod logs;
 pub mod measure;
 pub mod names;

@@ -67,6 +67,10 @@ pub const SUPPORTED: &[(&str, &str)] = &[
         "linear, or poisson: seeded exponential gaps",
     ),
     (
+        "latency_target / latency_window / latency_percentile / latency_run",
+        "fio's search for the largest iodepth whose windows keep the percentile under the target; its answer printed as fio's `latency :` line, its windows in the results",
+    ),
+    (
         "buffer_compress_percentage / buffer_compress_chunk / buffer_pattern / zero_buffers / refill_buffers / scramble_buffers / dedupe_percentage / dedupe_mode=repeat",
         "written blocks filled by fio's algorithms (the workload's write-buffers)",
     ),
@@ -186,6 +190,8 @@ pub struct Job {
     pub rates: super::rates::Rates,
     /// What written blocks hold (fio's buffer options).
     pub buffers: super::buffers::Buffers,
+    /// `latency_target`, `latency_window`, `latency_percentile`, `latency_run`.
+    pub latency: super::latency::LatencyOptions,
     pub fsync: u64,
     pub group_reporting: bool,
     pub stonewall: bool,
@@ -234,6 +240,7 @@ impl Job {
             ramp: Duration::ZERO,
             rates: super::rates::Rates::default(),
             buffers: super::buffers::Buffers::default(),
+            latency: super::latency::LatencyOptions::default(),
             fsync: 0,
             group_reporting: false,
             stonewall: false,
@@ -436,6 +443,7 @@ fn apply(job: &mut Job, e: &Entry, kb: &mut u64) -> Result<(), String> {
         || apply_run(job, e, kb)?
         || super::measure::apply_measure(job, e, super::names::canonical(&e.name))?
         || super::rates::apply_rate(job, e, super::names::canonical(&e.name), *kb)?
+        || super::latency::apply_latency(job, e, super::names::canonical(&e.name))?
         || super::buffers::apply_buffers(job, e, super::names::canonical(&e.name), *kb)?
         || super::control::apply_control(job, e, super::names::canonical(&e.name))?
         || super::logs::apply_logs(job, e, super::names::canonical(&e.name))?

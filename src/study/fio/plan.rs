@@ -130,6 +130,9 @@ fn workload_table(job: &Job) -> toml::Table {
             w.insert("rate-process".into(), "poisson".into());
         }
     }
+    if let Some(l) = job.latency.workload_table() {
+        w.insert("latency-target".into(), l.into());
+    }
     if let Some(b) = job.buffers.write_buffers(read_share > 0.0) {
         w.insert(
             "write-buffers".into(),
