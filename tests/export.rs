@@ -106,8 +106,9 @@ except ImportError:
     pd = None
 out = {}
 if pd is not None:
-    runs = pd.read_csv(runs_path)
-    intervals = pd.read_csv(intervals_path)
+    # round_trip: pandas' default float parser may miss a number's last bit.
+    runs = pd.read_csv(runs_path, float_precision="round_trip")
+    intervals = pd.read_csv(intervals_path, float_precision="round_trip")
     measured = intervals[intervals.phase == "measure"].groupby(["run_id", "operation"]).ops.sum()
     for _, r in runs.iterrows():
         out[r.run_id] = {"qd": int(r["param_queue-depth"]), "rate_ops": float(r.rate_ops),
