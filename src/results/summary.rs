@@ -233,7 +233,8 @@ pub struct WorkerKindResult {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub struct ClientUsage {
-    /// CPU time of the whole storlab process over the measured time, seconds.
+    /// CPU time of the whole storlab process from the workers' start (warm-up included) to
+    /// their end, seconds.
     pub cpu_seconds: f64,
     /// CPU time of the collector thread (merging the workers' intervals, writing the
     /// timeline and the interval log) over the whole run, warm-up included, seconds.
