@@ -363,13 +363,7 @@ impl BlockWorkload {
                 ));
             }
         }
-        if !self.distribution.is_random() && (self.access != Access::Random || self.iometer_model())
-        {
-            return Err(err(
-                "distribution",
-                "distribution places random offsets: it needs access = \"random\", without random-share or access-spec",
-            ));
-        }
+        super::distribution::check(self)?;
         if self.fsync_every > 0 && self.read_share >= 1.0 {
             return Err(err(
                 "fsync-every",

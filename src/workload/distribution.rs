@@ -277,6 +277,18 @@ impl fmt::Display for Distribution {
     }
 }
 
+/// A skewed distribution needs storlab's own random access (`access = "random"`, without
+/// IOmeter's `random-share` or `access-spec`, whose model draws offsets uniformly).
+pub(super) fn check(w: &super::block::BlockWorkload) -> Result<(), crate::model::OptionError> {
+    if w.distribution.is_random() || (w.access == super::Access::Random && !w.iometer_model()) {
+        return Ok(());
+    }
+    Err(super::block::err(
+        "distribution",
+        "distribution places random offsets: it needs access = \"random\", without random-share or access-spec",
+    ))
+}
+
 /// zeta(n, theta) over at most [`ZIPF_MAX_GEN`] ranks, as fio's `zipf_update`: remembered per
 /// (theta, n) for this process, since every worker of every run needs the same sums.
 fn zeta(theta: f64, n: u64) -> f64 {
