@@ -436,7 +436,7 @@ impl Skewed {
                 } else if z < *two {
                     2
                 } else {
-                    1 + (n as f64 * (eta * u - eta + 1.0).powf(*alpha)) as u64
+                    1u64.saturating_add((n as f64 * (eta * u - eta + 1.0).powf(*alpha)) as u64)
                 };
                 rank - 1
             }
