@@ -241,3 +241,30 @@ fn storlab_fio_runs_a_skewed_job_and_stores_its_distribution() {
     // The sequential job ignores it, as fio does.
     assert_eq!(study.matches("distribution =").count(), 1, "{study}");
 }
+
+#[test]
+fn zoned_abs_zones_larger_than_an_existing_file_stop_the_run_before_any_io() {
+    let lab = Lab::new();
+    let data = lab.path().join("small.dat");
+    std::fs::write(&data, vec![0u8; 1 << 20]).unwrap();
+    let job = lab.write(
+        "big-zones.fio",
+        &format!(
+            "[z]\nfilename={}\nrw=randread\nrandom_distribution=zoned_abs:50/1m:50/1m\n",
+            data.display()
+        ),
+    );
+    let o = lab
+        .cmd()
+        .args(["fio", job.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let (_, err) = text(&o);
+    assert!(!o.status.success(), "it ran: {err}");
+    assert!(
+        err.contains(
+            "zoned-abs zones add up to 2097152 bytes, more than the region's 1048576 bytes"
+        ),
+        "{err}"
+    );
+}
