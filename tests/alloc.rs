@@ -247,6 +247,31 @@ fn null_target_loop_allocates_nothing_per_operation() {
     );
 }
 
+/// fio's random_distribution: each skewed draw is arithmetic only (zipf's zeta sums are kept
+/// per process at the sources' creation: a first loop makes them before the counted ones).
+#[test]
+fn skewed_distributions_allocate_nothing_per_operation() {
+    let t = TargetConfig::Null(NullConfig {
+        size: Bytes(1 << 30),
+        stall_after_ops: None,
+        stall: None,
+        stall_worker: None,
+    });
+    let prepared = t.prepare(&Default::default()).unwrap();
+    for d in ["zipf:1.2", "pareto:0.2", "normal:10", "zoned:60/10:40/90"] {
+        let w = workload(&format!(
+            "read-share = 0.5\nqueue-depth = 8\ndistribution = \"{d}\""
+        ));
+        loop_allocations(&t, &w, &prepared, 1_000);
+        let short = loop_allocations(&t, &w, &prepared, 50_000);
+        let long = loop_allocations(&t, &w, &prepared, 500_000);
+        assert_eq!(
+            short, long,
+            "{d}: allocations grew with operations: {short} for 50k ops, {long} for 500k ops"
+        );
+    }
+}
+
 /// A rate schedule's pacing: intended starts at a rate that changes every 2 ms (pauses
 /// included), taken from the Pacer without an allocation per operation.
 #[test]

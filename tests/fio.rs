@@ -166,7 +166,7 @@ fn refused_job_files_name_the_option_and_line() {
             &[
                 "zoned.fio:4: option `zonemode` is not supported by storlab fio",
                 "zoned.fio:5: option `max_open_zones` is not supported by storlab fio",
-                "zoned.fio:14: option `random_distribution` is not supported by storlab fio",
+                "zoned.fio:14: option `zonesize` is not supported by storlab fio",
             ],
         ),
         (

@@ -66,6 +66,20 @@ pub fn prepare_targets(
                 source: TargetError::Netns(e),
             })?;
         }
+        let zones_bytes = t
+            .workload
+            .as_block()
+            .map_or(0, |w| w.distribution.bytes_needed());
+        if zones_bytes > p.region.size_bytes {
+            // fio fails such a job too: "zoned_abs sizes exceed file size".
+            return Err(RunError::Target {
+                target: t.name.clone(),
+                source: TargetError::Invalid(format!(
+                    "the workload's zoned-abs zones add up to {zones_bytes} bytes, more than the region's {} bytes",
+                    p.region.size_bytes
+                )),
+            });
+        }
         prepared.insert(t.name.clone(), p.region);
         regions.push(p.region);
         for (name, version) in t.config.software(&p) {

@@ -44,6 +44,14 @@ pub struct BlockWorkload {
     /// `random` (derived).
     #[serde(default)]
     pub access: Access,
+    /// Where random offsets fall: fio's `random_distribution` (`"zipf:1.2"`, `"pareto:0.2"`,
+    /// `"normal:10"`, `"zoned:60/10:40/90"`, `"zoned-abs:60/1GiB:40/3GiB"`; see
+    /// [`super::distribution`]). Default `random`: uniform.
+    #[serde(
+        default,
+        skip_serializing_if = "super::distribution::Distribution::is_random"
+    )]
+    pub distribution: super::distribution::Distribution,
     /// Fraction of operations that are reads, 0.0 to 1.0. With an `access-spec`: its lines'
     /// read shares weighted by their spec shares (derived).
     #[serde(default = "default_read_share")]
@@ -355,6 +363,7 @@ impl BlockWorkload {
                 ));
             }
         }
+        super::distribution::check(self)?;
         if self.fsync_every > 0 && self.read_share >= 1.0 {
             return Err(err(
                 "fsync-every",
@@ -449,9 +458,23 @@ impl BlockWorkload {
         } else {
             (self.read_share * u64::MAX as f64) as u64
         };
+        let mut rng = SmallRng::seed_from_u64(thread_seed(run_seed, thread));
+        // A skewed distribution draws its own positions (in the thread's stripe, if any);
+        // the uniform one stays the plain `random` draw below.
+        let skewed = match self.access {
+            Access::Random => super::distribution::Skewed::new(
+                &self.distribution,
+                positions,
+                align * stripe,
+                &mut rng,
+            )
+            .map(Box::new),
+            Access::Sequential => None,
+        };
         BlockSource {
-            rng: SmallRng::seed_from_u64(thread_seed(run_seed, thread)),
-            random: self.access == Access::Random,
+            rng,
+            random: self.access == Access::Random && skewed.is_none(),
+            skewed,
             all_reads: self.read_share >= 1.0,
             read_threshold,
             block: block as u32,
@@ -470,7 +493,9 @@ impl BlockWorkload {
 /// Generates one worker's block operations.
 pub struct BlockSource {
     rng: SmallRng,
+    /// Uniform random positions (else skewed, or sequential).
     random: bool,
+    skewed: Option<Box<super::distribution::Skewed>>,
     all_reads: bool,
     read_threshold: u64,
     block: u32,
@@ -496,6 +521,8 @@ impl BlockSource {
         let position = if self.random {
             // Multiply-shift maps 64 random bits onto [0, positions) without a division.
             ((self.rng.next_u64() as u128 * self.positions as u128) >> 64) as u64
+        } else if let Some(s) = self.skewed.as_deref_mut() {
+            s.position(&mut self.rng)
         } else {
             let p = self.next_position;
             self.next_position += 1;

@@ -13,6 +13,7 @@
 pub mod access_spec;
 pub mod block;
 pub mod buffers;
+pub mod distribution;
 pub mod icf;
 pub mod kv;
 pub mod pgbench;

@@ -6,6 +6,7 @@
 
 pub mod buffers;
 pub mod control;
+pub mod distribution;
 pub mod engines;
 pub mod files;
 pub mod latency;

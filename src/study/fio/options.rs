@@ -111,6 +111,10 @@ pub const SUPPORTED: &[(&str, &str)] = &[
         "1 (fio's default): the same offsets on every run; 0: a new seed each run, recorded",
     ),
     (
+        "random_distribution",
+        "random (default), zipf, pareto, normal, zoned, zoned_abs with fio's values and :CENTER: the workload's distribution (random jobs; sequential ones ignore it, as fio)",
+    ),
+    (
         "random_generator",
         "tausworthe, lfsr, tausworthe64: taken, storlab's generator named in the output",
     ),
@@ -212,6 +216,8 @@ pub struct Job {
     pub control: super::control::Control,
     /// `nrfiles`, `filesize`, layout, unlink and sync options.
     pub files: super::files::FileOptions,
+    /// `random_distribution`.
+    pub distribution: super::distribution::RandomDistribution,
 }
 
 impl Job {
@@ -254,6 +260,7 @@ impl Job {
             latency_report: super::measure::LatencyReport::default(),
             control: super::control::Control::default(),
             files: super::files::FileOptions::default(),
+            distribution: Default::default(),
         }
     }
 
@@ -319,6 +326,7 @@ pub fn resolve(f: &JobFile) -> Result<Vec<Job>, Vec<LineError>> {
             }
         }
         errors.extend(super::files::check(&job));
+        errors.extend(super::distribution::check(&job));
         jobs.push(job);
     }
     if jobs.is_empty() && errors.is_empty() {
@@ -448,6 +456,7 @@ fn apply(job: &mut Job, e: &Entry, kb: &mut u64) -> Result<(), String> {
         || super::control::apply_control(job, e, super::names::canonical(&e.name))?
         || super::logs::apply_logs(job, e, super::names::canonical(&e.name))?
         || super::files::apply_files(job, e, super::names::canonical(&e.name), *kb)?
+        || super::distribution::apply_distribution(job, e, super::names::canonical(&e.name), *kb)?
     {
         return Ok(());
     }
@@ -680,7 +689,7 @@ mod tests {
 
     #[test]
     fn every_unsupported_option_is_refused_by_name_and_line() {
-        let e = jobs("[global]\nzonemode=zbd\n[a]\nrw=randread\nrandom_distribution=zipf:1.2\nss=iops_median:10%\nrw=trim\nbs=4k-16k\n")
+        let e = jobs("[global]\nzonemode=zbd\n[a]\nrw=randread\nthinktime=10\nss=iops_median:10%\nrw=trim\nbs=4k-16k\n")
             .unwrap_err();
         let text: Vec<String> = e.iter().map(|e| e.to_string()).collect();
         assert_eq!(
@@ -689,7 +698,7 @@ mod tests {
         );
         assert_eq!(
             text[1],
-            "job.fio:5: option `random_distribution` is not supported by storlab fio"
+            "job.fio:5: option `thinktime` is not supported by storlab fio"
         );
         assert!(
             text[2].starts_with("job.fio:6: ss=iops_median:10%"),

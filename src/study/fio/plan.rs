@@ -119,6 +119,9 @@ fn workload_table(job: &Job) -> toml::Table {
             .collect();
         w.insert("access-spec".into(), lines.into());
     }
+    if let Some(d) = super::distribution::workload_value(job) {
+        w.insert("distribution".into(), d.into());
+    }
     w.insert("queue-depth".into(), (qd as i64).into());
     w.insert(
         "threads".into(),
