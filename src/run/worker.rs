@@ -301,7 +301,7 @@ impl Tally<'_> {
     /// Records one finished operation, started at `info.start_ns` and seen finished at
     /// `end_ns`. A warm-up operation goes into its warm-up interval (the timeline shows it,
     /// no summary counts it); one that finishes after measurement started is not recorded.
-    #[inline]
+    #[inline(always)]
     fn settle(&mut self, info: &SlotInfo, end_ns: u64, result: Result<u32, OpError>, found: bool) {
         if info.insert_key != u64::MAX {
             self.acknowledge(info.insert_key);
@@ -358,7 +358,7 @@ impl Tally<'_> {
 /// Hands queued operations to the session and records those that completed, waiting for at
 /// least `min`. Returns the clock reading taken when they were seen, or the session's own
 /// failure (what was in flight is lost; it is counted once).
-#[inline]
+#[inline(always)]
 fn reap<S: Session>(
     s: &mut S,
     f: &mut Flight,

@@ -216,7 +216,7 @@ impl Session for NullSession {
             std::thread::sleep(self.stall);
         }
         let bytes = match op {
-            Op::Read { len, .. } | Op::Write { len, .. } => len,
+            Op::Read { len, .. } | Op::Write { len, .. } => len as u32,
             Op::Fsync | Op::Delete { .. } | Op::Pgbench(_) => 0,
             Op::Get { .. } | Op::Put { .. } | Op::Next | Op::ReadModifyWrite { .. } => {
                 self.value_bytes

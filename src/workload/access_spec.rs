@@ -284,10 +284,16 @@ impl AccessSpecSource {
         };
         self.next_sequential = offset + l.len as u64;
         if hit(self.rng.next_u64(), l.read_below) {
-            Op::Read { offset, len: l.len }
+            Op::Read {
+                offset,
+                len: u64::from(l.len),
+            }
         } else {
             self.writes_since_fsync += 1;
-            Op::Write { offset, len: l.len }
+            Op::Write {
+                offset,
+                len: u64::from(l.len),
+            }
         }
     }
 
@@ -319,8 +325,8 @@ mod tests {
 
     fn op_parts(op: Op) -> (u64, u32, bool) {
         match op {
-            Op::Read { offset, len } => (offset, len, true),
-            Op::Write { offset, len } => (offset, len, false),
+            Op::Read { offset, len } => (offset, len as u32, true),
+            Op::Write { offset, len } => (offset, len as u32, false),
             other => panic!("unexpected {other:?}"),
         }
     }

@@ -511,8 +511,8 @@ pub struct BlockSource {
 }
 
 impl BlockSource {
-    /// The next operation.
-    #[inline]
+    /// The next operation. Always inlined: see [`super::Source::next_op`].
+    #[inline(always)]
     pub fn next_op(&mut self) -> Op {
         if self.fsync_every > 0 && self.writes_since_fsync >= self.fsync_every {
             self.writes_since_fsync = 0;
@@ -536,13 +536,13 @@ impl BlockSource {
         if read {
             Op::Read {
                 offset,
-                len: self.block,
+                len: u64::from(self.block),
             }
         } else {
             self.writes_since_fsync += 1;
             Op::Write {
                 offset,
-                len: self.block,
+                len: u64::from(self.block),
             }
         }
     }
@@ -572,7 +572,7 @@ mod tests {
                 other => panic!("a block workload issued {other:?}"),
             };
             assert_eq!(offset % 4096, 0);
-            assert!(offset >= 1 << 20 && offset + len as u64 <= (1 << 20) + (64 << 20));
+            assert!(offset >= 1 << 20 && offset + len <= (1 << 20) + (64 << 20));
             if read { reads += 1 } else { writes += 1 }
         }
         let share = reads as f64 / (reads + writes) as f64;

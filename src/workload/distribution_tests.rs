@@ -187,7 +187,7 @@ fn skewed_offsets_are_aligned_and_inside_the_region() {
                 panic!("{d}: reads and writes only")
             };
             assert_eq!((offset - 8192) % 4096, 0, "{d}");
-            assert!(offset + len as u64 <= 8192 + 100 * 4096, "{d}: {offset}");
+            assert!(offset + len <= 8192 + 100 * 4096, "{d}: {offset}");
         }
     }
 }

@@ -42,6 +42,7 @@ impl Session for PsyncSession {
     fn submit(&mut self, _slot: u32, op: Op) -> Result<Submitted, OpError> {
         let (r, want) = match op {
             Op::Read { offset, len } => {
+                let len = len as u32; // a transfer fits 32 bits (block-size <= 64 MiB)
                 if !in_bounds(self.bounds, offset, len) {
                     return Err(OUT_OF_BOUNDS);
                 }
@@ -59,6 +60,7 @@ impl Session for PsyncSession {
                 (r, len)
             }
             Op::Write { offset, len } => {
+                let len = len as u32; // a transfer fits 32 bits (block-size <= 64 MiB)
                 if !in_bounds(self.bounds, offset, len) {
                     return Err(OUT_OF_BOUNDS);
                 }

@@ -415,6 +415,7 @@ impl Session for UringSession {
         let fixed_buffers = self.fixed_buffers.is_ok();
         let entry = match op {
             Op::Read { offset, len } => {
+                let len = len as u32; // a transfer fits 32 bits (block-size <= 64 MiB)
                 if !in_bounds(self.bounds, offset, len) {
                     return Err(OUT_OF_BOUNDS);
                 }
@@ -429,6 +430,7 @@ impl Session for UringSession {
                 }
             }
             Op::Write { offset, len } => {
+                let len = len as u32; // a transfer fits 32 bits (block-size <= 64 MiB)
                 if !in_bounds(self.bounds, offset, len) {
                     return Err(OUT_OF_BOUNDS);
                 }

@@ -292,6 +292,7 @@ impl Session for NfsSession {
         let private = self.private(slot);
         let rc = match op {
             Op::Read { offset, len } => {
+                let len = len as u32; // a transfer fits 32 bits (block-size <= 64 MiB)
                 if !in_bounds(self.bounds, offset, len) {
                     return Err(OUT_OF_BOUNDS);
                 }
@@ -300,6 +301,7 @@ impl Session for NfsSession {
                 unsafe { self.mounted.pread_async(offset, len, on_done, private) }
             }
             Op::Write { offset, len } => {
+                let len = len as u32; // a transfer fits 32 bits (block-size <= 64 MiB)
                 if !in_bounds(self.bounds, offset, len) {
                     return Err(OUT_OF_BOUNDS);
                 }

@@ -513,12 +513,16 @@ impl Session for SmbSession {
         let index = slot as usize;
         let slot_op = match op {
             Op::Read { offset, len } | Op::Write { offset, len }
-                if offset < self.bounds.0 || offset + len as u64 > self.bounds.1 =>
+                if offset < self.bounds.0 || offset + len > self.bounds.1 =>
             {
                 return Err(OUT_OF_BOUNDS);
             }
-            Op::Read { offset, len } => SlotOp::Read { offset, len },
+            Op::Read { offset, len } => SlotOp::Read {
+                offset,
+                len: len as u32,
+            },
             Op::Write { offset, len } if self.verify.is_some() => {
+                let len = len as u32; // a transfer fits 32 bits (block-size <= 64 MiB)
                 loop {
                     let buf = slot_buffer(
                         &self.ring.slots[index],
@@ -539,6 +543,7 @@ impl Session for SmbSession {
                 SlotOp::Write { offset, len }
             }
             Op::Write { offset, len } => {
+                let len = len as u32; // a transfer fits 32 bits (block-size <= 64 MiB)
                 let stamp = self.stamp;
                 self.generation += 1;
                 let generation = self.generation;
