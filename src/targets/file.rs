@@ -139,6 +139,20 @@ pub enum Layout {
     None,
 }
 
+/// When the io-uring engine hands queued operations to the kernel (fio's
+/// `iodepth_batch_submit`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Submit {
+    /// One `io_uring_enter` per operation, as its slot is refilled (fio's default,
+    /// `iodepth_batch_submit=1`); the default with `direct`.
+    Each,
+    /// What is queued goes in one `io_uring_enter` when the worker reaps (fio's
+    /// `iodepth_batch_submit=iodepth`): the block layer takes the batch under one plug; the
+    /// default without `direct`.
+    Batch,
+}
+
 /// Synchronous writes (O_SYNC, O_DSYNC).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -177,6 +191,9 @@ pub struct FileConfig {
     /// io_uring with IORING_SETUP_IOPOLL (polled completions).
     #[serde(default)]
     pub hipri: bool,
+    /// io-uring: one submission per operation or per reap (default: each with `direct`,
+    /// batch without).
+    pub submit: Option<Submit>,
     /// A set of files instead of `path`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<SetFile>,
@@ -219,6 +236,7 @@ fn parse(table: toml::Table) -> Result<TargetConfig, OptionError> {
             ("sqthread-poll", c.sqthread_poll),
             ("sqthread-idle", c.sqthread_idle.is_some()),
             ("hipri", c.hipri),
+            ("submit", c.submit.is_some()),
         ] {
             if set {
                 return Err(OptionError {
@@ -569,7 +587,11 @@ impl FileConfig {
                     .map_or(1000, |d| d.0.as_millis().min(u32::MAX as u128) as u32)
             }),
             iopoll: self.hipri,
-            per_op_submit: self.direct,
+            per_op_submit: match self.submit {
+                Some(Submit::Each) => true,
+                Some(Submit::Batch) => false,
+                None => self.direct,
+            },
         }
     }
 
@@ -725,6 +747,13 @@ mod tests {
         let c = parse_text("path = \"f\"\nsqthread-poll = true").unwrap();
         assert_eq!(c.uring_options().sqpoll_idle_ms, Some(1000));
         assert!(!c.uring_options().per_op_submit);
+        // `submit` overrides the default of each mode.
+        let c = parse_text("path = \"f\"\ndirect = true\nsubmit = \"batch\"").unwrap();
+        assert!(!c.uring_options().per_op_submit);
+        let c = parse_text("path = \"f\"\nsubmit = \"each\"").unwrap();
+        assert!(c.uring_options().per_op_submit);
+        let e = parse_text("path = \"f\"\nengine = \"psync\"\nsubmit = \"batch\"").unwrap_err();
+        assert_eq!(e.key, "submit");
     }
 
     #[test]
