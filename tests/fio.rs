@@ -755,3 +755,55 @@ fn file_sets_are_laid_out_as_fios() {
     // Whole 4 KiB blocks of the 13653-byte files: 3 each, as fio.
     assert_eq!(stored_ops(&summary(&ours, 2), "read"), 9);
 }
+
+/// tests/fio_jobs/corpus/: job files written the way fio's users write them (one per use:
+/// an OLTP mix on a zipf hot set, paced video streams, a mail spool of small files, ...), each
+/// parsed by fio 3.33 (`fio --parse-only`), run unchanged in quick mode: every job entry does
+/// I/O and the job file is stored with the results byte for byte.
+#[test]
+fn the_corpus_of_users_job_files_runs_unchanged() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fio_jobs/corpus");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "fio"))
+        .collect();
+    files.sort();
+    assert!(
+        files.len() >= 10,
+        "the corpus has {} job files",
+        files.len()
+    );
+    for file in &files {
+        let lab = Lab::new();
+        let out = lab.path().join("out.json");
+        let (ok, _, err) = fio(
+            &lab,
+            &[
+                "--quick",
+                "--output-format=json",
+                "--output",
+                out.to_str().unwrap(),
+                file.to_str().unwrap(),
+            ],
+        );
+        let name = file.file_name().unwrap().to_string_lossy();
+        assert!(ok, "{name}: {err}");
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        let jobs = doc["jobs"].as_array().unwrap();
+        assert!(!jobs.is_empty(), "{name}: {doc}");
+        for j in jobs {
+            let ios = j["read"]["total_ios"].as_u64().unwrap()
+                + j["write"]["total_ios"].as_u64().unwrap();
+            assert!(ios > 0, "{name}: job {} did no I/O", j["jobname"]);
+        }
+        let stored = lab.study_folder().join("fio-jobs").join(&*name);
+        assert_eq!(
+            std::fs::read(&stored).unwrap_or_default(),
+            std::fs::read(file).unwrap(),
+            "{name}: the job file stored with the results"
+        );
+    }
+}
