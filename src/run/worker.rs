@@ -413,6 +413,8 @@ struct Issuer {
     /// An operation held back by its burst's delay, and until when.
     held: Option<crate::targets::Op>,
     hold_until: u64,
+    /// fio's `thinktime_spin`: waits before this spin instead of sleeping.
+    spin_until: u64,
     measured_ops: u64,
     skipped_starts: u64,
 }
@@ -505,7 +507,7 @@ fn issue<S: Session>(
                 let delay_ns = t.source.take_delay_ns();
                 if delay_ns > 0 {
                     is.held = Some(op);
-                    is.hold_until = now.saturating_add(delay_ns);
+                    think::start_delay(s, f, t, is, clock, now, delay_ns)?;
                     break;
                 }
                 op
@@ -653,7 +655,12 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
             }
             let holding = t.issuing && now < is.hold_until;
             if open || holding {
-                spin_ns += wait_until(&clock, is.wake_at(holding, next_boundary, next_poll));
+                let until = is.wake_at(holding, next_boundary, next_poll);
+                spin_ns += if now < is.spin_until {
+                    think::spin_until(&clock, until.min(is.spin_until))
+                } else {
+                    wait_until(&clock, until)
+                };
             }
             now = clock.now_ns();
             continue;
@@ -689,6 +696,7 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
 
 mod edges;
 mod latency;
+mod think;
 
 #[cfg(test)]
 mod burst_tests;

@@ -97,6 +97,7 @@ impl Issuer {
             skip_late: cfg.skip_late_ns.map(|n| n as f64),
             held: None,
             hold_until: 0,
+            spin_until: 0,
             measured_ops: 0,
             skipped_starts: 0,
         }

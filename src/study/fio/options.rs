@@ -124,6 +124,10 @@ pub const SUPPORTED: &[(&str, &str)] = &[
     ),
     ("thread", "storlab's clones are threads"),
     (
+        "bsrange / bs ranges and pairs / bs_unaligned / rw=...:N / rw_sequencer / loops / io_size / number_ios / startdelay / thinktime / thinktime_blocks / thinktime_spin / thinktime_blocks_type / rate_ignore_thinktime",
+        "fio's sizes, offsets, I/O counts and pauses: see docs/fio-options.md",
+    ),
+    (
         "gtod_reduce / disable_lat / disable_clat / disable_slat / disable_bw_measurement",
         "taken: storlab measures every latency and the bandwidth anyway, and says so",
     ),
@@ -212,6 +216,8 @@ pub struct Job {
     pub control: super::control::Control,
     /// `nrfiles`, `filesize`, layout, unlink and sync options.
     pub files: super::files::FileOptions,
+    /// Size ranges, `rw=...:N`, loops, io_size, number_ios, startdelay, think time.
+    pub sizes_opts: super::sizes::SizeOptions,
 }
 
 impl Job {
@@ -254,6 +260,7 @@ impl Job {
             latency_report: super::measure::LatencyReport::default(),
             control: super::control::Control::default(),
             files: super::files::FileOptions::default(),
+            sizes_opts: super::sizes::SizeOptions::default(),
         }
     }
 
@@ -268,7 +275,9 @@ impl Job {
 
     /// The mean transfer size, bytes.
     pub fn mean_bs(&self) -> f64 {
-        if self.bssplit.is_empty() {
+        if let Some(m) = super::sizes::mean_bs(self) {
+            m
+        } else if self.bssplit.is_empty() {
             self.bs as f64
         } else {
             self.bssplit
@@ -319,6 +328,7 @@ pub fn resolve(f: &JobFile) -> Result<Vec<Job>, Vec<LineError>> {
             }
         }
         errors.extend(super::files::check(&job));
+        errors.extend(super::sizes::check(&job));
         jobs.push(job);
     }
     if jobs.is_empty() && errors.is_empty() {
@@ -448,6 +458,7 @@ fn apply(job: &mut Job, e: &Entry, kb: &mut u64) -> Result<(), String> {
         || super::control::apply_control(job, e, super::names::canonical(&e.name))?
         || super::logs::apply_logs(job, e, super::names::canonical(&e.name))?
         || super::files::apply_files(job, e, super::names::canonical(&e.name), *kb)?
+        || super::sizes::apply_sizes(job, e, super::names::canonical(&e.name), *kb)?
     {
         return Ok(());
     }
@@ -508,11 +519,6 @@ fn apply_io(job: &mut Job, e: &Entry, kb: u64) -> Result<bool, String> {
                 Some((m, s)) => (m, Some(s)),
                 None => (v, None),
             };
-            if suffix.is_some() {
-                return Err(format!(
-                    "{name}={v}: the `:N` offset modifier is not supported by storlab fio"
-                ));
-            }
             job.rw = match mode {
                 "read" => Rw::Read,
                 "write" => Rw::Write,
@@ -526,6 +532,10 @@ fn apply_io(job: &mut Job, e: &Entry, kb: u64) -> Result<bool, String> {
                     ));
                 }
             };
+            job.sizes_opts.modifier = suffix
+                .map(|s| super::sizes::modifier(job.rw.random(), s, kb))
+                .transpose()
+                .map_err(|m| format!("{name}={v}: {m}"))?;
         }
         "rwmixread" | "rwmixwrite" => {
             let p: u32 = int(e)?;
@@ -534,11 +544,11 @@ fn apply_io(job: &mut Job, e: &Entry, kb: u64) -> Result<bool, String> {
             }
             job.rwmixread = if name == "rwmixread" { p } else { 100 - p };
         }
-        "bs" => {
-            job.bs = one_bs(e, kb)?;
-            job.bssplit.clear();
+        "bs" => super::sizes::apply_bs(job, e, kb)?,
+        "bssplit" => {
+            job.bssplit = bssplit(e, kb)?;
+            job.sizes_opts.range = None;
         }
-        "bssplit" => job.bssplit = bssplit(e, kb)?,
         "ba" => job.blockalign = Some(one_bs(e, kb)?),
         "direct" => job.direct = flag(e)?,
         "buffered" => {
@@ -680,7 +690,7 @@ mod tests {
 
     #[test]
     fn every_unsupported_option_is_refused_by_name_and_line() {
-        let e = jobs("[global]\nzonemode=zbd\n[a]\nrw=randread\nrandom_distribution=zipf:1.2\nss=iops_median:10%\nrw=trim\nbs=4k-16k\n")
+        let e = jobs("[global]\nzonemode=zbd\n[a]\nrw=randread\nrandom_distribution=zipf:1.2\nss=iops_median:10%\nrw=trim\nbs=4k,4k,4k\n")
             .unwrap_err();
         let text: Vec<String> = e.iter().map(|e| e.to_string()).collect();
         assert_eq!(
@@ -697,10 +707,10 @@ mod tests {
             text[2]
         );
         assert!(text[3].starts_with("job.fio:7: rw=trim"), "{}", text[3]);
-        assert!(text[4].starts_with("job.fio:8: bs=4k-16k"), "{}", text[4]);
+        assert!(text[4].starts_with("job.fio:8: bs=4k,4k,4k"), "{}", text[4]);
         assert_eq!(e.len(), 5);
-        let e = jobs("[a]\nrw=randread:8\n").unwrap_err();
-        assert!(e[0].message.contains("`:N`"), "{}", e[0]);
+        let e = jobs("[a]\nrw=randread:x\n").unwrap_err();
+        assert!(e[0].message.contains("number of I/Os"), "{}", e[0]);
     }
 
     #[test]

@@ -1,0 +1,51 @@
+//! A delay the source asked for before its next operation: an IOmeter burst's delay (held at
+//! once, while what is in flight completes), fio's `startdelay` (the same), or fio's think
+//! time ([`crate::workload::pattern`]): what is in flight completes first (fio's
+//! `io_u_quiesce`), then the worker waits, spinning its first `thinktime_spin`; with
+//! `rate_ignore_thinktime` an open loop's starts that fall in the wait are dropped, not caught
+//! up. Reached only when a source gives a delay: a workload without one never comes here.
+
+use super::{Flight, Issuer, Tally, reap};
+use crate::run::worker::Clock;
+use crate::targets::Session;
+
+/// Holds the next operation for `delay_ns` (see the module's text); Err when the session
+/// failed while draining.
+#[cold]
+pub(super) fn start_delay<S: Session>(
+    s: &mut S,
+    f: &mut Flight,
+    t: &mut Tally<'_>,
+    is: &mut Issuer,
+    clock: &Clock,
+    now: &mut u64,
+    delay_ns: u64,
+) -> Result<(), ()> {
+    let rule = t.source.delay_rule();
+    if rule.drain && f.outstanding > 0 {
+        let all = f.outstanding as u32;
+        *now = reap(s, f, t, clock, all)?;
+    }
+    is.hold_until = now.saturating_add(delay_ns);
+    is.spin_until = now.saturating_add(rule.spin_ns.min(delay_ns));
+    if rule.skip_rate
+        && let Some(p) = &mut is.pacer
+    {
+        let until = is.hold_until as f64;
+        while p.next_ns() < until {
+            p.take();
+        }
+    }
+    Ok(())
+}
+
+/// Spins until `target_ns` (fio's `usec_spin`); returns the time spent spinning, ns.
+pub(super) fn spin_until(clock: &Clock, target_ns: u64) -> u64 {
+    let start = clock.now_ns();
+    let mut t = start;
+    while t < target_ns {
+        std::hint::spin_loop();
+        t = clock.now_ns();
+    }
+    t - start
+}
