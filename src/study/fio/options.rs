@@ -544,7 +544,7 @@ fn apply_io(job: &mut Job, e: &Entry, kb: u64) -> Result<bool, String> {
             }
             job.rwmixread = if name == "rwmixread" { p } else { 100 - p };
         }
-        "bs" => super::sizes::apply_bs(job, e, kb)?,
+        "bs" => super::sizes::apply_bs(job, e, kb, false)?,
         "bssplit" => {
             job.bssplit = bssplit(e, kb)?;
             job.sizes_opts.range = None;

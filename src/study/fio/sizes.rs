@@ -66,14 +66,22 @@ fn micros(e: &Entry) -> Result<Duration, String> {
     parse_time(t).map_err(|m| format!("{}={v}: {m}", e.name))
 }
 
-/// `bs=`/`bsrange=` value: one size or range, or a `read,write` pair of them. An empty part
+/// `bs=` (`range` false) or `bsrange=` (`range` true) value, per direction as fio 3.33's
+/// parser reads it (parse.c): `bs` takes a size, or a `read,write` pair, whose separator may
+/// also be `:` or `-` (`bs=4k-16k` is reads of 4k and writes of 16k, not a range);
+/// `bsrange` takes a range `A-B` (or `A:B`), or a `read,write` pair of them. An empty part
 /// keeps that direction's size.
-pub fn apply_bs(job: &mut Job, e: &Entry, kb: u64) -> Result<(), String> {
+pub fn apply_bs(job: &mut Job, e: &Entry, kb: u64, range: bool) -> Result<(), String> {
     let v = need(e)?;
     let bad = |m: String| format!("{}={v}: {m}", e.name);
-    let current = job.sizes_opts.range.unwrap_or([(job.bs, job.bs); 2]);
-    let mut dirs = current;
-    let parts: Vec<&str> = v.split(',').collect();
+    let mut dirs = job.sizes_opts.range.unwrap_or([(job.bs, job.bs); 2]);
+    let parts: Vec<&str> = if range || v.contains(',') {
+        v.split(',').collect()
+    } else if let Some(sep) = [':', '-'].into_iter().find(|c| v.contains(*c)) {
+        v.split(sep).collect()
+    } else {
+        vec![v]
+    };
     if parts.len() > 3 || parts.get(2).is_some_and(|p| !p.trim().is_empty()) {
         return Err(bad(
             "a third (trim) size is not supported by storlab fio: storlab does not trim".into(),
@@ -84,18 +92,21 @@ pub fn apply_bs(job: &mut Job, e: &Entry, kb: u64) -> Result<(), String> {
         if p.is_empty() {
             continue;
         }
-        let (lo, hi) = match p.split_once('-') {
-            Some((a, b)) => (
+        let (lo, hi) = if range {
+            let (a, b) = p
+                .split_once('-')
+                .or_else(|| p.split_once(':'))
+                .ok_or_else(|| bad(format!("`{p}` is not a range (low-high)")))?;
+            let (a, b) = (
                 parse_size(a, kb).map_err(bad)?,
                 parse_size(b, kb).map_err(bad)?,
-            ),
-            None => {
-                let b = parse_size(p, kb).map_err(bad)?;
-                (b, b)
-            }
+            );
+            // fio swaps a range written high first.
+            (a.min(b), a.max(b))
+        } else {
+            let b = parse_size(p, kb).map_err(bad)?;
+            (b, b)
         };
-        // fio swaps a range written high first.
-        let (lo, hi) = (lo.min(hi), lo.max(hi));
         if lo == 0 {
             return Err(bad("a block size above 0".into()));
         }
@@ -141,7 +152,7 @@ pub fn apply_sizes(job: &mut Job, e: &Entry, canonical: &str, kb: u64) -> Result
     };
     let o = &mut job.sizes_opts;
     match canonical {
-        "bsrange" => apply_bs(job, e, kb)?,
+        "bsrange" => apply_bs(job, e, kb, true)?,
         "bs_unaligned" => o.unaligned = flag(e)?,
         "rw_sequencer" => {
             o.identical = match need(e)? {
@@ -441,14 +452,20 @@ mod tests {
         let j = job("[a]\nbsrange=1k-4k,2k-8k\n");
         assert_eq!(j.sizes_opts.range, Some([(1024, 4096), (2048, 8192)]));
         assert_eq!(j.bs, 8192);
-        let j = job("[a]\nbs=16k-4k\n");
+        let j = job("[a]\nbsrange=16k-4k\n");
         assert_eq!(j.sizes_opts.range, Some([(4096, 16384); 2]));
+        // fio 3.33 reads `bs=4k-16k` as reads of 4k and writes of 16k (parse.c: `-` and `:`
+        // separate the directions as `,` does), as its write_iolog shows.
+        let j = job("[a]\nbs=4k-16k\n");
+        assert_eq!(j.sizes_opts.range, Some([(4096, 4096), (16384, 16384)]));
+        let j = job("[a]\nbs=4k:8k\n");
+        assert_eq!(j.sizes_opts.range, Some([(4096, 4096), (8192, 8192)]));
         let j = job("[a]\nbs=4k,8k\n");
         assert_eq!(j.sizes_opts.range, Some([(4096, 4096), (8192, 8192)]));
-        let j = job("[a]\nbs=4k-8k\nbs=4k\n");
+        let j = job("[a]\nbsrange=4k-8k\nbs=4k\n");
         assert_eq!((j.bs, j.sizes_opts.range), (4096, None));
         assert!((j.mean_bs() - 4096.0).abs() < 1e-9);
-        let j = job("[a]\nrw=randrw\nrwmixread=50\nbs=4k-16k,8k\n");
+        let j = job("[a]\nrw=randrw\nrwmixread=50\nbsrange=4k-16k,8k-8k\n");
         assert!((j.mean_bs() - (10240.0 + 8192.0) / 2.0).abs() < 1e-6);
     }
 
@@ -517,6 +534,7 @@ mod tests {
         assert!(e("[a]\nbssplit=4k/50:8k/50\nthinktime=10\n").contains("bssplit"));
         assert!(e("[a]\ntime_based\nruntime=1\nnumber_ios=4\n").contains("time_based"));
         assert!(e("[a]\nbs=4k,4k,4k\n").contains("trim"));
+        assert!(e("[a]\nbsrange=4k\n").contains("not a range"));
         assert!(e("[a]\nrw=randread:0\n").contains("at least 1"));
     }
 }
