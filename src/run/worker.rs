@@ -706,3 +706,6 @@ mod tests;
 
 #[cfg(test)]
 mod latency_tests;
+
+#[cfg(test)]
+mod think_tests;
