@@ -237,7 +237,7 @@ fn block_sizes_are_drawn_as_fios() {
     let body = "[j]\nioengine=null\nsize=8m\nrw=randrw\nbsrange=1k-4k,8k-16k\nnorandommap\n";
     let (job, _) = logged(&lab, "dirs", body).expect("fio");
     let log = std::fs::read_to_string(lab.path().join("dirs.log")).unwrap();
-    let plan = storlab::study::fio::load(&[job.clone()]).unwrap();
+    let plan = storlab::study::fio::load(std::slice::from_ref(&job)).unwrap();
     let study = storlab::study::parse("fio.toml", &plan.study_text).unwrap();
     let w = &study.runs[0].targets[0].workload;
     let mut s = w.source(

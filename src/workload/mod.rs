@@ -48,6 +48,9 @@ pub fn writer_seed(run_seed: u64) -> u64 {
 
 /// A workload of any type, as a study's `[workloads.NAME]` table gives it: `type = "block"`
 /// (the default), `type = "db-bench"`, `"ycsb"` or `"pgbench"`.
+// Built once per run and read when workers start, never per operation: its size costs
+// nothing measurable, boxing the block workload would cost every access an indirection.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]
 pub enum Workload {

@@ -498,7 +498,7 @@ mod tests {
         for _ in 0..1000 {
             let l = draw_size(1024, 4096, true, rng.next_u64());
             assert!((1024..=4096).contains(&l));
-            odd += (l % 512 != 0) as u32;
+            odd += u32::from(!l.is_multiple_of(512));
         }
         assert!(odd > 500, "{odd}");
     }
