@@ -656,11 +656,7 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
             let holding = t.issuing && now < is.hold_until;
             if open || holding {
                 let until = is.wake_at(holding, next_boundary, next_poll);
-                spin_ns += if now < is.spin_until {
-                    think::spin_until(&clock, until.min(is.spin_until))
-                } else {
-                    wait_until(&clock, until)
-                };
+                spin_ns += think::wait(&clock, &is, now, until);
             }
             now = clock.now_ns();
             continue;

@@ -39,8 +39,19 @@ pub(super) fn start_delay<S: Session>(
     Ok(())
 }
 
+/// Waits from `now_ns` until `until_ns` with nothing to do (see [`super::wait_until`]),
+/// spinning instead while a think time's spin lasts; returns the time spent spinning, ns.
+#[inline]
+pub(super) fn wait(clock: &Clock, is: &Issuer, now_ns: u64, until_ns: u64) -> u64 {
+    if now_ns < is.spin_until {
+        spin_until(clock, until_ns.min(is.spin_until))
+    } else {
+        super::wait_until(clock, until_ns)
+    }
+}
+
 /// Spins until `target_ns` (fio's `usec_spin`); returns the time spent spinning, ns.
-pub(super) fn spin_until(clock: &Clock, target_ns: u64) -> u64 {
+fn spin_until(clock: &Clock, target_ns: u64) -> u64 {
     let start = clock.now_ns();
     let mut t = start;
     while t < target_ns {
