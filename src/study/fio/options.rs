@@ -266,7 +266,9 @@ impl Job {
 
     /// Transfer sizes: bssplit's or bs.
     pub fn sizes(&self) -> Vec<u64> {
-        if self.bssplit.is_empty() {
+        if let Some(r) = self.sizes_opts.range {
+            r.iter().flat_map(|d| [d.0, d.1]).collect()
+        } else if self.bssplit.is_empty() {
             vec![self.bs]
         } else {
             self.bssplit.iter().map(|(b, _)| *b).collect()

@@ -413,7 +413,7 @@ pub fn notes(job: &Job) -> Vec<String> {
     }
     if o.start_delay.is_some_and(|d| !d.1.is_zero()) {
         notes.push(format!(
-            "job `{name}`: startdelay: each worker holds its first I/O; the job's time is counted from its group's start (fio counts from the job's own start)"
+            "job `{name}`: startdelay: each worker holds its first I/O; the job's time is counted from its group's start, and a time_based job ends with its group (fio counts the job's runtime from its own start)"
         ));
     }
     if !o.think.is_zero() {
@@ -519,6 +519,39 @@ mod tests {
         assert_eq!(j.sizes_opts.modifier, Some(RwModifier::Skip(4096)));
         // A later rw line without a modifier drops it, as fio's.
         assert_eq!(job("[a]\nrw=read:4k\nrw=read\n").sizes_opts.modifier, None);
+    }
+
+    #[test]
+    fn the_stored_study_has_the_keys_and_says_the_differences() {
+        let f = crate::study::fio::from_text(
+            "job.fio",
+            "[global]\nioengine=null\nsize=1m\n[a]\nrw=randrw\nbsrange=1k-4k,8k-16k\nbs_unaligned\nthinktime=1ms\nthinktime_blocks=8\nloops=2\n[b]\nstonewall\nrw=write:4k\nstartdelay=10ms\n",
+            &|_| None,
+        )
+        .unwrap();
+        let p = crate::study::fio::plan::build(vec![f]).unwrap();
+        let study = crate::study::parse("fio.toml", &p.study_text).unwrap();
+        let w = study.runs[0].targets[0].workload.as_block().unwrap();
+        let r = w.block_size_range.unwrap();
+        assert_eq!(
+            (r.min.0, r.max.0, r.write_max.map(|b| b.0)),
+            (1024, 4096, Some(16384))
+        );
+        assert!(r.unaligned);
+        assert_eq!(w.block_size.0, 16384);
+        assert_eq!(w.think_time.map(|t| t.every_ios), Some(8));
+        let b = study.runs[1].targets[0].workload.as_block().unwrap();
+        assert_eq!(b.offset_skip.map(|s| s.0), Some(4096));
+        assert_eq!(b.start_delay.map(|d| d.0), Some(Duration::from_millis(10)));
+        // 1 MiB of 4 KiB writes with 4 KiB holes: 128 I/Os, as fio.
+        assert_eq!(study.runs[1].ops, Some(128));
+        for said in [
+            "# substitution: job `a`: loops=2: one run",
+            "# substitution: job `a`: block size range",
+            "# substitution: job `b`: startdelay",
+        ] {
+            assert!(p.study_text.contains(said), "{said}: {}", p.study_text);
+        }
     }
 
     #[test]
