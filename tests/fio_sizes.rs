@@ -116,6 +116,7 @@ fn io_counts_are_fios() {
         [holes]\nstonewall\nsize=64k\nrw=read:8k\n\
         [holes_62k]\nstonewall\nsize=62k\nrw=read:8k\n\
         [holes_loops]\nstonewall\nsize=64k\nrw=write:8k\nloops=2\n\
+        [holes_wrap]\nstonewall\nsize=64k\nrw=write:4k\n\
         [random_io_size]\nstonewall\nrw=randread\nio_size=8k\nloops=2\n";
     let job = lab.write("counts.fio", body);
     if !run_fio(
@@ -135,7 +136,7 @@ fn io_counts_are_fios() {
         .expect("storlab fio");
     assert!(o.status.success(), "{}", text(&o).1);
     let theirs = ios(&lab.path().join("fio.json"));
-    assert_eq!(theirs.len(), 11, "{theirs:?}");
+    assert_eq!(theirs.len(), 12, "{theirs:?}");
     assert_eq!(ios(&out), theirs);
     assert!(
         text(&o).1.contains("job `loops`: loops=3: one run"),
@@ -153,6 +154,12 @@ fn offsets_are_fios() {
         return;
     };
     assert_eq!(theirs.len(), 16);
+    assert_eq!(storlab_ops(&job, 0, 64 << 10, 16), theirs);
+    // A hole that reaches the end wraps to the start (fio: 0, 8k, ... 56k, 0, 8k, ...).
+    let body = "[j]\nioengine=null\nbs=4k\nsize=64k\nrw=write:4k\n";
+    let (job, theirs) = logged(&lab, "wrap", body).expect("fio");
+    assert_eq!(theirs.len(), 16);
+    assert_eq!(theirs[8].0, 0, "{theirs:?}");
     assert_eq!(storlab_ops(&job, 0, 64 << 10, 16), theirs);
     // Random runs: fio's first I/O is random, then a new random offset every 3 I/Os; the
     // ones between repeat it (identical) or continue from where it ended (sequential).

@@ -276,38 +276,50 @@ pub fn mean_bs(job: &Job) -> Option<f64> {
     Some(read_share * mean_size(r.0, r.1, u) + (1.0 - read_share) * mean_size(w.0, w.1, u))
 }
 
+/// I/Os of one sweep of `size` bytes with holes of `skip` after each I/O of `bs`, as fio's
+/// `get_next_seq_offset` sweeps: None when the sweep wraps to the start (the hole after the
+/// last I/O that fits reaches the end) and goes on until the byte limit; else the sweep ends
+/// (its last I/O ends at the end, or the next would not fit) and so does the pass.
+fn sweep(size: f64, bs: f64, skip: f64) -> Option<u64> {
+    if size < bs {
+        return Some(1);
+    }
+    let stride = bs + skip;
+    let n = ((size - bs) / stride).floor() as u64 + 1;
+    let last_end = (n - 1) as f64 * stride + bs;
+    let wraps = last_end + 0.5 < size && n as f64 * stride >= size;
+    (!wraps).then_some(n)
+}
+
 /// I/Os one clone of a size-bounded job does on `size` bytes, as fio 3.33 counts them
-/// (checked against its `write_iolog`): a pass is `size / bs` I/Os (with holes, the offsets
-/// that fit in one sweep); `loops` passes, each stopped at `io_size` bytes when given, and
-/// more passes while fewer than `io_size` bytes were done; without loops, `io_size` bytes
-/// (wrapping); at most `number_ios` times `loops`.
+/// (backend.c `keep_running`, `io_bytes_exceeded`; checked against its `write_iolog`): a
+/// loop does `size / bs` I/Os, or `io_size / bs`, or fewer when a sweep with holes ends at
+/// the file's end; without loops, `io_size` bytes (passes start again); with loops, each loop
+/// at most that, then more while fewer than `io_size` bytes were done; at most `number_ios`
+/// times `loops`.
 pub fn transfers(job: &Job, size: u64) -> u64 {
     let o = &job.sizes_opts;
     let mean = job.mean_bs().max(1.0);
     let count = |bytes: u64| ((bytes as f64 / mean).ceil() as u64).max(1);
     let pass = match o.modifier {
         Some(RwModifier::Skip(skip)) if skip > 0 && !job.rw.random() => {
-            let stride = mean + skip as f64;
-            if (size as f64) < mean {
-                1
-            } else {
-                ((size as f64 - mean) / stride).floor() as u64 + 1
-            }
+            sweep(size as f64, mean, skip as f64)
         }
-        _ => count(size),
+        _ => Some(count(size)),
     };
+    let limit = count(o.io_size.unwrap_or(size));
+    let per_loop = pass.map_or(limit, |p| p.min(limit));
     let loops = o.loops.unwrap_or(1);
     let mut total = match o.io_size {
-        None => pass * loops,
-        Some(io) if loops == 1 => count(io),
+        Some(_) if loops == 1 => limit,
         Some(io) => {
-            let per_loop = pass.min(count(io));
             let mut t = per_loop * loops;
             while (t as f64) * mean < io as f64 {
-                t += pass;
+                t += per_loop;
             }
             t
         }
+        None => per_loop * loops,
     };
     if let Some(n) = o.number_ios {
         total = total.min(n * loops);
@@ -493,6 +505,10 @@ mod tests {
         assert_eq!(holes("", 64 << 10), 6);
         assert_eq!(holes("", 62 << 10), 5);
         assert_eq!(holes("loops=2\n", 64 << 10), 12);
+        // The hole after the last I/O reaches the end: fio wraps and goes on to size bytes.
+        let j = job("[a]\nbs=4k\nrw=write:4k\n");
+        assert_eq!(transfers(&j, 1 << 20), 256);
+        assert_eq!(holes("io_size=40k\n", 64 << 10), 10);
     }
 
     #[test]
@@ -543,8 +559,8 @@ mod tests {
         let b = study.runs[1].targets[0].workload.as_block().unwrap();
         assert_eq!(b.offset_skip.map(|s| s.0), Some(4096));
         assert_eq!(b.start_delay.map(|d| d.0), Some(Duration::from_millis(10)));
-        // 1 MiB of 4 KiB writes with 4 KiB holes: 128 I/Os, as fio.
-        assert_eq!(study.runs[1].ops, Some(128));
+        // 1 MiB of 4 KiB writes with 4 KiB holes: the sweep wraps, 256 I/Os as fio's.
+        assert_eq!(study.runs[1].ops, Some(256));
         for said in [
             "# substitution: job `a`: loops=2: one run",
             "# substitution: job `a`: block size range",
