@@ -402,6 +402,11 @@ pub fn notes(job: &Job) -> Vec<String> {
     let name = &job.name;
     let mut notes = Vec::new();
     let size_bounded = !job.time_based;
+    if o.range.is_some() && job.rw.random() {
+        notes.push(format!(
+            "job `{name}`: block size range in random I/O: sizes drawn as fio draws them with norandommap; without it fio's random map cuts an I/O that would overlap blocks already done, so its sizes fall toward the smallest"
+        ));
+    }
     if o.range.is_some() && size_bounded {
         notes.push(format!(
             "job `{name}`: block size range: the job is bounded by {} I/Os, its bytes over the mean of fio's size draw ({:.0} bytes); fio stops at the bytes themselves",
