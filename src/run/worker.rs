@@ -415,6 +415,8 @@ struct Issuer {
     hold_until: u64,
     /// fio's `thinktime_spin`: waits before this spin instead of sleeping.
     spin_until: u64,
+    /// The source may give delays: decided once, the others are never asked.
+    source_delays: bool,
     measured_ops: u64,
     skipped_starts: u64,
 }
@@ -504,7 +506,7 @@ fn issue<S: Session>(
                     t.end_reason = EndReason::Ops;
                     break;
                 };
-                let delay_ns = t.source.take_delay_ns();
+                let delay_ns = think::take_delay(is, t);
                 if delay_ns > 0 {
                     is.held = Some(op);
                     think::start_delay(s, f, t, is, clock, now, delay_ns)?;
@@ -589,7 +591,7 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
         measure_start,
         interval: cfg.interval_ns.max(1),
     };
-    let mut is = Issuer::new(&cfg, timing, rate_changes);
+    let mut is = Issuer::new(&cfg, timing, rate_changes, source.may_delay());
     let (open, measure_end) = (is.pacer.is_some(), is.measure_end);
     let mut f = Flight::new(cfg.queue_depth.max(1) as usize);
 
@@ -702,6 +704,3 @@ mod tests;
 
 #[cfg(test)]
 mod latency_tests;
-
-#[cfg(test)]
-mod think_tests;

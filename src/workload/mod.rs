@@ -118,6 +118,12 @@ impl Source {
         }
     }
 
+    /// The source may give delays ([`Source::take_delay_ns`]): an IOmeter access
+    /// specification or fio's pattern options. The worker asks the others nothing.
+    pub fn may_delay(&self) -> bool {
+        matches!(self, Source::AccessSpec(_) | Source::Pattern(_))
+    }
+
     /// How to wait out the delay [`Source::take_delay_ns`] just gave: an IOmeter burst's
     /// delay starts at once and sleeps; fio's think time first lets what is in flight
     /// complete, may spin, and may drop an open loop's starts. Asked only when there is a

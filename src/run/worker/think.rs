@@ -9,6 +9,18 @@ use super::{Flight, Issuer, Tally, reap};
 use crate::run::worker::Clock;
 use crate::targets::Session;
 
+/// The delay the source gives before the operation it just gave, ns: asked only of a
+/// source that may give one (decided once per worker), 0 for the others at the cost of one
+/// predictable branch.
+#[inline(always)]
+pub(super) fn take_delay(is: &Issuer, t: &mut Tally<'_>) -> u64 {
+    if is.source_delays {
+        t.source.take_delay_ns()
+    } else {
+        0
+    }
+}
+
 /// Holds the next operation for `delay_ns` (see the module's text); Err when the session
 /// failed while draining.
 #[cold]
@@ -60,3 +72,7 @@ fn spin_until(clock: &Clock, target_ns: u64) -> u64 {
     }
     t - start
 }
+
+#[cfg(test)]
+#[path = "think_tests.rs"]
+mod tests;

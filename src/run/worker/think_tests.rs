@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::sync_channel;
 use std::time::Instant;
 
-use super::*;
+use super::super::*;
 use crate::record::Interval;
 use crate::targets::{Completion, Op};
 use crate::workload::Workload;
