@@ -24,6 +24,7 @@ pub(super) fn take_delay(is: &Issuer, t: &mut Tally<'_>) -> u64 {
 /// Holds the next operation for `delay_ns` (see the module's text); Err when the session
 /// failed while draining.
 #[cold]
+#[inline(never)]
 pub(super) fn start_delay<S: Session>(
     s: &mut S,
     f: &mut Flight,
