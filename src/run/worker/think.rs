@@ -23,8 +23,9 @@ pub(super) fn take_delay(is: &Issuer, t: &mut Tally<'_>) -> u64 {
 
 /// Holds the next operation for `delay_ns` (see the module's text); Err when the session
 /// failed while draining.
-#[cold]
-#[inline(never)]
+// Inlined: passing the loop's state (`now`, the issuer) to a function out of line makes it
+// live in memory for the whole loop (cachegrind: 13 instructions per operation more).
+#[inline(always)]
 pub(super) fn start_delay<S: Session>(
     s: &mut S,
     f: &mut Flight,
@@ -44,17 +45,24 @@ pub(super) fn start_delay<S: Session>(
     if rule.skip_rate
         && let Some(p) = &mut is.pacer
     {
-        let until = is.hold_until as f64;
-        while p.next_ns() < until {
-            p.take();
-        }
+        skip_starts(p, is.hold_until);
     }
     Ok(())
 }
 
+/// Drops the intended starts before `until_ns` (fio's `rate_ignore_thinktime`).
+#[cold]
+#[inline(never)]
+fn skip_starts(p: &mut crate::run::pacer::Pacer, until_ns: u64) {
+    let until = until_ns as f64;
+    while p.next_ns() < until {
+        p.take();
+    }
+}
+
 /// Waits from `now_ns` until `until_ns` with nothing to do (see [`super::wait_until`]),
 /// spinning instead while a think time's spin lasts; returns the time spent spinning, ns.
-#[inline]
+#[inline(always)]
 pub(super) fn wait(clock: &Clock, is: &Issuer, now_ns: u64, until_ns: u64) -> u64 {
     if now_ns < is.spin_until {
         spin_until(clock, until_ns.min(is.spin_until))
