@@ -302,6 +302,29 @@ fn scheduled_open_loop_allocates_nothing_per_operation() {
     );
 }
 
+/// fio's pattern options: sizes drawn in a range per direction, random runs, and a think
+/// time that drains what is in flight and spins before sleeping.
+#[test]
+fn fio_pattern_on_the_null_target_allocates_nothing_per_operation() {
+    let t = TargetConfig::Null(NullConfig {
+        size: Bytes(1 << 30),
+        stall_after_ops: None,
+        stall: None,
+        stall_worker: None,
+    });
+    let w = workload(
+        "queue-depth = 16\nread-share = 0.7\nblock-size-range = { min = 4096, max = 16384, write-min = 8192, write-max = 65536 }\n\
+         random-run = { ios = 4, offsets = \"identical\" }\nthink-time = { time = \"2us\", every-ios = 5000, spin = \"1us\" }\n",
+    );
+    let prepared = t.prepare(&Default::default()).unwrap();
+    let short = loop_allocations(&t, &w, &prepared, 100_000);
+    let long = loop_allocations(&t, &w, &prepared, 1_000_000);
+    assert_eq!(
+        short, long,
+        "allocations grew with operations: {short} for 100k ops, {long} for 1M ops"
+    );
+}
+
 /// IOmeter's model: lines chosen per burst, bursts held by their delay.
 #[test]
 fn iometer_access_spec_on_the_null_target_allocates_nothing_per_operation() {

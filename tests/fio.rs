@@ -82,6 +82,7 @@ fn supported_job_files_run_unchanged() {
         ("engines.fio", 4, 4),
         ("many-small-files.fio", 2, 1),
         ("files-log-writer.fio", 2, 2),
+        ("sizes-think.fio", 2, 2),
     ];
     for (file, entries, groups) in cases {
         let lab = Lab::new();

@@ -413,6 +413,10 @@ struct Issuer {
     /// An operation held back by its burst's delay, and until when.
     held: Option<crate::targets::Op>,
     hold_until: u64,
+    /// fio's `thinktime_spin`: waits before this spin instead of sleeping.
+    spin_until: u64,
+    /// The source may give delays: decided once, the others are never asked.
+    source_delays: bool,
     measured_ops: u64,
     skipped_starts: u64,
 }
@@ -502,10 +506,10 @@ fn issue<S: Session>(
                     t.end_reason = EndReason::Ops;
                     break;
                 };
-                let delay_ns = t.source.take_delay_ns();
+                let delay_ns = think::take_delay(is, t);
                 if delay_ns > 0 {
                     is.held = Some(op);
-                    is.hold_until = now.saturating_add(delay_ns);
+                    think::start_delay(s, f, t, is, clock, now, delay_ns)?;
                     break;
                 }
                 op
@@ -587,7 +591,7 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
         measure_start,
         interval: cfg.interval_ns.max(1),
     };
-    let mut is = Issuer::new(&cfg, timing, rate_changes);
+    let mut is = Issuer::new(&cfg, timing, rate_changes, source.may_delay());
     let (open, measure_end) = (is.pacer.is_some(), is.measure_end);
     let mut f = Flight::new(cfg.queue_depth.max(1) as usize);
 
@@ -653,7 +657,8 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
             }
             let holding = t.issuing && now < is.hold_until;
             if open || holding {
-                spin_ns += wait_until(&clock, is.wake_at(holding, next_boundary, next_poll));
+                let until = is.wake_at(holding, next_boundary, next_poll);
+                spin_ns += think::wait(&clock, &is, now, until);
             }
             now = clock.now_ns();
             continue;
@@ -689,6 +694,7 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
 
 mod edges;
 mod latency;
+mod think;
 
 #[cfg(test)]
 mod burst_tests;

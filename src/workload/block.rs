@@ -122,6 +122,22 @@ pub struct BlockWorkload {
     /// draws from a seed derived from it ([`Workload::run_seed`], [`thread_seed`]).
     #[serde(default = "default_seed")]
     pub seed: u64,
+    /// fio's block size range (`bsrange`): each I/O's size drawn in it as fio draws it; sets
+    /// `block-size` to its largest (the buffers'). See [`super::pattern`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_size_range: Option<super::pattern::SizeRange>,
+    /// Sequential I/O with holes (fio's `rw=read:8k`): bytes skipped after each I/O.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset_skip: Option<Bytes>,
+    /// Random I/O with a new offset every `ios` I/Os (fio's `rw=randread:N`, `rw_sequencer`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub random_run: Option<super::pattern::RandomRun>,
+    /// A pause after every `every-ios` I/Os (fio's `thinktime`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub think_time: Option<super::pattern::ThinkTime>,
+    /// Each worker's first I/O waits this long after the run starts (fio's `startdelay`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_delay: Option<crate::units::Dur>,
     /// The load `--quick` runs at: `quick = { threads = N, queue-depth = N }`, each a cap on
     /// the workload's own (without it, quick mode keeps both).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -183,6 +199,7 @@ impl BlockWorkload {
                 "give either access (storlab's model) or random-share (IOmeter's), not both",
             ));
         }
+        let table_has_block_size = table.contains_key("block-size");
         let mut w: BlockWorkload = table.try_into().map_err(crate::model::option_error)?;
         if !w.access_spec.is_empty() {
             access_spec::validate(&w.access_spec)?;
@@ -216,6 +233,16 @@ impl BlockWorkload {
                 Access::Sequential
             };
         }
+        if let Some(r) = w.block_size_range {
+            if table_has_block_size && w.block_size.0 != r.largest() {
+                return Err(err(
+                    "block-size",
+                    "block-size-range gives the sizes: remove block-size (or give the range's largest)",
+                ));
+            }
+            w.block_size = Bytes(r.largest());
+        }
+        super::pattern::validate(&w)?;
         w.validate()?;
         Ok(w)
     }

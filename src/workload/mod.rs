@@ -16,6 +16,7 @@ pub mod buffers;
 pub mod distribution;
 pub mod icf;
 pub mod kv;
+pub mod pattern;
 pub mod pgbench;
 
 pub mod ycsb;
@@ -48,6 +49,9 @@ pub fn writer_seed(run_seed: u64) -> u64 {
 
 /// A workload of any type, as a study's `[workloads.NAME]` table gives it: `type = "block"`
 /// (the default), `type = "db-bench"`, `"ycsb"` or `"pgbench"`.
+// Built once per run and read when workers start, never per operation: its size costs
+// nothing measurable, boxing the block workload would cost every access an indirection.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]
 pub enum Workload {
@@ -72,6 +76,8 @@ pub enum Source {
     Kv(kv::KvSource),
     Ycsb(ycsb::workload::YcsbSource),
     Pgbench(pgbench::PgbenchSource),
+    /// A block workload with fio's pattern options (size ranges, holes, think time).
+    Pattern(pattern::PatternSource),
 }
 
 impl Source {
@@ -87,6 +93,7 @@ impl Source {
             Source::Kv(s) => Some(s.next_op()),
             Source::Ycsb(s) => s.next_op(),
             Source::Pgbench(s) => Some(s.next_op()),
+            Source::Pattern(s) => Some(s.next_op()),
         }
     }
 
@@ -96,7 +103,11 @@ impl Source {
     pub fn acknowledge_insert(&mut self, keynum: u64) -> Result<(), crate::record::OpError> {
         match self {
             Source::Ycsb(s) => s.acknowledge_insert(keynum),
-            Source::Block(_) | Source::AccessSpec(_) | Source::Kv(_) | Source::Pgbench(_) => Ok(()),
+            Source::Block(_)
+            | Source::AccessSpec(_)
+            | Source::Kv(_)
+            | Source::Pgbench(_)
+            | Source::Pattern(_) => Ok(()),
         }
     }
 
@@ -106,7 +117,25 @@ impl Source {
     pub fn take_delay_ns(&mut self) -> u64 {
         match self {
             Source::AccessSpec(s) => s.take_delay_ns(),
+            Source::Pattern(s) => s.take_delay_ns(),
             _ => 0,
+        }
+    }
+
+    /// The source may give delays ([`Source::take_delay_ns`]): an IOmeter access
+    /// specification or fio's pattern options. The worker asks the others nothing.
+    pub fn may_delay(&self) -> bool {
+        matches!(self, Source::AccessSpec(_) | Source::Pattern(_))
+    }
+
+    /// How to wait out the delay [`Source::take_delay_ns`] just gave: an IOmeter burst's
+    /// delay starts at once and sleeps; fio's think time first lets what is in flight
+    /// complete, may spin, and may drop an open loop's starts. Asked only when there is a
+    /// delay.
+    pub fn delay_rule(&self) -> pattern::DelayRule {
+        match self {
+            Source::Pattern(s) => s.delay_rule(),
+            _ => pattern::DelayRule::default(),
         }
     }
 }
@@ -328,6 +357,9 @@ impl Workload {
         match self {
             Workload::Block(w) if w.iometer_model() => {
                 Source::AccessSpec(w.spec_source(region, thread, run_seed))
+            }
+            Workload::Block(w) if pattern::wanted(w) => {
+                Source::Pattern(pattern::PatternSource::new(w, region, thread, run_seed))
             }
             Workload::Block(w) => Source::Block(w.source(region, thread, run_seed)),
             Workload::DbBench(w) => Source::Kv(w.source(thread, run_seed)),

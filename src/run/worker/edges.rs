@@ -69,6 +69,7 @@ impl Issuer {
         cfg: &WorkerConfig,
         timing: Timing,
         rate_changes: Box<[RateChange]>,
+        source_delays: bool,
     ) -> Issuer {
         let (start_ns, measure_start) = (timing.start_ns, timing.measure_start);
         let (pacer, activity) = match cfg.rate_ops {
@@ -97,6 +98,8 @@ impl Issuer {
             skip_late: cfg.skip_late_ns.map(|n| n as f64),
             held: None,
             hold_until: 0,
+            spin_until: 0,
+            source_delays,
             measured_ops: 0,
             skipped_starts: 0,
         }

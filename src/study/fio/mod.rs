@@ -17,6 +17,7 @@ pub mod options;
 pub mod parse;
 pub mod plan;
 pub mod rates;
+pub mod sizes;
 
 pub use options::{Engine, Job, Runner, Rw};
 pub use parse::LineError;

@@ -128,6 +128,10 @@ pub const SUPPORTED: &[(&str, &str)] = &[
     ),
     ("thread", "storlab's clones are threads"),
     (
+        "bsrange / bs ranges and pairs / bs_unaligned / rw=...:N / rw_sequencer / loops / io_size / number_ios / startdelay / thinktime / thinktime_blocks / thinktime_spin / thinktime_blocks_type / rate_ignore_thinktime",
+        "fio's sizes, offsets, I/O counts and pauses: see docs/fio-options.md",
+    ),
+    (
         "gtod_reduce / disable_lat / disable_clat / disable_slat / disable_bw_measurement",
         "taken: storlab measures every latency and the bandwidth anyway, and says so",
     ),
@@ -218,6 +222,8 @@ pub struct Job {
     pub files: super::files::FileOptions,
     /// `random_distribution`.
     pub distribution: super::distribution::RandomDistribution,
+    /// Size ranges, `rw=...:N`, loops, io_size, number_ios, startdelay, think time.
+    pub sizes_opts: super::sizes::SizeOptions,
 }
 
 impl Job {
@@ -261,12 +267,15 @@ impl Job {
             control: super::control::Control::default(),
             files: super::files::FileOptions::default(),
             distribution: Default::default(),
+            sizes_opts: super::sizes::SizeOptions::default(),
         }
     }
 
     /// Transfer sizes: bssplit's or bs.
     pub fn sizes(&self) -> Vec<u64> {
-        if self.bssplit.is_empty() {
+        if let Some(r) = self.sizes_opts.range {
+            r.iter().flat_map(|d| [d.0, d.1]).collect()
+        } else if self.bssplit.is_empty() {
             vec![self.bs]
         } else {
             self.bssplit.iter().map(|(b, _)| *b).collect()
@@ -275,7 +284,9 @@ impl Job {
 
     /// The mean transfer size, bytes.
     pub fn mean_bs(&self) -> f64 {
-        if self.bssplit.is_empty() {
+        if let Some(m) = super::sizes::mean_bs(self) {
+            m
+        } else if self.bssplit.is_empty() {
             self.bs as f64
         } else {
             self.bssplit
@@ -327,6 +338,7 @@ pub fn resolve(f: &JobFile) -> Result<Vec<Job>, Vec<LineError>> {
         }
         errors.extend(super::files::check(&job));
         errors.extend(super::distribution::check(&job));
+        errors.extend(super::sizes::check(&job));
         jobs.push(job);
     }
     if jobs.is_empty() && errors.is_empty() {
@@ -457,6 +469,7 @@ fn apply(job: &mut Job, e: &Entry, kb: &mut u64) -> Result<(), String> {
         || super::logs::apply_logs(job, e, super::names::canonical(&e.name))?
         || super::files::apply_files(job, e, super::names::canonical(&e.name), *kb)?
         || super::distribution::apply_distribution(job, e, super::names::canonical(&e.name), *kb)?
+        || super::sizes::apply_sizes(job, e, super::names::canonical(&e.name), *kb)?
     {
         return Ok(());
     }
@@ -517,11 +530,6 @@ fn apply_io(job: &mut Job, e: &Entry, kb: u64) -> Result<bool, String> {
                 Some((m, s)) => (m, Some(s)),
                 None => (v, None),
             };
-            if suffix.is_some() {
-                return Err(format!(
-                    "{name}={v}: the `:N` offset modifier is not supported by storlab fio"
-                ));
-            }
             job.rw = match mode {
                 "read" => Rw::Read,
                 "write" => Rw::Write,
@@ -535,6 +543,10 @@ fn apply_io(job: &mut Job, e: &Entry, kb: u64) -> Result<bool, String> {
                     ));
                 }
             };
+            job.sizes_opts.modifier = suffix
+                .map(|s| super::sizes::modifier(job.rw.random(), s, kb))
+                .transpose()
+                .map_err(|m| format!("{name}={v}: {m}"))?;
         }
         "rwmixread" | "rwmixwrite" => {
             let p: u32 = int(e)?;
@@ -543,11 +555,11 @@ fn apply_io(job: &mut Job, e: &Entry, kb: u64) -> Result<bool, String> {
             }
             job.rwmixread = if name == "rwmixread" { p } else { 100 - p };
         }
-        "bs" => {
-            job.bs = one_bs(e, kb)?;
-            job.bssplit.clear();
+        "bs" => super::sizes::apply_bs(job, e, kb, false)?,
+        "bssplit" => {
+            job.bssplit = bssplit(e, kb)?;
+            job.sizes_opts.range = None;
         }
-        "bssplit" => job.bssplit = bssplit(e, kb)?,
         "ba" => job.blockalign = Some(one_bs(e, kb)?),
         "direct" => job.direct = flag(e)?,
         "buffered" => {
@@ -689,7 +701,7 @@ mod tests {
 
     #[test]
     fn every_unsupported_option_is_refused_by_name_and_line() {
-        let e = jobs("[global]\nzonemode=zbd\n[a]\nrw=randread\nthinktime=10\nss=iops_median:10%\nrw=trim\nbs=4k-16k\n")
+        let e = jobs("[global]\nzonemode=zbd\n[a]\nrw=randread\nnuma_cpu_nodes=0\nss=iops_median:10%\nrw=trim\nbs=4k,4k,4k\n")
             .unwrap_err();
         let text: Vec<String> = e.iter().map(|e| e.to_string()).collect();
         assert_eq!(
@@ -698,7 +710,7 @@ mod tests {
         );
         assert_eq!(
             text[1],
-            "job.fio:5: option `thinktime` is not supported by storlab fio"
+            "job.fio:5: option `numa_cpu_nodes` is not supported by storlab fio"
         );
         assert!(
             text[2].starts_with("job.fio:6: ss=iops_median:10%"),
@@ -706,10 +718,10 @@ mod tests {
             text[2]
         );
         assert!(text[3].starts_with("job.fio:7: rw=trim"), "{}", text[3]);
-        assert!(text[4].starts_with("job.fio:8: bs=4k-16k"), "{}", text[4]);
+        assert!(text[4].starts_with("job.fio:8: bs=4k,4k,4k"), "{}", text[4]);
         assert_eq!(e.len(), 5);
-        let e = jobs("[a]\nrw=randread:8\n").unwrap_err();
-        assert!(e[0].message.contains("`:N`"), "{}", e[0]);
+        let e = jobs("[a]\nrw=randread:x\n").unwrap_err();
+        assert!(e[0].message.contains("number of I/Os"), "{}", e[0]);
     }
 
     #[test]

@@ -96,6 +96,7 @@ fn workload_table(job: &Job) -> toml::Table {
         if let Some(a) = job.blockalign {
             w.insert("alignment".into(), (a as i64).into());
         }
+        super::sizes::workload_keys(job, &mut w);
     } else {
         let min = job.sizes().into_iter().min().unwrap_or(512);
         let lines: Vec<toml::Value> = job
@@ -177,7 +178,7 @@ fn bounds(job: &Job, size: Option<u64>) -> Result<(String, Option<String>, Optio
     } else {
         1
     };
-    let transfers = ((size as f64 / job.mean_bs()).ceil() as u64).max(1);
+    let transfers = super::sizes::transfers(job, size);
     Ok((
         warmup,
         duration,
@@ -246,6 +247,7 @@ pub fn build(files: Vec<JobFile>) -> Result<FioPlan, Vec<LineError>> {
     let targets = job_targets(&jobs);
     let mut notes = substitution_notes(&jobs);
     notes.extend(jobs.iter().flat_map(super::files::notes));
+    notes.extend(jobs.iter().flat_map(super::sizes::notes));
     let groups = groups(&jobs, &starts);
     let mut doc = StudyDoc::default();
     for g in &groups {

@@ -1,0 +1,610 @@
+//! fio's I/O pattern options on a block workload, generated as fio 3.33 generates them
+//! (io_u.c, backend.c), by a source of its own ([`PatternSource`]) so that plain block
+//! workloads keep their generator untouched:
+//!
+//! - `block-size-range`: each I/O's size drawn as fio's `get_next_buflen` draws it:
+//!   `min + max * U` (U uniform in [0, 1)), rounded down to a multiple of `min` (unless
+//!   `unaligned`), at most `max`, drawn again until the I/O fits in the region; reads and
+//!   writes may have their own range (`write-min`, `write-max`);
+//! - `offset-skip`: sequential I/O with holes (fio's `rw=read:8k`): each I/O starts that many
+//!   bytes after the previous one ended;
+//! - `random-run`: random I/O with a new random offset only every `ios` I/Os (fio's
+//!   `rw=randread:N`), the first I/O random; the ones between continue sequentially from where
+//!   the previous ended (`offsets = "sequential"`) or repeat its offset (`"identical"`), as
+//!   fio's `rw_sequencer`;
+//! - `think-time`: after every `every-ios` reads and writes, the worker lets what is in flight
+//!   complete (fio's `io_u_quiesce`), then waits `time` (spinning the first `spin`) before the
+//!   next I/O (fio's `thinktime`, `thinktime_blocks`, `thinktime_spin`); with a rate,
+//!   `ignore-for-rate` drops the starts that fell in the pause instead of catching up
+//!   (`rate_ignore_thinktime`);
+//! - `start-delay`: the worker issues its first I/O that long after the run starts (fio's
+//!   `startdelay`).
+//!
+//! The source only says how long to wait ([`PatternSource::take_delay_ns`]) and how
+//! ([`PatternSource::delay_rule`]); the worker loop holds the next operation. Nothing here
+//! allocates per operation.
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use serde::{Deserialize, Serialize};
+
+use super::block::{Access, BlockWorkload, err};
+use super::thread_seed;
+use crate::model::{Op, OptionError, Region};
+use crate::units::{Bytes, Dur};
+
+/// `block-size-range = { min = "4KiB", max = "16KiB" }`: each I/O's size in the range, drawn
+/// as fio draws it; writes in `write-min`..`write-max` when given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct SizeRange {
+    pub min: Bytes,
+    pub max: Bytes,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_min: Option<Bytes>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_max: Option<Bytes>,
+    /// Sizes need not be multiples of the minimum (fio's `bs_unaligned`; buffered I/O only).
+    #[serde(default)]
+    pub unaligned: bool,
+}
+
+impl SizeRange {
+    /// (min, max) of reads and of writes.
+    pub fn directions(&self) -> [(u64, u64); 2] {
+        let read = (self.min.0, self.max.0);
+        let write = (
+            self.write_min.map_or(read.0, |b| b.0),
+            self.write_max.map_or(read.1, |b| b.0),
+        );
+        [read, write]
+    }
+
+    /// The largest size of either direction (the sessions' buffers).
+    pub fn largest(&self) -> u64 {
+        self.directions().iter().map(|d| d.1).max().unwrap_or(0)
+    }
+
+    /// The smallest size of either direction.
+    pub fn smallest(&self) -> u64 {
+        self.directions().iter().map(|d| d.0).min().unwrap_or(0)
+    }
+}
+
+/// fio's draw of one I/O's size in `min..=max` from 64 random bits (`get_next_buflen`).
+#[inline]
+pub fn draw_size(min: u64, max: u64, unaligned: bool, bits: u64) -> u64 {
+    if min == max {
+        return min;
+    }
+    let u = (bits >> 11) as f64 / (1u64 << 53) as f64;
+    let mut len = min + (max as f64 * u) as u64;
+    if !unaligned {
+        len -= len % min;
+    }
+    len.min(max)
+}
+
+/// The mean size fio's draw gives in `min..=max`, bytes (exact for aligned sizes).
+pub fn mean_size(min: u64, max: u64, unaligned: bool) -> f64 {
+    if min >= max {
+        return min as f64;
+    }
+    let (minf, maxf) = (min as f64, max as f64);
+    if unaligned {
+        // Uniform on [min, max) with probability (max - min) / max, else max.
+        let p = (maxf - minf) / maxf;
+        return p * (minf + maxf) / 2.0 + (1.0 - p) * maxf;
+    }
+    // min + max * U rounded down to a multiple of min: k * min for U in
+    // [(k - 1) min / max, k min / max), the rest clamped to max.
+    let mut mean = 0.0;
+    let mut k = 1u64;
+    loop {
+        let len = k * min;
+        let lo = ((k - 1) as f64 * minf / maxf).min(1.0);
+        let hi = (k as f64 * minf / maxf).min(1.0);
+        mean += (hi - lo) * (len.min(max) as f64);
+        if hi >= 1.0 {
+            break;
+        }
+        k += 1;
+    }
+    mean
+}
+
+/// What the I/Os between two random offsets do (fio's `rw_sequencer`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RunOffsets {
+    /// Continue from where the previous I/O ended.
+    #[default]
+    Sequential,
+    /// Repeat the previous I/O's offset.
+    Identical,
+}
+
+/// `random-run = { ios = 8, offsets = "identical" }`: a new random offset every `ios` I/Os.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RandomRun {
+    pub ios: u32,
+    #[serde(default)]
+    pub offsets: RunOffsets,
+}
+
+/// `think-time = { time = "1ms", every-ios = 4, spin = "100us" }`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ThinkTime {
+    pub time: Dur,
+    #[serde(default = "one")]
+    pub every_ios: u64,
+    #[serde(default = "no_time")]
+    pub spin: Dur,
+    /// With a rate: the starts that fall in the pause are dropped, not caught up.
+    #[serde(default)]
+    pub ignore_for_rate: bool,
+}
+
+fn one() -> u64 {
+    1
+}
+fn no_time() -> Dur {
+    Dur(std::time::Duration::ZERO)
+}
+
+fn ns(d: Dur) -> u64 {
+    d.0.as_nanos().min(u64::MAX as u128) as u64
+}
+
+/// The workload uses this module's source: it gives one of its keys.
+pub fn wanted(w: &BlockWorkload) -> bool {
+    w.block_size_range.is_some()
+        || w.offset_skip.is_some()
+        || w.random_run.is_some()
+        || w.think_time.is_some()
+        || w.start_delay.is_some()
+}
+
+/// Checks the keys of this module on `w`; an error names its key.
+pub fn validate(w: &BlockWorkload) -> Result<(), OptionError> {
+    if !wanted(w) {
+        return Ok(());
+    }
+    if w.iometer_model() {
+        return Err(err(
+            "block-size-range",
+            "block-size-range, offset-skip, random-run, think-time and start-delay need storlab's own access model: remove random-share and access-spec",
+        ));
+    }
+    if w.verify {
+        return Err(err(
+            "verify",
+            "verify writes whole blocks of block-size: remove block-size-range, offset-skip, random-run, think-time and start-delay",
+        ));
+    }
+    if let Some(r) = &w.block_size_range {
+        for (min, max) in r.directions() {
+            if min < 512 || max > 64 << 20 || min > max {
+                return Err(err(
+                    "block-size-range",
+                    "block-size-range: min (and write-min) from 512 bytes, at most max (and write-max), max at most 64MiB",
+                ));
+            }
+        }
+    }
+    if w.offset_skip.is_some() && w.access != Access::Sequential {
+        return Err(err(
+            "offset-skip",
+            "offset-skip makes holes in sequential I/O: set access = \"sequential\"",
+        ));
+    }
+    if let Some(r) = w.random_run {
+        if w.access != Access::Random {
+            return Err(err(
+                "random-run",
+                "random-run groups random I/Os: set access = \"random\"",
+            ));
+        }
+        if r.ios == 0 {
+            return Err(err("random-run.ios", "random-run.ios must be at least 1"));
+        }
+    }
+    if let Some(t) = w.think_time {
+        if t.every_ios == 0 {
+            return Err(err(
+                "think-time.every-ios",
+                "think-time.every-ios must be at least 1",
+            ));
+        }
+        if t.spin.0 > t.time.0 {
+            return Err(err(
+                "think-time.spin",
+                "think-time.spin is the part of think-time.time spent spinning: at most time",
+            ));
+        }
+        if t.time.0 > std::time::Duration::from_secs(3600) {
+            return Err(err("think-time.time", "think-time.time must be at most 1h"));
+        }
+    }
+    if w.start_delay
+        .is_some_and(|d| d.0 > std::time::Duration::from_secs(86400))
+    {
+        return Err(err("start-delay", "start-delay must be at most 1d"));
+    }
+    Ok(())
+}
+
+/// How the worker waits out a delay the source asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct DelayRule {
+    /// Let what is in flight complete before the wait starts (fio's quiesce).
+    pub drain: bool,
+    /// Spin, not sleep, the first this many ns of the wait.
+    pub spin_ns: u64,
+    /// Open loop: drop the intended starts that fall in the wait.
+    pub skip_rate: bool,
+}
+
+/// Generates one worker's operations with the pattern options.
+pub struct PatternSource {
+    rng: SmallRng,
+    random: bool,
+    all_reads: bool,
+    read_threshold: u64,
+    /// (min, max) sizes of reads and writes.
+    sizes: [(u64, u64); 2],
+    unaligned: bool,
+    align: u64,
+    /// The thread's span: `base..end`.
+    base: u64,
+    end: u64,
+    /// Random offsets: `base + p * align`, p below this.
+    positions: u64,
+    /// Where the next sequential I/O starts, and the previous I/O's offset.
+    cursor: u64,
+    last_offset: u64,
+    skip: u64,
+    run_ios: u32,
+    run_left: u32,
+    identical: bool,
+    fsync_every: u64,
+    writes_since_fsync: u64,
+    think_every: u64,
+    think_ns: u64,
+    since_think: u64,
+    pending_delay_ns: u64,
+    rule: DelayRule,
+    think_rule: DelayRule,
+}
+
+impl PatternSource {
+    /// The source of thread `thread` of a run seeded `run_seed`.
+    pub fn new(w: &BlockWorkload, region: Region, thread: u32, run_seed: u64) -> PatternSource {
+        let sizes = w
+            .block_size_range
+            .map_or([(w.block_size.0, w.block_size.0); 2], |r| r.directions());
+        let smallest = sizes[0].0.min(sizes[1].0).max(1);
+        let align = w.alignment.map_or(smallest, |a| a.0).max(1);
+        let random = w.access == Access::Random;
+        let (base, span) = if random {
+            (region.offset_bytes, region.size_bytes)
+        } else {
+            // Each thread streams through its own slice, as the plain block source.
+            let slice = (region.size_bytes / w.threads.max(1) as u64).max(smallest);
+            let start = region.offset_bytes + (thread as u64 * slice) % region.size_bytes.max(1);
+            (
+                start,
+                slice.min(region.offset_bytes + region.size_bytes - start),
+            )
+        };
+        let positions = if span >= smallest {
+            (span - smallest) / align + 1
+        } else {
+            1
+        };
+        let think = w.think_time;
+        PatternSource {
+            rng: SmallRng::seed_from_u64(thread_seed(run_seed, thread)),
+            random,
+            all_reads: w.read_share >= 1.0,
+            read_threshold: (w.read_share * u64::MAX as f64) as u64,
+            sizes,
+            unaligned: w.block_size_range.is_some_and(|r| r.unaligned),
+            align,
+            base,
+            end: base + span.max(smallest),
+            positions,
+            cursor: base,
+            last_offset: base,
+            skip: w.offset_skip.map_or(0, |s| s.0),
+            run_ios: w.random_run.map_or(1, |r| r.ios),
+            // fio starts its countdown at 1: the first I/O is random.
+            run_left: 1,
+            identical: w
+                .random_run
+                .is_some_and(|r| r.offsets == RunOffsets::Identical),
+            fsync_every: if w.writes() { w.fsync_every } else { 0 },
+            writes_since_fsync: 0,
+            think_every: think.map_or(0, |t| t.every_ios),
+            think_ns: think.map_or(0, |t| ns(t.time)),
+            since_think: 0,
+            pending_delay_ns: w.start_delay.map_or(0, ns),
+            rule: DelayRule::default(),
+            think_rule: think.map_or(DelayRule::default(), |t| DelayRule {
+                drain: true,
+                spin_ns: ns(t.spin),
+                skip_rate: t.ignore_for_rate,
+            }),
+        }
+    }
+
+    #[inline]
+    fn draw_len(&mut self, write: bool) -> u64 {
+        let (min, max) = self.sizes[write as usize];
+        draw_size(min, max, self.unaligned, self.rng.next_u64())
+    }
+
+    /// A size of direction `write` that fits from `offset` (fio's `io_u_fits`), or None.
+    #[inline]
+    fn fitting_len(&mut self, offset: u64, write: bool) -> Option<u64> {
+        let (min, _) = self.sizes[write as usize];
+        if offset + min > self.end {
+            return None;
+        }
+        loop {
+            let len = self.draw_len(write);
+            if offset + len <= self.end {
+                return Some(len);
+            }
+        }
+    }
+
+    #[inline]
+    fn random_offset(&mut self) -> u64 {
+        let p = ((self.rng.next_u64() as u128 * self.positions as u128) >> 64) as u64;
+        self.base + p * self.align
+    }
+
+    /// The next operation.
+    #[inline]
+    pub fn next_op(&mut self) -> Op {
+        if self.fsync_every > 0 && self.writes_since_fsync >= self.fsync_every {
+            self.writes_since_fsync = 0;
+            return Op::Fsync;
+        }
+        if self.think_every > 0 && self.since_think >= self.think_every {
+            self.since_think = 0;
+            self.pending_delay_ns = self.think_ns;
+            self.rule = self.think_rule;
+        }
+        self.since_think += 1;
+        let write = !(self.all_reads || self.rng.next_u64() < self.read_threshold);
+        let (offset, len) = self.place(write);
+        self.last_offset = offset;
+        self.cursor = offset + len;
+        if write {
+            self.writes_since_fsync += 1;
+            Op::Write { offset, len }
+        } else {
+            Op::Read { offset, len }
+        }
+    }
+
+    /// Offset and size of the next I/O of direction `write`.
+    #[inline]
+    fn place(&mut self, write: bool) -> (u64, u64) {
+        if self.random {
+            self.run_left -= 1;
+            if self.run_left > 0 {
+                let at = if self.identical {
+                    self.last_offset
+                } else {
+                    self.cursor
+                };
+                if let Some(len) = self.fitting_len(at, write) {
+                    return (at, len);
+                }
+                // fio falls back to a random offset when the run cannot continue, and keeps
+                // counting down its run.
+            } else {
+                self.run_left = self.run_ios;
+            }
+            loop {
+                let at = self.random_offset();
+                if let Some(len) = self.fitting_len(at, write) {
+                    return (at, len);
+                }
+            }
+        }
+        // Sequential: from where the previous I/O ended, plus the hole after the first.
+        let at = if self.cursor == self.base {
+            self.base
+        } else {
+            self.cursor + self.skip
+        };
+        if let Some(len) = self.fitting_len(at, write) {
+            return (at, len);
+        }
+        // Past the end: the slice starts again (a new pass).
+        let len = self
+            .fitting_len(self.base, write)
+            .unwrap_or(self.sizes[write as usize].0);
+        (self.base, len)
+    }
+
+    /// How long the worker issues nothing before the operation just returned, ns; taking it
+    /// clears it.
+    #[inline]
+    pub fn take_delay_ns(&mut self) -> u64 {
+        std::mem::take(&mut self.pending_delay_ns)
+    }
+
+    /// How to wait out the delay [`PatternSource::take_delay_ns`] just gave.
+    pub fn delay_rule(&self) -> DelayRule {
+        self.rule
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn workload(text: &str) -> Result<BlockWorkload, OptionError> {
+        BlockWorkload::from_table(toml::from_str(text).unwrap())
+    }
+
+    const REGION: Region = Region {
+        offset_bytes: 0,
+        size_bytes: 64 << 10,
+    };
+
+    fn parts(op: Op) -> (u64, u32, bool) {
+        match op {
+            Op::Read { offset, len } => (offset, len as u32, true),
+            Op::Write { offset, len } => (offset, len as u32, false),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn sizes_are_drawn_as_fio_draws_them() {
+        // 4k-16k: min + max * U rounded down to 4k: 4k, 8k, 12k, 16k a quarter each.
+        let mut rng = SmallRng::seed_from_u64(3);
+        let mut counts = std::collections::BTreeMap::new();
+        for _ in 0..40_000 {
+            *counts
+                .entry(draw_size(4096, 16384, false, rng.next_u64()))
+                .or_insert(0u32) += 1;
+        }
+        assert_eq!(
+            counts.keys().copied().collect::<Vec<_>>(),
+            [4096, 8192, 12288, 16384]
+        );
+        assert!(
+            counts.values().all(|c| (9_500..10_500).contains(c)),
+            "{counts:?}"
+        );
+        assert!((mean_size(4096, 16384, false) - 10240.0).abs() < 1e-6);
+        // 4k-10k: 4k (0.4), 8k (0.4), clamped 10k (0.2).
+        assert!(
+            (mean_size(4096, 10240, false) - (0.4 * 4096.0 + 0.4 * 8192.0 + 0.2 * 10240.0)).abs()
+                < 1e-6
+        );
+        // Unaligned: any size from min, max taking min / max of the draws.
+        let mut odd = 0;
+        for _ in 0..1000 {
+            let l = draw_size(1024, 4096, true, rng.next_u64());
+            assert!((1024..=4096).contains(&l));
+            odd += u32::from(!l.is_multiple_of(512));
+        }
+        assert!(odd > 500, "{odd}");
+    }
+
+    #[test]
+    fn sequential_holes_and_ranges_follow_the_previous_io() {
+        let w = workload("access = \"sequential\"\noffset-skip = \"8KiB\"\nblock-size = \"4KiB\"")
+            .unwrap();
+        let mut s = PatternSource::new(&w, REGION, 0, 1);
+        let offs: Vec<u64> = (0..7).map(|_| parts(s.next_op()).0).collect();
+        // fio 3.33 write_iolog of rw=read:8k, size=64k: 0 12k 24k 36k 48k 60k, then again.
+        assert_eq!(offs, [0, 12288, 24576, 36864, 49152, 61440, 0]);
+        let w = workload(
+            "access = \"sequential\"\nblock-size-range = { min = \"4KiB\", max = \"16KiB\" }",
+        )
+        .unwrap();
+        assert_eq!(w.block_size.0, 16384, "buffers for the largest");
+        let mut s = PatternSource::new(&w, REGION, 0, 1);
+        let mut next = 0;
+        for _ in 0..100 {
+            let (o, l, _) = parts(s.next_op());
+            if o != 0 {
+                assert_eq!(o, next);
+            }
+            assert!(o + l as u64 <= 64 << 10 && l % 4096 == 0);
+            next = o + l as u64;
+        }
+    }
+
+    #[test]
+    fn random_runs_repeat_or_continue_as_fios_sequencer() {
+        let w = workload("random-run = { ios = 3, offsets = \"identical\" }").unwrap();
+        let mut s = PatternSource::new(&w, REGION, 0, 1);
+        let o: Vec<u64> = (0..9).map(|_| parts(s.next_op()).0).collect();
+        for run in o.chunks(3) {
+            assert!(run.iter().all(|x| *x == run[0]), "{o:?}");
+        }
+        let w = workload("random-run = { ios = 3 }").unwrap();
+        let mut s = PatternSource::new(&w, REGION, 0, 1);
+        let o: Vec<u64> = (0..9).map(|_| parts(s.next_op()).0).collect();
+        for run in o.chunks(3) {
+            for k in 1..3 {
+                // Continues from the previous end, or falls back to random at the end.
+                assert!(
+                    run[k] == run[k - 1] + 4096 || run[k - 1] + 4096 > 60 << 10,
+                    "{o:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn think_time_comes_after_every_n_ios_and_start_delay_first() {
+        let w = workload(
+            "read-share = 0.0\nfsync-every = 2\nstart-delay = \"2ms\"\nthink-time = { time = \"1ms\", every-ios = 2, spin = \"10us\" }",
+        )
+        .unwrap();
+        let mut s = PatternSource::new(&w, REGION, 0, 1);
+        let mut seen = Vec::new();
+        for _ in 0..8 {
+            let op = s.next_op();
+            let d = s.take_delay_ns();
+            seen.push((op.kind().name().to_string(), d, s.delay_rule()));
+        }
+        let delays: Vec<u64> = seen.iter().map(|x| x.1).collect();
+        // w w f w w f w w: the start delay first, a think before the 3rd and 5th write.
+        assert_eq!(delays, [2_000_000, 0, 0, 1_000_000, 0, 0, 1_000_000, 0]);
+        assert_eq!(
+            seen[0].2,
+            DelayRule::default(),
+            "the start delay neither drains nor spins"
+        );
+        assert_eq!(
+            seen[3].2,
+            DelayRule {
+                drain: true,
+                spin_ns: 10_000,
+                skip_rate: false
+            }
+        );
+        assert_eq!(seen[2].0, "fsync");
+    }
+
+    #[test]
+    fn bad_values_name_their_key() {
+        let key = |t: &str| workload(t).unwrap_err().key;
+        assert_eq!(
+            key("block-size-range = { min = \"8KiB\", max = \"4KiB\" }"),
+            "block-size-range"
+        );
+        assert_eq!(key("offset-skip = \"4KiB\""), "offset-skip");
+        assert_eq!(
+            key("access = \"sequential\"\nrandom-run = { ios = 2 }"),
+            "random-run"
+        );
+        assert_eq!(key("random-run = { ios = 0 }"), "random-run.ios");
+        assert_eq!(
+            key("think-time = { time = \"1ms\", spin = \"2ms\" }"),
+            "think-time.spin"
+        );
+        assert_eq!(
+            key("think-time = { time = \"1ms\", every-ios = 0 }"),
+            "think-time.every-ios"
+        );
+        assert_eq!(
+            key("read-share = 0.5\nverify = true\nstart-delay = \"1s\""),
+            "verify"
+        );
+    }
+}
