@@ -800,7 +800,11 @@ fn the_corpus_of_users_job_files_runs_unchanged() {
                 + j["write"]["total_ios"].as_u64().unwrap();
             assert!(ios > 0, "{name}: job {} did no I/O", j["jobname"]);
         }
-        let stored = lab.study_folder().join("fio-jobs").join(&*name);
+        // Stored as `N-NAME` (N: the job file's place on the command line).
+        let stored = lab
+            .study_folder()
+            .join("fio-jobs")
+            .join(format!("1-{name}"));
         assert_eq!(
             std::fs::read(&stored).unwrap_or_default(),
             std::fs::read(file).unwrap(),

@@ -11,7 +11,8 @@ impl Plan {
     /// Quick mode, for checking a study end to end (not for figures): warm-up at most 0.2 s
     /// (a rate schedule's shrinks with its phases),
     /// measurement at most 1 s (3 s with timed events, 6 s with a timed `wait-for`; a rate
-    /// schedule's phases at `quick-phase` each) and 20,000 operations, files at most 64 MiB.
+    /// schedule's phases at `quick-phase` each) and 20,000 operations, files at most 64 MiB, a
+    /// block workload's `start-delay` at most half the measurement.
     pub fn make_quick(&mut self) {
         for r in &mut self.runs {
             // A rate schedule's warm-up (the brief's ramp-up) shrinks with its phases instead.
@@ -71,6 +72,9 @@ impl Plan {
                 }
                 if let Workload::Block(w) = &mut t.workload {
                     w.make_quick();
+                    // A start delay (fio's startdelay) at most half the quick measurement,
+                    // so that its workers still run.
+                    w.start_delay = w.start_delay.map(|s| Dur(s.0.min(quick_duration / 2)));
                 }
                 if let Workload::Ycsb(w) = &mut t.workload {
                     // Counts are capped in the workload: a load must insert every record.

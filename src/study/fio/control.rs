@@ -37,6 +37,10 @@ pub struct Control {
     pub exec_prerun: Option<String>,
     /// With randrepeat=0: the seed drawn for this invocation (see [`fresh_seed`]).
     pub seed: Option<u64>,
+    /// `verify=TYPE` other than crc32c, as written: verified with storlab's own header.
+    pub verify_type: Option<String>,
+    /// `verify_backlog`: storlab verifies every written block after the run instead.
+    pub verify_backlog: Option<u64>,
 }
 
 impl Default for Control {
@@ -50,6 +54,8 @@ impl Default for Control {
             random_generator: None,
             exec_prerun: None,
             seed: None,
+            verify_type: None,
+            verify_backlog: None,
         }
     }
 }
@@ -94,6 +100,13 @@ pub fn apply_control(job: &mut Job, e: &Entry, canonical: &str) -> Result<bool, 
             c.random_generator = Some(v.to_string());
         }
         "exec_prerun" => c.exec_prerun = Some(need(e)?.to_string()),
+        "verify_backlog" => {
+            let n = need(e)?;
+            let n = n
+                .parse::<u64>()
+                .map_err(|_| format!("verify_backlog={n}: a number of blocks"))?;
+            c.verify_backlog = Some(n);
+        }
         "exec_postrun" => {
             return Err(
                 "exec_postrun is not supported by storlab fio: storlab's events have no after-step trigger (run the command after storlab)"
@@ -109,6 +122,25 @@ pub fn apply_control(job: &mut Job, e: &Entry, canonical: &str) -> Result<bool, 
         _ => return Ok(false),
     }
     Ok(true)
+}
+
+/// fio 3.33's verify types that storlab checks with its own header (a crc32c over each block,
+/// with its offset and generation) instead: taken and said. `pattern` and `null` are refused.
+const VERIFY_TYPES: &[&str] = &[
+    "md5", "crc64", "crc32", "crc16", "crc7", "sha1", "sha256", "sha512", "sha3-224", "sha3-256",
+    "sha3-384", "sha3-512", "xxhash", "meta",
+];
+
+/// The fio verify type `v` (not crc32c) if storlab takes it.
+pub fn verify_type(v: &str) -> Result<String, String> {
+    if VERIFY_TYPES.contains(&v) {
+        return Ok(v.to_string());
+    }
+    Err(match v {
+        "pattern" => "verify=pattern: storlab's verified writes carry its own header and random data, not verify_pattern's bytes".into(),
+        "null" => "verify=null: fio only pretends to verify; remove verify".into(),
+        _ => format!("verify={v}: not a verify type of fio 3.33"),
+    })
 }
 
 /// A seed no earlier invocation drew (randrepeat=0): the clock's nanoseconds and the
@@ -169,6 +201,18 @@ pub fn group_control(
             // fio reports a failing exec_prerun and runs the job anyway.
             ev.insert("on-failure".into(), "continue".into());
             g.events.push(ev.into());
+        }
+        if let Some(t) = &c.verify_type {
+            g.notes.push(format!(
+                "job `{}`: verify={t} taken: storlab's verified writes carry its own header (a crc32c over the block, its offset and generation), checked in a pass after the run, not fio's {t} header",
+                j.name
+            ));
+        }
+        if let Some(n) = c.verify_backlog {
+            g.notes.push(format!(
+                "job `{}`: verify_backlog={n} taken: storlab checks every written block in one pass after the run, not {n} at a time during it",
+                j.name
+            ));
         }
         if let Some(r) = &c.random_generator {
             g.notes.push(format!(

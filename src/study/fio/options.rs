@@ -86,7 +86,7 @@ pub const SUPPORTED: &[(&str, &str)] = &[
     ),
     (
         "verify",
-        "crc32c or crc32c-intel: storlab's verified writes and their pass after the run",
+        "crc32c or crc32c-intel: storlab's verified writes and their pass after the run; md5, crc64, sha256, meta and fio's other types checked with storlab's own crc32c header, said",
     ),
     ("do_verify", "1 (the verify pass runs after the writes)"),
     (
@@ -651,9 +651,8 @@ fn apply_run(job: &mut Job, e: &Entry, kb: &mut u64) -> Result<bool, String> {
                 "crc32c" | "crc32c-intel" => true,
                 "0" => false,
                 other => {
-                    return Err(format!(
-                        "verify={other}: storlab's verified writes carry a crc32c: use verify=crc32c (or crc32c-intel)"
-                    ));
+                    job.control.verify_type = Some(super::control::verify_type(other)?);
+                    true
                 }
             }
         }
@@ -755,7 +754,11 @@ mod tests {
         assert_eq!(j[0].ramp, Duration::from_millis(500));
         let j = jobs("[global]\nkb_base=1000\n[a]\nbs=4k\n").unwrap();
         assert_eq!(j[0].bs, 4000);
-        let e = jobs("[a]\nverify=md5\n").unwrap_err();
-        assert!(e[0].message.contains("crc32c"), "{}", e[0]);
+        let j = jobs("[a]\nverify=md5\nverify_backlog=16\n").unwrap();
+        assert!(j[0].verify);
+        assert_eq!(j[0].control.verify_type.as_deref(), Some("md5"));
+        assert_eq!(j[0].control.verify_backlog, Some(16));
+        let e = jobs("[a]\nverify=pattern\n").unwrap_err();
+        assert!(e[0].message.contains("verify_pattern"), "{}", e[0]);
     }
 }
