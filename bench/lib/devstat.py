@@ -76,7 +76,8 @@ class DeviceWatch:
             "device": os.path.basename(self.folder),
             "reads": reads,
             "read_merges": merges,
-            # Writes during a read benchmark are another process's: the run was disturbed.
+            # Writes during a read benchmark: the tool's own files (results) or another
+            # process's; many of them mean a disturbed run.
             "writes": writes,
             "kib_per_read": sectors * 512 / 1024 / reads if reads else 0.0,
             # Mean time a read spent from entering the block layer to completion, ms.
@@ -99,4 +100,4 @@ def describe(r, tool_ios):
             f" {r['kib_per_read']:.1f} KiB each, {r['read_merges']} merged,"
             f" {r['ms_per_read']:.2f} ms each in the block layer, {r['queue_when_busy']:.1f} queued"
             f" and {r['at_driver']:.1f} at the driver while busy"
-            + (f"; {r['writes']} writes by another process" if r["writes"] else ""))
+            + (f"; {r['writes']} writes (the tool's own files or another process)" if r["writes"] else ""))
