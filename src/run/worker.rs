@@ -387,19 +387,6 @@ fn reap<S: Session>(
     Ok(now)
 }
 
-/// Adds the measured operations completed since the last call to the run's count: those
-/// issued in measurement less those still in flight.
-#[inline]
-fn publish_completed(control: &Control, published: &mut u64, issued: u64, in_flight: usize) {
-    let completed = issued.saturating_sub(in_flight as u64);
-    if completed > *published {
-        control
-            .completed_ops
-            .fetch_add(completed - *published, Ordering::Relaxed);
-        *published = completed;
-    }
-}
-
 /// What decides when the next operation starts and which it is: the bounds of measurement,
 /// the open loop's intended starts, a closed-loop schedule's pauses and a burst's delay.
 struct Issuer {

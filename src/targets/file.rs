@@ -8,10 +8,13 @@
 //! outside it.
 
 mod buf;
+mod kinds;
 mod layout;
 mod psync;
 pub mod set;
 mod uring;
+
+pub use kinds::{Layout, OpenSync, Submit};
 
 use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
@@ -119,46 +122,6 @@ pub enum Engine {
     #[default]
     IoUring,
     Psync,
-}
-
-/// How a new or short file is laid out before the run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Layout {
-    /// Incompressible data written to every byte.
-    #[default]
-    Write,
-    /// posix_fallocate: blocks allocated, never written.
-    Fallocate,
-    /// ftruncate: a sparse file of its size.
-    Truncate,
-    /// fallocate with FALLOC_FL_KEEP_SIZE: blocks allocated, the file's size left as it is
-    /// (writes extend it).
-    Keep,
-    /// Created empty, nothing allocated (writes extend it).
-    None,
-}
-
-/// When the io-uring engine hands queued operations to the kernel (fio's
-/// `iodepth_batch_submit`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Submit {
-    /// One `io_uring_enter` per operation, as its slot is refilled (fio's default,
-    /// `iodepth_batch_submit=1`); the default with `direct`.
-    Each,
-    /// What is queued goes in one `io_uring_enter` when the worker reaps (fio's
-    /// `iodepth_batch_submit=iodepth`): the block layer takes the batch under one plug; the
-    /// default without `direct`.
-    Batch,
-}
-
-/// Synchronous writes (O_SYNC, O_DSYNC).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum OpenSync {
-    Sync,
-    Dsync,
 }
 
 /// One file of a set.

@@ -4,13 +4,28 @@
 
 use std::sync::atomic::Ordering;
 
-use super::{
-    Control, EndReason, Flight, Issuer, SlotInfo, Tally, WorkerConfig, WorkerOutcome,
-    publish_completed,
-};
+use super::{Control, EndReason, Flight, Issuer, SlotInfo, Tally, WorkerConfig, WorkerOutcome};
 use crate::record::{Recorder, thread_cpu_ns};
 use crate::run::pacer::{Activity, Pacer, RateChange};
 use crate::targets::{Completions, Session};
+
+/// Adds the measured operations completed since the last call to the run's count: those
+/// issued in measurement less those still in flight.
+#[inline]
+pub(super) fn publish_completed(
+    control: &Control,
+    published: &mut u64,
+    issued: u64,
+    in_flight: usize,
+) {
+    let completed = issued.saturating_sub(in_flight as u64);
+    if completed > *published {
+        control
+            .completed_ops
+            .fetch_add(completed - *published, Ordering::Relaxed);
+        *published = completed;
+    }
+}
 
 /// Where a worker's intervals fall: interval k covers
 /// [measure_start + k*interval, measure_start + (k+1)*interval); the warm-up's are negative.
