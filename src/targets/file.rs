@@ -14,7 +14,7 @@ mod psync;
 pub mod set;
 mod uring;
 
-pub use kinds::{Layout, OpenSync, Submit};
+pub use kinds::{BufferPages, Layout, OpenSync, Submit};
 
 use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
@@ -68,6 +68,10 @@ pub const TYPE: TargetType = TargetType {
         (
             "direct",
             "true for O_DIRECT (bypass the page cache); default false",
+        ),
+        (
+            "buffer-pages",
+            "\"huge\" (default: the I/O buffers in transparent huge pages when a block is larger than 4 KiB, so each block is one physically contiguous segment: a virtio disk holds 7 requests of 128 KiB in 4 KiB pages, over 80 in huge pages) or \"base\" (4 KiB pages, as fio's iomem=malloc); the results say what the kernel gave (`file.buffer-pages`)",
         ),
         (
             "size",
@@ -157,6 +161,9 @@ pub struct FileConfig {
     /// io-uring: one submission per operation or per reap (default: each with `direct`,
     /// batch without).
     pub submit: Option<Submit>,
+    /// Which pages hold the I/O buffers (default huge).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buffer_pages: Option<BufferPages>,
     /// A set of files instead of `path`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<SetFile>,
@@ -610,7 +617,8 @@ impl FileConfig {
             Engine::IoUring => p.queue_depth as usize,
             Engine::Psync => 1,
         };
-        let buf = AlignedBuf::new(slots, p.block_bytes as usize, p)?;
+        let pages = self.buffer_pages.unwrap_or_default();
+        let buf = AlignedBuf::new(slots, p.block_bytes as usize, p, pages)?;
         let verify = p.verify.as_ref().map(|v| Stamper::new(v, slots));
         let bounds = (
             p.region.offset_bytes,
@@ -762,6 +770,27 @@ mod tests {
             kv_verify: None,
             pgbench: None,
         }
+    }
+
+    #[test]
+    fn buffers_of_blocks_above_a_page_sit_in_huge_pages_and_say_what_they_got() {
+        let p = params(1 << 20);
+        let thp = std::path::Path::new("/sys/kernel/mm/transparent_hugepage/enabled").exists();
+        let b = AlignedBuf::new(16, 128 << 10, &p, BufferPages::Huge).unwrap();
+        assert_eq!(b.ptr as usize % (2 << 20), 0);
+        if thp {
+            // "huge", or how much of it the kernel gave: never claimed without reading back.
+            assert!(b.pages.starts_with("huge"), "{}", b.pages);
+        } else {
+            assert!(b.pages.starts_with("base (madvise"), "{}", b.pages);
+        }
+        let b = AlignedBuf::new(16, 128 << 10, &p, BufferPages::Base).unwrap();
+        assert_eq!(b.pages, "base (asked)");
+        let b = AlignedBuf::new(16, 4096, &p, BufferPages::Huge).unwrap();
+        assert!(b.pages.starts_with("base (blocks of at most 4 KiB"), "{}", b.pages);
+        let c = parse_text("path = \"f\"\nbuffer-pages = \"base\"").unwrap();
+        assert_eq!(c.buffer_pages, Some(BufferPages::Base));
+        assert_eq!(parse_text("path = \"f\"\nbuffer-pages = \"big\"").unwrap_err().key, "buffer-pages");
     }
 
     /// Writes block `i` at offset `i * 4096` (mod the region) for `ops` operations.

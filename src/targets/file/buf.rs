@@ -1,6 +1,11 @@
 //! The file target's page-aligned I/O buffers (one block per slot), allocated once per
-//! session, filled with random data or stamped for verified writes.
+//! session, filled with random data or stamped for verified writes. Blocks larger than a
+//! page sit in transparent huge pages unless the target asks for base pages: a block in 4 KiB
+//! pages is as many segments as pages, and a virtio disk without indirect descriptors (256
+//! descriptors, two more per request) then holds 7 requests of 128 KiB at a time (measured:
+//! 7 at the driver and 6.2k IOPS at queue depth 128, against 83 and 12.9k in huge pages).
 
+use super::uring::errno_name;
 use super::*;
 use crate::workload::buffers::BufferFiller;
 
@@ -11,7 +16,12 @@ pub(super) struct AlignedBuf {
     pub(super) block: usize,
     /// fio's buffer contents (`write-buffers`): refills or scrambles each write's block.
     filler: Option<BufferFiller>,
+    /// What the kernel gave, for the results (`file.buffer-pages`).
+    pub(super) pages: String,
 }
+
+/// A transparent huge page, bytes.
+const HUGE_PAGE: usize = 2 << 20;
 
 // SAFETY: the buffer is owned by one session, which lives on one thread at a time.
 unsafe impl Send for AlignedBuf {}
@@ -23,9 +33,16 @@ impl AlignedBuf {
         slots: usize,
         block: usize,
         p: &SessionParams,
+        pages: BufferPages,
     ) -> Result<AlignedBuf, TargetError> {
+        let huge = pages == BufferPages::Huge && block > BUF_ALIGN;
         let size = (slots * block).max(BUF_ALIGN);
-        let layout = std::alloc::Layout::from_size_align(size, BUF_ALIGN)
+        let (size, align) = if huge {
+            (size.div_ceil(HUGE_PAGE) * HUGE_PAGE, HUGE_PAGE)
+        } else {
+            (size, BUF_ALIGN)
+        };
+        let layout = std::alloc::Layout::from_size_align(size, align)
             .map_err(|e| TargetError::Invalid(format!("buffer layout: {e}")))?;
         // SAFETY: layout has a non-zero size.
         let ptr = unsafe { std::alloc::alloc(layout) };
@@ -34,6 +51,18 @@ impl AlignedBuf {
                 "cannot allocate {size} bytes of buffers"
             )));
         }
+        // Before the first touch, so that the pages are faulted in huge.
+        let advised = if huge {
+            // SAFETY: the range is the allocation just made, aligned to a huge page.
+            let r = unsafe { libc::madvise(ptr as *mut libc::c_void, size, libc::MADV_HUGEPAGE) };
+            if r == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
+            }
+        } else {
+            Ok(())
+        };
         let filler = p
             .write_buffers
             .clone()
@@ -43,6 +72,7 @@ impl AlignedBuf {
             layout,
             block,
             filler,
+            pages: String::new(),
         };
         if let Some(mut f) = b.filler.take() {
             for slot in 0..slots {
@@ -55,6 +85,7 @@ impl AlignedBuf {
         } else {
             b.all().fill(p.pattern);
         }
+        b.pages = pages_said(pages, huge, advised, ptr as usize, size);
         Ok(b)
     }
 
@@ -105,6 +136,65 @@ impl AlignedBuf {
             std::ptr::write_unaligned(p as *mut u64, offset);
             std::ptr::write_unaligned(p.add(8) as *mut u64, generation);
         }
+    }
+}
+
+/// What the buffers sit in, for the results: asked for and given (read back from the
+/// process's smaps once the buffers are filled).
+fn pages_said(
+    pages: BufferPages,
+    huge: bool,
+    advised: Result<(), i32>,
+    addr: usize,
+    size: usize,
+) -> String {
+    match (pages, huge, advised) {
+        (BufferPages::Base, ..) => "base (asked)".into(),
+        (BufferPages::Huge, false, _) => "base (blocks of at most 4 KiB are one page each)".into(),
+        (BufferPages::Huge, true, Err(e)) => {
+            format!("base (madvise MADV_HUGEPAGE refused: {})", errno_name(e))
+        }
+        (BufferPages::Huge, true, Ok(())) => match huge_bytes(addr) {
+            Some(got) if got >= size as u64 => "huge".into(),
+            Some(got) => format!(
+                "huge asked, {} of {} MiB given (the kernel's transparent huge pages: {})",
+                got >> 20,
+                size >> 20,
+                thp_mode()
+            ),
+            None => "huge asked, not read back (no /proc/self/smaps)".into(),
+        },
+    }
+}
+
+/// Bytes of huge pages in the mapping that holds `addr` (smaps' AnonHugePages).
+fn huge_bytes(addr: usize) -> Option<u64> {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+    let mut inside = false;
+    for line in smaps.lines() {
+        if let Some((range, _)) = line.split_once(' ')
+            && let Some((lo, hi)) = range.split_once('-')
+            && let (Ok(lo), Ok(hi)) = (
+                usize::from_str_radix(lo, 16),
+                usize::from_str_radix(hi, 16),
+            )
+        {
+            inside = lo <= addr && addr < hi;
+        } else if inside && let Some(v) = line.strip_prefix("AnonHugePages:") {
+            let kib = v.trim().trim_end_matches("kB").trim().parse::<u64>().ok()?;
+            return Some(kib * 1024);
+        }
+    }
+    None
+}
+
+/// The bracketed mode of /sys/kernel/mm/transparent_hugepage/enabled.
+fn thp_mode() -> String {
+    let text = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
+        .unwrap_or_default();
+    match text.split_once('[').and_then(|(_, r)| r.split_once(']')) {
+        Some((mode, _)) => format!("enabled = {mode}"),
+        None => "not available".into(),
     }
 }
 

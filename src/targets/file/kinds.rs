@@ -1,5 +1,5 @@
-//! The file target's option kinds: how a file is laid out, synchronous writes, and when the
-//! io-uring engine submits.
+//! The file target's option kinds: how a file is laid out, synchronous writes, when the
+//! io-uring engine submits, and which pages hold the I/O buffers.
 
 use serde::{Deserialize, Serialize};
 
@@ -41,4 +41,18 @@ pub enum Submit {
 pub enum OpenSync {
     Sync,
     Dsync,
+}
+
+/// Which pages hold a session's I/O buffers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BufferPages {
+    /// Transparent huge pages (MADV_HUGEPAGE) when a block is larger than a page: each block
+    /// is physically contiguous, one segment per request. A virtio disk without indirect
+    /// descriptors has 256 descriptors: 128 KiB blocks in 4 KiB pages take 34 each, so the
+    /// driver holds 7 requests; in huge pages 3 each.
+    #[default]
+    Huge,
+    /// 4 KiB pages, as malloc gives them (fio's default `iomem=malloc`).
+    Base,
 }

@@ -32,6 +32,7 @@ impl Session for PsyncSession {
                 "file.o-direct",
                 if self.direct { "yes" } else { "no" }.into(),
             ),
+            ("file.buffer-pages", self.buf.pages.clone()),
         ]
         .into_iter()
         .chain(self.files.used(&self.picker, self.fdatasync))

@@ -531,6 +531,7 @@ impl Session for UringSession {
         };
         vec![
             ("file.engine", "io-uring".into()),
+            ("file.buffer-pages", self.buf.pages.clone()),
             (
                 "io-uring.submission",
                 if self.options.sqpoll_idle_ms.is_some() {
@@ -593,7 +594,7 @@ mod tests {
             kv_verify: None,
             pgbench: None,
         };
-        let buf = AlignedBuf::new(4, 4096, &p).unwrap();
+        let buf = AlignedBuf::new(4, 4096, &p, crate::targets::file::BufferPages::Huge).unwrap();
         UringSession::new(
             super::super::set::Files {
                 files: vec![file],
