@@ -31,6 +31,8 @@ pub struct Buffers {
     zero: (bool, bool),
     /// `buffer_pattern` was given after `rw`: its refill follows whether the job reads.
     pattern_refill_reads: bool,
+    /// `mem` (`iomem`): the file target's `buffer-pages`, when given.
+    pub pages: Option<&'static str>,
 }
 
 fn value(e: &Entry) -> Result<&str, String> {
@@ -123,6 +125,10 @@ pub fn parse_pattern(text: &str) -> Result<Vec<u8>, String> {
 /// Applies one buffer option (`canonical` is fio's name for it), with fio's side effects.
 /// False when it is none of these.
 pub fn apply_buffers(job: &mut Job, e: &Entry, canonical: &str, kb: u64) -> Result<bool, String> {
+    if canonical == "mem" {
+        job.buffers.pages = Some(memory(e)?);
+        return Ok(true);
+    }
     let b = &mut job.buffers;
     match canonical {
         "buffer_compress_percentage" => {
@@ -165,6 +171,28 @@ pub fn apply_buffers(job: &mut Job, e: &Entry, canonical: &str, kb: u64) -> Resu
     }
     job.buffers.given = true;
     Ok(true)
+}
+
+/// fio's `mem`/`iomem` as the file target's `buffer-pages`: fio's huge-page kinds (with an
+/// optional `:FILE`) in huge pages, its other kinds in base pages.
+fn memory(e: &Entry) -> Result<&'static str, String> {
+    let v = value(e)?;
+    let kind = v.split_once(':').map_or(v, |(k, _)| k);
+    match kind {
+        "malloc" | "shm" | "mmap" | "mmapshared" => Ok("base"),
+        "mmaphuge" | "shmhuge" => Ok("huge"),
+        _ => Err(format!(
+            "{}={v}: not supported by storlab fio (malloc, shm, mmap, mmapshared: 4 KiB pages; mmaphuge, shmhuge: huge pages)",
+            e.name
+        )),
+    }
+}
+
+/// The target's `buffer-pages` from `mem`, when the job gives it.
+pub fn target_keys(job: &Job, tt: &mut toml::Table) {
+    if let Some(p) = job.buffers.pages {
+        tt.insert("buffer-pages".into(), p.into());
+    }
 }
 
 impl Buffers {
@@ -214,6 +242,26 @@ mod tests {
             j.rw,
             crate::study::fio::Rw::Write | crate::study::fio::Rw::RandWrite
         ))
+    }
+
+    #[test]
+    fn mem_picks_the_buffer_pages() {
+        let pages = |text: &str| {
+            resolve(&parse("job.fio", text, &|_| None).unwrap())
+                .map(|mut j| j.remove(0).buffers.pages)
+        };
+        assert_eq!(pages("[a]\nrw=read\n").unwrap(), None);
+        assert_eq!(pages("[a]\nmem=malloc\n").unwrap(), Some("base"));
+        assert_eq!(
+            pages("[a]\niomem=mmaphuge:/huge/f\n").unwrap(),
+            Some("huge")
+        );
+        assert_eq!(pages("[a]\nmem=shmhuge\n").unwrap(), Some("huge"));
+        let e = pages("[a]\nmem=cudamalloc\n").unwrap_err();
+        assert!(
+            format!("{e:?}").contains("mem=cudamalloc: not supported"),
+            "{e:?}"
+        );
     }
 
     #[test]

@@ -694,5 +694,6 @@ fn target_table(j: &Job, path: &Path) -> toml::Table {
         tt.insert("offset".into(), (j.offset as i64).into());
     }
     super::files::target_keys(j, path, &mut tt);
+    super::buffers::target_keys(j, &mut tt);
     tt
 }
