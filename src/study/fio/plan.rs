@@ -565,7 +565,7 @@ impl GroupStep<'_> {
             j.size
         } else if j.files.set() {
             let sizes = super::files::sizes(j);
-            Some(super::files::io_bytes(j, &sizes)).filter(|_| !sizes.contains(&0))
+            Some(super::files::io_bytes(j, &sizes)).filter(|_| sizes.iter().any(|s| *s > 0))
         } else {
             j.size.or_else(|| existing_size(path))
         };
