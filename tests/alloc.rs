@@ -120,6 +120,9 @@ fn loop_allocations_paced(
         region,
         queue_depth: workload.queue_depth(),
         block_bytes: workload.block_bytes() as u32,
+        size_draw: workload
+            .as_block()
+            .map(storlab::workload::size_draw::SizeDraw::of),
         random_data: workload
             .as_block()
             .is_none_or(|b| b.write_buffers.is_none()),
@@ -377,6 +380,51 @@ fn file_target_loop_allocates_nothing_per_operation() {
             assert_eq!(
                 short, long,
                 "{engine}{data}: allocations grew with operations: {short} for 20k ops, {long} for 200k ops"
+            );
+        }
+    }
+}
+
+/// fio's bssplit with a distribution, and a set of files smaller than the largest block
+/// (each I/O placed and sized in its file as fio does): nothing per operation either.
+#[test]
+fn file_set_with_small_files_and_a_split_allocates_nothing_per_operation() {
+    let dir = tempfile::tempdir().unwrap();
+    let files: Vec<String> = [4096u64, 12288, 1 << 20]
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            format!(
+                "{{ path = {:?}, size = {s} }}",
+                dir.path().join(format!("s.{i}")).display().to_string()
+            )
+        })
+        .collect();
+    for engine in ["io-uring", "psync"] {
+        let qd = if engine == "psync" { 1 } else { 16 };
+        let table: toml::Table = toml::from_str(&format!(
+            "files = [{}]\nfile-service = \"random\"\nengine = \"{engine}\"",
+            files.join(", ")
+        ))
+        .unwrap();
+        let t = (storlab::targets::find_type("file").unwrap().parse)(table).unwrap();
+        for keys in [
+            "block-size-split = [{ size = 4096, percent = 40 }, { size = 16384, percent = 30 }, { size = 65536, percent = 30 }]\ndistribution = \"pareto:0.2\"",
+            "block-size-range = { min = 4096, max = 16384 }",
+        ] {
+            let w = workload(&format!("read-share = 0.5\nqueue-depth = {qd}\n{keys}"));
+            let prepared = t
+                .prepare(&PrepareOptions {
+                    writes: true,
+                    min_size_bytes: 65536,
+                    ..Default::default()
+                })
+                .unwrap();
+            let short = loop_allocations(&t, &w, &prepared, 20_000);
+            let long = loop_allocations(&t, &w, &prepared, 200_000);
+            assert_eq!(
+                short, long,
+                "{engine} {keys}: allocations grew with operations: {short} for 20k ops, {long} for 200k ops"
             );
         }
     }

@@ -268,3 +268,101 @@ fn zoned_abs_zones_larger_than_an_existing_file_stop_the_run_before_any_io() {
         "{err}"
     );
 }
+
+/// (offset, size) of the I/Os in fio's `write_iolog` of `job`, or None when fio is not
+/// installed (and not required).
+fn fio_ops(lab: &Lab, name: &str, job: &str) -> Option<Vec<(u64, u64)>> {
+    let log = lab.path().join(format!("{name}.iolog"));
+    let path = lab.write(
+        &format!("{name}-fio.fio"),
+        &format!("{job}write_iolog={}\n", log.display()),
+    );
+    let o = match Command::new("fio")
+        .args(["--output-format=terse", path.to_str().unwrap()])
+        .output()
+    {
+        Ok(o) => o,
+        Err(e) => {
+            let required = ["STORLAB_REQUIRE_SERVERS", "STORLAB_REQUIRE_FIO"]
+                .iter()
+                .any(|v| std::env::var_os(v).is_some());
+            assert!(!required, "fio: {e} (fio is required)");
+            eprintln!("skipped: fio not found ({e})");
+            return None;
+        }
+    };
+    assert!(o.status.success(), "fio {name}: {}", text(&o).1);
+    let ops = std::fs::read_to_string(&log)
+        .expect("fio's iolog")
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.get(2) == Some(&"read")).then(|| (f[3].parse().unwrap(), f[4].parse().unwrap()))
+        })
+        .collect();
+    Some(ops)
+}
+
+/// The first `DRAWS` (offset, size) of thread 0 of `storlab fio`'s plan of `job`, over the
+/// same region.
+fn storlab_ops(lab: &Lab, name: &str, job: &str) -> Vec<(u64, u64)> {
+    let path = lab.write(&format!("{name}.fio"), job);
+    let plan = storlab::study::fio::load(&[path]).expect("plan");
+    let study = storlab::study::parse("fio.toml", &plan.study_text).expect("study");
+    let w = &study.runs[0].targets[0].workload;
+    let region = Region {
+        offset_bytes: 0,
+        size_bytes: BLOCKS * 4096,
+    };
+    let mut s = w.source(region, 0, w.run_seed(1, 1, 1));
+    (0..DRAWS)
+        .map(|_| match s.next_op() {
+            Some(Op::Read { offset, len }) => (offset, len),
+            other => panic!("{other:?}"),
+        })
+        .collect()
+}
+
+#[test]
+fn bssplit_sizes_and_distribution_offsets_are_fios_together() {
+    // fio draws each I/O's offset from the distribution (in blocks of the smallest size,
+    // `ba`), then its size from bssplit's percents (io_u.c get_next_offset,
+    // get_next_buflen): the size shares and the shape of the start blocks both match.
+    let lab = Lab::new();
+    let job = |dist: &str| {
+        format!(
+            "[d]\nioengine=null\nsize={}\nio_size=1t\nnumber_ios={DRAWS}\nrw=randread\nnorandommap\nbssplit=4k/40:16k/30:64k/30\nrandom_distribution={dist}\n",
+            BLOCKS * 4096
+        )
+    };
+    let Some(fio) = fio_ops(&lab, "split", &job("pareto:0.2")) else {
+        return;
+    };
+    assert_eq!(fio.len(), DRAWS);
+    let ours = storlab_ops(&lab, "split", &job("pareto:0.2"));
+    let nearby = storlab_ops(&lab, "nearby", &job("pareto:0.25"));
+    let uniform = storlab_ops(&lab, "uniform", &job("random"));
+    let sizes = |ops: &[(u64, u64)]| {
+        [4096, 16384, 65536]
+            .map(|b| ops.iter().filter(|o| o.1 == b).count() as f64 / ops.len() as f64)
+    };
+    let blocks = |ops: &[(u64, u64)]| ops.iter().map(|o| o.0 / 4096).collect::<Vec<_>>();
+    let (fs, os) = (sizes(&fio), sizes(&ours));
+    let (fh, oh, nh, uh) = (
+        hottest(&blocks(&fio)),
+        hottest(&blocks(&ours)),
+        hottest(&blocks(&nearby)),
+        hottest(&blocks(&uniform)),
+    );
+    println!(
+        "bssplit=4k/40:16k/30:64k/30 pareto:0.2: sizes fio {fs:.4?} storlab {os:.4?}; hottest 1/10/50%: fio {fh:.4?} storlab {oh:.4?} (pareto:0.25 {nh:.4?}, uniform {uh:.4?})"
+    );
+    assert!(close(&fs, &os), "sizes: fio {fs:?}, storlab {os:?}");
+    assert!(close(&fh, &oh), "shape: fio {fh:?}, storlab {oh:?}");
+    assert!(!close(&fh, &nh), "pareto:0.25 is as close: {nh:?}");
+    assert!(!close(&fh, &uh), "uniform is as close: {uh:?}");
+    // Every I/O ends inside the region, in both.
+    for (o, l) in fio.iter().chain(&ours) {
+        assert!(o + l <= BLOCKS * 4096 && o % 4096 == 0, "{o} {l}");
+    }
+}

@@ -339,3 +339,93 @@ fn what_storlab_cannot_honour_is_refused_by_line() {
         "{err}"
     );
 }
+
+#[test]
+fn files_smaller_than_the_largest_block_take_the_ios_fio_gives_them() {
+    // fio 3.33 lays out 8 files of 4k-32k (multiples of 4k) and reads them in 4k-16k pieces,
+    // a file drawn for each I/O: in a file smaller than 16k it draws the size again until
+    // the I/O fits before the file's end. storlab's file target places the pattern source's
+    // I/Os (over the largest file) in the same files: per file, the same (offset, size)
+    // pairs in the same shares.
+    let lab = Lab::new();
+    let body = "[j]\nioengine=psync\nnrfiles=8\nfilesize=4k-32k\nbsrange=4k-16k\nrw=randread\nnorandommap\nfile_service_type=random\nio_size=1g\nnumber_ios=40000\nwrite_iolog=small.log\n";
+    let job = lab.write("small.fio", body);
+    if !run_fio(lab.path(), &job, &["--output=/dev/null"]) {
+        return;
+    }
+    let size_of = |i: usize| {
+        std::fs::metadata(lab.path().join(format!("j.0.{i}")))
+            .expect("fio's file")
+            .len()
+    };
+    let sizes: Vec<u64> = (0..8).map(size_of).collect();
+    let largest = *sizes.iter().max().unwrap();
+    assert!(sizes.iter().any(|s| *s < 16384), "no small file: {sizes:?}");
+    let mut theirs: Vec<BTreeMap<(u64, u64), f64>> = vec![BTreeMap::new(); 8];
+    let log = std::fs::read_to_string(lab.path().join("small.log")).expect("iolog");
+    for l in log.lines() {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if let [_, file, "read", o, n] = f.as_slice() {
+            let i: usize = file.rsplit('.').next().unwrap().parse().unwrap();
+            let (o, n) = (o.parse::<u64>().unwrap(), n.parse::<u64>().unwrap());
+            assert!(o + n <= sizes[i], "fio: {file} {o} {n} {sizes:?}");
+            *theirs[i].entry((o, n)).or_insert(0.0) += 1.0;
+        }
+    }
+    let w = storlab::workload::block::BlockWorkload::from_table(
+        toml::from_str("block-size-range = { min = \"4KiB\", max = \"16KiB\" }").unwrap(),
+    )
+    .unwrap();
+    let draw = storlab::workload::size_draw::SizeDraw::of(&w);
+    let mut s = storlab::workload::Workload::Block(w).source(
+        Region {
+            offset_bytes: 0,
+            size_bytes: largest,
+        },
+        0,
+        1,
+    );
+    let mut picker = storlab::targets::file::set::Picker::new(
+        sizes.clone(),
+        storlab::targets::file::FileService::Random,
+        false,
+        3,
+        Some(draw),
+    );
+    let mut ours: Vec<BTreeMap<(u64, u64), f64>> = vec![BTreeMap::new(); 8];
+    for _ in 0..40_000 {
+        let Some(Op::Read { offset, len }) = s.next_op() else {
+            panic!("a read")
+        };
+        let (i, at, n) = picker.pick(offset, len, false);
+        assert!(at + n <= sizes[i], "storlab: {i} {at} {n} {sizes:?}");
+        *ours[i].entry((at, n)).or_insert(0.0) += 1.0;
+    }
+    for i in 0..8 {
+        let total = |m: &BTreeMap<(u64, u64), f64>| m.values().sum::<f64>().max(1.0);
+        let (tt, to) = (total(&theirs[i]), total(&ours[i]));
+        let keys: std::collections::BTreeSet<_> = theirs[i].keys().chain(ours[i].keys()).collect();
+        eprintln!(
+            "file {i} of {} bytes: {} I/Os of fio, {} of storlab, {} pairs",
+            sizes[i],
+            tt,
+            to,
+            keys.len()
+        );
+        // About 5,000 I/Os per file: a share's standard error is at most 0.007, that of a
+        // difference 0.01; 0.035 is 3.5 of them.
+        for k in keys {
+            let (t, o) = (
+                theirs[i].get(k).copied().unwrap_or(0.0) / tt,
+                ours[i].get(k).copied().unwrap_or(0.0) / to,
+            );
+            assert!(
+                (t - o).abs() < 0.035,
+                "file {i} ({} bytes), offset {} size {}: fio {t:.3}, storlab {o:.3}",
+                sizes[i],
+                k.0,
+                k.1
+            );
+        }
+    }
+}

@@ -333,6 +333,7 @@ impl Builder<'_> {
             region: self.regions[ti],
             queue_depth: w.queue_depth(),
             block_bytes: w.block_bytes() as u32,
+            size_draw: block.map(crate::workload::size_draw::SizeDraw::of),
             random_data: block.is_none_or(|b| {
                 b.write_data == crate::workload::WriteData::Random && b.write_buffers.is_none()
             }),

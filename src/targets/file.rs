@@ -84,7 +84,7 @@ pub const TYPE: TargetType = TargetType {
         ),
         (
             "files",
-            "instead of path: a set of files behind the one target, each `{ path, size }` (fio's nrfiles); the workload addresses the largest, each operation goes to one file",
+            "instead of path: a set of files behind the one target, each `{ path, size }` (fio's nrfiles); the workload addresses the largest, each operation goes to one file; in a smaller file an operation is placed and sized as fio does there (none in a file smaller than the smallest size)",
         ),
         (
             "file-service",
@@ -92,7 +92,7 @@ pub const TYPE: TargetType = TargetType {
         ),
         (
             "file-cursors",
-            "with files: each file keeps its own next offset (a sequential job over many files, as fio); else the workload's offset is used, folded into a smaller file",
+            "with files: each file keeps its own next offset (a sequential job over many files, as fio); else the workload's offset is used (in a smaller file, drawn over its own blocks as fio)",
         ),
         (
             "layout",
@@ -295,11 +295,14 @@ impl Target for FileConfig {
         workload_name: &str,
     ) -> Option<(&'static str, String)> {
         let too_small = |room: u64| room < block.0;
-        if let Some(f) = self.files.iter().find(|f| too_small(f.size.0)) {
+        // The workload addresses the largest file; a smaller one takes the I/Os that fit in
+        // it, as fio (none when it is smaller than the smallest).
+        let largest = self.files.iter().max_by_key(|f| f.size.0);
+        if let Some(f) = largest.filter(|f| too_small(f.size.0)) {
             return Some((
                 "files",
                 format!(
-                    "{} is {} long, smaller than one block of workload `{workload_name}` (block-size {block}): each file must hold at least one",
+                    "the largest file, {}, is {} long, smaller than one block of workload `{workload_name}` (block-size {block}): it must hold at least one",
                     f.path.display(),
                     f.size
                 ),
@@ -441,11 +444,28 @@ impl FileConfig {
             offset_bytes: 0,
             size_bytes: 0,
         };
-        for (path, size, offset) in self.entries() {
-            let r = self.prepare_file(&path, size, offset, opts)?;
+        let entries = self.entries();
+        // Each file of a set may be smaller than a block (it takes the I/Os that fit); the
+        // largest must hold one.
+        let each = PrepareOptions {
+            min_size_bytes: if entries.len() > 1 {
+                0
+            } else {
+                opts.min_size_bytes
+            },
+            ..opts.clone()
+        };
+        for (path, size, offset) in entries {
+            let r = self.prepare_file(&path, size, offset, &each)?;
             if r.size_bytes >= region.size_bytes {
                 region = r;
             }
+        }
+        if region.size_bytes < opts.min_size_bytes {
+            return Err(TargetError::Invalid(format!(
+                "the largest file ({} bytes) is smaller than one block ({} bytes)",
+                region.size_bytes, opts.min_size_bytes
+            )));
         }
         Ok(region)
     }
@@ -597,7 +617,7 @@ impl FileConfig {
             sizes.push(size.map_or(p.region.size_bytes, |s| s.0));
         }
         let seed = p.seed ^ (u64::from(p.worker) << 32) ^ 0x9e37_79b9_7f4a_7c15;
-        let picker = Picker::new(sizes, self.file_service, self.file_cursors, seed);
+        let picker = Picker::new(sizes, self.file_service, self.file_cursors, seed, p.size_draw);
         Ok((
             Files {
                 files,
@@ -760,6 +780,7 @@ mod tests {
             },
             queue_depth: 4,
             block_bytes: 4096,
+            size_draw: None,
             random_data: false,
             pattern: 0,
             write_buffers: None,
@@ -872,6 +893,37 @@ mod tests {
             c.finish();
             assert!(!dir.path().join("j.0.0").exists(), "remove-after");
         }
+    }
+
+    #[test]
+    fn a_set_may_hold_files_smaller_than_a_block_but_not_only_such() {
+        // fio places an I/O in a smaller file as it fits there (and none in a file below the
+        // smallest size): only the largest file, the workload's region, must hold a block.
+        let set = |a: u64, b: u64| {
+            parse_text(&format!(
+                "files = [{{ path = \"a\", size = {a} }}, {{ path = \"b\", size = {b} }}]"
+            ))
+            .unwrap()
+        };
+        assert_eq!(set(2048, 65536).region_problem(Bytes(16384), "w"), None);
+        let (key, message) = set(2048, 8192)
+            .region_problem(Bytes(16384), "w")
+            .unwrap();
+        assert_eq!(key, "files");
+        assert!(message.contains("the largest file, b,"), "{message}");
+        // Laid out: the small file too, the region the largest.
+        let dir = tempfile::tempdir().unwrap();
+        let c = parse_text(&format!(
+            "files = [{{ path = \"{0}/s\", size = 2048 }}, {{ path = \"{0}/l\", size = 65536 }}]",
+            dir.path().display()
+        ))
+        .unwrap();
+        let opts = PrepareOptions {
+            min_size_bytes: 16384,
+            ..Default::default()
+        };
+        assert_eq!(c.prepare_region(&opts).unwrap().size_bytes, 65536);
+        assert_eq!(std::fs::metadata(dir.path().join("s")).unwrap().len(), 2048);
     }
 
     #[test]

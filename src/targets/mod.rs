@@ -111,6 +111,9 @@ pub struct SessionParams {
     pub region: Region,
     pub queue_depth: u32,
     pub block_bytes: u32,
+    /// A block workload's size draw and offsets: a target with files of several sizes
+    /// places each I/O in a smaller one as fio does ([`crate::workload::size_draw`]).
+    pub size_draw: Option<crate::workload::size_draw::SizeDraw>,
     /// Fill written buffers with random bytes (else the pattern byte).
     pub random_data: bool,
     pub pattern: u8,

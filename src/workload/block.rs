@@ -126,6 +126,11 @@ pub struct BlockWorkload {
     /// `block-size` to its largest (the buffers'). See [`super::pattern`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub block_size_range: Option<super::pattern::SizeRange>,
+    /// fio's weighted block sizes (`bssplit`): each I/O's size drawn from
+    /// `[{ size = "4KiB", percent = 40 }, ...]` as fio draws it; sets `block-size` to the
+    /// largest (the buffers'). See [`super::size_draw`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub block_size_split: Vec<super::size_draw::SplitEntry>,
     /// Sequential I/O with holes (fio's `rw=read:8k`): bytes skipped after each I/O.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offset_skip: Option<Bytes>,
@@ -241,6 +246,15 @@ impl BlockWorkload {
                 ));
             }
             w.block_size = Bytes(r.largest());
+        }
+        if let Some(largest) = w.block_size_split.iter().map(|e| e.size.0).max() {
+            if table_has_block_size && w.block_size.0 != largest {
+                return Err(err(
+                    "block-size",
+                    "block-size-split gives the sizes: remove block-size (or give the split's largest)",
+                ));
+            }
+            w.block_size = Bytes(largest);
         }
         super::pattern::validate(&w)?;
         w.validate()?;

@@ -18,6 +18,7 @@ pub mod icf;
 pub mod kv;
 pub mod pattern;
 pub mod pgbench;
+pub mod size_draw;
 
 pub mod ycsb;
 

@@ -6,6 +6,11 @@
 //!   `min + max * U` (U uniform in [0, 1)), rounded down to a multiple of `min` (unless
 //!   `unaligned`), at most `max`, drawn again until the I/O fits in the region; reads and
 //!   writes may have their own range (`write-min`, `write-max`);
+//! - `block-size-split`: each I/O's size drawn from weighted sizes, as fio's `bssplit`
+//!   ([`super::size_draw`]);
+//! - random offsets: multiples of the alignment (the smallest size by default, fio's `ba`),
+//!   uniform or from the workload's `distribution` ([`super::distribution`]), drawn before
+//!   the size, as fio draws them;
 //! - `offset-skip`: sequential I/O with holes (fio's `rw=read:8k`): each I/O starts that many
 //!   bytes after the previous one ended;
 //! - `random-run`: random I/O with a new random offset only every `ios` I/Os (fio's
@@ -29,6 +34,8 @@ use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 use super::block::{Access, BlockWorkload, err};
+use super::distribution::Skewed;
+use super::size_draw::{SPLIT_MAX, SizeDraw};
 use super::thread_seed;
 use crate::model::{Op, OptionError, Region};
 use crate::units::{Bytes, Dur};
@@ -161,6 +168,7 @@ fn ns(d: Dur) -> u64 {
 /// The workload uses this module's source: it gives one of its keys.
 pub fn wanted(w: &BlockWorkload) -> bool {
     w.block_size_range.is_some()
+        || !w.block_size_split.is_empty()
         || w.offset_skip.is_some()
         || w.random_run.is_some()
         || w.think_time.is_some()
@@ -175,15 +183,16 @@ pub fn validate(w: &BlockWorkload) -> Result<(), OptionError> {
     if w.iometer_model() {
         return Err(err(
             "block-size-range",
-            "block-size-range, offset-skip, random-run, think-time and start-delay need storlab's own access model: remove random-share and access-spec",
+            "block-size-range, block-size-split, offset-skip, random-run, think-time and start-delay need storlab's own access model: remove random-share and access-spec",
         ));
     }
     if w.verify {
         return Err(err(
             "verify",
-            "verify writes whole blocks of block-size: remove block-size-range, offset-skip, random-run, think-time and start-delay",
+            "verify writes whole blocks of block-size: remove block-size-range, block-size-split, offset-skip, random-run, think-time and start-delay",
         ));
     }
+    validate_split(w)?;
     if let Some(r) = &w.block_size_range {
         for (min, max) in r.directions() {
             if min < 512 || max > 64 << 20 || min > max {
@@ -236,6 +245,30 @@ pub fn validate(w: &BlockWorkload) -> Result<(), OptionError> {
     Ok(())
 }
 
+/// `block-size-split`'s entries: 1 to 64 (fio's most), sizes from 512 bytes to 64MiB,
+/// percents adding up to 100; not with `block-size-range`.
+fn validate_split(w: &BlockWorkload) -> Result<(), OptionError> {
+    let split = &w.block_size_split;
+    if split.is_empty() {
+        return Ok(());
+    }
+    if w.block_size_range.is_some() {
+        return Err(err(
+            "block-size-split",
+            "give either block-size-range or block-size-split, not both",
+        ));
+    }
+    let sizes_ok = split.iter().all(|e| (512..=64 << 20).contains(&e.size.0));
+    let total: u64 = split.iter().map(|e| u64::from(e.percent)).sum();
+    if split.len() > SPLIT_MAX || !sizes_ok || total != 100 {
+        return Err(err(
+            "block-size-split",
+            "block-size-split: at most 64 entries, each size from 512 bytes to 64MiB, the percents adding up to 100",
+        ));
+    }
+    Ok(())
+}
+
 /// How the worker waits out a delay the source asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct DelayRule {
@@ -253,10 +286,11 @@ pub struct PatternSource {
     random: bool,
     all_reads: bool,
     read_threshold: u64,
-    /// (min, max) sizes of reads and writes.
-    sizes: [(u64, u64); 2],
-    unaligned: bool,
+    /// How sizes are drawn.
+    draw: SizeDraw,
     align: u64,
+    /// Random offsets from a skewed distribution (else uniform).
+    skewed: Option<Box<Skewed>>,
     /// The thread's span: `base..end`.
     base: u64,
     end: u64,
@@ -282,11 +316,9 @@ pub struct PatternSource {
 impl PatternSource {
     /// The source of thread `thread` of a run seeded `run_seed`.
     pub fn new(w: &BlockWorkload, region: Region, thread: u32, run_seed: u64) -> PatternSource {
-        let sizes = w
-            .block_size_range
-            .map_or([(w.block_size.0, w.block_size.0); 2], |r| r.directions());
-        let smallest = sizes[0].0.min(sizes[1].0).max(1);
-        let align = w.alignment.map_or(smallest, |a| a.0).max(1);
+        let draw = SizeDraw::of(w);
+        let smallest = draw.smallest();
+        let align = draw.align;
         let random = w.access == Access::Random;
         let (base, span) = if random {
             (region.offset_bytes, region.size_bytes)
@@ -305,14 +337,20 @@ impl PatternSource {
             1
         };
         let think = w.think_time;
+        let mut rng = SmallRng::seed_from_u64(thread_seed(run_seed, thread));
+        let skewed = if random {
+            Skewed::new(&w.distribution, positions, align, &mut rng).map(Box::new)
+        } else {
+            None
+        };
         PatternSource {
-            rng: SmallRng::seed_from_u64(thread_seed(run_seed, thread)),
+            rng,
             random,
             all_reads: w.read_share >= 1.0,
             read_threshold: (w.read_share * u64::MAX as f64) as u64,
-            sizes,
-            unaligned: w.block_size_range.is_some_and(|r| r.unaligned),
+            draw,
             align,
+            skewed,
             base,
             end: base + span.max(smallest),
             positions,
@@ -340,30 +378,20 @@ impl PatternSource {
         }
     }
 
-    #[inline]
-    fn draw_len(&mut self, write: bool) -> u64 {
-        let (min, max) = self.sizes[write as usize];
-        draw_size(min, max, self.unaligned, self.rng.next_u64())
-    }
-
     /// A size of direction `write` that fits from `offset` (fio's `io_u_fits`), or None.
     #[inline]
     fn fitting_len(&mut self, offset: u64, write: bool) -> Option<u64> {
-        let (min, _) = self.sizes[write as usize];
-        if offset + min > self.end {
-            return None;
-        }
-        loop {
-            let len = self.draw_len(write);
-            if offset + len <= self.end {
-                return Some(len);
-            }
-        }
+        let room = self.end.saturating_sub(offset);
+        let rng = &mut self.rng;
+        self.draw.fitting(write, room, || rng.next_u64())
     }
 
     #[inline]
     fn random_offset(&mut self) -> u64 {
-        let p = ((self.rng.next_u64() as u128 * self.positions as u128) >> 64) as u64;
+        let p = match self.skewed.as_deref_mut() {
+            Some(s) => s.position(&mut self.rng),
+            None => ((self.rng.next_u64() as u128 * self.positions as u128) >> 64) as u64,
+        };
         self.base + p * self.align
     }
 
@@ -430,7 +458,7 @@ impl PatternSource {
         // Past the end: the slice starts again (a new pass).
         let len = self
             .fitting_len(self.base, write)
-            .unwrap_or(self.sizes[write as usize].0);
+            .unwrap_or(self.draw.min(write));
         (self.base, len)
     }
 

@@ -26,6 +26,7 @@ pub fn run(
         region: prepared.region,
         queue_depth: 1,
         block_bytes: 0,
+        size_draw: None,
         random_data: false,
         pattern: 0,
         write_buffers: None,

@@ -200,6 +200,13 @@ pub fn check(job: &Job) -> Vec<LineError> {
         if job.verify && f.count() > 1 {
             errors.push(set("verify (storlab verifies one file per target)"));
         }
+        if let Some((lo, hi)) = f.filesize.filter(|(lo, hi)| hi > lo)
+            && sizes(job).contains(&0)
+        {
+            errors.push(line_error(job, job.line, format!(
+                "job `{name}`: filesize={lo}-{hi} bytes draws a file of 0 bytes (sizes are rounded down to the smallest block size, as fio's): fio 3.33 does not create it and fails the job when it picks it (No such file or directory); raise the low end to the smallest block size"
+            )));
+        }
     }
     if f.create_on_open && job.rw.reads() {
         errors.push(line_error(job, job.line, format!(
@@ -209,7 +216,7 @@ pub fn check(job: &Job) -> Vec<LineError> {
     errors
 }
 
-/// Each file's bytes: `filesize` (a range drawn per file, on a seed of the job's name: every
+/// Each file's bytes: `filesize` (a range drawn per file as fio draws it, on a seed of the job's name: every
 /// clone draws the same sizes, so that the clones transfer the same bytes, as storlab bounds
 /// a group once), else the job's size split evenly (`size / nrfiles`).
 pub fn sizes(job: &Job) -> Vec<u64> {
@@ -227,7 +234,10 @@ pub fn sizes(job: &Job) -> Vec<u64> {
                 z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
                 z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
                 z ^= z >> 31;
-                lo + (z % ((hi - lo) / bs + 1)) * bs
+                // fio's `get_rand_file_size`: low + (high - low) * U, rounded down to a
+                // multiple of the smallest block size.
+                let size = lo + ((u128::from(z) * u128::from(hi - lo)) >> 64) as u64;
+                size - size % bs
             }
             Some((lo, _)) => lo,
             None => job.size.unwrap_or(0) / n,
@@ -235,9 +245,10 @@ pub fn sizes(job: &Job) -> Vec<u64> {
         .collect()
 }
 
-/// Bytes the job transfers on its files (fio: whole blocks of each file, at most `size`).
+/// Bytes the job transfers on its files (fio: whole blocks of each file, of the smallest
+/// size, at most `size`).
 pub fn io_bytes(job: &Job, sizes: &[u64]) -> u64 {
-    let bs = job.sizes().into_iter().max().unwrap_or(4096).max(1);
+    let bs = job.sizes().into_iter().min().unwrap_or(4096).max(1);
     let files: u64 = sizes.iter().map(|s| s / bs * bs).sum();
     job.size.map_or(files, |s| s.min(files))
 }
@@ -368,6 +379,26 @@ mod tests {
         );
         assert!(s.iter().any(|&b| b != s[0]), "drawn, not all one size");
         assert_eq!(sizes(&j), s, "the same on every run");
+        // fio's draw: low + (high - low) U rounded down to the smallest block size, so
+        // 4k-64k gives 4k to 60k and 1k-12k with bs=4k may give 0 (refused: fio fails).
+        let j = job("[m]\nsize=1m\nnrfiles=200\nfilesize=4k-64k\nbsrange=4k-16k\n");
+        let s = sizes(&j);
+        assert!(
+            s.iter()
+                .all(|&b| (4096..=61440).contains(&b) && b % 4096 == 0),
+            "{s:?}"
+        );
+        assert!(s.contains(&4096) && s.contains(&61440), "{s:?}");
+        let e = resolve(
+            &parse(
+                "job.fio",
+                "[m]\nsize=1m\nnrfiles=50\nfilesize=1k-12k\n",
+                &|_| None,
+            )
+            .unwrap(),
+        )
+        .unwrap_err();
+        assert!(e[0].message.contains("a file of 0 bytes"), "{e:?}");
     }
 
     #[test]

@@ -254,7 +254,10 @@ mod tests {
             .as_block()
             .unwrap()
             .clone();
-        assert_eq!(w.access_spec.len(), 2);
+        // bssplit: fio's size draw per I/O (storlab's pattern source), not IOmeter's lines.
+        assert!(w.access_spec.is_empty());
+        assert_eq!(w.block_size_split.len(), 2);
+        assert_eq!(w.block_size.0, 65536, "buffers for the largest");
         assert!((w.read_share - 0.7).abs() < 1e-9);
     }
 

@@ -35,7 +35,7 @@ pub const SUPPORTED: &[(&str, &str)] = &[
     ),
     (
         "bssplit",
-        "transfer sizes and their percents: an access specification",
+        "transfer sizes and their percents: each I/O's size drawn from them as fio draws it",
     ),
     (
         "blockalign / ba",

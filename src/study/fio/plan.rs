@@ -81,45 +81,36 @@ fn workload_table(job: &Job) -> toml::Table {
         job.iodepth
     };
     let shared = job.filename.is_some();
-    if job.bssplit.is_empty() {
-        w.insert(
-            "access".into(),
-            if job.rw.random() {
-                "random"
-            } else {
-                "sequential"
-            }
-            .into(),
-        );
-        w.insert("read-share".into(), read_share.into());
-        w.insert("block-size".into(), (job.bs as i64).into());
-        if let Some(a) = job.blockalign {
-            w.insert("alignment".into(), (a as i64).into());
+    w.insert(
+        "access".into(),
+        if job.rw.random() {
+            "random"
+        } else {
+            "sequential"
         }
-        super::sizes::workload_keys(job, &mut w);
-    } else {
-        let min = job.sizes().into_iter().min().unwrap_or(512);
-        let lines: Vec<toml::Value> = job
+        .into(),
+    );
+    w.insert("read-share".into(), read_share.into());
+    w.insert("block-size".into(), (job.bs as i64).into());
+    if let Some(a) = job.blockalign {
+        w.insert("alignment".into(), (a as i64).into());
+    }
+    if !job.bssplit.is_empty() {
+        // fio's draw per I/O (storlab's pattern source), with the job's distribution.
+        let split: Vec<toml::Value> = job
             .bssplit
             .iter()
             .map(|(b, p)| {
-                let mut l = toml::Table::new();
-                l.insert("spec-share".into(), (*p as f64 / 100.0).into());
-                l.insert("block-size".into(), (*b as i64).into());
-                l.insert("read-share".into(), read_share.into());
-                l.insert(
-                    "random-share".into(),
-                    if job.rw.random() { 1.0 } else { 0.0 }.into(),
-                );
-                l.insert(
-                    "alignment".into(),
-                    (job.blockalign.unwrap_or(min) as i64).into(),
-                );
-                toml::Value::Table(l)
+                let mut e = toml::Table::new();
+                e.insert("size".into(), (*b as i64).into());
+                e.insert("percent".into(), i64::from(*p).into());
+                toml::Value::Table(e)
             })
             .collect();
-        w.insert("access-spec".into(), lines.into());
+        w.insert("block-size-split".into(), split.into());
+        w.remove("block-size");
     }
+    super::sizes::workload_keys(job, &mut w);
     if let Some(d) = super::distribution::workload_value(job) {
         w.insert("distribution".into(), d.into());
     }
@@ -574,7 +565,7 @@ impl GroupStep<'_> {
             j.size
         } else if j.files.set() {
             let sizes = super::files::sizes(j);
-            Some(super::files::io_bytes(j, &sizes)).filter(|_| !sizes.contains(&0))
+            Some(super::files::io_bytes(j, &sizes)).filter(|_| sizes.iter().any(|s| *s > 0))
         } else {
             j.size.or_else(|| existing_size(path))
         };

@@ -245,11 +245,8 @@ pub fn check(job: &Job) -> Vec<LineError> {
     let name = &job.name;
     let mut errors = Vec::new();
     let mut refuse = |m: String| errors.push(line_error(job, format!("job `{name}`: {m}")));
-    if patterned(job) && !job.bssplit.is_empty() {
-        refuse("bssplit with a block size range, `rw=...:N`, startdelay or thinktime is not supported by storlab fio (bssplit runs on storlab's access specification)".into());
-    }
-    if patterned(job) && job.verify {
-        refuse("verify with a block size range, `rw=...:N`, startdelay or thinktime is not supported by storlab fio: its verified blocks are whole blocks of bs".into());
+    if (patterned(job) || !job.bssplit.is_empty()) && job.verify {
+        refuse("verify with bssplit, a block size range, `rw=...:N`, startdelay or thinktime is not supported by storlab fio: its verified blocks are whole blocks of bs".into());
     }
     if o.unaligned && job.direct && o.range.is_some() {
         refuse("bs_unaligned with direct=1: sizes that are not multiples of the sector fail under O_DIRECT (fio 3.33 warns `bs_unaligned may not work with raw io` and its I/Os fail with EINVAL); use buffered I/O".into());
@@ -585,7 +582,23 @@ mod tests {
         };
         assert!(e("[a]\nthinktime_iotime=1s\n").contains("thinktime_iotime"));
         assert!(e("[a]\nbsrange=1k-4k\nbs_unaligned\ndirect=1\n").contains("EINVAL"));
-        assert!(e("[a]\nbssplit=4k/50:8k/50\nthinktime=10\n").contains("bssplit"));
+        assert!(e("[a]\nrw=randwrite\nbssplit=4k/50:8k/50\nverify=crc32c\n").contains("bssplit"));
+        // bssplit with the pattern options is taken (one source draws them all).
+        let j = resolve(
+            &parse(
+                "job.fio",
+                "[a]\nbssplit=4k/50:8k/50\nthinktime=10\nrw=randread:4\n",
+                &|_| None,
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        let mut w = toml::Table::new();
+        workload_keys(&j[0], &mut w);
+        assert!(
+            w.contains_key("think-time") && w.contains_key("random-run"),
+            "{w:?}"
+        );
         assert!(e("[a]\ntime_based\nruntime=1\nnumber_ios=4\n").contains("time_based"));
         assert!(e("[a]\nbs=4k,4k,4k\n").contains("trim"));
         assert!(e("[a]\nbsrange=4k\n").contains("not a range"));

@@ -47,7 +47,8 @@ impl Session for PsyncSession {
                 if !in_bounds(self.bounds, offset, len) {
                     return Err(OUT_OF_BOUNDS);
                 }
-                let (index, offset) = self.picker.pick(offset, u64::from(len));
+                let (index, offset, len) = self.picker.pick(offset, u64::from(len), false);
+                let len = len as u32; // at most the workload's largest size
                 let fd = self.files.fd(index);
                 // SAFETY: the buffer holds at least `len` bytes (len <= block size).
                 let r = unsafe {
@@ -65,19 +66,23 @@ impl Session for PsyncSession {
                 if !in_bounds(self.bounds, offset, len) {
                     return Err(OUT_OF_BOUNDS);
                 }
+                // The file, and the offset and size in it (a verified target has one file:
+                // the workload's own).
+                let (index, at, size) = self.picker.pick(offset, u64::from(len), true);
+                let len = size as u32; // at most the workload's largest size
                 if let Some(v) = &mut self.verify {
                     // One write at a time: its block is never busy. An offset outside the
                     // table cannot pass the bounds check above.
                     if v.prepare(0, self.buf.slot_mut(0, len), offset) != Stamped::Ready {
                         return Err(OUT_OF_BOUNDS);
                     }
-                } else if self.buf.fill_for_write(0, len, offset) {
+                } else if self.buf.fill_for_write(0, len, at) {
                     // fio's contents.
                 } else if self.stamp {
                     self.generation += 1;
-                    self.buf.stamp(0, offset, self.generation);
+                    self.buf.stamp(0, at, self.generation);
                 }
-                let (index, offset) = self.picker.pick(offset, u64::from(len));
+                let offset = at;
                 self.last = index;
                 let fd = self.files.fd(index);
                 // SAFETY: as above.

@@ -419,8 +419,9 @@ impl Session for UringSession {
                 if !in_bounds(self.bounds, offset, len) {
                     return Err(OUT_OF_BOUNDS);
                 }
+                let (index, offset, len) = self.picker.pick(offset, u64::from(len), false);
+                let len = len as u32; // at most the workload's largest size
                 self.want[slot as usize] = len;
-                let (index, offset) = self.picker.pick(offset, u64::from(len));
                 if fixed_buffers {
                     with_fd!(self, index, fd => opcode::ReadFixed::new(fd, ptr, len, slot as u16)
                         .offset(offset)
@@ -434,6 +435,10 @@ impl Session for UringSession {
                 if !in_bounds(self.bounds, offset, len) {
                     return Err(OUT_OF_BOUNDS);
                 }
+                // The file, and the offset and size in it (a verified target has one file:
+                // the workload's own).
+                let (index, at, size) = self.picker.pick(offset, u64::from(len), true);
+                let len = size as u32; // at most the workload's largest size
                 while let Some(v) = self.verify.as_mut() {
                     match v.prepare(slot, self.buf.slot_mut(slot, len), offset) {
                         Stamped::Ready => break,
@@ -441,14 +446,14 @@ impl Session for UringSession {
                         Stamped::Outside => return Err(OUT_OF_BOUNDS),
                     }
                 }
-                if self.buf.fill_for_write(slot, len, offset) {
+                if self.buf.fill_for_write(slot, len, at) {
                     // fio's contents.
                 } else if self.stamp && self.verify.is_none() {
                     self.generation += 1;
-                    self.buf.stamp(slot, offset, self.generation);
+                    self.buf.stamp(slot, at, self.generation);
                 }
                 self.want[slot as usize] = len;
-                let (index, offset) = self.picker.pick(offset, u64::from(len));
+                let offset = at;
                 self.last = index;
                 if fixed_buffers {
                     with_fd!(self, index, fd => opcode::WriteFixed::new(fd, ptr, len, slot as u16)
@@ -584,6 +589,7 @@ mod tests {
             },
             queue_depth: 4,
             block_bytes: 4096,
+            size_draw: None,
             random_data: false,
             pattern: 0,
             write_buffers: None,
@@ -600,7 +606,7 @@ mod tests {
                 files: vec![file],
                 end_fsync: false,
             },
-            super::super::Picker::new(vec![1 << 16], Default::default(), false, 1),
+            super::super::Picker::new(vec![1 << 16], Default::default(), false, 1, None),
             false,
             buf,
             (0, 1 << 16),
