@@ -294,6 +294,7 @@ fn summarize_measured(
             start_ns: m.start_ns,
             background_names: &m.background_names,
             session_used: session_used(run, &m.outcomes),
+            worker_cpus: super::worker_cpus(&m.outcomes),
         },
     );
     summary.software = armed.ready.software.clone();
