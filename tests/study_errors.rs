@@ -856,6 +856,12 @@ fn workload_cpus() {
         "CPU 1023 of cpus = \"0,1023\" is not one this process may run on: it may run on CPUs 0",
     );
     check(
+        &with("cpus = \"0,1022-1023\"\n"),
+        9,
+        "workloads.rr.cpus",
+        "CPUs 1022, 1023 of cpus = \"0,1022,1023\" are not ones this process may run on",
+    );
+    check(
         &with("cpus = \"0-x\"\n"),
         9,
         "workloads.rr.cpus",

@@ -312,10 +312,14 @@ impl BlockWorkload {
             return Err(err(
                 "cpus",
                 format!(
-                    "CPU{} {} of cpus = \"{cpus}\" {} not one this process may run on: it may run on CPUs {allowed}",
+                    "CPU{} {} of cpus = \"{cpus}\" {} this process may run on: it may run on CPUs {allowed}",
                     if missing.len() > 1 { "s" } else { "" },
                     missing.join(", "),
-                    if missing.len() > 1 { "are" } else { "is" }
+                    if missing.len() > 1 {
+                        "are not ones"
+                    } else {
+                        "is not one"
+                    }
                 ),
             ));
         }

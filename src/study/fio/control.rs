@@ -150,11 +150,15 @@ fn allowed_here(read: Result<CpuList, String>, e: &Entry) -> Result<CpuList, Str
         .collect();
     if !missing.is_empty() {
         return Err(format!(
-            "{}={value}: CPU{} {} {} not one this process may run on (CPUs {allowed})",
+            "{}={value}: CPU{} {} {} this process may run on (CPUs {allowed})",
             e.name,
             if missing.len() > 1 { "s" } else { "" },
             missing.join(", "),
-            if missing.len() > 1 { "are" } else { "is" }
+            if missing.len() > 1 {
+                "are not ones"
+            } else {
+                "is not one"
+            }
         ));
     }
     Ok(cpus)
