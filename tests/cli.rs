@@ -574,3 +574,97 @@ fn every_study_in_studies_checks_valid() {
         studies.display()
     );
 }
+
+/// The CPUs this test process may run on, from /proc/self/status (`Cpus_allowed_list`).
+fn allowed_cpus() -> Vec<u32> {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let list = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap()
+        .trim();
+    storlab::model::cpus::CpuList::parse(list)
+        .unwrap()
+        .cpus()
+        .to_vec()
+}
+
+/// A block workload's `cpus` pins its worker threads, each once as it starts, and each
+/// worker's CPUs as the kernel reported them once pinned are stored with its results:
+/// `shared`, the whole list for every worker; `split`, one CPU each, round robin over the
+/// workload's threads in the run, target after target.
+#[test]
+fn cpus_pin_each_worker_and_the_pinning_is_stored() {
+    let allowed = allowed_cpus();
+    let (a, b) = (allowed[0], allowed[allowed.len().min(2) - 1]);
+    let lab = Lab::new();
+    let study = lab.write(
+        "pin.toml",
+        &format!(
+            r#"name = "pin"
+
+[targets.one]
+type = "null"
+
+[targets.two]
+type = "null"
+
+[workloads.shared]
+block-size = "4KiB"
+threads = 2
+cpus = "{a}"
+
+[workloads.split]
+block-size = "4KiB"
+threads = 3
+cpus = "{a},{b}"
+cpus-policy = "split"
+
+[[steps]]
+workload = "shared"
+targets = ["one"]
+ops = 3000
+
+[[steps]]
+workload = "split"
+targets = ["one", "two"]
+together = true
+ops = 3000
+"#
+        ),
+    );
+    let out = lab.run(&["run", study.to_str().unwrap(), "--json", "-q"]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    let runs = json_runs(&stdout);
+    assert_eq!(runs.len(), 2, "{stdout}");
+    let pinned = |run: &Value, t: usize| -> Vec<String> {
+        run["targets"][t]["workers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["pinned-cpus"].as_str().unwrap_or("none").to_string())
+            .collect()
+    };
+    // Shared: both workers on the list, and said so with what the session used.
+    assert_eq!(
+        pinned(&runs[0], 0),
+        [a.to_string(), a.to_string()],
+        "{stdout}"
+    );
+    assert_eq!(
+        runs[0]["targets"][0]["session-used"]["pinned-cpus"],
+        format!("{a} (all 2 workers)")
+    );
+    assert_eq!(runs[0]["targets"][0]["kinds"]["read"]["ops"], 3000);
+    // Split: one CPU each, dealt over one's three threads then two's.
+    let (a, b) = (a.to_string(), b.to_string());
+    assert_eq!(pinned(&runs[1], 0), [a.as_str(), &b, &a], "{stdout}");
+    assert_eq!(pinned(&runs[1], 1), [b.as_str(), &a, &b], "{stdout}");
+    if a != b {
+        assert_eq!(
+            runs[1]["targets"][0]["session-used"]["pinned-cpus"],
+            format!("worker 1: {a}, worker 2: {b}, worker 3: {a}")
+        );
+    }
+}

@@ -1,6 +1,6 @@
 //! Events in a step, run by the real binary: commands that fail stop the step and the study
 //! goes on to fail at its end (`stop-step`), stop the study (`stop-study`) or neither
-//! (`continue`), counted triggers, and a Redis server that the study starts
+//! (`continue`), counted triggers, commands after the step (`after-step`), and a Redis server that the study starts
 //! itself, kills mid-run and starts again, with the errors of the outage counted and the
 //! recovery measured from the stored timeline.
 //!
@@ -715,6 +715,57 @@ fn a_leftover_of_a_dead_storlab_is_reported_and_stopped_by_the_next_run() {
             .as_str()
             .unwrap()
             .contains(&format!("left behind by storlab pid {dead_pid}"))),
+        "{s}"
+    );
+}
+
+/// `after-step` events run in order once the step's measurement has ended and its workers
+/// have stopped: a command that writes a file ran (its output stored with the run's events),
+/// its start is after the end of measurement, and one that fails is a warning (its default
+/// `on-failure` is `continue`): the run is complete and the study succeeds.
+#[test]
+fn after_step_events_run_once_the_workers_stopped() {
+    let lab = Lab::new();
+    let marker = lab.path().join("after-step-ran");
+    let study = lab.write(
+        "s.toml",
+        &format!(
+            "{NULL_STUDY}\n[[steps.events]]\nname = \"during\"\naction = \"exec\"\nat = \"0.2s\"\nrecovery = false\ncommand = [\"sh\", \"-c\", \"echo during > {m}\"]\n\n[[steps.events]]\nname = \"post\"\naction = \"exec\"\nafter-step = true\ncommand = [\"sh\", \"-c\", \"echo after >> {m}; echo post-said\"]\n\n[[steps.events]]\nname = \"post-fails\"\naction = \"exec\"\nafter-step = true\ncommand = [\"sh\", \"-c\", \"exit 4\"]\n",
+            m = marker.display()
+        ),
+    );
+    let out = lab.run(&["run", study.to_str().unwrap(), "-q"]);
+    let (_, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&marker).unwrap(), "during\nafter\n");
+    let s = first_summary(&lab);
+    assert_eq!(s["status"], "complete", "{s}");
+    let ev = study_events(&s);
+    let named = |n: &str| *ev.iter().find(|e| e["name"] == n).unwrap();
+    let post = named("post");
+    assert_eq!(post["status"], "ok", "{post}");
+    assert!(
+        post["stdout"].as_str().unwrap().contains("post-said"),
+        "{post}"
+    );
+    // The step measured 1 s: the event started after it, once the workers had stopped.
+    let measured_ns = (s["measured-seconds"].as_f64().unwrap() * 1e9) as i64;
+    assert!(measured_ns >= 900_000_000, "{s}");
+    assert!(post["start-ns"].as_i64().unwrap() >= measured_ns, "{s}");
+    assert!(
+        post["start-ns"].as_i64().unwrap() > named("during")["end-ns"].as_i64().unwrap(),
+        "{s}"
+    );
+    let fails = named("post-fails");
+    assert_eq!(fails["status"], "failed", "{fails}");
+    assert_eq!(fails["exit-code"], 4, "{fails}");
+    assert_eq!(fails["on-failure"], "continue", "{fails}");
+    assert!(
+        s["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("`post-fails` (exec) failed")),
         "{s}"
     );
 }

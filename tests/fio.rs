@@ -506,7 +506,8 @@ fn terse_output_has_fio_fields() {
 
 /// fio's control options: `exec_prerun` runs before its job's group (a before-step exec
 /// event), `randrepeat=0` draws a seed recorded with the results, `random_generator` names
-/// storlab's generator; `cpus_allowed` and `exec_postrun` are refused by name and line.
+/// storlab's generator; a CPU the machine lacks (`cpus_allowed`) and a policy fio lacks are
+/// refused by name and line.
 #[test]
 fn control_options_run_or_are_refused() {
     let lab = Lab::new();
@@ -526,18 +527,84 @@ fn control_options_run_or_are_refused() {
     let lab = Lab::new();
     let bad = lab.write(
         "bad.fio",
-        "[a]\nioengine=null\nsize=1m\ncpus_allowed=0-1\nexec_postrun=echo done\n",
+        "[a]\nioengine=null\nsize=1m\ncpus_allowed=0,1023\ncpus_allowed_policy=spread\n",
     );
     let (ok, _, err) = fio(&lab, &[bad.to_str().unwrap()]);
     assert!(!ok);
     assert!(
-        err.contains("bad.fio:4: cpus_allowed is not supported"),
+        err.contains("bad.fio:4: cpus_allowed=0,1023: CPU 1023 is not one this process may run on"),
         "{err}"
     );
     assert!(
-        err.contains("bad.fio:5: exec_postrun is not supported"),
+        err.contains("bad.fio:5: cpus_allowed_policy=spread: fio's policies are shared and split"),
         "{err}"
     );
+}
+
+/// The CPUs this test may run on (`Cpus_allowed_list` of /proc/self/status).
+fn allowed_cpus() -> Vec<u32> {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let list = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap()
+        .trim();
+    storlab::model::cpus::CpuList::parse(list)
+        .unwrap()
+        .cpus()
+        .to_vec()
+}
+
+/// `exec_postrun` runs once its group's workers have stopped (an after-step exec event:
+/// after `exec_prerun`'s command and after the end of measurement), its output stored with
+/// the run's events; `cpus_allowed` pins every clone's thread to the set, `cpumask` with
+/// `cpus_allowed_policy=split` each clone to one CPU of the mask, round robin, and what each
+/// worker was pinned to is stored with the run.
+#[test]
+fn exec_postrun_runs_after_the_group_and_cpus_pin_its_clones() {
+    let allowed = allowed_cpus();
+    let (a, b) = (allowed[0], allowed[allowed.len().min(2) - 1]);
+    let mask = (1u64 << a) | (1u64 << b);
+    let lab = Lab::new();
+    let jobfile = lab.write(
+        "post.fio",
+        &format!(
+            "[global]\nioengine=null\nsize=4m\nrw=randread\nnumjobs=2\n\n[post]\ncpus_allowed={a}\nexec_prerun=echo pre > order.txt\nexec_postrun=echo post >> order.txt && echo postrun-said\n\n[split]\nstonewall\ncpumask={mask:#x}\ncpus_allowed_policy=split\n"
+        ),
+    );
+    let (ok, _, err) = fio(&lab, &[jobfile.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    let order = std::fs::read_to_string(lab.path().join("order.txt")).unwrap();
+    assert_eq!(order, "pre\npost\n");
+    let s = summary(&lab, 1);
+    let post = s["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "post-postrun")
+        .unwrap_or_else(|| panic!("no post-postrun event: {s}"));
+    assert_eq!(post["status"], "ok", "{post}");
+    assert_eq!(post["on-failure"], "continue", "{post}");
+    assert!(
+        post["stdout"].as_str().unwrap().contains("postrun-said"),
+        "{post}"
+    );
+    // It started once the measurement was over.
+    let measured_ns = (s["measured-seconds"].as_f64().unwrap() * 1e9) as i64;
+    assert!(post["start-ns"].as_i64().unwrap() >= measured_ns, "{s}");
+    let pinned = |s: &serde_json::Value| -> Vec<String> {
+        s["targets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|t| t["workers"].as_array().unwrap().iter())
+            .map(|w| w["pinned-cpus"].as_str().unwrap_or("none").to_string())
+            .collect()
+    };
+    // Two clones, a file (a null target) each, both on the job's set.
+    assert_eq!(pinned(&s), [a.to_string(), a.to_string()], "{s}");
+    // Split: the clones dealt the mask's CPUs in turn.
+    assert_eq!(pinned(&summary(&lab, 2)), [a.to_string(), b.to_string()]);
 }
 
 /// `--status-interval` prints fio's status lines of cumulative values while the job runs,

@@ -837,3 +837,46 @@ fn a_valid_power_off_is_in_the_plan_with_recovery() {
         other => panic!("{other:?}"),
     }
 }
+
+/// A block workload's `cpus` and `cpus-policy`: a CPU list of CPUs this process may run on,
+/// a policy storlab knows, and a policy only with a list.
+#[test]
+fn workload_cpus() {
+    let with =
+        |lines: &str| GOOD.replace("queue-depth = 4\n", &format!("queue-depth = 4\n{lines}"));
+    let plan = study::parse("good.toml", &with("cpus = 0\ncpus-policy = \"split\"\n")).unwrap();
+    let w = plan.runs[0].targets[0].workload.as_block().unwrap();
+    assert_eq!(w.cpus.as_ref().map(|c| c.to_string()).as_deref(), Some("0"));
+    assert_eq!(w.cpus_policy, storlab::model::cpus::CpuPolicy::Split);
+    // CPU 1023 can be named in a set, but this machine does not have it.
+    check(
+        &with("cpus = \"0,1023\"\n"),
+        9,
+        "workloads.rr.cpus",
+        "CPU 1023 of cpus = \"0,1023\" is not one this process may run on: it may run on CPUs 0",
+    );
+    check(
+        &with("cpus = \"0,1022-1023\"\n"),
+        9,
+        "workloads.rr.cpus",
+        "CPUs 1022, 1023 of cpus = \"0,1022,1023\" are not ones this process may run on",
+    );
+    check(
+        &with("cpus = \"0-x\"\n"),
+        9,
+        "workloads.rr.cpus",
+        "is not a CPU list",
+    );
+    check(
+        &with("cpus-policy = \"split\"\n"),
+        9,
+        "workloads.rr.cpus-policy",
+        "give cpus too",
+    );
+    check(
+        &with("cpus = \"0\"\ncpus-policy = \"spread\"\n"),
+        10,
+        "workloads.rr.cpus-policy",
+        "spread",
+    );
+}

@@ -805,6 +805,7 @@ mod tests {
                 },
             )]
             .into(),
+            pinned_cpus: None,
         };
         // share-a's two workers; share-b's results predate worker figures.
         r.summary.targets[0].workers = vec![

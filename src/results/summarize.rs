@@ -58,6 +58,8 @@ pub struct Measured<'a> {
     pub background_names: &'a [String],
     /// Per target: what its sessions actually used (see `Session::used`).
     pub session_used: Vec<BTreeMap<String, String>>,
+    /// Per worker: the CPUs its thread was pinned to, as read back (None: not pinned).
+    pub worker_cpus: Vec<Option<crate::model::cpus::CpuList>>,
 }
 
 pub fn failed_summary(
@@ -150,15 +152,18 @@ fn worker_results(
     ti: usize,
     worker_shape: &[u32],
     worker_totals: &[[Option<WorkerKindTotals>; OpKind::COUNT]],
+    worker_cpus: &[Option<crate::model::cpus::CpuList>],
     secs: f64,
 ) -> Vec<WorkerResult> {
     worker_shape
         .iter()
         .zip(worker_totals)
-        .filter(|(shape, _)| **shape as usize == ti)
         .enumerate()
-        .map(|(n, (_, kinds))| WorkerResult {
+        .filter(|(_, (shape, _))| **shape as usize == ti)
+        .enumerate()
+        .map(|(n, (w, (_, kinds)))| WorkerResult {
             worker: n as u32 + 1,
+            pinned_cpus: worker_cpus.get(w).cloned().flatten(),
             kinds: OpKind::ALL
                 .into_iter()
                 .filter_map(|k| {
@@ -336,7 +341,13 @@ fn target_results(
         r.queue_depth = t.workload.queue_depth();
         r.block_bytes = t.workload.block_bytes();
         r.session_used = m.session_used.get(ti).cloned().unwrap_or_default();
-        r.workers = worker_results(ti, worker_shape, m.worker_totals, target_secs);
+        r.workers = worker_results(
+            ti,
+            worker_shape,
+            m.worker_totals,
+            &m.worker_cpus,
+            target_secs,
+        );
         r.skipped_starts = outcomes
             .iter()
             .enumerate()

@@ -213,6 +213,10 @@ pub struct WorkerResult {
     /// 1-based among the target's workers.
     pub worker: u32,
     pub kinds: BTreeMap<String, WorkerKindResult>,
+    /// The CPUs its thread was pinned to (its workload's `cpus`), as the kernel reported them
+    /// once pinned; absent when not pinned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinned_cpus: Option<crate::model::cpus::CpuList>,
 }
 
 /// One operation kind of one worker.

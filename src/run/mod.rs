@@ -211,6 +211,46 @@ fn mark_incomplete(
 /// Per target: how its operations overlapped (`execution`: as its type declares, or as its
 /// sessions say when they ran otherwise) and what its sessions report they used; where
 /// workers differ, every value seen is listed.
+/// Per worker (by index): the CPUs its thread was pinned to, as read back.
+fn worker_cpus(outcomes: &[WorkerOutcome]) -> Vec<Option<crate::model::cpus::CpuList>> {
+    let n = outcomes
+        .iter()
+        .map(|o| o.worker as usize + 1)
+        .max()
+        .unwrap_or(0);
+    let mut cpus = vec![None; n];
+    for o in outcomes {
+        cpus[o.worker as usize] = o.pinned_cpus.clone();
+    }
+    cpus
+}
+
+/// What the pinned workers among `workers` were pinned to, as the report says it:
+/// `0-1 (all 2 workers)` when they share it, else `worker 1: 0, worker 2: 1` (numbered
+/// from 1 on their target); None when none was pinned.
+fn pinned_cpus(outcomes: &[WorkerOutcome], workers: std::ops::Range<usize>) -> Option<String> {
+    let mut mine: Vec<&WorkerOutcome> = outcomes
+        .iter()
+        .filter(|o| workers.contains(&(o.worker as usize)))
+        .collect();
+    mine.sort_by_key(|o| o.worker);
+    let lists: Vec<Option<&crate::model::cpus::CpuList>> =
+        mine.iter().map(|o| o.pinned_cpus.as_ref()).collect();
+    let first = lists.first().copied().flatten()?;
+    if lists.iter().all(|l| *l == Some(first)) {
+        return Some(format!("{first} (all {} workers)", lists.len()));
+    }
+    let each: Vec<String> = lists
+        .iter()
+        .enumerate()
+        .map(|(n, l)| match l {
+            Some(l) => format!("worker {}: {l}", n + 1),
+            None => format!("worker {}: not pinned", n + 1),
+        })
+        .collect();
+    Some(each.join(", "))
+}
+
 fn session_used(run: &RunPlan, outcomes: &[WorkerOutcome]) -> Vec<BTreeMap<String, String>> {
     let mut first_worker = 0usize;
     run.targets
@@ -228,6 +268,9 @@ fn session_used(run: &RunPlan, outcomes: &[WorkerOutcome]) -> Vec<BTreeMap<Strin
                         seen.push(v.clone());
                     }
                 }
+            }
+            if let Some(p) = pinned_cpus(outcomes, first_worker..first_worker + threads) {
+                used.insert("pinned-cpus".into(), vec![p]);
             }
             first_worker += threads;
             // What the target's type declares, unless its sessions said otherwise.

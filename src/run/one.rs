@@ -1,7 +1,8 @@
 //! One run of the plan on this process (alone, or as rank 0 of a distributed run): the
 //! step's events before it, prepare and arm its targets, open its folder, run its threads
-//! (collector, MPI receiver, workers, timed events), then summarize, add what happened
-//! around the measurement, read back what was written, and store it.
+//! (collector, MPI receiver, workers, timed events), then summarize, read back what was
+//! written, run the step's after-step events, add what happened around the measurement, and
+//! store it.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -158,6 +159,11 @@ pub(super) fn run_one(
     let measure_start_ns = m.start_ns + run.warmup.0.as_nanos() as u64;
     let (timed, failure) = m.during;
     recorded.extend(timed);
+    // Read back what was written (not part of any latency figure), once the workers stopped.
+    super::verify::after_run(run, &armed.verify_tables, &mut summary);
+    // The after-step events (fio's exec_postrun), before the processes started are stopped.
+    let (after_step, after_failure) = events::run_after(&run.events, &event_context, processes);
+    recorded.extend(after_step);
     let stopped_at = (flags.clock.now_ns() as i64 - measure_start_ns as i64) as f64 / 1e9;
     let marks = after::Marks {
         recorded: &recorded,
@@ -175,14 +181,12 @@ pub(super) fn run_one(
                 .push(format!("before this study, storlab stopped a process {l}"));
         }
     }
-    // Read back what was written (not part of any latency figure), once the workers stopped.
-    super::verify::after_run(run, &armed.verify_tables, &mut summary);
     stored.folder.write_json("summary.json", &summary)?;
     // What the folder holds survives a power loss before the store calls the run complete.
     crate::results::write::sync_folder(&stored.folder.path)?;
     store.finish_run(&stored.run_id, &summary)?;
     Ok(Ended {
-        stopped_by: stops_study(run, failure)?,
+        stopped_by: stops_study(run, failure.or(after_failure))?,
         summary: Some(summary),
     })
 }
@@ -290,6 +294,7 @@ fn summarize_measured(
             start_ns: m.start_ns,
             background_names: &m.background_names,
             session_used: session_used(run, &m.outcomes),
+            worker_cpus: super::worker_cpus(&m.outcomes),
         },
     );
     summary.software = armed.ready.software.clone();
@@ -504,11 +509,7 @@ impl Threads<'_> {
         start_ns: u64,
         processes: &'scope mut Processes,
     ) -> Result<Option<EventThread<'scope>>, RunError> {
-        let has_timed_events = self
-            .run
-            .events
-            .iter()
-            .any(|e| e.trigger != crate::study::events::Trigger::BeforeStep);
+        let has_timed_events = self.run.events.iter().any(|e| e.trigger.in_measurement());
         let (run, ctx) = (self.run, self.events);
         let measure_start = start_ns + run.warmup.0.as_nanos() as u64;
         (started && has_timed_events)

@@ -210,6 +210,9 @@ pub struct WorkerInput {
     pub background: bool,
     /// Where its rate changes (a step's rate schedule), from the start of measurement.
     pub rate_changes: Box<[super::pacer::RateChange]>,
+    /// The CPUs its thread is pinned to as it starts (its workload's `cpus`); None: not
+    /// pinned.
+    pub cpus: Option<crate::model::cpus::CpuList>,
 }
 
 /// A run's workers and what connects them to the collector.
@@ -266,6 +269,7 @@ pub fn plan_workers(
         shapes: Vec::new(),
         inputs: Vec::new(),
         worker_index: 0,
+        split_next: BTreeMap::new(),
     };
     for ti in 0..run.targets.len() {
         b.add_target(ti);
@@ -301,6 +305,9 @@ struct Builder<'a> {
     shapes: Vec<TargetShape>,
     inputs: Vec<WorkerInput>,
     worker_index: u32,
+    /// Per workload name: its threads given CPUs so far (`cpus-policy = "split"` deals
+    /// them round robin over every thread of the workload in the run, target after target).
+    split_next: BTreeMap<String, usize>,
 }
 
 impl Builder<'_> {
@@ -354,6 +361,18 @@ impl Builder<'_> {
                 ledger: self.ledgers.get(ti).and_then(|l| l.clone()),
             }),
         }
+    }
+
+    /// The CPUs the next thread of target `ti` is pinned to, if its workload has `cpus`.
+    fn cpus(&mut self, ti: usize) -> Option<crate::model::cpus::CpuList> {
+        let run = self.run;
+        let t = &run.targets[ti];
+        let b = t.workload.as_block()?;
+        let set = b.cpus.as_ref()?;
+        let n = self.split_next.entry(t.workload_name.clone()).or_default();
+        let cpus = b.cpus_policy.cpus_of(set, *n);
+        *n += 1;
+        Some(cpus)
     }
 
     /// Target `ti`'s shape and one worker per thread of its workload.
@@ -424,6 +443,7 @@ impl Builder<'_> {
                 latency_target: w.as_block().and_then(|b| b.latency_target),
             };
             let source = sources.next().expect("one source per thread");
+            let cpus = self.cpus(ti);
             self.inputs.push(WorkerInput {
                 target: ti,
                 config,
@@ -437,6 +457,7 @@ impl Builder<'_> {
                     .or(activity.as_ref().map(|(_, changes)| changes))
                     .map(|changes| changes.clone().into_boxed_slice())
                     .unwrap_or_default(),
+                cpus,
             });
             self.worker_index += 1;
         }
@@ -480,6 +501,7 @@ impl Builder<'_> {
             source: b.source,
             background: true,
             rate_changes: Box::new([]),
+            cpus: None,
         });
         self.worker_index += 1;
         name

@@ -91,6 +91,12 @@ pub enum WorkerFailure {
         target: String,
         error: TargetError,
     },
+    /// Its thread could not be pinned to its workload's `cpus`.
+    Pin {
+        worker: u32,
+        target: String,
+        error: TargetError,
+    },
     /// Its session could not open.
     Open {
         worker: u32,
@@ -106,6 +112,7 @@ impl WorkerFailure {
     pub fn into_target_error(self) -> (String, TargetError) {
         match self {
             WorkerFailure::Netns { target, error, .. }
+            | WorkerFailure::Pin { target, error, .. }
             | WorkerFailure::Open { target, error, .. } => (target, error),
             WorkerFailure::Panicked => (
                 "worker".into(),
@@ -119,6 +126,11 @@ impl WorkerFailure {
         match self {
             WorkerFailure::Netns { worker, error, .. } => (worker, error.to_string()),
             WorkerFailure::Open {
+                worker,
+                target,
+                error,
+            }
+            | WorkerFailure::Pin {
                 worker,
                 target,
                 error,
@@ -158,7 +170,8 @@ pub fn spawn_workers<'scope, 'env>(
     Ok(threads)
 }
 
-/// One worker's thread: in its client's network namespace, opens its session and runs it.
+/// One worker's thread: in its client's network namespace, pinned to its CPUs (once, before
+/// its session opens: threads the session starts inherit them), opens its session and runs it.
 fn run_worker(
     run: &RunPlan,
     input: WorkerInput,
@@ -174,6 +187,7 @@ fn run_worker(
         source,
         background,
         rate_changes,
+        cpus,
     } = input;
     let t = &run.targets[ti];
     let worker_index = config.worker;
@@ -186,6 +200,19 @@ fn run_worker(
                 worker: worker_index,
                 target: t.name.clone(),
                 error: TargetError::Netns(e),
+            });
+        }
+    };
+    // The CPUs the kernel reports for the thread once pinned, stored with its outcome.
+    let pinned_cpus = match cpus.as_ref().map(crate::model::cpus::pin_this_thread) {
+        None => None,
+        Some(Ok(got)) => Some(got),
+        Some(Err(m)) => {
+            gate.fail();
+            return Err(WorkerFailure::Pin {
+                worker: worker_index,
+                target: t.name.clone(),
+                error: TargetError::Invalid(m),
             });
         }
     };
@@ -204,6 +231,10 @@ fn run_worker(
     };
     t.config
         .open(&handles[ti], &params, worker)
+        .map(|mut outcome| {
+            outcome.pinned_cpus = pinned_cpus;
+            outcome
+        })
         .map_err(|error| {
             gate.fail();
             WorkerFailure::Open {

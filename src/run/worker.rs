@@ -201,6 +201,8 @@ pub struct WorkerOutcome {
     pub used: Vec<(&'static str, String)>,
     /// The latency-target search's answer and windows.
     pub latency_search: Option<LatencySearchResult>,
+    /// The CPUs its thread was pinned to, as the kernel reported them once pinned.
+    pub pinned_cpus: Option<crate::model::cpus::CpuList>,
 }
 
 /// Everything a worker needs besides its session.
@@ -247,6 +249,7 @@ impl SessionUser for Worker<'_> {
                 fatal: None,
                 used: Vec::new(),
                 latency_search: None,
+                pinned_cpus: None,
             },
         }
     }

@@ -22,15 +22,11 @@ impl Plan {
             // A run with events keeps room around them: at most QUICK_EVENTS_SECONDS, its
             // events' times and recovery windows shrunk by the same factor, and intervals
             // short enough to show them.
-            let timed_events = r
-                .events
-                .iter()
-                .any(|e| !matches!(e.trigger, events::Trigger::BeforeStep));
+            let timed_events = r.events.iter().any(|e| e.trigger.in_measurement());
             // What a timed `wait-for` waits for (a rebuild, a failover) does not shrink with
             // the run: such a run keeps more time.
             let timed_wait = r.events.iter().any(|e| {
-                !matches!(e.trigger, events::Trigger::BeforeStep)
-                    && matches!(e.action, events::Action::WaitFor { .. })
+                e.trigger.in_measurement() && matches!(e.action, events::Action::WaitFor { .. })
             });
             let quick_cap = if timed_wait {
                 std::time::Duration::from_secs(QUICK_WAIT_SECONDS)

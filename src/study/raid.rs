@@ -242,10 +242,7 @@ impl Plan {
                 .iter()
                 .any(|k| run.parameters.contains_key(*k));
             let with_members = run.targets.iter().any(|t| g.members.contains(&t.name));
-            let timed_events = run
-                .events
-                .iter()
-                .any(|e| !matches!(e.trigger, super::events::Trigger::BeforeStep));
+            let timed_events = run.events.iter().any(|e| e.trigger.in_measurement());
             if explicit || with_members || timed_events || run.schedule.is_some() {
                 continue;
             }

@@ -74,6 +74,17 @@ pub struct BlockWorkload {
     /// Worker threads per target.
     #[serde(default = "default_one")]
     pub threads: u32,
+    /// The CPUs its worker threads are pinned to (`cpus = "0-3,6"`), each once as it starts;
+    /// None: not pinned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<crate::model::cpus::CpuList>,
+    /// How its threads share `cpus`: `shared` (each may run on any of them, the default) or
+    /// `split` (each gets one, round robin over the step's threads of this workload).
+    #[serde(
+        default,
+        skip_serializing_if = "crate::model::cpus::CpuPolicy::is_shared"
+    )]
+    pub cpus_policy: crate::model::cpus::CpuPolicy,
     /// Open loop: operations per second for the whole target, spread over its threads.
     pub rate_ops: Option<f64>,
     /// Open loop: operations per second for each thread.
@@ -295,6 +306,40 @@ impl BlockWorkload {
         }]
     }
 
+    /// `cpus` names CPUs this process may run on (`sched_getaffinity`: the machine's, less
+    /// what `taskset` or a cgroup took away); `cpus-policy` needs `cpus`.
+    fn validate_cpus(&self) -> Result<(), OptionError> {
+        let Some(cpus) = &self.cpus else {
+            if !self.cpus_policy.is_shared() {
+                return Err(err(
+                    "cpus-policy",
+                    "cpus-policy says how the threads share `cpus`: give cpus too, e.g. cpus = \"0-3\"",
+                ));
+            }
+            return Ok(());
+        };
+        let allowed = crate::model::cpus::allowed()
+            .map_err(|e| err("cpus", format!("cannot read this process's CPUs: {e}")))?;
+        let missing = cpus.missing_from(&allowed);
+        if !missing.is_empty() {
+            let missing: Vec<String> = missing.iter().map(u32::to_string).collect();
+            return Err(err(
+                "cpus",
+                format!(
+                    "CPU{} {} of cpus = \"{cpus}\" {} this process may run on: it may run on CPUs {allowed}",
+                    if missing.len() > 1 { "s" } else { "" },
+                    missing.join(", "),
+                    if missing.len() > 1 {
+                        "are not ones"
+                    } else {
+                        "is not one"
+                    }
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     fn validate(&self) -> Result<(), OptionError> {
         if !(0.0..=1.0).contains(&self.read_share) {
             return Err(err(
@@ -323,6 +368,7 @@ impl BlockWorkload {
         if self.threads == 0 || self.threads > 4096 {
             return Err(err("threads", "threads must be from 1 to 4096"));
         }
+        self.validate_cpus()?;
         if let Some(q) = self.quick {
             if q.threads.is_some_and(|t| t == 0 || t > 4096) {
                 return Err(err("quick.threads", "quick.threads must be from 1 to 4096"));

@@ -415,6 +415,19 @@ impl Workload {
 
     /// A one-line description for plan listings.
     pub fn describe(&self) -> String {
+        let text = self.describe_load();
+        match self
+            .as_block()
+            .and_then(|b| Some((b.cpus.as_ref()?, b.cpus_policy)))
+        {
+            Some((cpus, policy)) if policy.is_shared() => format!("{text} cpus {cpus}"),
+            Some((cpus, _)) => format!("{text} cpus {cpus} split"),
+            None => text,
+        }
+    }
+
+    /// What the workload does, for [`Workload::describe`].
+    fn describe_load(&self) -> String {
         match self {
             Workload::Block(w) if !w.access_spec.is_empty() => {
                 let lines: Vec<String> = w

@@ -388,6 +388,7 @@ impl Rank0Run {
                     fatal: None,
                     used: w.used.iter().map(|(k, v)| (intern(k), v.clone())).collect(),
                     latency_search: None,
+                    pinned_cpus: w.pinned_cpus.clone(),
                 });
             }
         }

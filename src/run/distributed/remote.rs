@@ -233,6 +233,7 @@ fn worker_ends(joined: Joined, shift: Shift) -> Vec<WorkerEndWire> {
                 .map(|(k, v)| (k.to_string(), v.clone()))
                 .collect(),
             open_error: None,
+            pinned_cpus: o.pinned_cpus.clone(),
         })
         .collect();
     for (w, e) in joined.failures.into_iter().map(|f| f.into_text()) {
@@ -247,6 +248,7 @@ fn worker_ends(joined: Joined, shift: Shift) -> Vec<WorkerEndWire> {
             skipped_starts: 0,
             used: Vec::new(),
             open_error: Some(e),
+            pinned_cpus: None,
         });
     }
     workers

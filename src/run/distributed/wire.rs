@@ -207,6 +207,9 @@ pub struct WorkerEndWire {
     pub used: Vec<(String, String)>,
     /// A session that could not open: why.
     pub open_error: Option<String>,
+    /// The CPUs its thread was pinned to (its workload's `cpus`), as read back.
+    #[serde(default)]
+    pub pinned_cpus: Option<crate::model::cpus::CpuList>,
 }
 
 /// A rank's closing message for a run.

@@ -1,7 +1,8 @@
 //! Running a step's events (`[[steps.events]]`): those marked `before-step` in order before
-//! the targets are prepared, the others on a thread of their own while the workers run, each
-//! waiting for its time (`at`) or operation count (`after-ops`, read from the workers' shared
-//! count, which they add to every few milliseconds, never per operation). The workers never
+//! the targets are prepared, the timed and counted ones on a thread of their own while the
+//! workers run, each waiting for its time (`at`) or operation count (`after-ops`, read from
+//! the workers' shared count, which they add to every few milliseconds, never per operation),
+//! and those marked `after-step` in order once the workers have stopped. The workers never
 //! wait for an event.
 //!
 //! Each event's start and end are read on the run's clock and stored relative to the start of
@@ -121,10 +122,35 @@ pub fn run_during(
     measure_start_ns: u64,
 ) -> (Vec<Recorded>, Option<Failure>) {
     run_list(
-        events.iter().filter(|e| e.trigger != Trigger::BeforeStep),
+        events.iter().filter(|e| e.trigger.in_measurement()),
         ctx,
         processes,
         Some(measure_start_ns),
+    )
+}
+
+/// Runs the `after-step` events in order, once the step's workers have stopped: the step
+/// being over does not cut them off (only Ctrl-C does). Stops at the first failure that
+/// reaches further than a warning (`on-failure = "stop-study"`).
+pub fn run_after(
+    events: &[EventPlan],
+    ctx: &Context,
+    processes: &mut Processes,
+) -> (Vec<Recorded>, Option<Failure>) {
+    let not_over = AtomicBool::new(false);
+    let after = Context {
+        clock: ctx.clock,
+        control: ctx.control,
+        step_over: &not_over,
+        log_dir: ctx.log_dir.clone(),
+        run_index: ctx.run_index,
+        metrics: ctx.metrics,
+    };
+    run_list(
+        events.iter().filter(|e| e.trigger == Trigger::AfterStep),
+        &after,
+        processes,
+        None,
     )
 }
 
@@ -189,7 +215,7 @@ fn wait_for_trigger(trigger: &Trigger, ctx: &Context, measure_start_ns: u64) -> 
         }
         let now = ctx.clock.now_ns();
         let wait_ns = match trigger {
-            Trigger::BeforeStep => return true,
+            Trigger::BeforeStep | Trigger::AfterStep => return true,
             Trigger::At(at) => {
                 let due = measure_start_ns.saturating_add(at.0.as_nanos() as u64);
                 if now >= due {

@@ -222,5 +222,6 @@ pub(super) fn finish<S: Session>(
         fatal: t.fatal,
         used: s.used(),
         latency_search: t.search.as_ref().map(|l| l.result(cfg.worker)),
+        pinned_cpus: None,
     }
 }

@@ -1,7 +1,8 @@
 //! Events in a step (`[[steps.events]]`): commands run, processes started, signalled and
-//! waited for at a time from the start of measurement, after a number of operations, or before
-//! the step's targets are prepared. This file validates them into the plan's [`EventPlan`]s,
-//! every problem with file, line and key; `run::events` runs them.
+//! waited for at a time from the start of measurement, after a number of operations, before
+//! the step's targets are prepared, or after its workers have stopped. This file validates
+//! them into the plan's [`EventPlan`]s, every problem with file, line and key; `run::events`
+//! runs them.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -37,6 +38,17 @@ pub enum Trigger {
     At(Dur),
     /// Once the step's workers (all of them) have completed this many measured operations.
     AfterOps(u64),
+    /// Once the step's measurement has ended and its workers have stopped (and what they
+    /// wrote was read back), before the processes its events started are stopped and before
+    /// the next step.
+    AfterStep,
+}
+
+impl Trigger {
+    /// The event runs while the workers run (`at`, `after-ops`), on the events' thread.
+    pub fn in_measurement(&self) -> bool {
+        matches!(self, Trigger::At(_) | Trigger::AfterOps(_))
+    }
 }
 
 /// A process an event signals: from a pid file, or started by an earlier `start` event.
@@ -107,13 +119,14 @@ impl Action {
 #[serde(rename_all = "kebab-case")]
 pub enum OnFailure {
     /// Stop the step (its measurement ends, its results are kept with the failure recorded)
-    /// and go on with the study's next step; the study exits non-zero at its end. The default.
+    /// and go on with the study's next step; the study exits non-zero at its end. The default,
+    /// except for `after-step` events (whose step is over): theirs is `continue`.
     StopStep,
     /// Stop the step and the rest of the study with the event's error. `stop`, the spelling
     /// before `stop-step` existed, means this, so older study files keep their meaning.
     #[serde(alias = "stop")]
     StopStudy,
-    /// Record the failure and go on.
+    /// Record the failure (a warning) and go on.
     Continue,
 }
 
@@ -163,12 +176,13 @@ pub struct EventPlan {
     pub recovery: Option<RecoveryPlan>,
 }
 
-const KEYS: [&str; 22] = [
+const KEYS: [&str; 23] = [
     "name",
     "action",
     "at",
     "after-ops",
     "before-step",
+    "after-step",
     "command",
     "timeout",
     "poll",
@@ -229,7 +243,7 @@ pub(super) fn parse_events(
 ) -> Vec<EventPlan> {
     let mut out: Vec<EventPlan> = Vec::new();
     let mut started_here: Vec<(String, bool)> = Vec::new();
-    let mut timed_seen = false;
+    let (mut timed_seen, mut after_seen) = (false, false);
     for (i, table) in tables.iter().enumerate() {
         let key = format!("{step_key}.events[{}]", i + 1);
         let span = table.span();
@@ -255,13 +269,22 @@ pub(super) fn parse_events(
             ));
             continue;
         }
-        match event.trigger {
+        match &event.trigger {
             Trigger::BeforeStep if timed_seen => errors.push(src.error(
                 src.locate_in(&span, "before-step"),
                 format!("{key}.before-step"),
-                "events run in the order written: a `before-step` event must come before the step's timed (`at`) and counted (`after-ops`) events",
+                "events run in the order written: a `before-step` event must come before the step's timed (`at`), counted (`after-ops`) and `after-step` events",
             )),
             Trigger::BeforeStep => {}
+            Trigger::AfterStep => (timed_seen, after_seen) = (true, true),
+            t if after_seen => {
+                let k = if matches!(t, Trigger::At(_)) { "at" } else { "after-ops" };
+                errors.push(src.error(
+                    src.locate_in(&span, k),
+                    format!("{key}.{k}"),
+                    "events run in the order written: the step's `after-step` events come after its timed (`at`) and counted (`after-ops`) events",
+                ));
+            }
             _ => timed_seen = true,
         }
         if let Action::Start { keep, .. } = event.action {

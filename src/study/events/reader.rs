@@ -185,11 +185,12 @@ impl EventReader<'_, '_> {
         if name.is_empty() {
             self.err("name", "`name` is empty");
         }
-        let (trigger, before_step) = self.trigger(duration);
+        let trigger = self.trigger(duration);
         let action = self.action(&action, kept, started);
-        let on_failure = self.on_failure();
+        let after_step = trigger == Some(Trigger::AfterStep);
+        let on_failure = self.on_failure(after_step);
         let action = action?;
-        let recovery = self.recovery(&action, before_step);
+        let recovery = self.recovery(&action, trigger.as_ref());
         Some(EventPlan {
             name,
             trigger: trigger?,
@@ -245,6 +246,7 @@ impl EventReader<'_, '_> {
             "at",
             "after-ops",
             "before-step",
+            "after-step",
             "on-failure",
             "recovery",
             "baseline",
@@ -273,9 +275,9 @@ impl EventReader<'_, '_> {
         }
     }
 
-    /// When the event runs: exactly one of `at` (within the step's `duration`), `after-ops`
-    /// and `before-step`; with whether it is `before-step`.
-    fn trigger(&mut self, duration: Option<Dur>) -> (Option<Trigger>, bool) {
+    /// When the event runs: exactly one of `at` (within the step's `duration`), `after-ops`,
+    /// `before-step` and `after-step`.
+    fn trigger(&mut self, duration: Option<Dur>) -> Option<Trigger> {
         let at = self.duration("at");
         let after_ops = match self.table.get("after-ops") {
             None => None,
@@ -285,17 +287,23 @@ impl EventReader<'_, '_> {
                 None
             }
         };
+        // A flag counts when true (`before-step = false` says nothing).
         let before_step = self.boolean("before-step").unwrap_or(false);
-        let given = [
-            self.table.contains_key("at"),
-            self.table.contains_key("after-ops"),
-            before_step,
-        ];
-        let trigger = match given.iter().filter(|g| **g).count() {
+        let after_step = self.boolean("after-step").unwrap_or(false);
+        let given: Vec<&str> = [
+            ("at", self.table.contains_key("at")),
+            ("after-ops", self.table.contains_key("after-ops")),
+            ("before-step", before_step),
+            ("after-step", after_step),
+        ]
+        .into_iter()
+        .filter_map(|(k, g)| g.then_some(k))
+        .collect();
+        match given.len() {
             0 => {
                 self.err(
                     "",
-                    "missing when the event runs: `at = \"5s\"` (from the start of measurement), `after-ops = N` (operations completed by the step's workers) or `before-step = true`",
+                    "missing when the event runs: `at = \"5s\"` (from the start of measurement), `after-ops = N` (operations completed by the step's workers), `before-step = true` or `after-step = true` (once its workers have stopped)",
                 );
                 None
             }
@@ -313,22 +321,20 @@ impl EventReader<'_, '_> {
                 }
                 (None, Some(n)) => Some(Trigger::AfterOps(n)),
                 _ if before_step => Some(Trigger::BeforeStep),
+                _ if after_step => Some(Trigger::AfterStep),
                 _ => None,
             },
             _ => {
-                let key = if self.table.contains_key("after-ops") {
-                    "after-ops"
-                } else {
-                    "before-step"
-                };
                 self.err(
-                    key,
-                    "give one of `at`, `after-ops` and `before-step`, not several",
+                    given[1],
+                    format!(
+                        "give one of `at`, `after-ops`, `before-step` and `after-step`, not several (here: {})",
+                        given.join(", ")
+                    ),
                 );
                 None
             }
-        };
-        (trigger, before_step)
+        }
     }
 
     /// The action `action` with its own keys.
@@ -427,34 +433,58 @@ impl EventReader<'_, '_> {
         }
     }
 
-    /// `on-failure`: stop-step (the default), stop-study (also spelled `stop`) or continue.
-    fn on_failure(&mut self) -> OnFailure {
-        let Some(text) = self.string("on-failure") else {
-            return OnFailure::StopStep;
-        };
-        OnFailure::parse(&text).unwrap_or_else(|| {
-            self.err(
-                "on-failure",
-                format!(
-                    "unknown on-failure `{text}`: expected stop-step (the default: the step stops, the study goes on), stop-study (also spelled stop) or continue"
-                ),
-            );
+    /// `on-failure`: stop-step (the default), stop-study (also spelled `stop`) or continue;
+    /// for an `after-step` event, whose step is over, continue (the default) or stop-study.
+    fn on_failure(&mut self, after_step: bool) -> OnFailure {
+        let default = if after_step {
+            OnFailure::Continue
+        } else {
             OnFailure::StopStep
-        })
+        };
+        let Some(text) = self.string("on-failure") else {
+            return default;
+        };
+        match OnFailure::parse(&text) {
+            Some(OnFailure::StopStep) if after_step => {
+                self.err(
+                    "on-failure",
+                    "an after-step event runs once its step is over, which leaves no step to stop: on-failure is continue (the default here: the failure is a warning) or stop-study",
+                );
+                default
+            }
+            Some(f) => f,
+            None => {
+                self.err(
+                    "on-failure",
+                    format!(
+                        "unknown on-failure `{text}`: expected stop-step (the default: the step stops, the study goes on), stop-study (also spelled stop) or continue"
+                    ),
+                );
+                default
+            }
+        }
     }
 
     /// Recovery metrics of the event: `recovery`, `baseline`, `settle`, `recovered-within`.
-    fn recovery(&mut self, action: &Action, before_step: bool) -> Option<RecoveryPlan> {
+    fn recovery(&mut self, action: &Action, trigger: Option<&Trigger>) -> Option<RecoveryPlan> {
         // A fault during measurement gets recovery metrics by default; one before the step
-        // (making an array, starting a server) has no throughput before it to compare with.
+        // (making an array, starting a server) has no throughput before it to compare with,
+        // one after it none after it.
         let recovery_default = matches!(
             action,
             Action::Kill { .. }
                 | Action::Stop { .. }
                 | Action::Exec { .. }
                 | Action::PowerOff { .. }
-        ) && !before_step;
+        ) && trigger.is_none_or(Trigger::in_measurement);
         let recovery_on = self.boolean("recovery").unwrap_or(recovery_default);
+        if recovery_on && trigger == Some(&Trigger::AfterStep) {
+            self.err(
+                "recovery",
+                "recovery is measured from the throughput after the event: an after-step event runs once the step's workers have stopped",
+            );
+            return None;
+        }
         let baseline = self.duration("baseline");
         let settle = self.duration("settle");
         let within = match self.table.get("recovered-within") {
@@ -571,7 +601,7 @@ impl EventReader<'_, '_> {
 
 #[cfg(test)]
 mod tests {
-    use crate::study::events::OnFailure;
+    use crate::study::events::{OnFailure, Trigger};
 
     const STUDY: &str = "name = \"t\"\n\n[targets.disk]\ntype = \"null\"\n\n[workloads.rr]\nblock-size = \"4KiB\"\n\n[[steps]]\nworkload = \"rr\"\ntargets = [\"disk\"]\nduration = \"1s\"\n\n[[steps.events]]\naction = \"exec\"\nat = \"0.5s\"\ncommand = [\"true\"]\n";
 
@@ -608,6 +638,85 @@ mod tests {
         assert!(e.message.contains("stop-study"), "{}", e.message);
         let errs = on_failure("on-failure = true\n").unwrap_err().0;
         assert_eq!(errs[0].key, "steps[1].events[1].on-failure");
+    }
+
+    /// STUDY's step with `events` as its event tables.
+    fn events(
+        events: &str,
+    ) -> Result<Vec<crate::study::events::EventPlan>, Vec<crate::study::StudyError>> {
+        let head = &STUDY[..STUDY.find("[[steps.events]]").unwrap()];
+        crate::study::parse("s.toml", &format!("{head}{events}"))
+            .map(|mut p| p.runs.remove(0).events)
+            .map_err(|e| e.0)
+    }
+
+    const AFTER: &str =
+        "[[steps.events]]\naction = \"exec\"\nafter-step = true\ncommand = [\"true\"]\n";
+
+    #[test]
+    fn after_step_runs_once_the_workers_stopped_its_failure_a_warning() {
+        let e = events(AFTER).unwrap();
+        assert_eq!(e[0].trigger, Trigger::AfterStep);
+        assert!(!e[0].trigger.in_measurement());
+        // No step left to stop, no throughput after it to recover.
+        assert_eq!(e[0].on_failure, OnFailure::Continue);
+        assert_eq!(e[0].recovery, None);
+        let e = events(&format!("{AFTER}on-failure = \"stop-study\"\n")).unwrap();
+        assert_eq!(e[0].on_failure, OnFailure::StopStudy);
+        // `after-step = false` says nothing: the event still needs a trigger.
+        let errs = events(
+            "[[steps.events]]\naction = \"exec\"\nafter-step = false\ncommand = [\"true\"]\n",
+        )
+        .unwrap_err();
+        assert!(
+            errs[0].message.contains("missing when the event runs"),
+            "{errs:?}"
+        );
+    }
+
+    #[test]
+    fn after_step_is_refused_with_file_line_and_key() {
+        let one = |extra: &str| {
+            let errs = events(&format!("{AFTER}{extra}")).unwrap_err();
+            assert_eq!(errs.len(), 1, "{errs:?}");
+            errs.into_iter().next().unwrap()
+        };
+        let e = one("at = \"0.5s\"\n");
+        assert_eq!((e.file.as_str(), e.line), ("s.toml", Some(16)));
+        assert_eq!(e.key, "steps[1].events[1].after-step");
+        assert!(
+            e.message.contains("not several (here: at, after-step)"),
+            "{}",
+            e.message
+        );
+        let e = one("on-failure = \"stop-step\"\n");
+        assert_eq!(
+            (e.key.as_str(), e.line),
+            ("steps[1].events[1].on-failure", Some(18))
+        );
+        assert!(
+            e.message.contains("leaves no step to stop"),
+            "{}",
+            e.message
+        );
+        let e = one("recovery = true\n");
+        assert_eq!(e.key, "steps[1].events[1].recovery");
+        // Events run in the order written: a timed event after an after-step one is refused.
+        let errs = events(&format!(
+            "{AFTER}[[steps.events]]\naction = \"exec\"\nat = \"0.5s\"\ncommand = [\"true\"]\n"
+        ))
+        .unwrap_err();
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert_eq!(errs[0].key, "steps[1].events[2].at");
+        assert_eq!(errs[0].line, Some(20));
+        assert!(
+            errs[0].message.contains("come after its timed"),
+            "{}",
+            errs[0].message
+        );
+        // ...and after-step after a timed one is fine.
+        let timed = "[[steps.events]]\naction = \"exec\"\nat = \"0.5s\"\ncommand = [\"true\"]\n";
+        assert_eq!(events(&format!("{timed}{AFTER}")).unwrap().len(), 2);
     }
 
     #[test]

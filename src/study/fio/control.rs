@@ -1,13 +1,14 @@
 //! fio's options about how jobs run together and what surrounds them: reporting groups
 //! (`new_group`), ending jobs early (`exitall`, `exitall_on_error`, `continue_on_error`), the
-//! random generator (`randrepeat`, `random_generator`), CPU placement (`cpus_allowed`, refused:
-//! storlab does not pin its workers) and commands around a job (`exec_prerun` as a
-//! before-step `exec` event; `exec_postrun` refused: storlab's events have no after-step
-//! trigger). [`apply_control`] reads them into the job; [`group_control`] makes them the
-//! step's keys and notes.
+//! random generator (`randrepeat`, `random_generator`), CPU placement (`cpus_allowed`,
+//! `cpumask`, `cpus_allowed_policy`: the workload's `cpus` and `cpus-policy`) and commands
+//! around a job (`exec_prerun` as a before-step `exec` event, `exec_postrun` as an after-step
+//! one). [`apply_control`] reads them into the job; [`group_control`] makes them the step's
+//! keys and notes.
 
 use super::options::Job;
 use super::parse::{Entry, parse_bool};
+use crate::model::cpus::{CpuList, CpuPolicy};
 
 /// The generator storlab draws block offsets with, named when a job file names fio's.
 pub const STORLAB_GENERATOR: &str =
@@ -35,6 +36,12 @@ pub struct Control {
     pub random_generator: Option<String>,
     /// `exec_prerun`: a shell command run before the job's group.
     pub exec_prerun: Option<String>,
+    /// `exec_postrun`: a shell command run after the job's group.
+    pub exec_postrun: Option<String>,
+    /// `cpus_allowed` or `cpumask` (the last given): the CPUs the job's threads run on.
+    pub cpus: Option<CpuList>,
+    /// `cpus_allowed_policy`.
+    pub cpus_policy: CpuPolicy,
     /// With randrepeat=0: the seed drawn for this invocation (see [`fresh_seed`]).
     pub seed: Option<u64>,
     /// `verify=TYPE` other than crc32c, as written: verified with storlab's own header.
@@ -53,6 +60,9 @@ impl Default for Control {
             randrepeat: true,
             random_generator: None,
             exec_prerun: None,
+            exec_postrun: None,
+            cpus: None,
+            cpus_policy: CpuPolicy::Shared,
             seed: None,
             verify_type: None,
             verify_backlog: None,
@@ -107,21 +117,51 @@ pub fn apply_control(job: &mut Job, e: &Entry, canonical: &str) -> Result<bool, 
                 .map_err(|_| format!("verify_backlog={n}: a number of blocks"))?;
             c.verify_backlog = Some(n);
         }
-        "exec_postrun" => {
-            return Err(
-                "exec_postrun is not supported by storlab fio: storlab's events have no after-step trigger (run the command after storlab)"
-                    .into(),
-            );
-        }
-        "cpus_allowed" | "cpumask" | "cpus_allowed_policy" => {
-            return Err(format!(
-                "{} is not supported by storlab fio: storlab does not pin its workers to CPUs (run storlab under taskset instead)",
-                e.name
-            ));
+        "exec_postrun" => c.exec_postrun = Some(need(e)?.to_string()),
+        "cpus_allowed" => c.cpus = Some(allowed_here(CpuList::parse(need(e)?), e)?),
+        "cpumask" => c.cpus = Some(allowed_here(CpuList::from_mask(need(e)?), e)?),
+        "cpus_allowed_policy" => {
+            c.cpus_policy = match need(e)? {
+                "shared" => CpuPolicy::Shared,
+                "split" => CpuPolicy::Split,
+                other => {
+                    return Err(format!(
+                        "cpus_allowed_policy={other}: fio's policies are shared and split"
+                    ));
+                }
+            }
         }
         _ => return Ok(false),
     }
     Ok(true)
+}
+
+/// A CPU set read from option `e`, each CPU one this process may run on (fio refuses a CPU
+/// the machine lacks too).
+fn allowed_here(read: Result<CpuList, String>, e: &Entry) -> Result<CpuList, String> {
+    let value = e.value.as_deref().unwrap_or("");
+    let cpus = read.map_err(|m| format!("{}={value}: {m}", e.name))?;
+    let allowed = crate::model::cpus::allowed()
+        .map_err(|err| format!("{}={value}: cannot read this process's CPUs: {err}", e.name))?;
+    let missing: Vec<String> = cpus
+        .missing_from(&allowed)
+        .iter()
+        .map(u32::to_string)
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "{}={value}: CPU{} {} {} this process may run on (CPUs {allowed})",
+            e.name,
+            if missing.len() > 1 { "s" } else { "" },
+            missing.join(", "),
+            if missing.len() > 1 {
+                "are not ones"
+            } else {
+                "is not one"
+            }
+        ));
+    }
+    Ok(cpus)
 }
 
 /// fio 3.33's verify types that storlab checks with its own header (a crc32c over each block,
@@ -152,11 +192,25 @@ pub fn fresh_seed() -> u64 {
     crate::model::seed::mix_seed(nanos, &[u64::from(std::process::id())])
 }
 
+/// The `exec` event `name` of a job's shell command (fio runs it with system(3)) at
+/// `trigger` (`before-step` or `after-step`): fio reports a failing command and goes on, so
+/// its failure is a warning.
+fn shell_event(name: String, trigger: &str, cmd: &str) -> toml::Value {
+    let mut ev = toml::Table::new();
+    ev.insert("name".into(), name.into());
+    ev.insert("action".into(), "exec".into());
+    ev.insert(trigger.into(), true.into());
+    let argv: Vec<toml::Value> = vec!["sh".into(), "-c".into(), cmd.into()];
+    ev.insert("command".into(), argv.into());
+    ev.insert("on-failure".into(), "continue".into());
+    ev.into()
+}
+
 /// A group's step keys and notes from its jobs' control options.
 #[derive(Debug, Default)]
 pub struct GroupControl {
     pub stop_on_error: bool,
-    /// `[[steps.events]]` tables (exec_prerun).
+    /// `[[steps.events]]` tables (exec_prerun, then exec_postrun).
     pub events: Vec<toml::Value>,
     pub notes: Vec<String>,
 }
@@ -170,6 +224,8 @@ pub fn group_control(
     time_bounded: bool,
 ) -> Result<GroupControl, (usize, String)> {
     let mut g = GroupControl::default();
+    // The after-step events come last: events run in the order written.
+    let mut postrun = Vec::new();
     let first = jobs[0];
     for (i, j) in jobs.iter().enumerate() {
         let c = &j.control;
@@ -192,15 +248,24 @@ pub fn group_control(
             ));
         }
         if let Some(cmd) = &c.exec_prerun {
-            let mut ev = toml::Table::new();
-            ev.insert("name".into(), format!("{}-prerun", j.name).into());
-            ev.insert("action".into(), "exec".into());
-            ev.insert("before-step".into(), true.into());
-            let argv: Vec<toml::Value> = vec!["sh".into(), "-c".into(), cmd.clone().into()];
-            ev.insert("command".into(), argv.into());
-            // fio reports a failing exec_prerun and runs the job anyway.
-            ev.insert("on-failure".into(), "continue".into());
-            g.events.push(ev.into());
+            g.events.push(shell_event(
+                format!("{}-prerun", j.name),
+                "before-step",
+                cmd,
+            ));
+        }
+        if let Some(cmd) = &c.exec_postrun {
+            postrun.push(shell_event(
+                format!("{}-postrun", j.name),
+                "after-step",
+                cmd,
+            ));
+        }
+        if c.cpus.is_none() && !c.cpus_policy.is_shared() {
+            g.notes.push(format!(
+                "job `{}`: cpus_allowed_policy=split without cpus_allowed or cpumask: its threads are not pinned, as in fio",
+                j.name
+            ));
         }
         if let Some(t) = &c.verify_type {
             g.notes.push(format!(
@@ -221,6 +286,7 @@ pub fn group_control(
             ));
         }
     }
+    g.events.extend(postrun);
     let stop = jobs.iter().any(|j| j.control.on_error == OnError::Stop);
     g.stop_on_error = stop;
     let exitall_on_error = jobs.iter().any(|j| j.control.exitall_on_error);
@@ -253,17 +319,73 @@ mod tests {
         assert_eq!(c.random_generator.as_deref(), Some("lfsr"));
         assert_eq!(c.exec_prerun.as_deref(), Some("echo hi > /dev/null"));
         assert_eq!(jobs("[a]\n").unwrap()[0].control, Control::default());
-        let e = jobs("[a]\ncpus_allowed=0-3\nexec_postrun=true\ncontinue_on_error=read\nrandom_generator=mt\n")
+        // CPU 1023 can be named in a set, but no machine this runs on has it.
+        let e = jobs("[a]\ncpus_allowed=1023\ncpumask=0x\ncpus_allowed_policy=spread\ncontinue_on_error=read\nrandom_generator=mt\n")
             .unwrap_err();
-        assert_eq!(e.len(), 4, "{e:?}");
-        assert!(e[0].message.contains("does not pin"), "{}", e[0]);
-        assert!(e[1].message.contains("no after-step trigger"), "{}", e[1]);
+        assert_eq!(e.len(), 5, "{e:?}");
         assert!(
-            e[2].message.starts_with("continue_on_error=read"),
+            e[0].message
+                .starts_with("cpus_allowed=1023: CPU 1023 is not one this process may run on"),
+            "{}",
+            e[0]
+        );
+        assert!(
+            e[1].message
+                .starts_with("cpumask=0x: `0x` is not a CPU mask"),
+            "{}",
+            e[1]
+        );
+        assert!(
+            e[2].message.contains("fio's policies are shared and split"),
             "{}",
             e[2]
         );
-        assert_eq!(e[3].line, 5);
+        assert!(
+            e[3].message.starts_with("continue_on_error=read"),
+            "{}",
+            e[3]
+        );
+        assert_eq!(e[4].line, 6);
+    }
+
+    #[test]
+    fn cpus_and_postrun_are_taken() {
+        let j = jobs("[global]\ncpus_allowed_policy=split\n[a]\ncpus_allowed=0\nexec_postrun=echo done\n[b]\ncpus_allowed=0\ncpumask=0x1\ncpus_allowed_policy=shared\n[c]\n")
+            .unwrap();
+        let (a, b, c) = (&j[0].control, &j[1].control, &j[2].control);
+        assert_eq!(a.cpus.as_ref().map(|l| l.to_string()).as_deref(), Some("0"));
+        assert_eq!(a.cpus_policy, CpuPolicy::Split);
+        assert_eq!(a.exec_postrun.as_deref(), Some("echo done"));
+        // cpumask after cpus_allowed: the last one given is the set.
+        assert_eq!(b.cpus.as_ref().map(|l| l.cpus().to_vec()), Some(vec![0]));
+        assert_eq!(b.cpus_policy, CpuPolicy::Shared);
+        assert_eq!((c.cpus.clone(), c.cpus_policy), (None, CpuPolicy::Split));
+        // split without a set: not pinned, said.
+        let g = group_control(&[&j[2]], 1, false).unwrap();
+        assert!(
+            g.notes
+                .iter()
+                .any(|n| n.contains("split without cpus_allowed")),
+            "{:?}",
+            g.notes
+        );
+    }
+
+    #[test]
+    fn postrun_events_come_after_the_groups_prerun_events() {
+        let j = jobs("[a]\nexec_postrun=touch after\n[b]\nexec_prerun=touch before\n").unwrap();
+        let g = group_control(&[&j[0], &j[1]], 2, true).unwrap();
+        let ev: Vec<&toml::Table> = g.events.iter().map(|e| e.as_table().unwrap()).collect();
+        assert_eq!(ev.len(), 2);
+        assert_eq!(ev[0]["name"].as_str(), Some("b-prerun"));
+        assert_eq!(ev[0]["before-step"].as_bool(), Some(true));
+        assert_eq!(ev[1]["name"].as_str(), Some("a-postrun"));
+        assert_eq!(ev[1]["after-step"].as_bool(), Some(true));
+        assert_eq!(ev[1]["on-failure"].as_str(), Some("continue"));
+        assert_eq!(
+            ev[1]["command"].as_array().unwrap()[2].as_str(),
+            Some("touch after")
+        );
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! fio's job files, brought over: `storlab fio JOBFILE...` reads fio's job-file syntax
 //! ([`parse`]), resolves each job's options with fio's inheritance and refuses every option it
 //! does not implement by name and line ([`options`]), and turns the jobs into a study of
-//! `file` targets, block workloads and one step per stonewall group ([`plan`]), so that a job
-//! file runs through the same plan, engine and results store as any study.
+//! `file` targets, block workloads ([`workload`]) and one step per stonewall group ([`plan`]),
+//! so that a job file runs through the same plan, engine and results store as any study.
 
 pub mod buffers;
 pub mod control;
@@ -18,6 +18,7 @@ pub mod parse;
 pub mod plan;
 pub mod rates;
 pub mod sizes;
+pub mod workload;
 
 pub use options::{Engine, Job, Runner, Rw};
 pub use parse::LineError;

@@ -123,8 +123,12 @@ pub const SUPPORTED: &[(&str, &str)] = &[
         "see docs/fio-options.md: what storlab's groups and stop-on-error can honour",
     ),
     (
-        "exec_prerun",
-        "a before-step exec event (sh -c), its failure a warning",
+        "exec_prerun / exec_postrun",
+        "a before-step / after-step exec event (sh -c), its failure a warning",
+    ),
+    (
+        "cpus_allowed / cpumask / cpus_allowed_policy",
+        "the workload's cpus and cpus-policy: each thread pinned once as it starts",
     ),
     ("thread", "storlab's clones are threads"),
     (
