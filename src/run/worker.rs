@@ -587,11 +587,9 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
         measure_start,
         interval: cfg.interval_ns.max(1),
     };
-    // With a start delay the worker's own bounds (when it is measured, when it ends) come
-    // after it; decided here once, the loop's per-operation path is the same.
+    // Its bounds, after a start delay if any, are set once here (see `Issuer::new`).
     let mut is = Issuer::new(&cfg, timing, rate_changes, source.may_delay());
-    let (open, measure_end, own_measure_start) =
-        (is.pacer.is_some(), is.measure_end, is.measure_start);
+    let (open, measure_end) = (is.pacer.is_some(), is.measure_end);
     let mut f = Flight::new(cfg.queue_depth.max(1) as usize);
 
     // Workers are released a little before the start: wait for it, so that the clock never
@@ -609,7 +607,7 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
         end_reason: EndReason::Duration,
         last_completion: measure_start,
         fatal: None,
-        search: latency::LatencyRun::for_config(&cfg, own_measure_start),
+        search: latency::LatencyRun::for_config(&cfg, is.measure_start),
     };
     let mut next_boundary = timing.boundary_after(t.index);
     let mut next_poll = now + POLL_NS;
