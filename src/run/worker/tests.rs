@@ -315,17 +315,17 @@ fn a_start_delay_moves_the_workers_measured_window_after_it() {
     let ms = 1_000_000;
     let (first, last) = run("300ms");
     assert!(
-        (300 * ms..350 * ms).contains(&first),
+        (300 * ms..400 * ms).contains(&first),
         "first I/O at {first} ns"
     );
     assert!(
-        (490 * ms..550 * ms).contains(&last),
+        (490 * ms..600 * ms).contains(&last),
         "last completion at {last} ns"
     );
     let (first, last) = run("0s");
-    assert!(first < 50 * ms, "first I/O at {first} ns");
+    assert!(first < 100 * ms, "first I/O at {first} ns");
     assert!(
-        (190 * ms..250 * ms).contains(&last),
+        (190 * ms..300 * ms).contains(&last),
         "last completion at {last} ns"
     );
 }
