@@ -99,6 +99,7 @@ fn loop_allocations_paced(
             interval_ns: INTERVAL_NS, // many rotations: 500 per second
             warmup_ns: 0,
             duration_ns: None,
+            start_delay_ns: 0,
             max_ops: Some(ops),
             rate_ops,
             skip_late_ns: None,

@@ -430,6 +430,65 @@ fn jobs_doing_different_io_run_together_each_timed_on_its_own() {
     assert!(steps[0]["largest-p99-improvement"].is_null(), "{cmp}");
 }
 
+/// Issue 29: a job started late by `startdelay` runs its whole `runtime` from its own start,
+/// as fio's, and its runtime and IOPS are over its own running time: with `runtime=1`, the
+/// job delayed 1 s did no I/O before (its group ended at 1 s, counted from its start).
+#[test]
+fn a_delayed_job_runs_its_own_runtime_after_its_startdelay() {
+    let lab = Lab::new();
+    let (doc, err) = fio_json(&lab, "json", "startdelay.fio");
+    let jobs = doc["jobs"].as_array().unwrap();
+    let by_name = |n: &str| jobs.iter().find(|j| j["jobname"] == n).unwrap();
+    let (now, later) = (by_name("now"), by_name("later"));
+    assert_eq!(now["groupid"], later["groupid"], "{err}");
+    for j in [now, later] {
+        let name = &j["jobname"];
+        let read = &j["read"];
+        let (ios, ms) = (
+            read["total_ios"].as_f64().unwrap(),
+            read["runtime"].as_f64().unwrap(),
+        );
+        assert!(ios > 0.0, "{name} did no I/O: {j}");
+        assert!((950.0..1300.0).contains(&ms), "{name}: runtime {ms} ms");
+        let job_ms = j["job_runtime"].as_f64().unwrap();
+        assert!(
+            (950.0..1300.0).contains(&job_ms),
+            "{name}: job_runtime {job_ms} ms"
+        );
+        // IOPS over the job's own runtime (fio's rounding of it to ms aside).
+        let iops = read["iops"].as_f64().unwrap();
+        assert!(
+            (iops - ios * 1000.0 / ms).abs() <= 0.01 * iops,
+            "{name}: {iops} IOPS"
+        );
+    }
+    // The same job a second later: the same order of IOPS (each ran alone on the null
+    // engine), not the delayed one's I/Os spread over the group's 2 s.
+    let iops = |j: &serde_json::Value| j["read"]["iops"].as_f64().unwrap();
+    let ratio = iops(later) / iops(now);
+    assert!((0.2..5.0).contains(&ratio), "later/now IOPS {ratio}");
+    // Stored: the run measured until the delayed job was done; each target's own window.
+    let s = summary(&lab, 1);
+    let run_s = s["measured-seconds"].as_f64().unwrap();
+    assert!((1.95..2.6).contains(&run_s), "the group measured {run_s} s");
+    let target = |n: &str| {
+        s["targets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == n)
+            .unwrap()
+            .clone()
+    };
+    let (t_now, t_later) = (target("now"), target("later"));
+    assert_eq!(t_later["start-offset-seconds"].as_f64(), Some(1.0), "{s}");
+    assert!(t_now["start-offset-seconds"].is_null(), "{s}");
+    for t in [&t_now, &t_later] {
+        let own = t["measured-seconds"].as_f64().unwrap();
+        assert!((0.95..1.3).contains(&own), "{}: {own} s", t["name"]);
+    }
+}
+
 /// fio's measurement switches are taken with a note that storlab measures anyway; the job's
 /// `percentile_list` and `lat_percentiles` choose the percentiles of the JSON and normal
 /// output, as fio 3.33 prints them.

@@ -80,9 +80,9 @@ impl Watch for Console {
                 ),
             )
         } else {
-            match run.duration {
+            match run.measured_length() {
                 Some(d) => {
-                    let total = d.0.as_secs_f64();
+                    let total = d.as_secs_f64();
                     (
                         "measure",
                         format!(

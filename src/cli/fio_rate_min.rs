@@ -29,6 +29,21 @@ fn series(run: &StoredRun, target: &str, op: &str, iops: bool, intervals: usize)
     v
 }
 
+/// The intervals of `series` in which `target` ran: from its own start (after a
+/// `startdelay`) to its own end when it ended before its group did. fio's settle and cycles
+/// count from the job's own start.
+fn own_intervals<'a>(run: &StoredRun, target: &str, series: &'a [f64]) -> &'a [f64] {
+    let Some(t) = run.summary.targets.iter().find(|t| t.name == target) else {
+        return series;
+    };
+    let own = t.own_intervals(run.summary.measured_seconds, run.interval_seconds());
+    let end = usize::try_from(own.end)
+        .unwrap_or(usize::MAX)
+        .min(series.len());
+    let first = usize::try_from(own.start).unwrap_or(0).min(end);
+    &series[first..end]
+}
+
 /// The first window below `least` (per clone), if any: (its mean rate, per clone).
 fn first_below(
     rates: &[f64],
@@ -84,7 +99,8 @@ pub(super) fn failures(plan: &FioPlan, runs: &[StoredRun]) -> Vec<String> {
                     };
                     let Some((iops, least)) = check else { continue };
                     let v = series(run, target, op, iops, intervals);
-                    let Some(got) = first_below(&v, per_window, skip, clones, least as f64) else {
+                    let v = own_intervals(run, target, &v);
+                    let Some(got) = first_below(v, per_window, skip, clones, least as f64) else {
                         continue;
                     };
                     out.push(if iops {

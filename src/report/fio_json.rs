@@ -75,9 +75,9 @@ pub struct JobStats {
     pub latency_search: Option<crate::model::latency_target::LatencySearchResult>,
 }
 
-/// How long the entry's targets were measured: the run's measured time, or in an
-/// operation-bounded run the longest of their own (a job that finished first has run for
-/// less time, as fio reports it).
+/// How long the entry's targets were measured: the run's measured time, or the longest of
+/// their own (a job that finished first, or started late (`startdelay`), has run for less
+/// time, as fio reports it: fio counts a job's runtime from its own start).
 fn entry_seconds(run: &StoredRun, targets: &[String]) -> f64 {
     run.summary
         .targets
@@ -91,18 +91,18 @@ fn entry_seconds(run: &StoredRun, targets: &[String]) -> f64 {
 fn sum_dir(run: &StoredRun, hists: &Histograms, targets: &[String], op: &str) -> Dir {
     let mut d = Dir::default();
     let mut per_interval: BTreeMap<i64, (f64, f64)> = BTreeMap::new();
+    let interval_s = run.interval_seconds();
     for t in targets {
-        if let Some(k) = run
-            .summary
-            .targets
-            .iter()
-            .find(|r| &r.name == t)
-            .and_then(|r| r.kinds.get(op))
-        {
+        let result = run.summary.targets.iter().find(|r| &r.name == t);
+        if let Some(k) = result.and_then(|r| r.kinds.get(op)) {
             d.ios += k.ops;
             d.bytes += k.bytes;
             d.errors += k.errors;
         }
+        // fio samples a job from its own start (after its startdelay) to its own end.
+        let own = result.map_or(0..i64::MAX, |r| {
+            r.own_intervals(run.summary.measured_seconds, interval_s)
+        });
         if let Some(h) = hists.get(&hlog_tag(t, op)) {
             match &mut d.hist {
                 Some(sum) => {
@@ -115,7 +115,7 @@ fn sum_dir(run: &StoredRun, hists: &Histograms, targets: &[String], op: &str) ->
             .timeline
             .rows
             .iter()
-            .filter(|r| r.measured && &r.target == t && r.op == op)
+            .filter(|r| r.measured && &r.target == t && r.op == op && own.contains(&r.second))
         {
             let e = per_interval.entry(r.second).or_default();
             e.0 += r.rate_bytes / 1024.0;

@@ -132,24 +132,39 @@ fn windows(
     per_row: u64,
 ) -> BTreeMap<i64, Window> {
     let interval_s = run.interval_seconds();
+    // fio's log times count from the job's own start: after its startdelay, the intervals
+    // of the run before it are not the job's, nor those after its own end.
+    let own = run
+        .summary
+        .targets
+        .iter()
+        .find(|t| t.name == target)
+        .map_or(0..i64::MAX, |t| {
+            t.own_intervals(run.summary.measured_seconds, interval_s)
+        });
+    let first = own.start;
+    let shift_ms = first as f64 * interval_s * 1000.0;
     let mut out: BTreeMap<i64, Window> = BTreeMap::new();
     for r in run
         .timeline
         .rows
         .iter()
-        .filter(|r| r.measured && r.target == target && r.op == op && r.second >= 0)
+        .filter(|r| r.measured && r.target == target && r.op == op && own.contains(&r.second))
     {
         let length_s = r.interval_s.unwrap_or(interval_s);
-        let w = out.entry(r.second / per_row as i64).or_default();
+        let w = out.entry((r.second - first) / per_row as i64).or_default();
         w.ops += r.ops;
         w.bytes += r.rate_bytes * length_s;
         w.length_s += length_s;
-        let end_ms = (r.second as f64 * interval_s + length_s) * 1000.0;
+        let end_ms = (r.second as f64 * interval_s + length_s) * 1000.0 - shift_ms;
         w.end_ms = w.end_ms.max(end_ms);
     }
     for (index, end_ms, l) in latency.get(&hlog_tag(target, op)).into_iter().flatten() {
-        let w = out.entry(index / per_row as i64).or_default();
-        w.end_ms = w.end_ms.max(*end_ms);
+        if !own.contains(index) {
+            continue;
+        }
+        let w = out.entry((index - first) / per_row as i64).or_default();
+        w.end_ms = w.end_ms.max(*end_ms - shift_ms);
         w.latency.add(l);
     }
     // The collector's last interval can be a sliver after the job's end (a few ms, no I/O):

@@ -313,26 +313,36 @@ fn target_results(
     let (outcomes, worker_shape) = (&m.workers, m.worker_shape);
     let mut targets = Vec::new();
     let mut total_kinds: BTreeMap<OpKind, KindTotals> = BTreeMap::new();
+    // A target that starts late (`start-delay`) lengthens the run past the others' windows.
+    let delayed = run
+        .targets
+        .iter()
+        .any(|t| !t.workload.start_delay().is_zero());
     for (ti, t) in run.targets.iter().enumerate() {
         let (present, kinds) = kinds_of(m.totals, ti);
         let of_target = |w: &usize| worker_shape.get(*w) == Some(&(ti as u32));
-        // Operation-bounded with several targets: a target that did its operations before
-        // the others is measured until its own last completion, not while it stood idle.
-        let own_secs = if end_reason == EndReason::Ops && run.targets.len() > 1 {
+        let delay_ns = t.workload.start_delay().as_nanos().min(u64::MAX as u128) as u64;
+        // Each target is measured over its own window, from its own start of measurement
+        // (after its start delay) to its last completion, when that is not the run's: a
+        // target that started late, or that finished before the others (operation-bounded
+        // with several targets, or beside a target that started late), did nothing outside it.
+        let own_secs = if delayed || (end_reason == EndReason::Ops && run.targets.len() > 1) {
+            let own_start = span.measure_start.saturating_add(delay_ns);
             outcomes
                 .iter()
                 .enumerate()
                 .filter(|(w, _)| of_target(w))
                 .map(|(_, o)| o.last_completion_ns)
                 .max()
-                .map(|end| (end.saturating_sub(span.measure_start) as f64 / 1e9).max(1e-9))
-                .filter(|s| *s < span.secs)
+                .map(|end| (end.saturating_sub(own_start) as f64 / 1e9).max(1e-9))
+                .filter(|s| delay_ns > 0 || *s < span.secs)
         } else {
             None
         };
         let target_secs = own_secs.unwrap_or(span.secs);
         let mut r = target_result(&t.name, &kinds, &present, target_secs);
         r.measured_seconds = own_secs;
+        r.start_offset_seconds = (delay_ns > 0).then_some(delay_ns as f64 / 1e9);
         r.target_type = t.config.type_name().to_string();
         r.client = t.client.clone();
         r.workload = t.workload_name.clone();

@@ -180,11 +180,18 @@ pub struct TargetResult {
     /// transactions). Neither operations nor errors.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub skipped_starts: u64,
-    /// An operation-bounded run of several targets: the target's own measured time, from the
-    /// start of measurement to its last worker's last completion, when it finished before
-    /// the run did; its rates are over this time (the run's `measured-seconds` otherwise).
+    /// The target's own measured time, when it is not the run's: from its own start of
+    /// measurement (the run's plus `start-offset-seconds`) to its last worker's last
+    /// completion. Set for a target that started late, and for one that finished before the
+    /// run did (operation-bounded with several targets, or beside a target that started
+    /// late). Its rates are over this time (the run's `measured-seconds` otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub measured_seconds: Option<f64>,
+    /// The target's workers started this long after the run (its workload's `start-delay`,
+    /// fio's `startdelay`), seconds: its measurement started that long after the run's, at
+    /// `start-offset-seconds` on the run's timeline (none: it started with the run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_offset_seconds: Option<f64>,
     /// Service latency over all operation kinds.
     pub service_latency: LatencySummary,
     pub intended_latency: Option<LatencySummary>,
@@ -204,7 +211,35 @@ pub struct TargetResult {
     pub verify: Option<crate::verify::Verified>,
 }
 
-/// One worker's figures on its target: counts, rates over the run's measured time, and its
+impl TargetResult {
+    /// Where the target was measured on its run's timeline: (start, end), seconds from the
+    /// run's start of measurement; `run_measured_s` is the run's `measured-seconds`.
+    pub fn window_s(&self, run_measured_s: f64) -> (f64, f64) {
+        let start = self.start_offset_seconds.unwrap_or(0.0);
+        (
+            start,
+            self.measured_seconds.map_or(run_measured_s, |s| start + s),
+        )
+    }
+
+    /// The intervals (of `interval_s`) of the run's timeline that are the target's: those
+    /// that start in its window ([`TargetResult::window_s`]), so neither the run's intervals
+    /// before a late target started nor, of a target that ended before the run, the one its
+    /// last operations completed in just after its end.
+    pub fn own_intervals(&self, run_measured_s: f64, interval_s: f64) -> std::ops::Range<i64> {
+        let (from_s, to_s) = self.window_s(run_measured_s);
+        // A hundredth of an interval of slack: the window's ends are measured, not set.
+        let first = (from_s / interval_s - 0.01).ceil().max(0.0) as i64;
+        let end = if self.measured_seconds.is_some() {
+            (to_s / interval_s - 0.01).ceil() as i64
+        } else {
+            i64::MAX
+        };
+        first..end.max(first)
+    }
+}
+
+/// One worker's figures on its target: counts, rates over its target's measured time, and its
 /// mean and maximum service latency. Exact (a sum and a maximum), with no percentiles: no
 /// per-worker histogram is kept, the target's histogram merges its workers'.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -320,4 +355,28 @@ pub struct RunSummary {
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TargetResult;
+
+    /// A target's intervals on its run's 1 s timeline: from its own start (after a start
+    /// delay) to its own end, without the interval its last completions fell just into.
+    #[test]
+    fn a_targets_own_intervals_are_those_of_its_window() {
+        let own = |offset: Option<f64>, secs: Option<f64>| {
+            let t = TargetResult {
+                start_offset_seconds: offset,
+                measured_seconds: secs,
+                ..Default::default()
+            };
+            t.own_intervals(2.0004, 1.0)
+        };
+        assert_eq!(own(None, None), 0..i64::MAX);
+        assert_eq!(own(Some(1.0), Some(1.0004)), 1..2);
+        assert_eq!(own(None, Some(1.0002)), 0..1);
+        assert_eq!(own(None, Some(1.5)), 0..2);
+        assert_eq!(own(Some(0.5), Some(1.0)), 1..2);
+    }
 }

@@ -424,6 +424,7 @@ impl Builder<'_> {
                 interval_ns: self.interval_ns,
                 warmup_ns: run.warmup.0.as_nanos() as u64,
                 duration_ns: duration,
+                start_delay_ns: w.start_delay().as_nanos().min(u64::MAX as u128) as u64,
                 max_ops,
                 rate_ops: scheduled
                     .as_ref()
@@ -485,6 +486,7 @@ impl Builder<'_> {
             interval_ns: self.interval_ns,
             warmup_ns: run.warmup.0.as_nanos() as u64,
             duration_ns: None,
+            start_delay_ns: 0,
             max_ops: None,
             rate_ops: b.rate_ops,
             skip_late_ns: None,

@@ -8,7 +8,9 @@
 //!
 //! An IOmeter burst's delay (see [`crate::workload::access_spec`]) holds the operation that
 //! begins the burst until the delay has passed: meanwhile nothing is issued and what is in
-//! flight completes and is recorded, as IOmeter's workers do.
+//! flight completes and is recorded, as IOmeter's workers do. A start delay (fio's
+//! `startdelay`) holds the worker's first operation the same way, and moves its measured
+//! window after it (decided once per worker, in [`edges`]).
 //!
 //! The loop reads the clock once per batch of completions, not per operation, and touches no
 //! shared state per operation: stop flags are polled every few milliseconds, and figures go to
@@ -157,8 +159,14 @@ pub struct WorkerConfig {
     /// Warm-up before measurement, ns: runs and goes on the timeline as warm-up, never into
     /// a summary.
     pub warmup_ns: u64,
-    /// Measurement bound by time, ns.
+    /// Measurement bound by time, ns: the worker's own measured window lasts this long.
     pub duration_ns: Option<u64>,
+    /// The worker starts this long after the run (its workload's `start-delay`, fio's
+    /// `startdelay`), ns: nothing is issued before; its warm-up, measured window (and its
+    /// open loop's intended starts) come after it, so with `duration_ns` it measures from
+    /// the run's start of measurement plus this delay to that plus the duration. Intervals
+    /// stay on the run's time. 0: none.
+    pub start_delay_ns: u64,
     /// Measurement bound by operations this worker issues.
     pub max_ops: Option<u64>,
     /// Open loop: operations per second of this worker (from the start of the run; a rate
@@ -395,6 +403,7 @@ fn reap<S: Session>(
 struct Issuer {
     pacer: Option<Pacer>,
     activity: Activity,
+    /// This worker's measured window (after its start delay, if any), run clock, ns.
     measure_start: u64,
     measure_end: Option<u64>,
     max_ops: u64,
@@ -581,6 +590,7 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
         measure_start,
         interval: cfg.interval_ns.max(1),
     };
+    // Its bounds, after a start delay if any, are set once here (see `Issuer::new`).
     let mut is = Issuer::new(&cfg, timing, rate_changes, source.may_delay());
     let (open, measure_end) = (is.pacer.is_some(), is.measure_end);
     let mut f = Flight::new(cfg.queue_depth.max(1) as usize);
@@ -600,7 +610,7 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
         end_reason: EndReason::Duration,
         last_completion: measure_start,
         fatal: None,
-        search: latency::LatencyRun::for_config(&cfg, measure_start),
+        search: latency::LatencyRun::for_config(&cfg, is.measure_start),
     };
     let mut next_boundary = timing.boundary_after(t.index);
     let mut next_poll = now + POLL_NS;

@@ -107,9 +107,24 @@ impl RunPlan {
         s
     }
 
-    /// Expected length, for the ETA: warm-up plus duration (op-bounded runs: unknown).
+    /// Expected length, for the ETA: warm-up plus duration plus the longest start delay
+    /// (op-bounded runs: unknown).
     pub fn expected_seconds(&self) -> Option<f64> {
-        self.duration.map(|d| (d.0 + self.warmup.0).as_secs_f64())
+        self.measured_length()
+            .map(|d| (d + self.warmup.0).as_secs_f64())
+    }
+
+    /// How long a time-bounded run measures: its duration after the longest start delay of
+    /// its targets' workloads (`start-delay`: a delayed target measures its whole duration
+    /// after its delay). None: bounded by operations.
+    pub fn measured_length(&self) -> Option<std::time::Duration> {
+        let delay = self
+            .targets
+            .iter()
+            .map(|t| t.workload.start_delay())
+            .max()
+            .unwrap_or_default();
+        self.duration.map(|d| d.0 + delay)
     }
 }
 

@@ -12,7 +12,8 @@ impl Plan {
     /// (a rate schedule's shrinks with its phases),
     /// measurement at most 1 s (3 s with timed events, 6 s with a timed `wait-for`; a rate
     /// schedule's phases at `quick-phase` each) and 20,000 operations, files at most 64 MiB, a
-    /// block workload's `start-delay` at most half the measurement.
+    /// block workload's `start-delay` shrunk with the measurement and at most the quick
+    /// measurement (so a step with a delayed workload lasts at most twice it).
     pub fn make_quick(&mut self) {
         for r in &mut self.runs {
             // A rate schedule's warm-up (the brief's ramp-up) shrinks with its phases instead.
@@ -40,6 +41,9 @@ impl Plan {
                 .map(|d| d.0)
                 .unwrap_or(std::time::Duration::from_secs(1))
                 .min(quick_cap);
+            // A start delay shrinks as the measurement does, so that a delayed job starts at
+            // the same point of its group's quick run as of its full one.
+            let full_duration = r.duration.map(|d| d.0);
             if let (Some(ss), Some(d)) = (&mut r.steady_state, r.duration) {
                 // The window and ramp shrink with the run, judged on short intervals.
                 r.interval = Dur(r.interval.0.min(std::time::Duration::from_millis(100)));
@@ -68,9 +72,12 @@ impl Plan {
                 }
                 if let Workload::Block(w) = &mut t.workload {
                     w.make_quick();
-                    // A start delay (fio's startdelay) at most half the quick measurement,
-                    // so that its workers still run.
-                    w.start_delay = w.start_delay.map(|s| Dur(s.0.min(quick_duration / 2)));
+                    // A start delay (fio's startdelay) moves its workers' whole window, so
+                    // they run however long it is; shrunk with the measurement and capped
+                    // at it to keep the quick step short.
+                    w.start_delay = w
+                        .start_delay
+                        .map(|s| Dur(quick_delay(s.0, full_duration, quick_duration)));
                 }
                 if let Workload::Ycsb(w) = &mut t.workload {
                     // Counts are capped in the workload: a load must insert every record.
@@ -104,6 +111,23 @@ impl Plan {
     }
 }
 
+/// A start delay of `delay` in a run measured `full` (None: bounded by operations) that quick
+/// mode measures `quick`: shrunk by the same factor, at most `quick`.
+fn quick_delay(
+    delay: std::time::Duration,
+    full: Option<std::time::Duration>,
+    quick: std::time::Duration,
+) -> std::time::Duration {
+    let shrunk = match full {
+        Some(full) if full > quick => {
+            let ns = delay.as_nanos() * quick.as_nanos() / full.as_nanos();
+            std::time::Duration::from_nanos(ns.min(u64::MAX as u128) as u64)
+        }
+        _ => delay,
+    };
+    shrunk.min(quick)
+}
+
 /// The longest a run with timed events lasts in quick mode, seconds.
 pub const QUICK_EVENTS_SECONDS: u64 = 3;
 
@@ -112,3 +136,31 @@ pub const QUICK_WAIT_SECONDS: u64 = 6;
 
 /// Keys of a db-bench workload in quick mode.
 pub const QUICK_KEYS: u64 = 10_000;
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    /// The quick run of a step of `duration` whose workload starts `delay` late: its
+    /// duration and its workload's start delay.
+    fn quick(duration: &str, delay: &str) -> (Duration, Duration) {
+        let text = format!(
+            "name = \"t\"\n\n[targets.n]\ntype = \"null\"\n\n[workloads.w]\nblock-size = \"4KiB\"\nstart-delay = \"{delay}\"\n\n[[steps]]\nworkload = \"w\"\ntargets = [\"n\"]\nduration = \"{duration}\"\n"
+        );
+        let mut plan = crate::study::parse("t.toml", &text).unwrap();
+        plan.make_quick();
+        let r = &plan.runs[0];
+        (r.duration.unwrap().0, r.targets[0].workload.start_delay())
+    }
+
+    /// A start delay shrinks with the measurement (a job that joins halfway still joins
+    /// halfway), at most the quick measurement; one within a 1 s run is kept.
+    #[test]
+    fn quick_mode_shrinks_a_start_delay_with_the_measurement() {
+        let ms = Duration::from_millis;
+        assert_eq!(quick("300s", "6s"), (ms(1000), ms(20)));
+        assert_eq!(quick("5s", "10s"), (ms(1000), ms(1000)));
+        assert_eq!(quick("1s", "1s"), (ms(1000), ms(1000)));
+        assert_eq!(quick("1s", "500ms"), (ms(1000), ms(500)));
+    }
+}

@@ -151,7 +151,8 @@ pub struct BlockWorkload {
     /// A pause after every `every-ios` I/Os (fio's `thinktime`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub think_time: Option<super::pattern::ThinkTime>,
-    /// Each worker's first I/O waits this long after the run starts (fio's `startdelay`).
+    /// Each worker starts this long after the run (fio's `startdelay`): its warm-up and its
+    /// whole measured window (`duration` or `ops`) come after the delay.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_delay: Option<crate::units::Dur>,
     /// The load `--quick` runs at: `quick = { threads = N, queue-depth = N }`, each a cap on

@@ -486,6 +486,14 @@ impl Workload {
         }
     }
 
+    /// How long after its step starts each worker starts (a block workload's `start-delay`,
+    /// fio's `startdelay`; zero for the others): its warm-up and measurement come after it.
+    pub fn start_delay(&self) -> std::time::Duration {
+        self.as_block()
+            .and_then(|b| b.start_delay)
+            .map_or(std::time::Duration::ZERO, |d| d.0)
+    }
+
     pub fn as_block(&self) -> Option<&BlockWorkload> {
         match self {
             Workload::Block(w) => Some(w),

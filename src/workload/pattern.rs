@@ -22,8 +22,10 @@
 //!   next I/O (fio's `thinktime`, `thinktime_blocks`, `thinktime_spin`); with a rate,
 //!   `ignore-for-rate` drops the starts that fell in the pause instead of catching up
 //!   (`rate_ignore_thinktime`);
-//! - `start-delay`: the worker issues its first I/O that long after the run starts (fio's
-//!   `startdelay`).
+//! - `start-delay`: the worker starts that long after its step starts (fio's `startdelay`):
+//!   its warm-up and measured window come after the delay, so a time-bounded worker runs
+//!   its whole duration (the worker loop holds its start, see `crate::run::worker`; this
+//!   source gives no delay for it).
 //!
 //! The source only says how long to wait ([`PatternSource::take_delay_ns`]) and how
 //! ([`PatternSource::delay_rule`]); the worker loop holds the next operation. Nothing here
@@ -309,7 +311,6 @@ pub struct PatternSource {
     think_ns: u64,
     since_think: u64,
     pending_delay_ns: u64,
-    rule: DelayRule,
     think_rule: DelayRule,
 }
 
@@ -368,8 +369,7 @@ impl PatternSource {
             think_every: think.map_or(0, |t| t.every_ios),
             think_ns: think.map_or(0, |t| ns(t.time)),
             since_think: 0,
-            pending_delay_ns: w.start_delay.map_or(0, ns),
-            rule: DelayRule::default(),
+            pending_delay_ns: 0,
             think_rule: think.map_or(DelayRule::default(), |t| DelayRule {
                 drain: true,
                 spin_ns: ns(t.spin),
@@ -405,7 +405,6 @@ impl PatternSource {
         if self.think_every > 0 && self.since_think >= self.think_every {
             self.since_think = 0;
             self.pending_delay_ns = self.think_ns;
-            self.rule = self.think_rule;
         }
         self.since_think += 1;
         let write = !(self.all_reads || self.rng.next_u64() < self.read_threshold);
@@ -471,7 +470,7 @@ impl PatternSource {
 
     /// How to wait out the delay [`PatternSource::take_delay_ns`] just gave.
     pub fn delay_rule(&self) -> DelayRule {
-        self.rule
+        self.think_rule
     }
 }
 
@@ -578,7 +577,7 @@ mod tests {
     }
 
     #[test]
-    fn think_time_comes_after_every_n_ios_and_start_delay_first() {
+    fn think_time_comes_after_every_n_ios_and_the_start_delay_is_not_the_sources() {
         let w = workload(
             "read-share = 0.0\nfsync-every = 2\nstart-delay = \"2ms\"\nthink-time = { time = \"1ms\", every-ios = 2, spin = \"10us\" }",
         )
@@ -591,13 +590,9 @@ mod tests {
             seen.push((op.kind().name().to_string(), d, s.delay_rule()));
         }
         let delays: Vec<u64> = seen.iter().map(|x| x.1).collect();
-        // w w f w w f w w: the start delay first, a think before the 3rd and 5th write.
-        assert_eq!(delays, [2_000_000, 0, 0, 1_000_000, 0, 0, 1_000_000, 0]);
-        assert_eq!(
-            seen[0].2,
-            DelayRule::default(),
-            "the start delay neither drains nor spins"
-        );
+        // w w f w w f w w: a think before the 3rd and 5th write; the start delay is the
+        // worker loop's (its window starts after it), not a delay before the first I/O.
+        assert_eq!(delays, [0, 0, 0, 1_000_000, 0, 0, 1_000_000, 0]);
         assert_eq!(
             seen[3].2,
             DelayRule {

@@ -72,6 +72,7 @@ fn in_flight_with_burst_delay(delay: &str) -> Vec<usize> {
             interval_ns: 1_000_000_000,
             warmup_ns: 0,
             duration_ns: None,
+            start_delay_ns: 0,
             max_ops: Some(24),
             rate_ops: None,
             skip_late_ns: None,

@@ -87,10 +87,19 @@ impl Issuer {
         source_delays: bool,
     ) -> Issuer {
         let (start_ns, measure_start) = (timing.start_ns, timing.measure_start);
+        // A start delay moves the worker's own start, warm-up and measured window after it
+        // (a rate schedule's phases stay on the run's time).
+        let delay = cfg.start_delay_ns;
+        let own_measure_start = measure_start.saturating_add(delay);
         let (pacer, activity) = match cfg.rate_ops {
             Some(r) => (
                 Some({
-                    let p = Pacer::new(start_ns, r, rate_changes, measure_start);
+                    let p = Pacer::new(
+                        start_ns.saturating_add(delay),
+                        r,
+                        rate_changes,
+                        measure_start,
+                    );
                     match cfg.poisson_seed {
                         Some(seed) => p.poisson(seed),
                         None => p,
@@ -107,12 +116,17 @@ impl Issuer {
         Issuer {
             pacer,
             activity,
-            measure_start,
-            measure_end: cfg.duration_ns.map(|d| measure_start.saturating_add(d)),
+            measure_start: own_measure_start,
+            measure_end: cfg.duration_ns.map(|d| own_measure_start.saturating_add(d)),
             max_ops: cfg.max_ops.unwrap_or(u64::MAX),
             skip_late: cfg.skip_late_ns.map(|n| n as f64),
             held: None,
-            hold_until: 0,
+            // The delay holds the first operation, as a burst's delay does.
+            hold_until: if delay > 0 {
+                start_ns.saturating_add(delay)
+            } else {
+                0
+            },
             spin_until: 0,
             source_delays,
             measured_ops: 0,

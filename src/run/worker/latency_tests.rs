@@ -74,6 +74,7 @@ fn the_worker_finds_the_largest_depth_under_the_target_and_never_exceeds_its_dep
             interval_ns: 1_000_000_000,
             warmup_ns: 0,
             duration_ns: Some(10_000_000_000),
+            start_delay_ns: 0,
             max_ops: None,
             rate_ops: None,
             skip_late_ns: None,

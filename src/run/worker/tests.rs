@@ -71,6 +71,7 @@ fn measure(session: Slow, overlap: Overlap, ops: u64) -> KindTotals {
             interval_ns: 1_000_000_000,
             warmup_ns: 0,
             duration_ns: None,
+            start_delay_ns: 0,
             max_ops: Some(ops),
             rate_ops: None,
             skip_late_ns: None,
@@ -156,6 +157,7 @@ fn a_latency_limit_skips_the_starts_a_stall_left_too_late() {
                 interval_ns: 100_000_000,
                 warmup_ns: 0,
                 duration_ns: Some(1_000_000_000),
+                start_delay_ns: 0,
                 max_ops: None,
                 rate_ops: Some(1000.0),
                 skip_late_ns,
@@ -222,4 +224,108 @@ fn operations_run_one_at_a_time_are_timed_alone() {
     let reads = measure(serial_batch, Overlap::Concurrent { max_queue_depth: 8 }, 80);
     let p50 = reads.service.value_at_quantile(0.5);
     assert!(p50 > 3_500_000, "p50 {p50} ns: a batch of 8 x 1 ms");
+}
+
+/// Answers every operation at once; notes when the first was submitted and how many were.
+struct Instant0 {
+    since: std::time::Instant,
+    first_ns: Option<u64>,
+    n: u64,
+}
+
+impl Session for &mut Instant0 {
+    fn submit(&mut self, _slot: u32, _op: Op) -> Result<Submitted, OpError> {
+        self.first_ns
+            .get_or_insert(self.since.elapsed().as_nanos() as u64);
+        self.n += 1;
+        Ok(Submitted::Done {
+            result: Ok(0),
+            found: true,
+        })
+    }
+
+    fn complete(&mut self, _min: u32, _out: &mut Completions) -> Result<(), OpError> {
+        Ok(())
+    }
+}
+
+/// Issue 29 (fio's `startdelay`): a worker whose workload starts 300 ms late issues nothing
+/// before, then runs its whole 200 ms duration: its measured window is 300..500 ms (its last
+/// I/O, answered at once, completes just before 500 ms), not cut at the run's 200 ms.
+/// Without a delay the window is 0..200 ms, as before.
+#[test]
+fn a_start_delay_moves_the_workers_measured_window_after_it() {
+    let run = |delay: &str| {
+        let workload = Workload::from_table(
+            toml::from_str(&format!("read-share = 1.0\nstart-delay = \"{delay}\""))
+                .expect("workload"),
+        )
+        .expect("workload");
+        let kinds = workload.kinds();
+        let (tx, _rx) = sync_channel::<Box<Interval>>(64);
+        let (spare_tx, spare_rx) = sync_channel(64);
+        drop(spare_tx);
+        let recorder = Recorder::new(Interval::new(0, 0, &kinds, false), tx, spare_rx);
+        let control = Control::new(std::sync::Arc::new(AtomicBool::new(false)));
+        let gate = StartGate::new(0);
+        let clock = Clock::new();
+        let w = Worker {
+            config: WorkerConfig {
+                worker: 0,
+                queue_depth: 1,
+                overlap: Overlap::None,
+                interval_ns: 100_000_000,
+                warmup_ns: 0,
+                duration_ns: Some(200_000_000),
+                start_delay_ns: workload.start_delay().as_nanos() as u64,
+                max_ops: None,
+                rate_ops: None,
+                skip_late_ns: None,
+                starts_paused: false,
+                poisson_seed: None,
+                stop_on_error: false,
+                latency_target: None,
+            },
+            clock: clock.clone(),
+            control: &control,
+            gate: &gate,
+            rate_changes: Box::new([]),
+            source: workload.source(
+                crate::targets::Region {
+                    offset_bytes: 0,
+                    size_bytes: 1 << 30,
+                },
+                0,
+                1,
+            ),
+            recorder,
+        };
+        let mut session = Instant0 {
+            since: std::time::Instant::now(),
+            first_ns: None,
+            n: 0,
+        };
+        let start_ns = clock.now_ns();
+        let o = run_loop(&mut session, w, start_ns);
+        let first_ns = session.first_ns.expect("an operation was issued");
+        assert_eq!(o.end_reason, EndReason::Duration);
+        assert_eq!(o.measured_ops, session.n);
+        (first_ns, o.last_completion_ns - start_ns)
+    };
+    let ms = 1_000_000;
+    let (first, last) = run("300ms");
+    assert!(
+        (300 * ms..400 * ms).contains(&first),
+        "first I/O at {first} ns"
+    );
+    assert!(
+        (490 * ms..600 * ms).contains(&last),
+        "last completion at {last} ns"
+    );
+    let (first, last) = run("0s");
+    assert!(first < 100 * ms, "first I/O at {first} ns");
+    assert!(
+        (190 * ms..300 * ms).contains(&last),
+        "last completion at {last} ns"
+    );
 }

@@ -1,9 +1,10 @@
 //! A delay the source asked for before its next operation: an IOmeter burst's delay (held at
-//! once, while what is in flight completes), fio's `startdelay` (the same), or fio's think
-//! time ([`crate::workload::pattern`]): what is in flight completes first (fio's
-//! `io_u_quiesce`), then the worker waits, spinning its first `thinktime_spin`; with
-//! `rate_ignore_thinktime` an open loop's starts that fall in the wait are dropped, not caught
-//! up. Reached only when a source gives a delay: a workload without one never comes here.
+//! once, while what is in flight completes), or fio's think time
+//! ([`crate::workload::pattern`]): what is in flight completes first (fio's `io_u_quiesce`),
+//! then the worker waits, spinning its first `thinktime_spin`; with `rate_ignore_thinktime`
+//! an open loop's starts that fall in the wait are dropped, not caught up. Reached only when
+//! a source gives a delay: a workload without one never comes here. (fio's `startdelay` is
+//! no source's delay: the worker's bounds start after it, see `Issuer::new`.)
 
 use super::{Flight, Issuer, Tally, reap};
 use crate::run::worker::Clock;

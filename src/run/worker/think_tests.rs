@@ -76,6 +76,7 @@ fn run(workload: &str, qd: u32, ops: u64, rate: Option<f64>) -> Vec<(usize, Inst
             interval_ns: 1_000_000_000,
             warmup_ns: 0,
             duration_ns: None,
+            start_delay_ns: 0,
             max_ops: Some(ops),
             rate_ops: rate,
             skip_late_ns: None,
