@@ -130,6 +130,9 @@ struct RawStep {
     target_workloads: BTreeMap<String, Spanned<String>>,
     #[serde(default)]
     together: bool,
+    /// Each target of the step draws its own sequence (fio's jobs each draw theirs).
+    #[serde(default)]
+    distinct_seeds: bool,
     warmup: Option<Spanned<Dur>>,
     duration: Option<Spanned<Dur>>,
     ops: Option<Spanned<u64>>,

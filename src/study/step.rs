@@ -115,6 +115,7 @@ impl<'a> Declared<'a> {
             sweep,
             targets: step_targets,
             together: s.together,
+            distinct_seeds: s.distinct_seeds,
             warmup: s
                 .warmup
                 .as_ref()

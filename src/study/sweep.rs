@@ -54,6 +54,10 @@ pub(super) struct Step<'a> {
     pub sweep: Vec<(&'a str, &'a Spanned<Vec<Spanned<toml::Value>>>)>,
     pub targets: Vec<StepTarget>,
     pub together: bool,
+    /// `distinct-seeds`: each target after the step's first draws its own sequence (the
+    /// run's seed mixed with the target's place in the step); else they all draw the same,
+    /// so that they are compared on equal terms.
+    pub distinct_seeds: bool,
     pub warmup: Dur,
     pub duration: Option<Dur>,
     pub ops: Option<u64>,
@@ -436,7 +440,22 @@ fn run_target(
             Some(threads) => workload.with_threads(threads),
             None => workload.clone(),
         },
-        seed: workload.run_seed(step.number, point_number, repetition),
+        seed: target_seed(
+            step,
+            t,
+            workload.run_seed(step.number, point_number, repetition),
+        ),
+    }
+}
+
+/// The run's seed for target `t`: the workload's run seed, mixed with the target's place in
+/// the step after the first when the step has `distinct-seeds`.
+fn target_seed(step: &Step, t: &StepTarget, run_seed: u64) -> u64 {
+    match step.targets.iter().position(|x| x.name == t.name) {
+        Some(place) if step.distinct_seeds && place > 0 => {
+            crate::workload::mix_seed(run_seed, &[0xd157_1ac7, place as u64])
+        }
+        _ => run_seed,
     }
 }
 
@@ -550,5 +569,25 @@ sweep.threads = [1, 2]
             Workload::DbBench(w) => assert_eq!(w.seed, 7),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn distinct_seeds_give_each_target_after_the_first_its_own_sequence() {
+        let together = FILL_THEN_READ.replace(
+            "ops = 10\n[[steps]]",
+            "ops = 10\ntogether = true\n[[steps]]",
+        );
+        let seeds = |text: &str| -> Vec<u64> {
+            let plan = crate::study::parse("s.toml", text).unwrap();
+            plan.runs[0].targets.iter().map(|t| t.seed).collect()
+        };
+        let same = seeds(&together);
+        assert_eq!(same.len(), 2);
+        assert_eq!(same[0], same[1]);
+        let own =
+            seeds(&together.replace("together = true", "together = true\ndistinct-seeds = true"));
+        // The first target keeps the step's seed; the second draws its own.
+        assert_eq!(own[0], same[0]);
+        assert_ne!(own[1], same[1]);
     }
 }

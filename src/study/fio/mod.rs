@@ -103,6 +103,21 @@ mod tests {
     }
 
     #[test]
+    fn jobs_and_clones_running_together_each_draw_their_own_offsets() {
+        // fio seeds each job and clone by its number: two clones on their own files, or two
+        // jobs with the same options, do not issue the same offsets.
+        let p =
+            plan("[global]\nioengine=null\nsize=1m\nrw=randread\n[a]\nnumjobs=2\n[b]\n").unwrap();
+        let study = crate::study::parse("fio.toml", &p.study_text).unwrap();
+        let seeds: Vec<u64> = study.runs[0].targets.iter().map(|t| t.seed).collect();
+        assert_eq!(seeds.len(), 3, "{}", p.study_text);
+        let mut distinct = seeds.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(distinct.len(), 3, "{seeds:?}");
+    }
+
+    #[test]
     fn engines_run_on_storlab_engines_each_substitution_said() {
         let p = plan(
             "[global]\nsize=1m\nrw=randread\niodepth=8\n[n]\nioengine=null\nfilename=/nonexistent/storlab/n\n[s]\nstonewall\nioengine=sync\nfilename=/tmp/s\n[v]\nstonewall\nioengine=pvsync2\nfilename=/tmp/v\n[a]\nstonewall\nioengine=posixaio\nfilename=/tmp/a\n",

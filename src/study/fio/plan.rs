@@ -552,7 +552,9 @@ impl GroupStep<'_> {
             s.insert("target-workloads".into(), self.target_workloads.into());
         }
         if together {
+            // fio seeds each job (and clone) by its number: each draws its own offsets.
             s.insert("together".into(), true.into());
+            s.insert("distinct-seeds".into(), true.into());
         }
         if let Some((warmup, duration, ops)) = self.bounds {
             s.insert("warmup".into(), warmup.into());
