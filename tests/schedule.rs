@@ -348,3 +348,26 @@ shares = [0.0, 0.75, 0.5]
         .collect();
     assert_eq!(threads, vec![4, 3], "{}", summary["targets"]);
 }
+
+/// A sparse open loop (20 operations a second for 1 s): its last operation completes about
+/// 50 ms before the end of measurement, and the run still measured its whole second (before,
+/// the run ended at its last completion and reported about 21 operations a second).
+#[test]
+fn a_paced_run_is_measured_over_its_whole_duration() {
+    let lab = Lab::new();
+    let study = lab.write(
+        "paced.toml",
+        "name = \"paced\"\n[targets.n]\ntype = \"null\"\n[workloads.w]\nblock-size = \"4KiB\"\nrate-ops = 20\n[[steps]]\nworkload = \"w\"\ntargets = [\"n\"]\nwarmup = \"0s\"\nduration = \"1s\"\n",
+    );
+    let out = lab.run(&["run", study.to_str().unwrap(), "--json", "-q"]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    let runs: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let run = &runs[0];
+    let measured = run["measured-seconds"].as_f64().unwrap();
+    assert!(measured >= 1.0, "measured {measured} s: {run}");
+    let ops = run["total"]["ops"].as_f64().unwrap();
+    let rate = run["total"]["rate-ops"].as_f64().unwrap();
+    assert!((rate - ops / measured).abs() < 1e-6, "{run}");
+    assert!(rate <= 20.5, "{rate} ops/s over {measured} s: {run}");
+}

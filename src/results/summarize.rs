@@ -206,18 +206,31 @@ pub fn summarize(plan: &Plan, run: &RunPlan, m: &Measured<'_>) -> RunSummary {
         .map(|o| o.measure_start_ns)
         .min()
         .unwrap_or(m.start_ns);
+    let end_reason = end_reason(outcomes);
+    let max_delay_ns = run
+        .targets
+        .iter()
+        .map(|t| nanos(t.workload.start_delay()))
+        .max()
+        .unwrap_or(0);
+    // A run bounded by time measured for its whole window, whether or not an operation
+    // completed near its end: a paced or thinking worker's last one may come well before.
     let measure_end = outcomes
         .iter()
         .map(|o| o.last_completion_ns)
         .max()
-        .unwrap_or(measure_start);
+        .unwrap_or(measure_start)
+        .max(window_end(
+            run,
+            end_reason,
+            measure_start.saturating_add(max_delay_ns),
+        ));
     let measured_ns = measure_end.saturating_sub(measure_start);
     let span = Span {
         measure_start,
         secs: (measured_ns as f64 / 1e9).max(1e-9),
     };
     let secs = span.secs;
-    let end_reason = end_reason(outcomes);
     let status = match end_reason {
         EndReason::Duration | EndReason::Ops | EndReason::SteadyState => RunStatus::Complete,
         _ => RunStatus::Partial,
@@ -270,6 +283,19 @@ pub fn summarize(plan: &Plan, run: &RunPlan, m: &Measured<'_>) -> RunSummary {
 
 /// Why the run ended, from its workers' ends: an error first, then an interruption, steady
 /// state, operations done, time.
+fn nanos(d: std::time::Duration) -> u64 {
+    d.as_nanos().min(u64::MAX as u128) as u64
+}
+
+/// When a window of measurement opened at `start_ns` ends: its `duration` later for a run
+/// that ended on its duration, else `start_ns` (the last completion decides).
+fn window_end(run: &RunPlan, end_reason: EndReason, start_ns: u64) -> u64 {
+    match (end_reason, run.duration) {
+        (EndReason::Duration, Some(d)) => start_ns.saturating_add(nanos(d.0)),
+        _ => start_ns,
+    }
+}
+
 fn end_reason(outcomes: &[WorkerEnd]) -> EndReason {
     if outcomes.iter().any(|o| o.end_reason == EndReason::Error) {
         EndReason::Error
@@ -321,7 +347,7 @@ fn target_results(
     for (ti, t) in run.targets.iter().enumerate() {
         let (present, kinds) = kinds_of(m.totals, ti);
         let of_target = |w: &usize| worker_shape.get(*w) == Some(&(ti as u32));
-        let delay_ns = t.workload.start_delay().as_nanos().min(u64::MAX as u128) as u64;
+        let delay_ns = nanos(t.workload.start_delay());
         // Each target is measured over its own window, from its own start of measurement
         // (after its start delay) to its last completion, when that is not the run's: a
         // target that started late, or that finished before the others (operation-bounded
@@ -334,6 +360,7 @@ fn target_results(
                 .filter(|(w, _)| of_target(w))
                 .map(|(_, o)| o.last_completion_ns)
                 .max()
+                .map(|end| end.max(window_end(run, end_reason, own_start)))
                 .map(|end| (end.saturating_sub(own_start) as f64 / 1e9).max(1e-9))
                 .filter(|s| delay_ns > 0 || *s < span.secs)
         } else {
