@@ -181,6 +181,17 @@ fn to_list(set: &libc::cpu_set_t) -> Vec<u32> {
 }
 
 /// The CPUs the calling thread may run on (at startup, the process's: `taskset`, cgroups).
+/// `missing` (not empty) in words for an error: ("CPUs 2, 3", "are not ones") or ("CPU 2",
+/// "is not one").
+pub fn missing_words(missing: &[u32]) -> (String, &'static str) {
+    let list: Vec<String> = missing.iter().map(u32::to_string).collect();
+    if missing.len() > 1 {
+        (format!("CPUs {}", list.join(", ")), "are not ones")
+    } else {
+        (format!("CPU {}", list.join(", ")), "is not one")
+    }
+}
+
 pub fn allowed() -> std::io::Result<CpuList> {
     // SAFETY: a zeroed cpu_set_t is an empty set; the kernel writes at most its size.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };

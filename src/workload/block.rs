@@ -323,18 +323,11 @@ impl BlockWorkload {
             .map_err(|e| err("cpus", format!("cannot read this process's CPUs: {e}")))?;
         let missing = cpus.missing_from(&allowed);
         if !missing.is_empty() {
-            let missing: Vec<String> = missing.iter().map(u32::to_string).collect();
+            let (which, verb) = crate::model::cpus::missing_words(&missing);
             return Err(err(
                 "cpus",
                 format!(
-                    "CPU{} {} of cpus = \"{cpus}\" {} this process may run on: it may run on CPUs {allowed}",
-                    if missing.len() > 1 { "s" } else { "" },
-                    missing.join(", "),
-                    if missing.len() > 1 {
-                        "are not ones"
-                    } else {
-                        "is not one"
-                    }
+                    "{which} of cpus = \"{cpus}\" {verb} this process may run on: it may run on CPUs {allowed}"
                 ),
             ));
         }

@@ -143,22 +143,12 @@ fn allowed_here(read: Result<CpuList, String>, e: &Entry) -> Result<CpuList, Str
     let cpus = read.map_err(|m| format!("{}={value}: {m}", e.name))?;
     let allowed = crate::model::cpus::allowed()
         .map_err(|err| format!("{}={value}: cannot read this process's CPUs: {err}", e.name))?;
-    let missing: Vec<String> = cpus
-        .missing_from(&allowed)
-        .iter()
-        .map(u32::to_string)
-        .collect();
+    let missing = cpus.missing_from(&allowed);
     if !missing.is_empty() {
+        let (which, verb) = crate::model::cpus::missing_words(&missing);
         return Err(format!(
-            "{}={value}: CPU{} {} {} this process may run on (CPUs {allowed})",
-            e.name,
-            if missing.len() > 1 { "s" } else { "" },
-            missing.join(", "),
-            if missing.len() > 1 {
-                "are not ones"
-            } else {
-                "is not one"
-            }
+            "{}={value}: {which} {verb} this process may run on (CPUs {allowed})",
+            e.name
         ));
     }
     Ok(cpus)
