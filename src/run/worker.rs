@@ -388,7 +388,16 @@ struct Issuer {
     source_delays: bool,
     measured_ops: u64,
     skipped_starts: u64,
+    /// The clock reading that ended the last operation run alone ([`Submitted::Done`]), or
+    /// [`NO_CHAIN`]. While the loop's `now` is still that reading (nothing has read the clock
+    /// since: no wait, reap or interval rotation), it starts the next operation: operations
+    /// run one after another are each timed from the end of the one before, with one
+    /// reading each, and their times add up to the worker's.
+    chain_ns: u64,
 }
+
+/// No reading to chain from: the next operation reads its own start.
+const NO_CHAIN: u64 = u64::MAX;
 
 impl Issuer {
     /// When to wake while waiting to issue: at the end of a burst's delay (`holding`) or the
@@ -410,8 +419,9 @@ impl Issuer {
 }
 
 /// The per-operation loop: while a slot is free and an operation is due, takes the next one
-/// and submits it, timed from a clock reading right before its `submit`. Returns Err when
-/// the session failed (the loop ends).
+/// and submits it, timed from a clock reading right before its `submit` (or from the end of
+/// the operation run alone just before it, see [`Issuer::chain_ns`]). Returns Err when the
+/// session failed (the loop ends).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn issue<S: Session>(
@@ -424,6 +434,10 @@ fn issue<S: Session>(
     now: &mut u64,
 ) -> Result<(), ()> {
     let limit = t.search.as_ref().map_or(usize::MAX, |l| l.limit());
+    // Only the first operation of the call can start on the reading that ended the one before:
+    // every other follows a queued one, or a reap (see [`Issuer::chain_ns`]).
+    let mut chained = is.chain_ns == *now;
+    is.chain_ns = NO_CHAIN;
     while let Some(&slot) = f.free.last() {
         if f.outstanding >= limit {
             break;
@@ -488,6 +502,7 @@ fn issue<S: Session>(
         if f.outstanding > 0 && !cfg.overlap.queues(kind) {
             let all = f.outstanding as u32;
             *now = reap(s, f, t, clock, all)?;
+            chained = false;
         }
         if measured {
             is.measured_ops += 1;
@@ -503,7 +518,8 @@ fn issue<S: Session>(
             kind_index: kind as u8,
             measured,
         };
-        let start_ns = clock.now_ns();
+        let start_ns = if chained { *now } else { clock.now_ns() };
+        chained = false;
         match s.submit(slot, op) {
             Ok(Submitted::Queued) => {
                 f.free.pop();
@@ -512,6 +528,7 @@ fn issue<S: Session>(
             }
             Ok(Submitted::Done { result, found }) => {
                 *now = clock.now_ns();
+                is.chain_ns = *now;
                 t.settle(&info(start_ns), *now, result, found);
                 // Back to the top: interval boundaries, stop flags and the end are checked
                 // between operations run one at a time.
@@ -538,7 +555,10 @@ fn issue<S: Session>(
 ///
 /// Each operation is timed from a clock reading taken right before its own `submit`: one the
 /// session executes on the spot ([`Submitted::Done`]) is timed alone, to a reading right
-/// after; a queued one, to the reading taken when its completion is reaped. Before an
+/// after; a queued one, to the reading taken when its completion is reaped. Operations run
+/// alone back to back share the reading between them: the one that ends an operation starts
+/// the next (whose time then also holds its own draw and the loop's checks), so each is
+/// still timed from after the one before it ended, with one reading per operation. Before an
 /// operation that the target runs alone while others are queued (a read on a target that
 /// batches only inserts), what is queued is reaped first, so neither waits for the other.
 pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOutcome {
@@ -629,8 +649,10 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
             if open || holding {
                 let until = is.wake_at(holding, next_boundary, next_poll);
                 spin_ns += think::wait(&clock, &is, now, until);
+                now = clock.now_ns();
+            } else if is.chain_ns != now {
+                now = clock.now_ns();
             }
-            now = clock.now_ns();
             continue;
         }
 

@@ -4,7 +4,9 @@
 
 use std::sync::atomic::Ordering;
 
-use super::{Control, EndReason, Flight, Issuer, SlotInfo, Tally, WorkerConfig, WorkerOutcome};
+use super::{
+    Control, EndReason, Flight, Issuer, NO_CHAIN, SlotInfo, Tally, WorkerConfig, WorkerOutcome,
+};
 use crate::record::{Recorder, thread_cpu_ns};
 use crate::run::pacer::{Activity, Pacer, RateChange};
 use crate::targets::{Completions, Session};
@@ -131,6 +133,7 @@ impl Issuer {
             source_delays,
             measured_ops: 0,
             skipped_starts: 0,
+            chain_ns: NO_CHAIN,
         }
     }
 }

@@ -45,7 +45,7 @@ impl Session for Slow {
 }
 
 /// Runs `session` at queue depth 8 for `ops` operations; the reads' merged totals.
-fn measure(session: Slow, overlap: Overlap, ops: u64) -> KindTotals {
+fn measure(session: impl Session, overlap: Overlap, ops: u64) -> KindTotals {
     let workload = Workload::from_table(
         toml::from_str("read-share = 1.0\nqueue-depth = 8").expect("workload"),
     )
@@ -224,6 +224,57 @@ fn operations_run_one_at_a_time_are_timed_alone() {
     let reads = measure(serial_batch, Overlap::Concurrent { max_queue_depth: 8 }, 80);
     let p50 = reads.service.value_at_quantile(0.5);
     assert!(p50 > 3_500_000, "p50 {p50} ns: a batch of 8 x 1 ms");
+}
+
+/// Answers every operation at once, in `submit`; notes when the first call began and the
+/// last returned.
+struct Alone {
+    since: std::time::Instant,
+    first_ns: Option<u64>,
+    last_ns: u64,
+}
+
+impl Session for &mut Alone {
+    fn submit(&mut self, _slot: u32, _op: Op) -> Result<Submitted, OpError> {
+        self.first_ns
+            .get_or_insert(self.since.elapsed().as_nanos() as u64);
+        self.last_ns = self.since.elapsed().as_nanos() as u64;
+        Ok(Submitted::Done {
+            result: Ok(0),
+            found: true,
+        })
+    }
+
+    fn complete(&mut self, _min: u32, _out: &mut Completions) -> Result<(), OpError> {
+        Ok(())
+    }
+}
+
+/// Issue 27 part 1: operations run alone back to back are each timed from the end of the
+/// one before (one clock reading per operation), so their times add up to the worker's time
+/// from the first to the last: none of it is left out between two operations, and none is
+/// counted twice. Before, each was timed around its `submit` alone, and for operations
+/// answered at once the worker's time between them (its draw, its recording, the loop's
+/// checks) was in no operation: the sum was a small part of the span.
+#[test]
+fn operations_run_alone_back_to_back_add_up_to_the_workers_time() {
+    let mut session = Alone {
+        since: std::time::Instant::now(),
+        first_ns: None,
+        last_ns: 0,
+    };
+    let ops = 20_000;
+    let reads = measure(&mut session, Overlap::None, ops);
+    assert_eq!(reads.ops, ops);
+    let span_ns = (session.last_ns - session.first_ns.expect("submitted")) as f64;
+    let sum_ns = reads.service.mean() * reads.ops as f64;
+    let share = sum_ns / span_ns;
+    // Between the first submit's start and the last one's end: the first operation's time
+    // starts a little before its submit (its own reading), the last ends a little after.
+    assert!(
+        (0.9..1.02).contains(&share),
+        "the operations' times sum to {sum_ns:.0} ns over a span of {span_ns:.0} ns"
+    );
 }
 
 /// Answers every operation at once; notes when the first was submitted and how many were.
