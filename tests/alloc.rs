@@ -164,7 +164,10 @@ fn loop_allocations_paced(
     // The loop allocates its slot tables once at its start: proof the counter counts.
     assert!(n > 0, "the counting allocator saw nothing");
     assert_eq!(outcome.measured_ops, ops);
-    assert_eq!(outcome.spare_waits, 0, "spares ran out");
+    // A worker that runs out of spare intervals waits for the collector (counted in
+    // `spare_waits`) and allocates nothing: whether that happens depends on how this machine
+    // schedules the collector's thread, so it is not asserted (timing belongs in benchmarks);
+    // the allocation counts below are the same either way.
     // A loop that lasted three intervals must have rotated at least twice (a short loop of
     // fast operations may end within one interval: nothing to prove there).
     if loop_time >= std::time::Duration::from_nanos(3 * INTERVAL_NS) {
