@@ -430,6 +430,25 @@ fn jobs_doing_different_io_run_together_each_timed_on_its_own() {
     assert!(steps[0]["largest-p99-improvement"].is_null(), "{cmp}");
 }
 
+/// fio's JSON `job_runtime` of a group reported as one is the sum of its clones' running
+/// times (fio 3.33 prints 4008 for `numjobs=4`, `runtime=1`, `group_reporting` on the null
+/// engine, with a read runtime of 1008): storlab gave the longest, as for one job.
+#[test]
+fn a_reported_groups_job_runtime_sums_its_clones() {
+    let lab = Lab::new();
+    let (doc, err) = fio_json(&lab, "json", "group-runtime.fio");
+    let jobs = doc["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 1, "{err}");
+    let job_ms = jobs[0]["job_runtime"].as_f64().unwrap();
+    let read_ms = jobs[0]["read"]["runtime"].as_f64().unwrap();
+    assert!(read_ms > 0.0, "{}", jobs[0]);
+    let clones = job_ms / read_ms;
+    assert!(
+        (3.8..=4.05).contains(&clones),
+        "job_runtime {job_ms} ms against a read runtime of {read_ms} ms"
+    );
+}
+
 /// Issue 29: a job started late by `startdelay` runs its whole `runtime` from its own start,
 /// as fio's, and its runtime and IOPS are over its own running time: with `runtime=1`, the
 /// job delayed 1 s did no I/O before (its group ended at 1 s, counted from its start).

@@ -88,6 +88,28 @@ fn entry_seconds(run: &StoredRun, targets: &[String]) -> f64 {
         .unwrap_or(run.summary.measured_seconds)
 }
 
+/// fio's `job_runtime` for a group reported as one (`group_reporting`): the sum of every
+/// member clone's running time, as fio adds its threads' `total_run_time` (4 clones for 1 s
+/// report about 4000 ms), where the directions' `runtime` and `elapsed` take the longest.
+fn group_runtime_seconds(run: &StoredRun, plan: &FioPlan, jobs: &[usize]) -> f64 {
+    jobs.iter()
+        .map(|&j| {
+            let names = &plan.targets[j].names;
+            // Clones with files of their own are a target each; clones that share a file
+            // are the threads of one target.
+            let clones_per_target = if names.len() > 1 {
+                1
+            } else {
+                plan.jobs[j].numjobs
+            };
+            names
+                .iter()
+                .map(|n| entry_seconds(run, std::slice::from_ref(n)) * clones_per_target as f64)
+                .sum::<f64>()
+        })
+        .sum()
+}
+
 fn sum_dir(run: &StoredRun, hists: &Histograms, targets: &[String], op: &str) -> Dir {
     let mut d = Dir::default();
     let mut per_interval: BTreeMap<i64, (f64, f64)> = BTreeMap::new();
@@ -136,7 +158,9 @@ pub fn job_stats(plan: &FioPlan, runs: &[StoredRun]) -> Result<Vec<JobStats>, St
     for (g, run) in plan.groups.iter().zip(runs) {
         let hists = run.latency_histograms()?;
         let elapsed_s = (run.summary.warmup_seconds + run.summary.measured_seconds).ceil() as u64;
-        let mut entries: Vec<(usize, Vec<String>, u32)> = Vec::new();
+        // Each entry: its first job, its targets, its clones, and with `group_reporting` its
+        // members' running times summed (fio's `job_runtime` of a group).
+        let mut entries: Vec<(usize, Vec<String>, u32, Option<f64>)> = Vec::new();
         if g.jobs.iter().any(|&j| plan.jobs[j].group_reporting) {
             let names = g
                 .jobs
@@ -144,20 +168,21 @@ pub fn job_stats(plan: &FioPlan, runs: &[StoredRun]) -> Result<Vec<JobStats>, St
                 .flat_map(|&j| plan.targets[j].names.clone())
                 .collect();
             let clones = g.jobs.iter().map(|&j| plan.jobs[j].numjobs).sum();
-            entries.push((g.jobs[0], names, clones));
+            let summed = group_runtime_seconds(run, plan, &g.jobs);
+            entries.push((g.jobs[0], names, clones, Some(summed)));
         } else {
             for &j in &g.jobs {
                 let t = &plan.targets[j];
                 if t.names.len() > 1 {
                     for n in &t.names {
-                        entries.push((j, vec![n.clone()], 1));
+                        entries.push((j, vec![n.clone()], 1, None));
                     }
                 } else {
-                    entries.push((j, t.names.clone(), plan.jobs[j].numjobs));
+                    entries.push((j, t.names.clone(), plan.jobs[j].numjobs, None));
                 }
             }
         }
-        for (j, targets, clones) in entries {
+        for (j, targets, clones, summed_seconds) in entries {
             let job = &plan.jobs[j];
             let read = sum_dir(run, &hists, &targets, "read");
             let write = sum_dir(run, &hists, &targets, "write");
@@ -171,7 +196,9 @@ pub fn job_stats(plan: &FioPlan, runs: &[StoredRun]) -> Result<Vec<JobStats>, St
                 read,
                 write,
                 sync,
-                job_runtime_ms: (entry_seconds(run, &targets) * 1000.0).round() as u64,
+                job_runtime_ms: (summed_seconds.unwrap_or_else(|| entry_seconds(run, &targets))
+                    * 1000.0)
+                    .round() as u64,
                 elapsed_s,
                 iodepth: job.iodepth,
                 latency_report: job.latency_report.clone(),
