@@ -19,7 +19,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 
-use super::pacer::{Activity, Pacer, RateChange};
+use super::pacer::RateChange;
 use crate::model::latency_target::{LatencySearchResult, LatencyTarget};
 pub use crate::record::EndReason;
 use crate::record::{OpError, OpKind, Recorder, thread_cpu_ns};
@@ -27,6 +27,7 @@ use crate::targets::{Completions, Overlap, Session, SessionUser, Submitted};
 use crate::workload::Source;
 pub use clock::Clock;
 use edges::{Counts, Timing, finish, next_interval, poll};
+use issuer::{Issuer, NO_CHAIN};
 
 /// Flags the workers poll.
 #[derive(Debug, Default)]
@@ -279,6 +280,13 @@ struct Tally<'a> {
 }
 
 impl Tally<'_> {
+    /// Issues no more operations (what is in flight still completes), for `why`.
+    #[inline]
+    fn stop(&mut self, why: EndReason) {
+        self.issuing = false;
+        self.end_reason = why;
+    }
+
     /// Records one finished operation, started at `info.start_ns` and seen finished at
     /// `end_ns`. A warm-up operation goes into its warm-up interval (the timeline shows it,
     /// no summary counts it); one that finishes after measurement started is not recorded.
@@ -368,56 +376,6 @@ fn reap<S: Session>(
     Ok(now)
 }
 
-/// What decides when the next operation starts and which it is: the bounds of measurement,
-/// the open loop's intended starts, a closed-loop schedule's pauses and a burst's delay.
-struct Issuer {
-    pacer: Option<Pacer>,
-    activity: Activity,
-    /// This worker's measured window (after its start delay, if any), run clock, ns.
-    measure_start: u64,
-    measure_end: Option<u64>,
-    max_ops: u64,
-    /// Open loop: an intended start further behind than this is skipped, ns.
-    skip_late: Option<f64>,
-    /// An operation held back by its burst's delay, and until when.
-    held: Option<crate::targets::Op>,
-    hold_until: u64,
-    /// fio's `thinktime_spin`: waits before this spin instead of sleeping.
-    spin_until: u64,
-    /// The source may give delays: decided once, the others are never asked.
-    source_delays: bool,
-    measured_ops: u64,
-    skipped_starts: u64,
-    /// The clock reading that ended the last operation run alone ([`Submitted::Done`]), or
-    /// [`NO_CHAIN`]. While the loop's `now` is still that reading (nothing has read the clock
-    /// since: no wait, reap or interval rotation), it starts the next operation: operations
-    /// run one after another are each timed from the end of the one before, with one
-    /// reading each, and their times add up to the worker's.
-    chain_ns: u64,
-}
-
-/// No reading to chain from: the next operation reads its own start.
-const NO_CHAIN: u64 = u64::MAX;
-
-impl Issuer {
-    /// When to wake while waiting to issue: at the end of a burst's delay (`holding`) or the
-    /// next intended start, no later than the interval's end, the next poll or the end of
-    /// measurement.
-    #[inline]
-    fn wake_at(&self, holding: bool, next_boundary: u64, next_poll: u64) -> u64 {
-        let next_start = if holding {
-            self.hold_until
-        } else {
-            self.pacer.as_ref().map_or(u64::MAX, |p| p.next_ns() as u64)
-        };
-        let mut until = next_start.min(next_boundary).min(next_poll);
-        if let Some(end) = self.measure_end {
-            until = until.min(end);
-        }
-        until
-    }
-}
-
 /// The per-operation loop: while a slot is free and an operation is due, takes the next one
 /// and submits it, timed from a clock reading right before its `submit` (or from the end of
 /// the operation run alone just before it, see [`Issuer::chain_ns`]). Returns Err when the
@@ -444,8 +402,7 @@ fn issue<S: Session>(
         }
         let measured = *now >= is.measure_start;
         if measured && is.measured_ops >= is.max_ops {
-            t.issuing = false;
-            t.end_reason = EndReason::Ops;
+            t.stop(EndReason::Ops);
             break;
         }
         if *now < is.hold_until {
@@ -457,36 +414,15 @@ fn issue<S: Session>(
             is.hold_until = until;
             break;
         }
-        let intended = match &mut is.pacer {
-            Some(p) => {
-                if p.next_ns() > *now as f64 {
-                    break;
-                }
-                // Starts already further behind than the latency limit are skipped
-                // (pgbench's --latency-limit): after a stall the open loop resumes at its
-                // rate instead of sending the backlog at once.
-                if let Some(limit) = is.skip_late {
-                    while *now as f64 - p.next_ns() > limit {
-                        let at = p.take();
-                        if at >= is.measure_start && is.measure_end.is_none_or(|e| at < e) {
-                            is.skipped_starts += 1;
-                        }
-                    }
-                    if p.next_ns() > *now as f64 {
-                        break;
-                    }
-                }
-                p.take()
-            }
-            None => *now,
+        let Some(intended) = is.next_start(*now) else {
+            break;
         };
         let op = match is.held.take() {
             Some(op) => op,
             None => {
                 let Some(op) = t.source.next_op() else {
                     // The source is done (a YCSB load thread's share of the records).
-                    t.issuing = false;
-                    t.end_reason = EndReason::Ops;
+                    t.stop(EndReason::Ops);
                     break;
                 };
                 let delay_ns = think::take_delay(is, t);
@@ -616,8 +552,7 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
             (t.index, next_boundary, cpu_mark, ok) =
                 next_interval(&mut t.recorder, t.index, timing, now, next_boundary, spent);
             if !ok {
-                t.issuing = false;
-                t.end_reason = EndReason::Interrupted;
+                t.stop(EndReason::Interrupted);
             }
             spin_ns = 0;
             // The rotation's cost is nobody's service time.
@@ -628,13 +563,11 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
             let counts = (is.measured_ops, f.outstanding);
             let fatal = t.fatal.is_some();
             if let Some(end) = poll(control, &mut published_ops, counts, t.issuing, fatal) {
-                t.issuing = false;
-                t.end_reason = end;
+                t.stop(end);
             }
         }
         if t.issuing && measure_end.is_some_and(|end| now >= end) {
-            t.issuing = false;
-            t.end_reason = EndReason::Duration;
+            t.stop(EndReason::Duration);
         }
         t.check_search(now, f.outstanding);
         if t.issuing && issue(&mut s, &mut f, &mut t, &mut is, &clock, &cfg, &mut now).is_err() {
@@ -686,6 +619,7 @@ pub fn run_loop<S: Session>(mut s: S, w: Worker<'_>, start_ns: u64) -> WorkerOut
 
 mod clock;
 mod edges;
+mod issuer;
 mod latency;
 mod think;
 

@@ -4,11 +4,8 @@
 
 use std::sync::atomic::Ordering;
 
-use super::{
-    Control, EndReason, Flight, Issuer, NO_CHAIN, SlotInfo, Tally, WorkerConfig, WorkerOutcome,
-};
+use super::{Control, EndReason, Flight, SlotInfo, Tally, WorkerConfig, WorkerOutcome};
 use crate::record::{Recorder, thread_cpu_ns};
-use crate::run::pacer::{Activity, Pacer, RateChange};
 use crate::targets::{Completions, Session};
 
 /// Adds the measured operations completed since the last call to the run's count: those
@@ -74,66 +71,6 @@ impl Flight {
             free: (0..qd as u32).rev().collect(),
             outstanding: 0,
             done: Completions::with_capacity(qd),
-        }
-    }
-}
-
-impl Issuer {
-    /// Open loop: the intended starts, laid out without a clock reading or an allocation;
-    /// closed loop with a schedule: when the worker runs and when it is paused.
-    #[cold]
-    pub(super) fn new(
-        cfg: &WorkerConfig,
-        timing: Timing,
-        rate_changes: Box<[RateChange]>,
-        source_delays: bool,
-    ) -> Issuer {
-        let (start_ns, measure_start) = (timing.start_ns, timing.measure_start);
-        // A start delay moves the worker's own start, warm-up and measured window after it
-        // (a rate schedule's phases stay on the run's time).
-        let delay = cfg.start_delay_ns;
-        let own_measure_start = measure_start.saturating_add(delay);
-        let (pacer, activity) = match cfg.rate_ops {
-            Some(r) => (
-                Some({
-                    let p = Pacer::new(
-                        start_ns.saturating_add(delay),
-                        r,
-                        rate_changes,
-                        measure_start,
-                    );
-                    match cfg.poisson_seed {
-                        Some(seed) => p.poisson(seed),
-                        None => p,
-                    }
-                }),
-                Activity::always(),
-            ),
-            None if cfg.starts_paused || !rate_changes.is_empty() => (
-                None,
-                Activity::new(!cfg.starts_paused, rate_changes, measure_start),
-            ),
-            None => (None, Activity::always()),
-        };
-        Issuer {
-            pacer,
-            activity,
-            measure_start: own_measure_start,
-            measure_end: cfg.duration_ns.map(|d| own_measure_start.saturating_add(d)),
-            max_ops: cfg.max_ops.unwrap_or(u64::MAX),
-            skip_late: cfg.skip_late_ns.map(|n| n as f64),
-            held: None,
-            // The delay holds the first operation, as a burst's delay does.
-            hold_until: if delay > 0 {
-                start_ns.saturating_add(delay)
-            } else {
-                0
-            },
-            spin_until: 0,
-            source_delays,
-            measured_ops: 0,
-            skipped_starts: 0,
-            chain_ns: NO_CHAIN,
         }
     }
 }
