@@ -226,30 +226,6 @@ fn operations_run_one_at_a_time_are_timed_alone() {
     assert!(p50 > 3_500_000, "p50 {p50} ns: a batch of 8 x 1 ms");
 }
 
-/// Answers every operation at once, in `submit`; notes when the first call began and the
-/// last returned.
-struct Alone {
-    since: std::time::Instant,
-    first_ns: Option<u64>,
-    last_ns: u64,
-}
-
-impl Session for &mut Alone {
-    fn submit(&mut self, _slot: u32, _op: Op) -> Result<Submitted, OpError> {
-        self.first_ns
-            .get_or_insert(self.since.elapsed().as_nanos() as u64);
-        self.last_ns = self.since.elapsed().as_nanos() as u64;
-        Ok(Submitted::Done {
-            result: Ok(0),
-            found: true,
-        })
-    }
-
-    fn complete(&mut self, _min: u32, _out: &mut Completions) -> Result<(), OpError> {
-        Ok(())
-    }
-}
-
 /// Issue 27 part 1: operations run alone back to back are each timed from the end of the
 /// one before (one clock reading per operation), so their times add up to the worker's time
 /// from the first to the last: none of it is left out between two operations, and none is
@@ -258,10 +234,11 @@ impl Session for &mut Alone {
 /// checks) was in no operation: the sum was a small part of the span.
 #[test]
 fn operations_run_alone_back_to_back_add_up_to_the_workers_time() {
-    let mut session = Alone {
+    let mut session = Instant0 {
         since: std::time::Instant::now(),
         first_ns: None,
         last_ns: 0,
+        n: 0,
     };
     let ops = 20_000;
     let reads = measure(&mut session, Overlap::None, ops);
@@ -277,10 +254,12 @@ fn operations_run_alone_back_to_back_add_up_to_the_workers_time() {
     );
 }
 
-/// Answers every operation at once; notes when the first was submitted and how many were.
+/// Answers every operation at once, in `submit`; notes when the first call began, when the
+/// last returned, and how many there were.
 struct Instant0 {
     since: std::time::Instant,
     first_ns: Option<u64>,
+    last_ns: u64,
     n: u64,
 }
 
@@ -289,6 +268,7 @@ impl Session for &mut Instant0 {
         self.first_ns
             .get_or_insert(self.since.elapsed().as_nanos() as u64);
         self.n += 1;
+        self.last_ns = self.since.elapsed().as_nanos() as u64;
         Ok(Submitted::Done {
             result: Ok(0),
             found: true,
@@ -354,6 +334,7 @@ fn a_start_delay_moves_the_workers_measured_window_after_it() {
         let mut session = Instant0 {
             since: std::time::Instant::now(),
             first_ns: None,
+            last_ns: 0,
             n: 0,
         };
         let start_ns = clock.now_ns();

@@ -67,7 +67,7 @@ fn decimal_len(n: u64) -> usize {
 /// Eight digits at a time from the right: the 32-bit chunks do not wait on each other, where
 /// two digits at a time made one chain of ten divisions.
 #[inline]
-fn write_decimal(mut n: u64, out: &mut [u8; KEY_ARRAY_BYTES], mut end: usize) {
+fn write_decimal<const N: usize>(mut n: u64, out: &mut [u8; N], mut end: usize) {
     while n >= 100_000_000 {
         let chunk = (n % 100_000_000) as u32;
         n /= 100_000_000;
@@ -195,23 +195,9 @@ impl<F: FnMut(&[u8])> Stream<F> {
 
 /// Decimal digits of `n`, written at the end of `digits`.
 #[inline]
-fn format_u64(mut n: u64, digits: &mut [u8; 20]) -> &[u8] {
-    let mut at = digits.len();
-    while n >= 100 {
-        let pair = (n % 100) as usize * 2;
-        n /= 100;
-        at -= 2;
-        digits[at..at + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
-    }
-    if n >= 10 {
-        let pair = n as usize * 2;
-        at -= 2;
-        digits[at..at + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
-    } else {
-        at -= 1;
-        digits[at] = b'0' + n as u8;
-    }
-    &digits[at..]
+fn format_u64(n: u64, digits: &mut [u8; 20]) -> &[u8] {
+    write_decimal(n, digits, 20);
+    &digits[20 - decimal_len(n)..]
 }
 
 /// "00" to "99", two digits at a time.
