@@ -339,8 +339,7 @@ impl Tally<'_> {
     fn fail(&mut self, kind: OpKind, e: OpError) {
         self.fatal = Some((kind, e));
         self.control.stop.store(true, Ordering::Relaxed);
-        self.issuing = false;
-        self.end_reason = EndReason::Error;
+        self.stop(EndReason::Error);
     }
 }
 

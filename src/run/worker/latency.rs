@@ -32,8 +32,7 @@ impl Tally<'_> {
             && l.check(now, outstanding) == Verdict::Done
             && self.issuing
         {
-            self.issuing = false;
-            self.end_reason = EndReason::Ops;
+            self.stop(EndReason::Ops);
         }
     }
 }

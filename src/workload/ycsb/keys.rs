@@ -54,7 +54,8 @@ pub fn write_key(keynum: u64, zero_padding: u32, order: InsertOrder, buf: &mut V
     buf.truncate(end);
 }
 
-/// The stack array a key is built in: "user", padding and 20 digits fit in 32 bytes.
+/// The fixed length a key is built at before it is cut: "user", a short padding and 20
+/// digits fit in 32 bytes (longer keys take the slower path).
 const KEY_ARRAY_BYTES: usize = 32;
 
 /// Digits of `n` in decimal.
