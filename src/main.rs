@@ -1,5 +1,5 @@
 //! The `storlab` binary: parses the command line and hands it to the library.
 
 fn main() {
-    std::process::exit(storlab::cli::main());
+    std::process::exit(storlab_cli::main());
 }

@@ -8,16 +8,16 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::sync_channel;
 
-use storlab::record::{Interval, Recorder};
-use storlab::run::pacer::RateChange;
-use storlab::run::worker::{
+use storlab_engine::pacer::RateChange;
+use storlab_engine::worker::{
     Clock, Control, StartGate, Worker, WorkerConfig, WorkerOutcome, run_loop,
 };
-use storlab::targets::{
+use storlab_model::units::Bytes;
+use storlab_record::{Interval, Recorder};
+use storlab_targets::{
     PrepareOptions, Prepared, Session, SessionParams, SessionUser, TargetConfig, null::NullConfig,
 };
-use storlab::units::Bytes;
-use storlab::workload::Workload;
+use storlab_workload::Workload;
 
 #[path = "common/counting_alloc.rs"]
 mod counting_alloc;
@@ -123,7 +123,7 @@ fn loop_allocations_paced(
         block_bytes: workload.block_bytes() as u32,
         size_draw: workload
             .as_block()
-            .map(storlab::workload::size_draw::SizeDraw::of),
+            .map(storlab_workload::block::size_draw::SizeDraw::of),
         random_data: workload
             .as_block()
             .is_none_or(|b| b.write_buffers.is_none()),
@@ -135,8 +135,8 @@ fn loop_allocations_paced(
         // Verified writes: the table is built before the loop, as the run does.
         verify: workload.as_block().filter(|b| b.verify).map(|b| {
             let table =
-                storlab::verify::VerifyTable::new("t", region, b.block_size.0 as u32, 1).unwrap();
-            storlab::verify::VerifyParams {
+                storlab_verify::VerifyTable::new("t", region, b.block_size.0 as u32, 1).unwrap();
+            storlab_verify::VerifyParams {
                 table: Arc::new(table),
                 thread: 0,
             }
@@ -144,7 +144,7 @@ fn loop_allocations_paced(
         kv_verify: None,
         pgbench: workload
             .as_pgbench()
-            .map(|_| storlab::targets::PgbenchParams {
+            .map(|_| storlab_targets::PgbenchParams {
                 client: 0,
                 ledger: None,
             }),
@@ -215,7 +215,7 @@ fn pgbench_on_postgres_allocates_nothing_per_transaction() {
     };
     let mut table = toml::Table::new();
     table.insert("url".into(), url.into());
-    let t = (storlab::targets::find_type("postgres").unwrap().parse)(table).unwrap();
+    let t = (storlab_targets::find_type("postgres").unwrap().parse)(table).unwrap();
     let prepared = t
         .prepare(&PrepareOptions {
             writes: true,
@@ -364,7 +364,7 @@ fn file_target_loop_allocates_nothing_per_operation() {
             dir.path().join("f.dat").display().to_string()
         ))
         .unwrap();
-        let t = (storlab::targets::find_type("file").unwrap().parse)(table).unwrap();
+        let t = (storlab_targets::find_type("file").unwrap().parse)(table).unwrap();
         // Storlab's own data, and fio's buffers (refilled per write, or scrambled).
         for data in [
             "",
@@ -411,7 +411,7 @@ fn file_set_with_small_files_and_a_split_allocates_nothing_per_operation() {
             files.join(", ")
         ))
         .unwrap();
-        let t = (storlab::targets::find_type("file").unwrap().parse)(table).unwrap();
+        let t = (storlab_targets::find_type("file").unwrap().parse)(table).unwrap();
         for keys in [
             "block-size-split = [{ size = 4096, percent = 40 }, { size = 16384, percent = 30 }, { size = 65536, percent = 30 }]\ndistribution = \"pareto:0.2\"",
             "block-size-range = { min = 4096, max = 16384 }",
@@ -446,7 +446,7 @@ fn file_target_with_verify_allocates_nothing_per_operation() {
             dir.path().join("f.dat").display().to_string()
         ))
         .unwrap();
-        let t = (storlab::targets::find_type("file").unwrap().parse)(table).unwrap();
+        let t = (storlab_targets::find_type("file").unwrap().parse)(table).unwrap();
         let w = workload(&format!(
             "read-share = 0.3\nqueue-depth = {qd}\nfsync-every = 64\nverify = true"
         ));
@@ -476,7 +476,7 @@ fn rocksdb_target_loop_allocates_nothing_per_operation() {
         dir.path().join("db").display().to_string()
     ))
     .unwrap();
-    let t = (storlab::targets::find_type("rocksdb").unwrap().parse)(table).unwrap();
+    let t = (storlab_targets::find_type("rocksdb").unwrap().parse)(table).unwrap();
     for bench in [
         "fillrandom",
         "readrandom",
@@ -542,7 +542,7 @@ fn ycsb_on_rocksdb_allocates_nothing_per_operation_in_storlab() {
         "path".into(),
         dir.path().join("db").display().to_string().into(),
     );
-    let t = (storlab::targets::find_type("rocksdb").unwrap().parse)(table).unwrap();
+    let t = (storlab_targets::find_type("rocksdb").unwrap().parse)(table).unwrap();
     // Workload A to F on the same database (D and E insert records as they go).
     for letter in ['a', 'b', 'c', 'd', 'e', 'f'] {
         let w = ycsb_workload(letter, "");
@@ -566,7 +566,7 @@ fn ycsb_on_rocksdb_allocates_nothing_per_operation_in_storlab() {
 /// Allocations per operation of a YCSB workload on a redis target (`options`, TOML), after
 /// `records` records loaded by the same target.
 fn redis_allocations_per_op(options: &str, letter: char) -> (f64, f64) {
-    let t = (storlab::targets::find_type("redis").unwrap().parse)(toml::from_str(options).unwrap())
+    let t = (storlab_targets::find_type("redis").unwrap().parse)(toml::from_str(options).unwrap())
         .unwrap();
     let load = workload(
         "type = \"ycsb\"\nphase = \"load\"\nrecord-count = 5000\nfield-count = 2\nfield-length = 100",

@@ -479,7 +479,7 @@ fn power_off_kills_every_process_of_a_namespace_and_sets_its_link_down() {
     );
     let alive = |f: &Path| {
         let pid: i32 = std::fs::read_to_string(f).unwrap().trim().parse().unwrap();
-        (pid, storlab::run::events::power_off::alive(pid))
+        (pid, storlab_engine::events::power_off::alive(pid))
     };
     assert!(alive(&pid_file).1, "nothing killed when refused");
     assert!(alive(&outside).1, "nothing killed when refused");
@@ -668,7 +668,7 @@ fn a_sigkilled_storlab_leaves_no_process_behind() {
 #[test]
 fn a_leftover_of_a_dead_storlab_is_reported_and_stopped_by_the_next_run() {
     use std::os::unix::process::{CommandExt, ExitStatusExt};
-    use storlab::run::events::started::{Entry, StartedFile, start_time_ticks};
+    use storlab_engine::events::started::{Entry, StartedFile, start_time_ticks};
     let lab = Lab::new();
     std::fs::create_dir_all(lab.results()).unwrap();
     let mut left = Command::new("sleep")
@@ -681,7 +681,7 @@ fn a_leftover_of_a_dead_storlab_is_reported_and_stopped_by_the_next_run() {
     let mut dead = Command::new("true").spawn().unwrap();
     let dead_pid = dead.id() as i32;
     dead.wait().unwrap();
-    let host = storlab::study::local_host_name();
+    let host = storlab_study::local_host_name();
     let file = lab
         .results()
         .join(format!(".started-{host}-{dead_pid}.json"));

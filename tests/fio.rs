@@ -627,7 +627,7 @@ fn allowed_cpus() -> Vec<u32> {
         .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
         .unwrap()
         .trim();
-    storlab::model::cpus::CpuList::parse(list)
+    storlab_model::cpus::CpuList::parse(list)
         .unwrap()
         .cpus()
         .to_vec()

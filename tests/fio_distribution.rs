@@ -18,8 +18,8 @@ mod common;
 use std::process::Command;
 
 use common::{Lab, text};
-use storlab::model::{Op, Region};
-use storlab::workload::block::BlockWorkload;
+use storlab_model::{Op, Region};
+use storlab_workload::block::BlockWorkload;
 
 const BLOCKS: u64 = 1024;
 const DRAWS: usize = 102_400;
@@ -144,7 +144,7 @@ fn zipf_and_pareto_put_as_many_accesses_on_the_hottest_blocks_as_fio() {
 #[test]
 fn normal_spreads_around_the_centre_as_fio() {
     // The inverse of fio's golden ratio modulo 2^64 undoes its scatter on 1024 blocks.
-    let g = storlab::workload::distribution::GOLDEN_RATIO_64;
+    let g = storlab_workload::block::distribution::GOLDEN_RATIO_64;
     let mut inverse = g;
     for _ in 0..6 {
         inverse = inverse.wrapping_mul(2u64.wrapping_sub(g.wrapping_mul(inverse)));
@@ -307,8 +307,8 @@ fn fio_ops(lab: &Lab, name: &str, job: &str) -> Option<Vec<(u64, u64)>> {
 /// same region.
 fn storlab_ops(lab: &Lab, name: &str, job: &str) -> Vec<(u64, u64)> {
     let path = lab.write(&format!("{name}.fio"), job);
-    let plan = storlab::study::fio::load(&[path]).expect("plan");
-    let study = storlab::study::parse("fio.toml", &plan.study_text).expect("study");
+    let plan = storlab_study::fio::load(&[path]).expect("plan");
+    let study = storlab_study::parse("fio.toml", &plan.study_text).expect("study");
     let w = &study.runs[0].targets[0].workload;
     let region = Region {
         offset_bytes: 0,

@@ -10,8 +10,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::{Lab, text};
-use storlab::model::latency_target::{LatencyTarget, Search, Verdict};
-use storlab::units::Dur;
+use storlab_model::latency_target::{LatencyTarget, Search, Verdict};
+use storlab_model::units::Dur;
 
 /// fio's JSON of `args`, or None when fio is not installed (and not required).
 fn fio_json(args: &[&str]) -> Option<serde_json::Value> {

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::Command;
 
 use common::{Lab, text};
-use storlab::model::{Op, Region};
+use storlab_model::{Op, Region};
 
 /// fio run on `job` in `dir`; false when fio is not installed (and not required).
 fn run_fio(dir: &Path, job: &Path, args: &[&str]) -> bool {
@@ -71,8 +71,8 @@ fn iolog(path: &Path) -> Vec<(u64, u64)> {
 /// The first `n` (offset, length) pairs storlab's generator gives thread 0 of group `group`
 /// of the job file `job` (on a region of `size` bytes).
 fn storlab_ops(job: &Path, group: usize, size: u64, n: usize) -> Vec<(u64, u64)> {
-    let plan = storlab::study::fio::load(&[job.to_path_buf()]).expect("plan");
-    let study = storlab::study::parse("fio.toml", &plan.study_text).expect("study");
+    let plan = storlab_study::fio::load(&[job.to_path_buf()]).expect("plan");
+    let study = storlab_study::parse("fio.toml", &plan.study_text).expect("study");
     let w = &study.runs[group].targets[0].workload;
     let region = Region {
         offset_bytes: 0,
@@ -244,8 +244,8 @@ fn block_sizes_are_drawn_as_fios() {
     let body = "[j]\nioengine=null\nsize=8m\nrw=randrw\nbsrange=1k-4k,8k-16k\nnorandommap\n";
     let (job, _) = logged(&lab, "dirs", body).expect("fio");
     let log = std::fs::read_to_string(lab.path().join("dirs.log")).unwrap();
-    let plan = storlab::study::fio::load(std::slice::from_ref(&job)).unwrap();
-    let study = storlab::study::parse("fio.toml", &plan.study_text).unwrap();
+    let plan = storlab_study::fio::load(std::slice::from_ref(&job)).unwrap();
+    let study = storlab_study::parse("fio.toml", &plan.study_text).unwrap();
     let w = &study.runs[0].targets[0].workload;
     let mut s = w.source(
         Region {
@@ -372,12 +372,12 @@ fn files_smaller_than_the_largest_block_take_the_ios_fio_gives_them() {
             *theirs[i].entry((o, n)).or_insert(0.0) += 1.0;
         }
     }
-    let w = storlab::workload::block::BlockWorkload::from_table(
+    let w = storlab_workload::block::BlockWorkload::from_table(
         toml::from_str("block-size-range = { min = \"4KiB\", max = \"16KiB\" }").unwrap(),
     )
     .unwrap();
-    let draw = storlab::workload::size_draw::SizeDraw::of(&w);
-    let mut s = storlab::workload::Workload::Block(w).source(
+    let draw = storlab_workload::block::size_draw::SizeDraw::of(&w);
+    let mut s = storlab_workload::Workload::Block(w).source(
         Region {
             offset_bytes: 0,
             size_bytes: largest,
@@ -385,9 +385,9 @@ fn files_smaller_than_the_largest_block_take_the_ios_fio_gives_them() {
         0,
         1,
     );
-    let mut picker = storlab::targets::file::set::Picker::new(
+    let mut picker = storlab_targets::file::set::Picker::new(
         sizes.clone(),
-        storlab::targets::file::FileService::Random,
+        storlab_targets::file::FileService::Random,
         false,
         3,
         Some(draw),

@@ -1,6 +1,6 @@
 //! The short run of the fuzz targets that CI makes on stable: every file of the fuzz corpus
 //! (`fuzz/corpus/TARGET`, kept by `cargo fuzz cmin`, with every input that once crashed a
-//! target) through the target's entry point in `storlab::fuzzing`, then a few thousand
+//! target) through the target's entry point in `storlab_cli::fuzzing`, then a few thousand
 //! pseudo-random mutations of them from a fixed seed. None may panic, nor take long. The long
 //! runs under libFuzzer are a benchmark: `bench/fuzz`.
 
@@ -8,7 +8,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use storlab::fuzzing::FuzzTarget;
+use storlab_cli::fuzzing::FuzzTarget;
 
 /// Mutations per target (each of a corpus file, or of two spliced).
 const MUTATIONS_PER_TARGET: usize = 400;

@@ -15,8 +15,8 @@ mod common;
 use std::process::Command;
 
 use common::{Lab, server, text};
-use storlab::workload::ycsb::InsertOrder;
-use storlab::workload::ycsb::keys::write_key;
+use storlab_workload::ycsb::InsertOrder;
+use storlab_workload::ycsb::keys::write_key;
 
 /// A load of `records` records and a run mixing reads, updates, read-modify-writes and
 /// inserts over 4 threads (zipfian: hot keys written by several threads at once), both
@@ -195,14 +195,14 @@ fn rocksdb_verified_runs_are_intact_and_damage_is_found_from_the_state() {
             let key = key_name(keynum);
             let value = db.get(&key).unwrap().unwrap();
             let mut fields: Vec<Vec<u8>> = vec![Vec::new(); 10];
-            assert!(storlab::workload::ycsb::record::decode_record(
+            assert!(storlab_workload::ycsb::record::decode_record(
                 &value,
                 |i, v| { fields[i] = v.to_vec() }
             ));
             if restamp {
                 for (i, f) in fields.iter_mut().enumerate() {
                     let name = format!("field{i}");
-                    storlab::verify::kv::header::stamp(
+                    storlab_verify::kv::header::stamp(
                         f,
                         key.as_bytes(),
                         name.as_bytes(),
@@ -214,7 +214,7 @@ fn rocksdb_verified_runs_are_intact_and_damage_is_found_from_the_state() {
                 fields[4][60] ^= 1;
             }
             let mut enc = Vec::new();
-            storlab::workload::ycsb::record::encode_record(&fields, &mut enc);
+            storlab_workload::ycsb::record::encode_record(&fields, &mut enc);
             db.put(&key, &enc).unwrap();
         }
     }

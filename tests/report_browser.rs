@@ -356,7 +356,7 @@ fn the_browser_checks_catch_an_empty_chart_and_a_script_error() {
         format!(
             r#"<!DOCTYPE html><html><body><svg class="chart" id="empty-1" width="100" height="100"><g class="plot"><rect class="bar" x="10" y="90" width="10" height="0"/></g></svg>
 <script>undefinedFunction();</script><script>{}</script></body></html>"#,
-            storlab::report::html::SCRIPT
+            storlab_report::html::SCRIPT
         ),
     )
     .unwrap();

@@ -6,7 +6,7 @@ mod schedule;
 #[path = "study_errors/target_workloads.rs"]
 mod target_workloads;
 
-use storlab::study;
+use storlab_study as study;
 
 const GOOD: &str = r#"name = "t"
 
@@ -847,7 +847,7 @@ fn workload_cpus() {
     let plan = study::parse("good.toml", &with("cpus = 0\ncpus-policy = \"split\"\n")).unwrap();
     let w = plan.runs[0].targets[0].workload.as_block().unwrap();
     assert_eq!(w.cpus.as_ref().map(|c| c.to_string()).as_deref(), Some("0"));
-    assert_eq!(w.cpus_policy, storlab::model::cpus::CpuPolicy::Split);
+    assert_eq!(w.cpus_policy, storlab_model::cpus::CpuPolicy::Split);
     // CPU 1023 can be named in a set, but this machine does not have it.
     check(
         &with("cpus = \"0,1023\"\n"),

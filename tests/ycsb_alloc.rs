@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use storlab::workload::ycsb::{CoreWorkload, Properties, YcsbOp};
+use storlab_workload::ycsb::{CoreWorkload, Properties, YcsbOp};
 
 #[path = "common/counting_alloc.rs"]
 mod counting_alloc;
@@ -36,7 +36,7 @@ fn allocations(file: &str, overrides: &[&str], ops: u64) -> u64 {
     let mut field = Vec::with_capacity(64);
     let mut value = Vec::with_capacity(4096);
     let mut checksum = 0u64;
-    let mut one = |source: &mut storlab::workload::ycsb::CoreSource| {
+    let mut one = |source: &mut storlab_workload::ycsb::CoreSource| {
         let op = source.next_op();
         let (keynum, write) = match op {
             YcsbOp::Read { keynum, .. } | YcsbOp::Scan { keynum, .. } => (keynum, None),
@@ -108,8 +108,8 @@ fn drawing_a_million_ops_allocates_nothing() {
 #[test]
 fn verified_writes_allocate_nothing() {
     use std::sync::Arc;
-    use storlab::verify::kv::{KvTable, WriteOutcome};
-    use storlab::workload::ycsb::RecordBuf;
+    use storlab_verify::kv::{KvTable, WriteOutcome};
+    use storlab_workload::ycsb::RecordBuf;
 
     let mut props = Properties::new();
     props.set_override("recordcount=1000").unwrap();

@@ -19,11 +19,11 @@ use std::convert::Infallible;
 use std::path::PathBuf;
 use std::process::Command;
 
-use storlab::workload::ycsb::generators::{
+use storlab_workload::ycsb::generators::{
     AcknowledgedCounter, Discrete, Exponential, Hotspot, ScrambledZipfian, SkewedLatest, Uniform,
     ZIPFIAN_CONSTANT, Zipfian, ZipfianEta,
 };
-use storlab::workload::ycsb::{CoreWorkload, Properties};
+use storlab_workload::ycsb::{CoreWorkload, Properties};
 
 const JAVA_SOURCES: [(&str, &str); 3] = [
     (

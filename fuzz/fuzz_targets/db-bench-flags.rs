@@ -1,5 +1,5 @@
 #![no_main]
 //! storlab's reader of db-bench-flags input: it returns an error on a bad input, never panics or hangs.
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    let _ = storlab::fuzzing::FuzzTarget::DbBenchFlags.run(data);
+    let _ = storlab_cli::fuzzing::FuzzTarget::DbBenchFlags.run(data);
 });

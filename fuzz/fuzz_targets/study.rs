@@ -1,5 +1,5 @@
 #![no_main]
 //! storlab's reader of study input: it returns an error on a bad input, never panics or hangs.
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    let _ = storlab::fuzzing::FuzzTarget::Study.run(data);
+    let _ = storlab_cli::fuzzing::FuzzTarget::Study.run(data);
 });

@@ -1,5 +1,5 @@
 #![no_main]
 //! storlab's reader of summary-json input: it returns an error on a bad input, never panics or hangs.
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    let _ = storlab::fuzzing::FuzzTarget::SummaryJson.run(data);
+    let _ = storlab_cli::fuzzing::FuzzTarget::SummaryJson.run(data);
 });

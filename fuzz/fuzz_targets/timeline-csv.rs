@@ -1,5 +1,5 @@
 #![no_main]
 //! storlab's reader of timeline-csv input: it returns an error on a bad input, never panics or hangs.
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    let _ = storlab::fuzzing::FuzzTarget::TimelineCsv.run(data);
+    let _ = storlab_cli::fuzzing::FuzzTarget::TimelineCsv.run(data);
 });

@@ -4,7 +4,7 @@
 //! file, the line and the key.
 
 use super::{check, one_error};
-use storlab::study;
+use storlab_study as study;
 
 /// Three null targets in two groups; two phases of 1 s in a 4 s step (the table repeats).
 const SCHEDULED: &str = r#"name = "t"

@@ -4,7 +4,7 @@
 //! of `study_errors` (its `check` helper): each error names the file, the line and the key.
 
 use super::check;
-use storlab::study;
+use storlab_study as study;
 
 /// A reader and a writer on one file, together, the writer with its own workload.
 const READER_WRITER: &str = r#"name = "t"

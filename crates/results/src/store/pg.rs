@@ -1,0 +1,367 @@
+//! The PostgreSQL backend of the results store, which a lab's machines share. Its schema is
+//! the SQLite one ([`schema`]), applied under an advisory lock so that two storlab processes
+//! opening a new database at once apply each version once.
+
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use postgres::types::ToSql;
+use postgres::{Client, NoTls};
+
+use super::{NewRun, PgUrl, RunFiles, RunRow, StoreError, process_alive, schema};
+use crate::redact;
+use crate::summary::RunSummary;
+
+/// How long connecting may take when the URL does not say (`connect_timeout`).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The advisory lock held while the schema is brought up to date (any number, the same in
+/// every storlab).
+const MIGRATION_LOCK: i64 = 0x5354_4f52_4c41_4201;
+
+pub(super) struct PgStore {
+    /// Queries need the client mutably; the store's readers take `&self`.
+    client: RefCell<Client>,
+    /// Shown in errors: the URL, redacted.
+    location: String,
+}
+
+/// An error and its causes, one line, redacted.
+fn error_text(e: &postgres::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        let s = cause.to_string();
+        if !text.contains(&s) {
+            text = format!("{text}: {s}");
+        }
+        source = cause.source();
+    }
+    redact(&text)
+}
+
+/// Whether the error is the connection's, not a statement's: no answer from the server, or
+/// the server ending the session (SQLSTATE class 08, connection exception; class 57,
+/// operator intervention: a shutdown, a terminated backend).
+fn connection_lost(e: &postgres::Error) -> bool {
+    match e.code() {
+        None => e.as_db_error().is_none(),
+        Some(code) => {
+            let code = code.code();
+            code.starts_with("08") || code.starts_with("57")
+        }
+    }
+}
+
+impl PgStore {
+    pub(super) fn connect(url: &PgUrl) -> Result<PgStore, StoreError> {
+        let location = url.to_string();
+        let mut config: postgres::Config =
+            url.secret_text()
+                .parse()
+                .map_err(|e: postgres::Error| StoreError::BadLocation {
+                    location: location.clone(),
+                    detail: error_text(&e),
+                })?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
+        let client = config.connect(NoTls).map_err(|e| StoreError::Unreachable {
+            location: location.clone(),
+            detail: error_text(&e),
+        })?;
+        let store = PgStore {
+            client: RefCell::new(client),
+            location,
+        };
+        store.migrate()?;
+        Ok(store)
+    }
+
+    /// A database's refusal, or a connection that broke (unreachable).
+    fn pg(&self, e: postgres::Error) -> StoreError {
+        let (location, detail) = (self.location.clone(), error_text(&e));
+        if connection_lost(&e) {
+            StoreError::Unreachable { location, detail }
+        } else {
+            StoreError::Postgres { location, detail }
+        }
+    }
+
+    /// Brings the schema to the newest version, one storlab at a time.
+    fn migrate(&self) -> Result<(), StoreError> {
+        let mut client = self.client.borrow_mut();
+        let mut tx = client.transaction().map_err(|e| self.pg(e))?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+            .map_err(|e| self.pg(e))?;
+        tx.batch_execute(schema::VERSIONS_TABLE)
+            .map_err(|e| self.pg(e))?;
+        let current: i64 = tx
+            .query_one(
+                "SELECT COALESCE(MAX(version), 0)::BIGINT FROM schema_version",
+                &[],
+            )
+            .map_err(|e| self.pg(e))?
+            .get(0);
+        for version in current + 1..=schema::VERSION {
+            for statement in schema::statements(version) {
+                tx.batch_execute(statement).map_err(|e| self.pg(e))?;
+            }
+            tx.execute(
+                "INSERT INTO schema_version (version, applied_at) VALUES ($1, $2)",
+                &[&version, &crate::rfc3339(SystemTime::now())],
+            )
+            .map_err(|e| self.pg(e))?;
+        }
+        tx.commit().map_err(|e| self.pg(e))
+    }
+
+    fn execute(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64, StoreError> {
+        self.client
+            .borrow_mut()
+            .execute(schema::for_postgres(sql).as_str(), params)
+            .map_err(|e| self.pg(e))
+    }
+
+    fn query(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<postgres::Row>, StoreError> {
+        self.client
+            .borrow_mut()
+            .query(schema::for_postgres(sql).as_str(), params)
+            .map_err(|e| self.pg(e))
+    }
+
+    pub(super) fn insert_run(&mut self, r: &NewRun, replace: bool) -> Result<(), StoreError> {
+        let sql = format!(
+            "INSERT INTO runs (run_id, study, step, run_index, run_count, repetition, parameters, status, started_at, folder, pid)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'running', ?8, ?9, ?10){}",
+            if replace { schema::UPSERT_RUN } else { "" }
+        );
+        self.execute(
+            &sql,
+            &[
+                &r.run_id,
+                &r.study,
+                &r.step,
+                &(r.run_index as i64),
+                &(r.run_count as i64),
+                &i64::from(r.repetition),
+                &redact(r.parameters),
+                &r.started_at,
+                &r.folder.to_string_lossy().to_string(),
+                &i64::from(r.pid),
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Stores a run's summary, status, verify rows, events and recovery metrics in one
+    /// transaction.
+    pub(super) fn finish_run(
+        &mut self,
+        run_id: &str,
+        summary: &RunSummary,
+    ) -> Result<(), StoreError> {
+        let json = serde_json::to_string(summary).map_err(|source| StoreError::BadSummary {
+            run: run_id.into(),
+            source,
+        })?;
+        let mut client = self.client.borrow_mut();
+        let mut tx = client.transaction().map_err(|e| self.pg(e))?;
+        let mut exec = |sql: &str, params: &[&(dyn ToSql + Sync)]| {
+            tx.execute(schema::for_postgres(sql).as_str(), params)
+                .map(|_| ())
+                .map_err(|e| self.pg(e))
+        };
+        exec(
+            "UPDATE runs SET status = ?2, ended_at = ?3, summary = ?4 WHERE run_id = ?1",
+            &[
+                &run_id,
+                &summary.status.name(),
+                &summary.ended_at,
+                &redact(&json),
+            ],
+        )?;
+        for v in super::verify_rows_of(summary) {
+            exec(
+                "INSERT INTO verify (run_id, target, class, blocks, first_offsets, kind, position) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                 ON CONFLICT (run_id, target, class) DO UPDATE SET blocks = excluded.blocks, first_offsets = excluded.first_offsets, kind = excluded.kind, position = excluded.position",
+                &[&run_id, &v.target, &v.class, &v.blocks, &v.first_offsets, &v.kind, &v.position],
+            )?;
+        }
+        exec("DELETE FROM events WHERE run_id = ?1", &[&run_id])?;
+        exec("DELETE FROM recovery WHERE run_id = ?1", &[&run_id])?;
+        let studied = summary
+            .events
+            .iter()
+            .filter_map(|e| e.outcome.as_ref().map(|o| (e, o)));
+        for (position, (e, o)) in studied.enumerate() {
+            exec(
+                "INSERT INTO events (run_id, position, name, action, status, start_ns, end_ns, duration_seconds, exit_code, pid, detail, stdout, stderr, on_failure)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                &[
+                    &run_id,
+                    &(position as i64),
+                    &o.name,
+                    &e.kind,
+                    &o.status.name(),
+                    &o.start_ns,
+                    &o.end_ns,
+                    &o.duration_seconds,
+                    &o.exit_code.map(i64::from),
+                    &o.pid.map(i64::from),
+                    &redact(&e.detail),
+                    &redact(&o.stdout),
+                    &redact(&o.stderr),
+                    &o.on_failure.map(|f| f.name()),
+                ],
+            )?;
+        }
+        for r in &summary.recovery {
+            let errors: Vec<String> = r
+                .errors_during_outage
+                .iter()
+                .map(|(k, n)| format!("{k}:{n}"))
+                .collect();
+            // A later metric of the same event replaces an earlier one, as in SQLite.
+            exec(
+                "DELETE FROM recovery WHERE run_id = ?1 AND event = ?2",
+                &[&run_id, &r.event],
+            )?;
+            exec(
+                "INSERT INTO recovery (run_id, event, event_seconds, interval_seconds, baseline_rate_ops, dip_min_rate_ops, dip_mean_rate_ops, outage_seconds, time_to_first_success_seconds, recovered, time_to_recover_seconds, errors_during_outage, note)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                &[
+                    &run_id,
+                    &r.event,
+                    &r.event_seconds,
+                    &r.interval_seconds,
+                    &r.baseline_rate_ops,
+                    &r.dip_min_rate_ops,
+                    &r.dip_mean_rate_ops,
+                    &r.outage_seconds,
+                    &r.time_to_first_success_seconds,
+                    &i64::from(r.recovered),
+                    &r.time_to_recover_seconds,
+                    &errors.join(";"),
+                    &r.note,
+                ],
+            )?;
+        }
+        tx.commit().map_err(|e| self.pg(e))
+    }
+
+    pub(super) fn mark_incomplete(&mut self, folder: &Path, note: &str) -> Result<(), StoreError> {
+        self.execute(
+            "UPDATE runs SET status = 'incomplete', ended_at = ?2, note = ?3 WHERE folder = ?1",
+            &[
+                &folder.to_string_lossy().to_string(),
+                &crate::rfc3339(SystemTime::now()),
+                &note,
+            ],
+        )?;
+        Ok(())
+    }
+
+    pub(super) fn verify_rows(
+        &self,
+        run_id: &str,
+    ) -> Result<Vec<(String, String, u64, String)>, StoreError> {
+        let rows = self.query(
+            "SELECT target, class, blocks, first_offsets FROM verify WHERE run_id = ?1 ORDER BY target, position",
+            &[&run_id],
+        )?;
+        Ok(rows
+            .iter()
+            .map(|r| (r.get(0), r.get(1), r.get::<_, i64>(2) as u64, r.get(3)))
+            .collect())
+    }
+
+    /// All runs, oldest first. A `running` run whose folder is on this machine and whose
+    /// process is gone is shown `interrupted` (one run elsewhere is shown as it says).
+    pub(super) fn list(&self) -> Result<Vec<RunRow>, StoreError> {
+        let rows = self.query(
+            "SELECT run_id, study, step, run_index, run_count, parameters, status, started_at, folder, pid, summary, note FROM runs ORDER BY started_at, run_index",
+            &[],
+        )?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                let status: String = r.get(6);
+                let folder: String = r.get(8);
+                let summary: Option<String> = r.get(10);
+                let here = Path::new(&folder).exists();
+                RunRow {
+                    run_id: r.get(0),
+                    study: r.get(1),
+                    step: r.get(2),
+                    run_index: r.get(3),
+                    run_count: r.get(4),
+                    parameters: r.get(5),
+                    status: if status == "running" && here && !process_alive(r.get(9)) {
+                        "interrupted".into()
+                    } else {
+                        status
+                    },
+                    started_at: r.get(7),
+                    folder,
+                    rate_ops: summary
+                        .and_then(|s| serde_json::from_str::<RunSummary>(&s).ok())
+                        .map(|s| s.total.rate_ops),
+                    note: r.get::<_, Option<String>>(11).unwrap_or_default(),
+                }
+            })
+            .collect())
+    }
+
+    /// The row (id, summary, folder) of the run RUN names.
+    fn matching(&self, run: &str) -> Result<(String, Option<String>, String), StoreError> {
+        let sql = format!(
+            "SELECT run_id, summary, folder FROM runs WHERE {} {}",
+            schema::MATCH_RUN,
+            schema::MATCH_ORDER
+        );
+        let rows = self.query(&sql, &[&run])?;
+        let r = rows
+            .first()
+            .ok_or_else(|| StoreError::NoSuchRun(run.into()))?;
+        Ok((r.get(0), r.get(1), r.get(2)))
+    }
+
+    pub(super) fn summary(&self, run: &str) -> Result<RunSummary, StoreError> {
+        let (id, summary, _) = self.matching(run)?;
+        let json = summary.ok_or_else(|| StoreError::NoSuchRun(run.into()))?;
+        serde_json::from_str(&json).map_err(|source| StoreError::BadSummary { run: id, source })
+    }
+
+    pub(super) fn folder(&self, run: &str) -> Result<PathBuf, StoreError> {
+        Ok(PathBuf::from(self.matching(run)?.2))
+    }
+
+    pub(super) fn run_id(&self, run: &str) -> Result<String, StoreError> {
+        Ok(self.matching(run)?.0)
+    }
+
+    pub(super) fn put_files(&mut self, run_id: &str, files: &RunFiles) -> Result<(), StoreError> {
+        let mut client = self.client.borrow_mut();
+        let mut tx = client.transaction().map_err(|e| self.pg(e))?;
+        let sql = schema::for_postgres(schema::UPSERT_FILE);
+        for (name, bytes) in files {
+            tx.execute(sql.as_str(), &[&run_id, name, bytes])
+                .map_err(|e| self.pg(e))?;
+        }
+        tx.commit().map_err(|e| self.pg(e))
+    }
+
+    pub(super) fn files(&self, run_id: &str) -> Result<RunFiles, StoreError> {
+        let rows = self.query(
+            "SELECT name, bytes FROM run_files WHERE run_id = ?1",
+            &[&run_id],
+        )?;
+        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+    }
+}

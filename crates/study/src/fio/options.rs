@@ -1,0 +1,768 @@
+//! fio's options that storlab takes, resolved per job: `[global]` values first (a later
+//! `[global]` changes the jobs after it, as in fio), then the job's own lines, the last one
+//! given winning. Every option storlab does not implement is refused by name with its file
+//! and line; all refusals of a file come back together.
+
+use std::time::Duration;
+
+pub use super::engines::{Engine, Runner};
+use super::parse::{Entry, JobFile, LineError, parse_bool, parse_size, parse_time};
+
+/// The options storlab implements, with what they become.
+pub const SUPPORTED: &[(&str, &str)] = &[
+    ("name", "the job's name (the section's by default)"),
+    ("description", "kept with the job options"),
+    (
+        "filename",
+        "the file or device (one; `:`-separated lists are refused)",
+    ),
+    ("directory", "folder of the job's files"),
+    (
+        "size",
+        "bytes of the file the job addresses (and transfers, unless time_based)",
+    ),
+    (
+        "rw / readwrite",
+        "read, write, randread, randwrite, rw, readwrite, randrw",
+    ),
+    (
+        "rwmixread / rwmixwrite",
+        "percent of reads / writes in a mixed job (default 50)",
+    ),
+    (
+        "bs / blocksize",
+        "transfer size (a `read,write` pair only when equal)",
+    ),
+    (
+        "bssplit",
+        "transfer sizes and their percents: each I/O's size drawn from them as fio draws it",
+    ),
+    (
+        "blockalign / ba",
+        "offsets are multiples of this (default: the smallest bs)",
+    ),
+    ("direct / buffered", "O_DIRECT"),
+    (
+        "ioengine",
+        "io_uring, psync, null (storlab's null target, no file); libaio and posixaio run on io_uring, sync, vsync, pvsync and pvsync2 on psync: each substitution said and recorded",
+    ),
+    ("iodepth", "I/Os in flight per job (psync: 1)"),
+    (
+        "numjobs",
+        "clones of the job: threads on a shared filename, else a file each",
+    ),
+    ("runtime / timeout", "seconds (fio's time units)"),
+    ("time_based", "run for runtime whatever the size"),
+    ("ramp_time", "warm-up, not measured"),
+    (
+        "rate / rate_iops",
+        "bytes or I/Os per second per job (`read,write` pairs): one paced stream, at the most the mix allows within each direction's limit",
+    ),
+    (
+        "rate_min / ratemin / rate_iops_min / rate_cycle / ratecycle",
+        "checked on the measured timeline after the run, per rate_cycle window after fio's 2 s settle: a job below it fails (exit 1)",
+    ),
+    (
+        "rate_process",
+        "linear, or poisson: seeded exponential gaps",
+    ),
+    (
+        "latency_target / latency_window / latency_percentile / latency_run",
+        "fio's search for the largest iodepth whose windows keep the percentile under the target; its answer printed as fio's `latency :` line, its windows in the results",
+    ),
+    (
+        "buffer_compress_percentage / buffer_compress_chunk / buffer_pattern / zero_buffers / refill_buffers / scramble_buffers / dedupe_percentage / dedupe_mode=repeat",
+        "written blocks filled by fio's algorithms (the workload's write-buffers)",
+    ),
+    ("fsync", "fsync after every N writes"),
+    (
+        "nrfiles / filesize / file_service_type / openfiles / create_on_open / unlink / fallocate / overwrite / end_fsync / fsync_on_close / fdatasync / sync",
+        "a set of files per job, laid out, synced and removed as fio does: see docs/fio-options.md",
+    ),
+    ("group_reporting", "report the group's jobs as one"),
+    (
+        "stonewall / wait_for_previous",
+        "wait for the jobs before to finish",
+    ),
+    (
+        "verify",
+        "crc32c or crc32c-intel: storlab's verified writes and their pass after the run; md5, crc64, sha256, meta and fio's other types checked with storlab's own crc32c header, said",
+    ),
+    ("do_verify", "1 (the verify pass runs after the writes)"),
+    (
+        "invalidate",
+        "1: drop the page cache before the job (all of it; needs root)",
+    ),
+    ("kb_base", "1024 (default) or 1000"),
+    (
+        "ss / ss_dur / ss_ramp (steadystate / steadystate_duration / steadystate_ramp_time)",
+        "steady state (iops, iops_slope, bw, bw_slope; % or absolute): the group stops once reached, runtime being the longest; needs ss_dur and runtime",
+    ),
+    (
+        "offset / fileoffset",
+        "first byte of the job's region in the file (a size, not a percent)",
+    ),
+    (
+        "norandommap",
+        "storlab's random offsets are drawn with replacement: what fio does with it",
+    ),
+    (
+        "randrepeat",
+        "1 (fio's default): the same offsets on every run; 0: a new seed each run, recorded",
+    ),
+    (
+        "random_distribution",
+        "random (default), zipf, pareto, normal, zoned, zoned_abs with fio's values and :CENTER: the workload's distribution (random jobs; sequential ones ignore it, as fio)",
+    ),
+    (
+        "random_generator",
+        "tausworthe, lfsr, tausworthe64: taken, storlab's generator named in the output",
+    ),
+    (
+        "new_group / exitall / exitall_on_error / continue_on_error",
+        "see docs/fio-options.md: what storlab's groups and stop-on-error can honour",
+    ),
+    (
+        "exec_prerun / exec_postrun",
+        "a before-step / after-step exec event (sh -c), its failure a warning",
+    ),
+    (
+        "cpus_allowed / cpumask / cpus_allowed_policy",
+        "the workload's cpus and cpus-policy: each thread pinned once as it starts",
+    ),
+    ("thread", "storlab's clones are threads"),
+    (
+        "bsrange / bs ranges and pairs / bs_unaligned / rw=...:N / rw_sequencer / loops / io_size / number_ios / startdelay / thinktime / thinktime_blocks / thinktime_spin / thinktime_blocks_type / rate_ignore_thinktime",
+        "fio's sizes, offsets, I/O counts and pauses: see docs/fio-options.md",
+    ),
+    (
+        "gtod_reduce / disable_lat / disable_clat / disable_slat / disable_bw_measurement",
+        "taken: storlab measures every latency and the bandwidth anyway, and says so",
+    ),
+    (
+        "clat_percentiles / lat_percentiles / percentile_list",
+        "the latency percentiles printed in fio's normal and JSON output",
+    ),
+    (
+        "write_bw_log / write_iops_log / write_lat_log / write_hist_log / log_avg_msec / log_hist_msec / per_job_logs",
+        "fio's log files, written after the run from the stored timeline and HDR interval log: one row per log_avg_msec (or interval) window",
+    ),
+];
+
+/// What a job does per I/O.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rw {
+    Read,
+    Write,
+    RandRead,
+    RandWrite,
+    ReadWrite,
+    RandRw,
+}
+
+impl Rw {
+    pub fn random(self) -> bool {
+        matches!(self, Rw::RandRead | Rw::RandWrite | Rw::RandRw)
+    }
+    /// The job reads.
+    pub fn reads(self) -> bool {
+        !matches!(self, Rw::Write | Rw::RandWrite)
+    }
+    pub fn mixed(self) -> bool {
+        matches!(self, Rw::ReadWrite | Rw::RandRw)
+    }
+}
+
+/// One job, its options resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Job {
+    pub name: String,
+    pub file: String,
+    pub line: usize,
+    /// The section's own options as written (fio's "job options").
+    pub own_options: Vec<(String, String)>,
+    pub filename: Option<String>,
+    pub directory: Option<String>,
+    pub size: Option<u64>,
+    pub offset: u64,
+    pub rw: Rw,
+    pub rwmixread: u32,
+    pub bs: u64,
+    /// (bytes, percent) pairs, percents filled in.
+    pub bssplit: Vec<(u64, u32)>,
+    pub blockalign: Option<u64>,
+    pub direct: bool,
+    pub engine: Engine,
+    pub iodepth: u32,
+    pub numjobs: u32,
+    pub runtime: Option<Duration>,
+    pub time_based: bool,
+    pub ramp: Duration,
+    /// `rate`, `rate_iops`, their minimums, `rate_process`, `rate_cycle`.
+    pub rates: super::rates::Rates,
+    /// What written blocks hold (fio's buffer options).
+    pub buffers: super::buffers::Buffers,
+    /// `latency_target`, `latency_window`, `latency_percentile`, `latency_run`.
+    pub latency: super::latency::LatencyOptions,
+    pub fsync: u64,
+    pub group_reporting: bool,
+    pub stonewall: bool,
+    pub verify: bool,
+    pub invalidate: bool,
+    /// fio's log files asked for.
+    pub logs: super::logs::Logs,
+    /// fio's `ss` as written (checked: e.g. `iops:10%`), `ss_dur` and `ss_ramp`.
+    pub ss: Option<String>,
+    pub ss_dur: Option<Duration>,
+    pub ss_ramp: Duration,
+    /// fio options given that would switch measurement off (`gtod_reduce`, `disable_*`), as
+    /// written: storlab measures anyway, and says so.
+    pub measurement_off: Vec<String>,
+    /// The latency percentiles the report prints.
+    pub latency_report: super::measure::LatencyReport,
+    /// Groups, ending early, the random generator, commands around the job.
+    pub control: super::control::Control,
+    /// `nrfiles`, `filesize`, layout, unlink and sync options.
+    pub files: super::files::FileOptions,
+    /// `random_distribution`.
+    pub distribution: super::distribution::RandomDistribution,
+    /// Size ranges, `rw=...:N`, loops, io_size, number_ios, startdelay, think time.
+    pub sizes_opts: super::sizes::SizeOptions,
+}
+
+impl Job {
+    fn new(name: &str, file: &str, line: usize) -> Job {
+        Job {
+            name: name.to_string(),
+            file: file.to_string(),
+            line,
+            own_options: Vec::new(),
+            filename: None,
+            directory: None,
+            size: None,
+            offset: 0,
+            rw: Rw::Read,
+            rwmixread: 50,
+            bs: 4096,
+            bssplit: Vec::new(),
+            blockalign: None,
+            direct: false,
+            // fio 3.33's default on Linux.
+            engine: Engine::Psync,
+            iodepth: 1,
+            numjobs: 1,
+            runtime: None,
+            time_based: false,
+            ramp: Duration::ZERO,
+            rates: super::rates::Rates::default(),
+            buffers: super::buffers::Buffers::default(),
+            latency: super::latency::LatencyOptions::default(),
+            fsync: 0,
+            group_reporting: false,
+            stonewall: false,
+            verify: false,
+            invalidate: false,
+            logs: super::logs::Logs::default(),
+            ss: None,
+            ss_dur: None,
+            ss_ramp: Duration::ZERO,
+            measurement_off: Vec::new(),
+            latency_report: super::measure::LatencyReport::default(),
+            control: super::control::Control::default(),
+            files: super::files::FileOptions::default(),
+            distribution: Default::default(),
+            sizes_opts: super::sizes::SizeOptions::default(),
+        }
+    }
+
+    /// Transfer sizes: bssplit's or bs.
+    pub fn sizes(&self) -> Vec<u64> {
+        if let Some(r) = self.sizes_opts.range {
+            r.iter().flat_map(|d| [d.0, d.1]).collect()
+        } else if self.bssplit.is_empty() {
+            vec![self.bs]
+        } else {
+            self.bssplit.iter().map(|(b, _)| *b).collect()
+        }
+    }
+
+    /// The mean transfer size, bytes.
+    pub fn mean_bs(&self) -> f64 {
+        if let Some(m) = super::sizes::mean_bs(self) {
+            m
+        } else if self.bssplit.is_empty() {
+            self.bs as f64
+        } else {
+            self.bssplit
+                .iter()
+                .map(|(b, p)| *b as f64 * *p as f64 / 100.0)
+                .sum()
+        }
+    }
+}
+
+/// The jobs of a job file, in order. `kb_base` of `[global]` applies to the values after it.
+pub fn resolve(f: &JobFile) -> Result<Vec<Job>, Vec<LineError>> {
+    let mut errors = Vec::new();
+    let mut global: Vec<Entry> = Vec::new();
+    let mut jobs = Vec::new();
+    for s in &f.sections {
+        if s.name == "global" {
+            global.extend(s.entries.iter().cloned());
+            // Checked here once; the jobs apply them silently.
+            let mut probe = Job::new("global", &f.file, s.line);
+            let mut kb = kb_base(&global);
+            for e in &s.entries {
+                if let Err(m) = apply(&mut probe, e, &mut kb) {
+                    errors.push(LineError {
+                        file: f.file.clone(),
+                        line: e.line,
+                        message: m,
+                    });
+                }
+            }
+            continue;
+        }
+        let mut job = Job::new(&s.name, &f.file, s.line);
+        let mut kb = kb_base(&global);
+        for e in &global {
+            let _ = apply(&mut job, e, &mut kb);
+        }
+        for e in &s.entries {
+            match apply(&mut job, e, &mut kb) {
+                Ok(()) => job
+                    .own_options
+                    .push((e.name.clone(), e.value.clone().unwrap_or_default())),
+                Err(m) => errors.push(LineError {
+                    file: f.file.clone(),
+                    line: e.line,
+                    message: m,
+                }),
+            }
+        }
+        errors.extend(super::files::check(&job));
+        errors.extend(super::distribution::check(&job));
+        errors.extend(super::sizes::check(&job));
+        jobs.push(job);
+    }
+    if jobs.is_empty() && errors.is_empty() {
+        errors.push(LineError {
+            file: f.file.clone(),
+            line: 1,
+            message: "no job section: name at least one [job]".into(),
+        });
+    }
+    if errors.is_empty() {
+        Ok(jobs)
+    } else {
+        errors.sort_by_key(|e| e.line);
+        Err(errors)
+    }
+}
+
+fn kb_base(entries: &[Entry]) -> u64 {
+    entries
+        .iter()
+        .rev()
+        .find(|e| e.name == "kb_base")
+        .and_then(|e| e.value.as_deref()?.trim().parse().ok())
+        .unwrap_or(1024)
+}
+
+fn need(e: &Entry) -> Result<&str, String> {
+    e.value
+        .as_deref()
+        .ok_or_else(|| format!("option `{}` needs a value", e.name))
+}
+
+fn int<T: std::str::FromStr>(e: &Entry) -> Result<T, String> {
+    let v = need(e)?;
+    v.parse()
+        .map_err(|_| format!("{}={v}: expected a whole number", e.name))
+}
+
+fn flag(e: &Entry) -> Result<bool, String> {
+    parse_bool(e.value.as_deref())
+        .map_err(|m| format!("{}={}: {m}", e.name, e.value.as_deref().unwrap_or("")))
+}
+
+/// One transfer size: `4k`, or `4k,4k` (read and write equal).
+fn one_bs(e: &Entry, kb: u64) -> Result<u64, String> {
+    let v = need(e)?;
+    if v.contains('-') || v.contains(':') {
+        return Err(format!(
+            "{}={v}: block size ranges are not supported by storlab fio (use bssplit)",
+            e.name
+        ));
+    }
+    let parts: Vec<u64> = v
+        .split(',')
+        .filter(|p| !p.trim().is_empty())
+        .map(|p| parse_size(p, kb))
+        .collect::<Result<_, _>>()
+        .map_err(|m| format!("{}={v}: {m}", e.name))?;
+    match parts.as_slice() {
+        [b] => Ok(*b),
+        [b, rest @ ..] if rest.iter().all(|x| x == b) => Ok(*b),
+        _ => Err(format!(
+            "{}={v}: separate read and write sizes are not supported by storlab fio",
+            e.name
+        )),
+    }
+}
+
+fn bssplit(e: &Entry, kb: u64) -> Result<Vec<(u64, u32)>, String> {
+    let v = need(e)?;
+    if v.contains(',') {
+        return Err(format!(
+            "bssplit={v}: separate read and write splits are not supported by storlab fio"
+        ));
+    }
+    let mut parts: Vec<(u64, Option<u32>)> = Vec::new();
+    for item in v.split(':').filter(|s| !s.is_empty()) {
+        let (b, p) = match item.split_once('/') {
+            Some((b, p)) => (b, p.trim()),
+            None => (item, ""),
+        };
+        let bytes = parse_size(b, kb).map_err(|m| format!("bssplit={v}: {m}"))?;
+        let pct = if p.is_empty() {
+            None
+        } else {
+            Some(
+                p.parse::<u32>()
+                    .map_err(|_| format!("bssplit={v}: `{p}` is not a whole percent"))?,
+            )
+        };
+        parts.push((bytes, pct));
+    }
+    let given: u32 = parts.iter().filter_map(|(_, p)| *p).sum();
+    let blank = parts.iter().filter(|(_, p)| p.is_none()).count() as u32;
+    if given > 100 || (blank == 0 && given != 100) || parts.is_empty() {
+        return Err(format!("bssplit={v}: the percents must add up to 100"));
+    }
+    // fio splits what is left evenly among the entries without a percent.
+    let (share, mut extra) = match (100 - given).checked_div(blank) {
+        Some(share) => (share, (100 - given) % blank),
+        None => (0, 0),
+    };
+    Ok(parts
+        .into_iter()
+        .map(|(b, p)| {
+            let pct = p.unwrap_or_else(|| {
+                let e = u32::from(extra > 0);
+                extra = extra.saturating_sub(1);
+                share + e
+            });
+            (b, pct)
+        })
+        .filter(|(_, p)| *p > 0)
+        .collect())
+}
+
+/// Applies one option line to `job`: the refusal names the option.
+fn apply(job: &mut Job, e: &Entry, kb: &mut u64) -> Result<(), String> {
+    if apply_job_file(job, e, *kb)?
+        || apply_io(job, e, *kb)?
+        || apply_time(job, e)?
+        || apply_run(job, e, kb)?
+        || super::measure::apply_measure(job, e, super::names::canonical(&e.name))?
+        || super::rates::apply_rate(job, e, super::names::canonical(&e.name), *kb)?
+        || super::latency::apply_latency(job, e, super::names::canonical(&e.name))?
+        || super::buffers::apply_buffers(job, e, super::names::canonical(&e.name), *kb)?
+        || super::control::apply_control(job, e, super::names::canonical(&e.name))?
+        || super::logs::apply_logs(job, e, super::names::canonical(&e.name))?
+        || super::files::apply_files(job, e, super::names::canonical(&e.name), *kb)?
+        || super::distribution::apply_distribution(job, e, super::names::canonical(&e.name), *kb)?
+        || super::sizes::apply_sizes(job, e, super::names::canonical(&e.name), *kb)?
+    {
+        return Ok(());
+    }
+    Err(format!(
+        "option `{}` is not supported by storlab fio",
+        e.name
+    ))
+}
+
+/// The job's name and files: `name`, `description`, `filename`, `directory`, `size`,
+/// `offset`. False when `e` is none of these.
+fn apply_job_file(job: &mut Job, e: &Entry, kb: u64) -> Result<bool, String> {
+    let name = e.name.as_str();
+    match super::names::canonical(name) {
+        "name" => job.name = need(e)?.to_string(),
+        "description" => {
+            need(e)?;
+        }
+        "filename" => {
+            let v = need(e)?;
+            if v.contains(':') {
+                return Err(format!(
+                    "filename={v}: several files per job (`:`) are not supported by storlab fio"
+                ));
+            }
+            job.filename = Some(v.to_string());
+        }
+        "directory" => {
+            let v = need(e)?;
+            if v.contains(':') {
+                return Err(format!(
+                    "directory={v}: several directories (`:`) are not supported by storlab fio"
+                ));
+            }
+            job.directory = Some(v.to_string());
+        }
+        "size" => {
+            let v = need(e)?;
+            job.size = Some(parse_size(v, kb).map_err(|m| format!("size={v}: {m}"))?);
+        }
+        "offset" => {
+            let v = need(e)?;
+            job.offset = parse_size(v, kb).map_err(|m| format!("offset={v}: {m}"))?;
+        }
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// The I/O the job does: `rw`, `rwmixread`, block sizes, `direct`, `ioengine`, `iodepth`,
+/// `numjobs`, `fsync`. False when `e` is none of these.
+fn apply_io(job: &mut Job, e: &Entry, kb: u64) -> Result<bool, String> {
+    let name = e.name.as_str();
+    match super::names::canonical(name) {
+        "rw" => {
+            let v = need(e)?;
+            let (mode, suffix) = match v.split_once(':') {
+                Some((m, s)) => (m, Some(s)),
+                None => (v, None),
+            };
+            job.rw = match mode {
+                "read" => Rw::Read,
+                "write" => Rw::Write,
+                "randread" => Rw::RandRead,
+                "randwrite" => Rw::RandWrite,
+                "rw" => Rw::ReadWrite,
+                "randrw" => Rw::RandRw,
+                other => {
+                    return Err(format!(
+                        "{name}={other}: not supported by storlab fio (read, write, randread, randwrite, rw, readwrite, randrw)"
+                    ));
+                }
+            };
+            job.sizes_opts.modifier = suffix
+                .map(|s| super::sizes::modifier(job.rw.random(), s, kb))
+                .transpose()
+                .map_err(|m| format!("{name}={v}: {m}"))?;
+        }
+        "rwmixread" | "rwmixwrite" => {
+            let p: u32 = int(e)?;
+            if p > 100 {
+                return Err(format!("{name}={p}: a percent from 0 to 100"));
+            }
+            job.rwmixread = if name == "rwmixread" { p } else { 100 - p };
+        }
+        "bs" => super::sizes::apply_bs(job, e, kb, false)?,
+        "bssplit" => {
+            job.bssplit = bssplit(e, kb)?;
+            job.sizes_opts.range = None;
+        }
+        "ba" => job.blockalign = Some(one_bs(e, kb)?),
+        "direct" => job.direct = flag(e)?,
+        "buffered" => {
+            job.direct = !flag(e)?;
+        }
+        "ioengine" => {
+            let v = need(e)?;
+            job.engine = Engine::ALL
+                .into_iter()
+                .find(|g| g.fio_name() == v)
+                .ok_or_else(|| {
+                    format!(
+                        "ioengine={v}: not supported by storlab fio (io_uring, psync, null; libaio and posixaio run on io_uring; sync, vsync, pvsync, pvsync2 on psync)"
+                    )
+                })?;
+        }
+        "iodepth" => {
+            job.iodepth = int(e)?;
+            if job.iodepth == 0 || job.iodepth > 65536 {
+                return Err(format!("iodepth={}: from 1 to 65536", job.iodepth));
+            }
+        }
+        "numjobs" => {
+            job.numjobs = int(e)?;
+            if job.numjobs == 0 || job.numjobs > 4096 {
+                return Err(format!("numjobs={}: from 1 to 4096", job.numjobs));
+            }
+        }
+        "fsync" => job.fsync = int(e)?,
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// How long the job runs: `runtime`, `time_based`, `ramp_time` and steady state (`ss`, `ss_dur`, `ss_ramp`). False when `e` is none of these.
+fn apply_time(job: &mut Job, e: &Entry) -> Result<bool, String> {
+    let name = e.name.as_str();
+    match super::names::canonical(name) {
+        "runtime" => {
+            let v = need(e)?;
+            let d = parse_time(v).map_err(|m| format!("{name}={v}: {m}"))?;
+            job.runtime = (!d.is_zero()).then_some(d);
+        }
+        "time_based" => job.time_based = flag(e)?,
+        "ramp_time" => {
+            let v = need(e)?;
+            job.ramp = parse_time(v).map_err(|m| format!("{name}={v}: {m}"))?;
+        }
+        "steadystate" => {
+            let v = need(e)?;
+            crate::steady::parse_steady_state(v).map_err(|m| format!("{name}={v}: {m}"))?;
+            job.ss = Some(v.to_string());
+        }
+        "steadystate_duration" => {
+            let v = need(e)?;
+            let d = parse_time(v).map_err(|m| format!("{name}={v}: {m}"))?;
+            job.ss_dur = (!d.is_zero()).then_some(d);
+        }
+        "steadystate_ramp_time" => {
+            let v = need(e)?;
+            job.ss_ramp = parse_time(v).map_err(|m| format!("{name}={v}: {m}"))?;
+        }
+
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// How fio runs and reports the job: random map, threads, reporting, `stonewall`, `verify`,
+/// `invalidate`, `kb_base`. False when `e` is none of these.
+fn apply_run(job: &mut Job, e: &Entry, kb: &mut u64) -> Result<bool, String> {
+    let name = e.name.as_str();
+    match super::names::canonical(name) {
+        "norandommap" => {
+            if !flag(e)? {
+                return Err(
+                    "norandommap=0 is not supported by storlab fio: storlab draws random offsets with replacement"
+                        .into(),
+                );
+            }
+        }
+        "thread" => {
+            flag(e)?;
+        }
+        "group_reporting" => job.group_reporting = flag(e)?,
+        "stonewall" => job.stonewall = flag(e)?,
+        "verify" => {
+            job.verify = match need(e)? {
+                "crc32c" | "crc32c-intel" => true,
+                "0" => false,
+                other => {
+                    job.control.verify_type = Some(super::control::verify_type(other)?);
+                    true
+                }
+            }
+        }
+        "do_verify" => {
+            if !flag(e)? {
+                return Err(
+                    "do_verify=0 is not supported by storlab fio: storlab's verified writes are always read back after the run"
+                        .into(),
+                );
+            }
+        }
+        "invalidate" => job.invalidate = flag(e)?,
+        "kb_base" => match need(e)? {
+            "1024" => *kb = 1024,
+            "1000" => *kb = 1000,
+            other => return Err(format!("kb_base={other}: 1024 or 1000")),
+        },
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fio::parse::parse;
+
+    fn jobs(text: &str) -> Result<Vec<Job>, Vec<LineError>> {
+        resolve(&parse("job.fio", text, &|_| None).unwrap())
+    }
+
+    #[test]
+    fn global_values_are_inherited_and_overridden() {
+        let j = jobs(
+            "[global]\nioengine=libaio\nbs=8k\ndirect=1\niodepth=16\n[a]\nrw=randread\n[b]\nbs=64k\nrw=write\nbuffered=1\n",
+        )
+        .unwrap();
+        assert_eq!(j.len(), 2);
+        assert_eq!((j[0].bs, j[0].iodepth, j[0].direct), (8192, 16, true));
+        assert_eq!(j[0].engine, Engine::Libaio);
+        assert_eq!(j[0].rw, Rw::RandRead);
+        assert_eq!((j[1].bs, j[1].direct, j[1].rw), (65536, false, Rw::Write));
+        assert_eq!(j[1].own_options[0], ("bs".into(), "64k".into()));
+    }
+
+    #[test]
+    fn every_unsupported_option_is_refused_by_name_and_line() {
+        let e = jobs("[global]\nzonemode=zbd\n[a]\nrw=randread\nnuma_cpu_nodes=0\nss=iops_median:10%\nrw=trim\nbs=4k,4k,4k\n")
+            .unwrap_err();
+        let text: Vec<String> = e.iter().map(|e| e.to_string()).collect();
+        assert_eq!(
+            text[0],
+            "job.fio:2: option `zonemode` is not supported by storlab fio"
+        );
+        assert_eq!(
+            text[1],
+            "job.fio:5: option `numa_cpu_nodes` is not supported by storlab fio"
+        );
+        assert!(
+            text[2].starts_with("job.fio:6: ss=iops_median:10%"),
+            "{}",
+            text[2]
+        );
+        assert!(text[3].starts_with("job.fio:7: rw=trim"), "{}", text[3]);
+        assert!(text[4].starts_with("job.fio:8: bs=4k,4k,4k"), "{}", text[4]);
+        assert_eq!(e.len(), 5);
+        let e = jobs("[a]\nrw=randread:x\n").unwrap_err();
+        assert!(e[0].message.contains("number of I/Os"), "{}", e[0]);
+    }
+
+    #[test]
+    fn aliases_are_their_options_and_prefixes_are_refused_as_fio_refuses_them() {
+        let j = jobs("[a]\nfileoffset=4k\ntimeout=2m\nreadwrite=randread\nblocksize=8k\nsteadystate=iops:10%\nsteadystate_duration=2s\n")
+            .unwrap();
+        assert_eq!(j[0].offset, 4096);
+        assert_eq!(j[0].runtime, Some(Duration::from_secs(120)));
+        assert_eq!((j[0].rw, j[0].bs), (Rw::RandRead, 8192));
+        assert_eq!(j[0].ss.as_deref(), Some("iops:10%"));
+        assert_eq!(j[0].ss_dur, Some(Duration::from_secs(2)));
+        // fio 3.33: "Bad option <numj=2>", and `NumJobs` likewise.
+        let e = jobs("[a]\nnumj=2\nNumJobs=2\nsteadystate=iops_median:1\n").unwrap_err();
+        assert_eq!(e.len(), 3, "{e:?}");
+        assert!(e[0].message.contains("`numj`"), "{}", e[0]);
+        assert!(e[1].message.contains("`NumJobs`"), "{}", e[1]);
+        assert!(
+            e[2].message.starts_with("steadystate=iops_median"),
+            "{}",
+            e[2]
+        );
+    }
+
+    #[test]
+    fn mixes_splits_and_units() {
+        let j = jobs("[a]\nrw=randrw\nrwmixwrite=30\nbssplit=4k/10:64k/50:32k\nruntime=2m\nramp_time=500ms\n")
+            .unwrap();
+        assert_eq!(j[0].rwmixread, 70);
+        assert_eq!(j[0].bssplit, vec![(4096, 10), (65536, 50), (32768, 40)]);
+        assert_eq!(j[0].runtime, Some(Duration::from_secs(120)));
+        assert_eq!(j[0].ramp, Duration::from_millis(500));
+        let j = jobs("[global]\nkb_base=1000\n[a]\nbs=4k\n").unwrap();
+        assert_eq!(j[0].bs, 4000);
+        let j = jobs("[a]\nverify=md5\nverify_backlog=16\n").unwrap();
+        assert!(j[0].verify);
+        assert_eq!(j[0].control.verify_type.as_deref(), Some("md5"));
+        assert_eq!(j[0].control.verify_backlog, Some(16));
+        let e = jobs("[a]\nverify=pattern\n").unwrap_err();
+        assert!(e[0].message.contains("verify_pattern"), "{}", e[0]);
+    }
+}
