@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 # The code's habits, kept by the tests: rustfmt's layout and no clippy warning (lints of
 # the vendored smb crate are its own). Both come with a rustup toolchain's default profile.
-cargo fmt --check
+cargo fmt --all --check
 cargo clippy --locked --all-targets --features mpi -- -D warnings
 ./scripts/servers.sh install
 ./scripts/fileservers.sh install

@@ -200,7 +200,7 @@ fn pgbench_source_on_the_null_target_allocates_nothing_per_transaction() {
 }
 
 /// pgbench's transactions on PostgreSQL (the test server, `scripts/servers.sh`): storlab's
-/// own blocking client (src/targets/postgres/wire.rs) allocates its buffers once per
+/// own blocking client (crates/targets/src/postgres/wire.rs) allocates its buffers once per
 /// connection, nothing per statement; measured and printed. (The `postgres` crate it replaced
 /// made about 61 per tpcb-like transaction.)
 #[test]

@@ -4,9 +4,9 @@
 //! agree on), RAID geometry ([`raid`]), rate changes ([`rate`]) and the CPU sets workers are
 //! pinned to ([`cpus`]).
 //!
-//! The layers above, from the bottom (checked by `tests/layers.rs`): `units` and `model`,
-//! `record`, `verify`, `workload`, `targets`, `study`, `results`, `run`, `report`, `cli`.
-//! A module imports only from layers below its own.
+//! The crates above it, from the bottom: record, verify, workload, targets, study, results,
+//! then engine and report side by side, then cli (docs/architecture.md draws them). Units
+//! of measure ([`units`]: sizes, durations, times, rates, URL redaction) live here too.
 
 pub mod baseline;
 pub mod cpus;
