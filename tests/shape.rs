@@ -144,8 +144,7 @@ fn path_refs(line: &str, module: &[String]) -> Vec<Vec<String>> {
         }
         let tail = &line[j..];
         if let Some(group) = tail.strip_prefix('{') {
-            let inner: String = group.chars().take_while(|c| *c != '}').collect();
-            for member in inner.split(',') {
+            for member in group_members(group) {
                 let segs = idents(member.trim());
                 if !segs.is_empty() {
                     found.push(base.iter().cloned().chain(segs).collect());
@@ -157,6 +156,30 @@ fn path_refs(line: &str, module: &[String]) -> Vec<Vec<String>> {
         i = j;
     }
     found
+}
+
+/// The members of a group `a::x, b::{self, y}, c}` (the text after its `{`), split at its own
+/// commas, not at those of a nested group, up to its closing brace.
+fn group_members(group: &str) -> Vec<&str> {
+    let mut members = Vec::new();
+    let (mut depth, mut start) = (0usize, 0usize);
+    for (i, c) in group.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => {
+                members.push(&group[start..i]);
+                return members;
+            }
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                members.push(&group[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    members.push(&group[start..]);
+    members
 }
 
 /// The identifiers of a path `a::b::c` at the start of `s`.
