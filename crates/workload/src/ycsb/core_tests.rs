@@ -9,7 +9,7 @@ use crate::ycsb::generators::test_rng::SplitMix64;
 use crate::ycsb::generators::{fnvhash64, zeta};
 
 fn workload_file(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
         .join("workloads")
         .join(name)
 }
