@@ -12,7 +12,7 @@
 # powers a master off); YCSB 0.17.0's jar (Maven) for the draw-for-draw comparison.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/setup.sh
+./scripts/setup.sh --tests
 export PATH="$HOME/.cargo/bin:$PATH"
 # The code's habits, kept by the tests: rustfmt's layout and no clippy warning (lints of
 # the vendored smb crate are its own). Both come with a rustup toolchain's default profile.

@@ -152,21 +152,34 @@ fn error_kinds_text(errors: &[u64; storlab_record::ErrorKind::COUNT]) -> String 
         .join(";")
 }
 
+/// What the collector is fed from a run's workers: the channel their intervals come on, the
+/// senders that hand each worker's spares back, the target each worker drives, the targets'
+/// shapes, and where the timeline and the interval log go.
+pub struct Feed<W1: Write, W2: Write> {
+    pub rx: Receiver<Box<Interval>>,
+    pub spare_senders: Vec<SyncSender<Box<Interval>>>,
+    pub worker_target: Vec<u32>,
+    pub shapes: Vec<TargetShape>,
+    pub sinks: Sinks<W1, W2>,
+}
+
 /// Runs until every worker has sent its last interval. `worker_group` (empty, or one entry
 /// per worker) puts workers in groups whose measured totals are kept apart as well (a
 /// distributed run's ranks).
-#[allow(clippy::too_many_arguments)]
 pub fn collect<W1: Write, W2: Write>(
-    rx: Receiver<Box<Interval>>,
-    spares: Vec<SyncSender<Box<Interval>>>,
-    worker_target: Vec<u32>,
+    feed: Feed<W1, W2>,
     worker_group: &[u32],
-    targets: Vec<TargetShape>,
     interval_ns: u64,
-    mut sinks: Sinks<W1, W2>,
     mut progress: impl FnMut(Progress),
     live: Live<'_>,
 ) -> Collected {
+    let Feed {
+        rx,
+        spare_senders: spares,
+        worker_target,
+        shapes: targets,
+        mut sinks,
+    } = feed;
     let cpu_at_start = storlab_record::thread_cpu_ns();
     let n_workers = worker_target.len();
     let mut m = Merger::new(targets, worker_target, worker_group);

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::SystemTime;
 
-use super::collector::{self, Collected, Sinks, collect};
+use super::collector::{self, Collected, Feed, Sinks, collect};
 use super::distributed::{Rank0Run, Received};
 use super::events::{self, Failure, Processes, Recorded};
 use super::recording::Recording;
@@ -446,7 +446,7 @@ impl Threads<'_> {
 
     /// The collector's thread: merges every worker's intervals (and, on rank 0, the other
     /// ranks'), reports progress, feeds steady-state detection and the metrics.
-    fn collect(&self, feed: Feed) -> Collected {
+    fn collect(&self, feed: Feed<BufWriter<File>, BufWriter<File>>) -> Collected {
         let (run, interval_ns) = (self.run, self.interval_ns);
         let worker_group: Vec<u32> = self
             .dist0
@@ -463,13 +463,9 @@ impl Threads<'_> {
         };
         let console = &self.opts.console;
         collect(
-            feed.rx,
-            feed.spare_senders,
-            feed.worker_target,
+            feed,
             &worker_group,
-            feed.shapes,
             interval_ns,
-            feed.sinks,
             |p| console.progress(run, self.n_runs, &p, interval_ns),
             live,
         )
@@ -527,12 +523,3 @@ impl Threads<'_> {
 }
 
 type EventThread<'scope> = std::thread::ScopedJoinHandle<'scope, (Vec<Recorded>, Option<Failure>)>;
-
-/// What the collector reads from and writes to.
-struct Feed {
-    rx: std::sync::mpsc::Receiver<Box<storlab_record::Interval>>,
-    spare_senders: Vec<std::sync::mpsc::SyncSender<Box<storlab_record::Interval>>>,
-    worker_target: Vec<u32>,
-    shapes: Vec<collector::TargetShape>,
-    sinks: Sinks<BufWriter<File>, BufWriter<File>>,
-}

@@ -184,7 +184,7 @@ impl OpError {
 
 /// One operation, built by a workload into a slot the worker owns. Never allocates: key-value
 /// operations carry a key number, which the session turns into key bytes in its own buffer
-/// (see [`storlab_workload::kv::KeyFormat`]).
+/// (see `storlab_workload::kv::KeyFormat`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
     /// `len` is a u64 though a transfer fits 32 bits: the worker loop copies an `Op` by 8-byte
@@ -217,7 +217,7 @@ pub enum Op {
         key: u64,
     },
     /// A YCSB operation on a record of fields (key numbers and field indexes; the session
-    /// builds the bytes with its [`storlab_workload::ycsb::RecordBuf`]).
+    /// builds the bytes with its `storlab_workload::ycsb::RecordBuf`).
     Ycsb(YcsbOp),
     /// A pgbench transaction with its random values.
     Pgbench(PgbenchOp),

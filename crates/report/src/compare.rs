@@ -269,20 +269,23 @@ pub fn render_html(c: &Comparison) -> String {
     h.push_str("</tbody></table>\n");
     if !x_values.is_empty() {
         let series: Vec<String> = (0..n).map(letter).collect();
-        h.push_str(&svg::bar_chart(
-            "compare-bars",
-            "ops/s side by side",
-            "workload, point, target",
-            "operations per second",
-            &x_values,
-            &series,
-            |x, s| {
-                let i = LETTERS.find(s)?;
-                bars.iter().find(|b| b.0 == x && b.1 == i).map(|b| b.2)
+        let chart = svg::BarChart {
+            labels: svg::Labels {
+                id: "compare-bars",
+                title: "ops/s side by side",
+                x: "workload, point, target",
+                y: "operations per second",
             },
-            None,
-            &[],
-        ));
+            width: svg::FULL_WIDTH,
+            x_values: &x_values,
+            series: &series,
+            highlight: None,
+            colors: &[],
+        };
+        h.push_str(&chart.svg(|x, s| {
+            let i = LETTERS.find(s)?;
+            bars.iter().find(|b| b.0 == x && b.1 == i).map(|b| b.2)
+        }));
     }
     if !problems.is_empty() {
         h.push_str("<h2>Differences</h2><ul>");

@@ -91,7 +91,20 @@ mod tests {
     fn a_chart_rasterizes_with_its_bars() {
         let xs = vec!["1".to_string()];
         let ss = vec!["a".to_string()];
-        let svg = crate::svg::bar_chart("b", "t", "x", "y", &xs, &ss, |_, _| Some(10.0), None, &[]);
+        let svg = crate::svg::BarChart {
+            labels: crate::svg::Labels {
+                id: "b",
+                title: "t",
+                x: "x",
+                y: "y",
+            },
+            width: crate::svg::FULL_WIDTH,
+            x_values: &xs,
+            series: &ss,
+            highlight: None,
+            colors: &[],
+        }
+        .svg(|_, _| Some(10.0));
         let html = format!("<p>x</p>{svg}<p>y</p>");
         let found = charts(&html);
         assert_eq!(found.len(), 1);

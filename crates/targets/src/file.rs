@@ -38,7 +38,7 @@ pub use set::FileService;
 use set::{Files, Picker};
 use layout::{block_device_size, check_poll_queues, lay_out};
 use psync::PsyncSession;
-use uring::UringOptions;
+use uring::{UringOptions, UringSetup};
 pub use uring::UringSession;
 
 pub const TYPE: TargetType = TargetType {
@@ -658,17 +658,17 @@ impl FileConfig {
                 verify,
             })),
             Engine::IoUring => {
-                let s = UringSession::new(
+                let s = UringSession::new(UringSetup {
                     files,
                     picker,
-                    self.fdatasync,
+                    fdatasync: self.fdatasync,
                     buf,
                     bounds,
-                    p.queue_depth,
-                    p.random_data,
+                    qd: p.queue_depth,
+                    stamp: p.random_data,
                     verify,
-                    self.uring_options(),
-                )
+                    options: self.uring_options(),
+                })
                 .map_err(|e| {
                     let first = self.entries().swap_remove(0).0;
                     TargetError::Invalid(format!("{}: {e}", first.display()))

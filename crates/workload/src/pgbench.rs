@@ -2,7 +2,7 @@
 //! `[workloads.NAME]` table with `type = "pgbench"` gives the scale (pgbench's `-s`), the
 //! script (`tpcb-like`, `select-only`, `simple-update`), the clients (`threads`), an optional
 //! rate (`rate-ops`, transactions per second for all clients, open loop) and `verify` (the
-//! lost-transaction ledger, see [`storlab_targets::postgres::ledger`]).
+//! lost-transaction ledger, see `storlab_targets::postgres::ledger`).
 //!
 //! One operation is one transaction. Each worker draws pgbench's random values from its own
 //! seeded generator, as pgbench's `\set` lines do, in their order: `aid` uniform in

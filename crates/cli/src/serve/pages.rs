@@ -239,32 +239,44 @@ pub fn history_page(q: &HistoryQuery, points: &[HistoryPoint]) -> String {
     };
     let max_p99 = points.iter().map(|p| p.p99_ns).max().unwrap_or(0) as f64;
     let (div, lat_unit) = svg::latency_unit(max_p99);
-    h.push_str(&svg::line_chart(
-        "history-ops",
-        &format!("{}: ops/s per run", q.target),
-        &x_label,
-        "operations per second",
-        1.0,
-        &series(&|p| p.rate_ops),
-        XAxis::Linear,
-        YAxis::Linear,
-        &[],
-        &[],
-        None,
-    ));
-    h.push_str(&svg::line_chart(
-        "history-p99",
-        &format!("{}: p99 service latency per run", q.target),
-        &x_label,
-        &format!("p99 latency ({lat_unit})"),
-        div,
-        &series(&|p| p.p99_ns as f64),
-        XAxis::Linear,
-        YAxis::Linear,
-        &[],
-        &[],
-        None,
-    ));
+    h.push_str(
+        &svg::LineChart {
+            labels: svg::Labels {
+                id: "history-ops",
+                title: &format!("{}: ops/s per run", q.target),
+                x: &x_label,
+                y: "operations per second",
+            },
+            width: svg::FULL_WIDTH,
+            y_div: 1.0,
+            series: &series(&|p| p.rate_ops),
+            x_axis: XAxis::Linear,
+            y_axis: YAxis::Linear,
+            marks: &[],
+            shades: &[],
+            x_min: None,
+        }
+        .svg(),
+    );
+    h.push_str(
+        &svg::LineChart {
+            labels: svg::Labels {
+                id: "history-p99",
+                title: &format!("{}: p99 service latency per run", q.target),
+                x: &x_label,
+                y: &format!("p99 latency ({lat_unit})"),
+            },
+            width: svg::FULL_WIDTH,
+            y_div: div,
+            series: &series(&|p| p.p99_ns as f64),
+            x_axis: XAxis::Linear,
+            y_axis: YAxis::Linear,
+            marks: &[],
+            shades: &[],
+            x_min: None,
+        }
+        .svg(),
+    );
     h.push_str("<table id=\"history\"><thead><tr><th>run</th><th>started (UTC)</th><th>step</th><th>point</th><th>status</th><th>ops/s</th><th>p99</th></tr></thead><tbody>\n");
     for p in points {
         let _ = writeln!(

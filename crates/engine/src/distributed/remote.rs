@@ -113,21 +113,17 @@ fn run_one_remote(
     let mut cpu_at_start = 0u64;
     let (joined, sent) = std::thread::scope(|scope| -> Result<_, RunError> {
         let shipper = {
-            let (control, shift, fg_done) = (&flags.control, &shift, &flags.fg_done);
+            let rank = Shipper {
+                dist,
+                run_index: run.index,
+                local,
+                control: &flags.control,
+                shift: &shift,
+                fg_done: &flags.fg_done,
+            };
             std::thread::Builder::new()
                 .name("storlab-mpi-tx".into())
-                .spawn_scoped(scope, move || {
-                    ship(
-                        dist,
-                        run.index,
-                        rx,
-                        spare_senders,
-                        local,
-                        control,
-                        shift,
-                        fg_done,
-                    )
-                })
+                .spawn_scoped(scope, move || rank.ship(rx, spare_senders))
                 .map_err(RunError::Thread)?
         };
         let threads = spawn_workers(scope, run, inputs, &armed.ready.handles, &gate, &flags)?;
@@ -254,67 +250,83 @@ fn worker_ends(joined: Joined, shift: Shift) -> Vec<WorkerEndWire> {
     workers
 }
 
-/// The shipper: sends every local interval to rank 0 as it arrives, hands it back to its
-/// worker, and obeys rank 0's stop; ends when every local worker has sent its last. Returns
-/// the bytes and messages sent.
-#[allow(clippy::too_many_arguments)]
-fn ship(
-    dist: &Dist,
+/// What the shipper of one run on this rank knows: the communicator, the run, how many local
+/// workers send intervals, the run's stop flags, the shift onto rank 0's clock (set once the
+/// start is agreed) and the count of local workers done.
+struct Shipper<'a> {
+    dist: &'a Dist,
     run_index: usize,
-    rx: Receiver<Box<Interval>>,
-    spares: Vec<SyncSender<Box<Interval>>>,
     local: usize,
-    control: &Control,
-    shift: &OnceLock<Shift>,
-    fg_done: &AtomicUsize,
-) -> (u64, u64) {
-    let mut ser = V2Serializer::new();
-    let mut buf = Vec::with_capacity(64 * 1024);
-    let (mut bytes, mut messages) = (0u64, 0u64);
-    let mut finished = 0usize;
-    let mut done_sent = false;
-    while finished < local {
-        match rx.recv_timeout(Duration::from_millis(5)) {
-            Ok(mut iv) => {
-                if let Some(s) = shift.get() {
-                    iv.start_ns = s.to_rank0(iv.start_ns);
-                    iv.end_ns = s.to_rank0(iv.end_ns);
+    control: &'a Control,
+    shift: &'a OnceLock<Shift>,
+    fg_done: &'a AtomicUsize,
+}
+
+impl Shipper<'_> {
+    /// The shipper: sends every local interval to rank 0 as it arrives, hands it back to its
+    /// worker, and obeys rank 0's stop; ends when every local worker has sent its last. Returns
+    /// the bytes and messages sent.
+    fn ship(
+        &self,
+        rx: Receiver<Box<Interval>>,
+        spares: Vec<SyncSender<Box<Interval>>>,
+    ) -> (u64, u64) {
+        let Shipper {
+            dist,
+            run_index,
+            local,
+            control,
+            shift,
+            fg_done,
+        } = *self;
+        let mut ser = V2Serializer::new();
+        let mut buf = Vec::with_capacity(64 * 1024);
+        let (mut bytes, mut messages) = (0u64, 0u64);
+        let mut finished = 0usize;
+        let mut done_sent = false;
+        while finished < local {
+            match rx.recv_timeout(Duration::from_millis(5)) {
+                Ok(mut iv) => {
+                    if let Some(s) = shift.get() {
+                        iv.start_ns = s.to_rank0(iv.start_ns);
+                        iv.end_ns = s.to_rank0(iv.end_ns);
+                    }
+                    buf.clear();
+                    wire::encode_interval(&iv, &mut ser, &mut buf);
+                    dist.send(0, TAG_INTERVAL, &buf);
+                    bytes += buf.len() as u64;
+                    messages += 1;
+                    if iv.last {
+                        finished += 1;
+                    }
+                    let w = iv.worker as usize;
+                    iv.clear();
+                    if let Some(s) = spares.get(w) {
+                        let _ = s.try_send(iv);
+                    }
                 }
-                buf.clear();
-                wire::encode_interval(&iv, &mut ser, &mut buf);
-                dist.send(0, TAG_INTERVAL, &buf);
-                bytes += buf.len() as u64;
-                messages += 1;
-                if iv.last {
-                    finished += 1;
-                }
-                let w = iv.worker as usize;
-                iv.clear();
-                if let Some(s) = spares.get(w) {
-                    let _ = s.try_send(iv);
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            if let Some(stop) = dist.try_receive(0, TAG_STOP) {
+                match serde_json::from_slice::<(usize, Stop)>(&stop) {
+                    Ok((r, Stop::Stonewall)) if r == run_index => {
+                        control.stonewall.store(true, Ordering::Relaxed)
+                    }
+                    Ok((r, Stop::Interrupted)) if r == run_index => {
+                        control.interrupted.store(true, Ordering::Relaxed)
+                    }
+                    Ok((r, Stop::SteadyState)) if r == run_index => {
+                        control.steady_state.store(true, Ordering::Relaxed)
+                    }
+                    _ => {}
                 }
             }
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => break,
-        }
-        if let Some(stop) = dist.try_receive(0, TAG_STOP) {
-            match serde_json::from_slice::<(usize, Stop)>(&stop) {
-                Ok((r, Stop::Stonewall)) if r == run_index => {
-                    control.stonewall.store(true, Ordering::Relaxed)
-                }
-                Ok((r, Stop::Interrupted)) if r == run_index => {
-                    control.interrupted.store(true, Ordering::Relaxed)
-                }
-                Ok((r, Stop::SteadyState)) if r == run_index => {
-                    control.steady_state.store(true, Ordering::Relaxed)
-                }
-                _ => {}
+            if !done_sent && local > 0 && fg_done.load(Ordering::Relaxed) >= local {
+                dist.send(0, TAG_DONE, &(run_index as u64).to_le_bytes());
+                done_sent = true;
             }
         }
-        if !done_sent && local > 0 && fg_done.load(Ordering::Relaxed) >= local {
-            dist.send(0, TAG_DONE, &(run_index as u64).to_le_bytes());
-            done_sent = true;
-        }
+        (bytes, messages)
     }
-    (bytes, messages)
 }

@@ -51,18 +51,21 @@ fn comparison_charts(h: &mut String, gi: usize, g: &Group, targets: &[String]) {
         },
     });
     h.push_str("<div class=\"fig\">");
-    h.push_str(&svg::bar_chart_w(
-        svg::HALF_WIDTH,
-        &format!("bars-{gi}"),
-        &format!("{}: ops/s by {}{rep_note}", g.step, x_label),
-        &x_label,
-        "operations per second",
-        &g.x_values,
-        &g.series,
-        |x, s| g.point(x, s).map(|p| p.figures.rate_ops),
-        hl.as_ref(),
-        &colors,
-    ));
+    let title = format!("{}: ops/s by {}{rep_note}", g.step, x_label);
+    let chart = svg::BarChart {
+        labels: svg::Labels {
+            id: &format!("bars-{gi}"),
+            title: &title,
+            x: &x_label,
+            y: "operations per second",
+        },
+        width: svg::HALF_WIDTH,
+        x_values: &g.x_values,
+        series: &g.series,
+        highlight: hl.as_ref(),
+        colors: &colors,
+    };
+    h.push_str(&chart.svg(|x, s| g.point(x, s).map(|p| p.figures.rate_ops)));
     h.push_str("</div>\n");
     // Latency against throughput.
     let max_p99 = g
@@ -100,20 +103,25 @@ fn comparison_charts(h: &mut String, gi: usize, g: &Group, targets: &[String]) {
         })
         .collect();
     h.push_str("<div class=\"fig\">");
-    h.push_str(&svg::line_chart_w(
-        svg::HALF_WIDTH,
-        &format!("latency-{gi}"),
-        &format!("{}: p99 latency against ops/s{rep_note}", g.step),
-        "operations per second",
-        &format!("p99 latency ({unit})"),
-        div,
-        &series,
-        XAxis::Linear,
-        YAxis::Linear,
-        &[],
-        &[],
-        None,
-    ));
+    h.push_str(
+        &svg::LineChart {
+            labels: svg::Labels {
+                id: &format!("latency-{gi}"),
+                title: &format!("{}: p99 latency against ops/s{rep_note}", g.step),
+                x: "operations per second",
+                y: &format!("p99 latency ({unit})"),
+            },
+            width: svg::HALF_WIDTH,
+            y_div: div,
+            series: &series,
+            x_axis: XAxis::Linear,
+            y_axis: YAxis::Linear,
+            marks: &[],
+            shades: &[],
+            x_min: None,
+        }
+        .svg(),
+    );
     if let Some(c) = model::callout(g, CalloutKind::P99) {
         let _ = writeln!(
             h,
@@ -307,20 +315,25 @@ pub fn percentile_section(
         let (div, unit) = svg::latency_unit(max_ns);
         let steps: Vec<&str> = gs.iter().map(|g| g.step.as_str()).collect();
         figs.push_str(fig);
-        figs.push_str(&svg::line_chart_w(
-            width,
-            &format!("percentiles-{ki}"),
-            &format!("{kind}: latency by percentile ({})", steps.join(", ")),
-            "percentile",
-            &format!("latency ({unit})"),
-            div,
-            &series,
-            XAxis::Nines,
-            YAxis::Log,
-            &[],
-            &[],
-            Some(0.0),
-        ));
+        figs.push_str(
+            &svg::LineChart {
+                labels: svg::Labels {
+                    id: &format!("percentiles-{ki}"),
+                    title: &format!("{kind}: latency by percentile ({})", steps.join(", ")),
+                    x: "percentile",
+                    y: &format!("latency ({unit})"),
+                },
+                width: width,
+                y_div: div,
+                series: &series,
+                x_axis: XAxis::Nines,
+                y_axis: YAxis::Log,
+                marks: &[],
+                shades: &[],
+                x_min: Some(0.0),
+            }
+            .svg(),
+        );
         figs.push_str("</div>\n");
     }
     let _ = writeln!(h, "<div class=\"figs\">{figs}</div></section>");
@@ -414,19 +427,25 @@ pub fn timeline_chart(h: &mut String, r: &StoredRun, colors: &[String]) {
     }
     let marks = event_marks(s, true);
     let shades = run_shades(s);
-    h.push_str(&svg::line_chart(
-        &id,
-        &title,
-        "seconds from the start of measurement",
-        "operations per second",
-        1.0,
-        &series,
-        XAxis::Linear,
-        YAxis::Linear,
-        &marks,
-        &shades,
-        None,
-    ));
+    h.push_str(
+        &svg::LineChart {
+            labels: svg::Labels {
+                id: &id,
+                title: &title,
+                x: "seconds from the start of measurement",
+                y: "operations per second",
+            },
+            width: svg::FULL_WIDTH,
+            y_div: 1.0,
+            series: &series,
+            x_axis: XAxis::Linear,
+            y_axis: YAxis::Linear,
+            marks: &marks,
+            shades: &shades,
+            x_min: None,
+        }
+        .svg(),
+    );
 }
 
 /// A run's timeline curves, one per target: each interval's ops/s at its end (measured, and

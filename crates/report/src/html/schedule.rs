@@ -61,16 +61,21 @@ fn run_figures(h: &mut String, r: &StoredRun) {
             values: per.rate_points(Some(g)).into_iter().map(|p| p.1).collect(),
         })
         .collect();
-    h.push_str(&svg::stacked_chart(
-        &format!("schedule-groups-{}", s.run_index),
-        &format!("run {}: each group's throughput, stacked", s.run_index),
-        "seconds from the start of measurement",
-        "operations per second",
-        &xs,
-        &bands,
-        &marks,
-        &shades,
-    ));
+    h.push_str(
+        &svg::StackedChart {
+            labels: svg::Labels {
+                id: &format!("schedule-groups-{}", s.run_index),
+                title: &format!("run {}: each group's throughput, stacked", s.run_index),
+                x: "seconds from the start of measurement",
+                y: "operations per second",
+            },
+            xs: &xs,
+            bands: &bands,
+            marks: &marks,
+            shades: &shades,
+        }
+        .svg(),
+    );
     tables(h, s, sched);
 }
 
@@ -110,22 +115,10 @@ fn total_chart(
     } else {
         0.0
     };
-    h.push_str(&svg::line_chart(
-        &format!("schedule-total-{}", s.run_index),
-        &format!(
+    h.push_str(&svg::LineChart { labels: svg::Labels { id: &format!("schedule-total-{}", s.run_index), title: &format!(
             "run {}: throughput during the ramp-up and the measurement interval, all groups",
             s.run_index
-        ),
-        "seconds from the start of measurement",
-        "operations per second",
-        1.0,
-        &total_series(sched, per, interval_s, covered_s, ramp_up),
-        XAxis::Linear,
-        YAxis::Linear,
-        &total_marks,
-        &total_shades,
-        Some(from),
-    ));
+        ), x: "seconds from the start of measurement", y: "operations per second" }, width: svg::FULL_WIDTH, y_div: 1.0, series: &total_series(sched, per, interval_s, covered_s, ramp_up), x_axis: XAxis::Linear, y_axis: YAxis::Linear, marks: &total_marks, shades: &total_shades, x_min: Some(from) }.svg());
 }
 
 /// The study's events (a node lost), not the start and end of measurement (the x axis is

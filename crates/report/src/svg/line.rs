@@ -38,6 +38,7 @@ pub struct Shade {
 }
 
 /// How a line chart's x axis is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum XAxis {
     Linear,
     /// Percentiles as "nines": x = -log10(1 - p/100); ticks at 0, 90, 99, 99.9 ... percent.
@@ -56,98 +57,86 @@ pub enum YAxis {
 }
 
 /// Lines (with optional markers and dashed moving averages), vertical marks and shaded x
-/// ranges (warm-up, recoveries). Axes start at zero for linear scales. Values in data units; `y_div`
-/// divides y for the tick labels (e.g. ns to ms).
-#[allow(clippy::too_many_arguments)]
-pub fn line_chart(
-    id: &str,
-    title: &str,
-    x_label: &str,
-    y_label: &str,
-    y_div: f64,
-    series: &[Series],
-    x_axis: XAxis,
-    y_axis_kind: YAxis,
-    marks: &[Mark],
-    shades: &[Shade],
-    x_min: Option<f64>,
-) -> String {
-    line_chart_w(
-        FULL_WIDTH,
-        id,
-        title,
-        x_label,
-        y_label,
-        y_div,
-        series,
-        x_axis,
-        y_axis_kind,
-        marks,
-        shades,
-        x_min,
-    )
+/// ranges (warm-up, recoveries). Axes start at zero for linear scales. Values in data units;
+/// `y_div` divides y for the tick labels (e.g. ns to ms). `width` is in SVG units:
+/// [`FULL_WIDTH`], or [`HALF_WIDTH`] for one of two side by side, its text as large on the page.
+pub struct LineChart<'a> {
+    pub labels: Labels<'a>,
+    pub width: f64,
+    pub y_div: f64,
+    pub series: &'a [Series],
+    pub x_axis: XAxis,
+    pub y_axis: YAxis,
+    pub marks: &'a [Mark],
+    pub shades: &'a [Shade],
+    /// Where the x axis starts, when not at zero (or at the smallest x of a log scale).
+    pub x_min: Option<f64>,
 }
 
-/// [`line_chart`] `width` units wide ([`FULL_WIDTH`]; [`HALF_WIDTH`] for one of two side by
-/// side, its text as large on the page).
-#[allow(clippy::too_many_arguments)]
-pub fn line_chart_w(
-    width: f64,
-    id: &str,
-    title: &str,
-    x_label: &str,
-    y_label: &str,
-    y_div: f64,
-    series: &[Series],
-    x_axis: XAxis,
-    y_axis_kind: YAxis,
-    marks: &[Mark],
-    shades: &[Shade],
-    x_min: Option<f64>,
-) -> String {
-    let names: Vec<String> = series.iter().map(|s| s.name.clone()).collect();
-    let mut notes = Vec::new();
-    if series.iter().any(|s| !s.dashed.is_empty()) {
-        notes.push("dashed: moving average");
+impl LineChart<'_> {
+    /// The chart as an SVG element.
+    pub fn svg(&self) -> String {
+        let LineChart {
+            labels:
+                Labels {
+                    id,
+                    title,
+                    x: x_label,
+                    y: y_label,
+                },
+            width,
+            y_div,
+            series,
+            x_axis,
+            y_axis: y_axis_kind,
+            marks,
+            shades,
+            x_min,
+        } = *self;
+        let names: Vec<String> = series.iter().map(|s| s.name.clone()).collect();
+        let mut notes = Vec::new();
+        if series.iter().any(|s| !s.dashed.is_empty()) {
+            notes.push("dashed: moving average");
+        }
+        if series.iter().any(|s| !s.warmup.is_empty()) {
+            notes.push("dotted, on grey: warm-up (in no figure)");
+        }
+        let note_text = (!notes.is_empty()).then(|| format!("({})", notes.join("; ")));
+        let note = note_text.as_deref();
+        let legend_h = 16.0 * legend_layout(&names, width - 100.0, note).len() as f64;
+        let mut svg = Svg::new(width, 330.0 + legend_h);
+        let fr = Frame {
+            x: 70.0,
+            y: 48.0 + legend_h,
+            w: width - 100.0,
+            h: 220.0,
+        };
+        svg.text(
+            width / 2.0,
+            20.0,
+            title,
+            "middle",
+            title_size(width, title),
+            r#" font-weight="bold""#,
+        );
+        let colors: Vec<usize> = series
+            .iter()
+            .enumerate()
+            .map(|(i, s)| s.color.unwrap_or(i))
+            .collect();
+        legend(&mut svg, (fr.x, 38.0, fr.w), &names, &colors, note);
+        let ext = Extent::of(series, marks, shades);
+        let ys = y_scale(&mut svg, fr, y_axis_kind, &ext, y_div, y_label);
+        let xs = x_scale(&mut svg, fr, &x_axis, x_min, &ext, x_label);
+        shade_ranges(&mut svg, fr, xs, shades);
+        open_plot(&mut svg, fr, Some(xs), ys);
+        event_marks(&mut svg, fr, xs, marks);
+        for (si, s) in series.iter().enumerate() {
+            draw_series(&mut svg, xs, ys, s.color.unwrap_or(si), s);
+        }
+        svg.raw("</g>");
+        svg.finish(id, title)
     }
-    if series.iter().any(|s| !s.warmup.is_empty()) {
-        notes.push("dotted, on grey: warm-up (in no figure)");
-    }
-    let note_text = (!notes.is_empty()).then(|| format!("({})", notes.join("; ")));
-    let note = note_text.as_deref();
-    let legend_h = 16.0 * legend_layout(&names, width - 100.0, note).len() as f64;
-    let mut svg = Svg::new(width, 330.0 + legend_h);
-    let fr = Frame {
-        x: 70.0,
-        y: 48.0 + legend_h,
-        w: width - 100.0,
-        h: 220.0,
-    };
-    svg.text(
-        width / 2.0,
-        20.0,
-        title,
-        "middle",
-        title_size(width, title),
-        r#" font-weight="bold""#,
-    );
-    let colors: Vec<usize> = series
-        .iter()
-        .enumerate()
-        .map(|(i, s)| s.color.unwrap_or(i))
-        .collect();
-    legend(&mut svg, (fr.x, 38.0, fr.w), &names, &colors, note);
-    let ext = Extent::of(series, marks, shades);
-    let ys = y_scale(&mut svg, fr, y_axis_kind, &ext, y_div, y_label);
-    let xs = x_scale(&mut svg, fr, &x_axis, x_min, &ext, x_label);
-    shade_ranges(&mut svg, fr, xs, shades);
-    open_plot(&mut svg, fr, Some(xs), ys);
-    event_marks(&mut svg, fr, xs, marks);
-    for (si, s) in series.iter().enumerate() {
-        draw_series(&mut svg, xs, ys, s.color.unwrap_or(si), s);
-    }
-    svg.raw("</g>");
-    svg.finish(id, title)
 }
 
 /// The data's extent: x from the lowest to the highest of points, marks and shades; y up to
@@ -460,19 +449,23 @@ mod tests {
             warmup: vec![],
             color: None,
         };
-        let svg = line_chart(
-            "l",
-            "t",
-            "ops/s",
-            "p99 (ms)",
-            1e6,
-            &[s],
-            XAxis::Linear,
-            YAxis::Linear,
-            &[],
-            &[],
-            None,
-        );
+        let svg = LineChart {
+            labels: Labels {
+                id: "l",
+                title: "t",
+                x: "ops/s",
+                y: "p99 (ms)",
+            },
+            width: FULL_WIDTH,
+            y_div: 1e6,
+            series: &[s],
+            x_axis: XAxis::Linear,
+            y_axis: YAxis::Linear,
+            marks: &[],
+            shades: &[],
+            x_min: None,
+        }
+        .svg();
         let plot = svg.split("<g class=\"plot\"").nth(1).unwrap();
         let g = |n: &str| -> f64 { attr(plot, n).unwrap().parse().unwrap() };
         let (px, py, pw, ph) = (g("data-px"), g("data-py"), g("data-pw"), g("data-ph"));
@@ -505,19 +498,23 @@ mod tests {
             warmup: vec![],
             color: None,
         };
-        let svg = line_chart(
-            "p",
-            "t",
-            "percentile",
-            "latency (µs)",
-            1e3,
-            &[s],
-            XAxis::Nines,
-            YAxis::Log,
-            &[],
-            &[],
-            Some(0.0),
-        );
+        let svg = LineChart {
+            labels: Labels {
+                id: "p",
+                title: "t",
+                x: "percentile",
+                y: "latency (µs)",
+            },
+            width: FULL_WIDTH,
+            y_div: 1e3,
+            series: &[s],
+            x_axis: XAxis::Nines,
+            y_axis: YAxis::Log,
+            marks: &[],
+            shades: &[],
+            x_min: Some(0.0),
+        }
+        .svg();
         let plot = svg.split("<g class=\"plot\"").nth(1).unwrap();
         let g = |n: &str| -> f64 { attr(plot, n).unwrap().parse().unwrap() };
         assert_eq!(attr(plot, "data-ylog").as_deref(), Some("true"));

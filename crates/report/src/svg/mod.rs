@@ -13,10 +13,8 @@
 mod line;
 mod stacked;
 
-pub use line::{
-    Mark, Series, Shade, XAxis, YAxis, line_chart, line_chart_w, moving_average, nines_label,
-};
-pub use stacked::{Band, stacked_chart};
+pub use line::{LineChart, Mark, Series, Shade, XAxis, YAxis, moving_average, nines_label};
+pub use stacked::{Band, StackedChart};
 
 use std::fmt::Write;
 
@@ -459,118 +457,124 @@ pub struct Highlight {
     pub text: String,
 }
 
-/// Grouped bars: one group per x value, one bar per series (the reference brief's Figures 1
-/// and 3). `value(x, series)` is the bar height in data units.
-#[allow(clippy::too_many_arguments)]
-pub fn bar_chart(
-    id: &str,
-    title: &str,
-    x_label: &str,
-    y_label: &str,
-    x_values: &[String],
-    series: &[String],
-    value: impl Fn(&str, &str) -> Option<f64>,
-    highlight: Option<&Highlight>,
-    colors: &[usize],
-) -> String {
-    bar_chart_w(
-        FULL_WIDTH, id, title, x_label, y_label, x_values, series, value, highlight, colors,
-    )
+/// What every chart says of itself: its element id, its title and its axes' labels.
+#[derive(Debug, Clone, Copy)]
+pub struct Labels<'a> {
+    pub id: &'a str,
+    pub title: &'a str,
+    pub x: &'a str,
+    pub y: &'a str,
 }
 
-/// [`bar_chart`] at least `width` units wide (see [`line_chart_w`]); wider when its bars need it.
-#[allow(clippy::too_many_arguments)]
-pub fn bar_chart_w(
-    width: f64,
-    id: &str,
-    title: &str,
-    x_label: &str,
-    y_label: &str,
-    x_values: &[String],
-    series: &[String],
-    value: impl Fn(&str, &str) -> Option<f64>,
-    highlight: Option<&Highlight>,
-    colors: &[usize],
-) -> String {
-    let width = width.max(90.0 + x_values.len() as f64 * (series.len() as f64 * 18.0 + 24.0));
-    let legend_h = 16.0 * legend_layout(series, width - 90.0, None).len() as f64;
-    let mut svg = Svg::new(width, 344.0 + legend_h);
-    let fr = Frame {
-        x: 70.0,
-        y: 32.0 + legend_h,
-        w: width - 90.0,
-        h: 240.0,
-    };
-    svg.text(
-        width / 2.0,
-        20.0,
-        title,
-        "middle",
-        title_size(width, title),
-        r#" font-weight="bold""#,
-    );
-    let colors: Vec<usize> = (0..series.len())
-        .map(|i| colors.get(i).copied().unwrap_or(i))
-        .collect();
-    legend(&mut svg, (fr.x, 38.0, fr.w), series, &colors, None);
-    let max = x_values
-        .iter()
-        .flat_map(|x| series.iter().filter_map(|s| value(x, s)))
-        .fold(0.0, f64::max);
-    let (top, step) = nice_axis(max);
-    y_axis(&mut svg, fr, top, step, 1.0, y_label);
-    let ys = Scale {
-        d0: 0.0,
-        d1: top,
-        r0: fr.y + fr.h,
-        r1: fr.y,
-        log: false,
-    };
-    open_plot(&mut svg, fr, None, ys);
-    let band = fr.w / x_values.len().max(1) as f64;
-    let bar_w = (band * 0.8 / series.len().max(1) as f64).min(60.0);
-    for (xi, x) in x_values.iter().enumerate() {
-        let group_x = fr.x + band * xi as f64 + (band - bar_w * series.len() as f64) / 2.0;
-        for (si, s) in series.iter().enumerate() {
-            let Some(v) = value(x, s) else { continue };
-            let y = ys.map(v);
-            let color = PALETTE[colors[si] % PALETTE.len()];
-            svg.rect(
-                group_x + bar_w * si as f64,
-                y,
-                bar_w - 1.0,
-                fr.y + fr.h - y,
-                color,
-                &format!(
-                    r#" class="bar" data-series="{}" data-x="{}" data-value="{}""#,
-                    esc(s),
-                    esc(x),
-                    num_attr(v)
-                ),
-            );
-        }
+/// Grouped bars: one group per x value, one bar per series (the reference brief's Figures 1
+/// and 3), at least `width` units wide (see [`LineChart`]) and wider when its bars need it.
+pub struct BarChart<'a> {
+    pub labels: Labels<'a>,
+    pub width: f64,
+    pub x_values: &'a [String],
+    pub series: &'a [String],
+    pub highlight: Option<&'a Highlight>,
+    /// The palette index of each series.
+    pub colors: &'a [usize],
+}
+
+impl BarChart<'_> {
+    /// The chart as an SVG element; `value(x, series)` is a bar's height in data units.
+    pub fn svg(&self, value: impl Fn(&str, &str) -> Option<f64>) -> String {
+        let BarChart {
+            labels:
+                Labels {
+                    id,
+                    title,
+                    x: x_label,
+                    y: y_label,
+                },
+            width,
+            x_values,
+            series,
+            highlight,
+            colors,
+        } = *self;
+        let width = width.max(90.0 + x_values.len() as f64 * (series.len() as f64 * 18.0 + 24.0));
+        let legend_h = 16.0 * legend_layout(series, width - 90.0, None).len() as f64;
+        let mut svg = Svg::new(width, 344.0 + legend_h);
+        let fr = Frame {
+            x: 70.0,
+            y: 32.0 + legend_h,
+            w: width - 90.0,
+            h: 240.0,
+        };
         svg.text(
-            fr.x + band * (xi as f64 + 0.5),
-            fr.y + fr.h + 16.0,
-            x,
+            width / 2.0,
+            20.0,
+            title,
             "middle",
-            11.0,
+            title_size(width, title),
+            r#" font-weight="bold""#,
+        );
+        let colors: Vec<usize> = (0..series.len())
+            .map(|i| colors.get(i).copied().unwrap_or(i))
+            .collect();
+        legend(&mut svg, (fr.x, 38.0, fr.w), series, &colors, None);
+        let max = x_values
+            .iter()
+            .flat_map(|x| series.iter().filter_map(|s| value(x, s)))
+            .fold(0.0, f64::max);
+        let (top, step) = nice_axis(max);
+        y_axis(&mut svg, fr, top, step, 1.0, y_label);
+        let ys = Scale {
+            d0: 0.0,
+            d1: top,
+            r0: fr.y + fr.h,
+            r1: fr.y,
+            log: false,
+        };
+        open_plot(&mut svg, fr, None, ys);
+        let band = fr.w / x_values.len().max(1) as f64;
+        let bar_w = (band * 0.8 / series.len().max(1) as f64).min(60.0);
+        for (xi, x) in x_values.iter().enumerate() {
+            let group_x = fr.x + band * xi as f64 + (band - bar_w * series.len() as f64) / 2.0;
+            for (si, s) in series.iter().enumerate() {
+                let Some(v) = value(x, s) else { continue };
+                let y = ys.map(v);
+                let color = PALETTE[colors[si] % PALETTE.len()];
+                svg.rect(
+                    group_x + bar_w * si as f64,
+                    y,
+                    bar_w - 1.0,
+                    fr.y + fr.h - y,
+                    color,
+                    &format!(
+                        r#" class="bar" data-series="{}" data-x="{}" data-value="{}""#,
+                        esc(s),
+                        esc(x),
+                        num_attr(v)
+                    ),
+                );
+            }
+            svg.text(
+                fr.x + band * (xi as f64 + 0.5),
+                fr.y + fr.h + 16.0,
+                x,
+                "middle",
+                11.0,
+                "",
+            );
+            if let Some(h) = highlight.filter(|h| &h.x == x) {
+                highlight_group(&mut svg, fr, band, xi, h);
+            }
+        }
+        svg.raw("</g>");
+        svg.text(
+            fr.x + fr.w / 2.0,
+            fr.y + fr.h + 30.0,
+            x_label,
+            "middle",
+            12.0,
             "",
         );
-        if let Some(h) = highlight.filter(|h| &h.x == x) {
-            highlight_group(&mut svg, fr, band, xi, h);
-        }
+        svg.finish(id, title)
     }
-    svg.raw("</g>");
-    svg.text(
-        fr.x + fr.w / 2.0,
-        fr.y + fr.h + 30.0,
-        x_label,
-        "middle",
-        12.0,
-        "",
-    );
-    svg.finish(id, title)
 }
 
 /// The highlighted group `xi` (of width `band`) outlined, its finding written under it.
@@ -638,7 +642,20 @@ mod tests {
                 _ => 616_344.0,
             })
         };
-        let svg = bar_chart("c", "t", "threads", "ops/s", &xs, &ss, v, None, &[]);
+        let svg = BarChart {
+            labels: Labels {
+                id: "c",
+                title: "t",
+                x: "threads",
+                y: "ops/s",
+            },
+            width: FULL_WIDTH,
+            x_values: &xs,
+            series: &ss,
+            highlight: None,
+            colors: &[],
+        }
+        .svg(v);
         let plot = svg.split("<g class=\"plot\"").nth(1).unwrap();
         let ph: f64 = attr(plot, "data-ph").unwrap().parse().unwrap();
         let py: f64 = attr(plot, "data-py").unwrap().parse().unwrap();

@@ -15,86 +15,100 @@ pub struct Band {
 /// Bands stacked bottom to top in the order given, over `xs` (ascending). Each band's polygon
 /// carries its values (`data-values`) and its base and top at each x are the sums of the bands
 /// below it, so a test can check the stacking from the SVG.
-#[allow(clippy::too_many_arguments)]
-pub fn stacked_chart(
-    id: &str,
-    title: &str,
-    x_label: &str,
-    y_label: &str,
-    xs: &[f64],
-    bands: &[Band],
-    marks: &[Mark],
-    shades: &[Shade],
-) -> String {
-    let width = 720.0;
-    let names: Vec<String> = bands.iter().map(|b| b.name.clone()).collect();
-    let legend_h = 16.0 * legend_layout(&names, width - 100.0, None).len() as f64;
-    let mut svg = Svg::new(width, 330.0 + legend_h);
-    let fr = Frame {
-        x: 70.0,
-        y: 48.0 + legend_h,
-        w: width - 100.0,
-        h: 220.0,
-    };
-    svg.text(
-        width / 2.0,
-        20.0,
-        title,
-        "middle",
-        14.0,
-        r#" font-weight="bold""#,
-    );
-    let colors: Vec<usize> = (0..bands.len()).collect();
-    legend(&mut svg, (fr.x, 38.0, fr.w), &names, &colors, None);
-    // Tops of the stack after each band.
-    let tops = stack_tops(xs, bands);
-    let below = tops.last().cloned().unwrap_or_else(|| vec![0.0; xs.len()]);
-    let ymax = below.iter().copied().fold(0.0f64, f64::max);
-    let (ytop, ystep) = nice_axis(ymax);
-    y_axis(&mut svg, fr, ytop, ystep, 1.0, y_label);
-    let ys = Scale {
-        d0: 0.0,
-        d1: ytop,
-        r0: fr.y + fr.h,
-        r1: fr.y,
-        log: false,
-    };
-    let mut xmax = xs.iter().copied().fold(1e-9f64, f64::max);
-    for m in marks {
-        xmax = xmax.max(m.x);
+pub struct StackedChart<'a> {
+    pub labels: Labels<'a>,
+    pub xs: &'a [f64],
+    pub bands: &'a [Band],
+    pub marks: &'a [Mark],
+    pub shades: &'a [Shade],
+}
+
+impl StackedChart<'_> {
+    /// The chart as an SVG element.
+    pub fn svg(&self) -> String {
+        let StackedChart {
+            labels:
+                Labels {
+                    id,
+                    title,
+                    x: x_label,
+                    y: y_label,
+                },
+            xs,
+            bands,
+            marks,
+            shades,
+        } = *self;
+        let width = 720.0;
+        let names: Vec<String> = bands.iter().map(|b| b.name.clone()).collect();
+        let legend_h = 16.0 * legend_layout(&names, width - 100.0, None).len() as f64;
+        let mut svg = Svg::new(width, 330.0 + legend_h);
+        let fr = Frame {
+            x: 70.0,
+            y: 48.0 + legend_h,
+            w: width - 100.0,
+            h: 220.0,
+        };
+        svg.text(
+            width / 2.0,
+            20.0,
+            title,
+            "middle",
+            14.0,
+            r#" font-weight="bold""#,
+        );
+        let colors: Vec<usize> = (0..bands.len()).collect();
+        legend(&mut svg, (fr.x, 38.0, fr.w), &names, &colors, None);
+        // Tops of the stack after each band.
+        let tops = stack_tops(xs, bands);
+        let below = tops.last().cloned().unwrap_or_else(|| vec![0.0; xs.len()]);
+        let ymax = below.iter().copied().fold(0.0f64, f64::max);
+        let (ytop, ystep) = nice_axis(ymax);
+        y_axis(&mut svg, fr, ytop, ystep, 1.0, y_label);
+        let ys = Scale {
+            d0: 0.0,
+            d1: ytop,
+            r0: fr.y + fr.h,
+            r1: fr.y,
+            log: false,
+        };
+        let mut xmax = xs.iter().copied().fold(1e-9f64, f64::max);
+        for m in marks {
+            xmax = xmax.max(m.x);
+        }
+        for sh in shades {
+            xmax = xmax.max(sh.to);
+        }
+        let (xtop, xstep) = nice_axis(xmax);
+        let xsc = Scale {
+            d0: 0.0,
+            d1: xtop,
+            r0: fr.x,
+            r1: fr.x + fr.w,
+            log: false,
+        };
+        let mut v = 0.0;
+        while v <= xtop * 1.000_001 {
+            let x = xsc.map(v);
+            svg.line(x, fr.y + fr.h, x, fr.y + fr.h + 4.0, "#333333", "");
+            svg.text(x, fr.y + fr.h + 16.0, &compact(v), "middle", 11.0, "");
+            v += xstep;
+        }
+        svg.text(
+            fr.x + fr.w / 2.0,
+            fr.y + fr.h + 34.0,
+            x_label,
+            "middle",
+            12.0,
+            "",
+        );
+        open_plot(&mut svg, fr, Some(xsc), ys);
+        draw_bands(&mut svg, xs, bands, &tops, xsc, ys);
+        outline_shades(&mut svg, fr, xsc, shades);
+        event_marks(&mut svg, fr, xsc, marks);
+        svg.raw("</g>");
+        svg.finish(id, title)
     }
-    for sh in shades {
-        xmax = xmax.max(sh.to);
-    }
-    let (xtop, xstep) = nice_axis(xmax);
-    let xsc = Scale {
-        d0: 0.0,
-        d1: xtop,
-        r0: fr.x,
-        r1: fr.x + fr.w,
-        log: false,
-    };
-    let mut v = 0.0;
-    while v <= xtop * 1.000_001 {
-        let x = xsc.map(v);
-        svg.line(x, fr.y + fr.h, x, fr.y + fr.h + 4.0, "#333333", "");
-        svg.text(x, fr.y + fr.h + 16.0, &compact(v), "middle", 11.0, "");
-        v += xstep;
-    }
-    svg.text(
-        fr.x + fr.w / 2.0,
-        fr.y + fr.h + 34.0,
-        x_label,
-        "middle",
-        12.0,
-        "",
-    );
-    open_plot(&mut svg, fr, Some(xsc), ys);
-    draw_bands(&mut svg, xs, bands, &tops, xsc, ys);
-    outline_shades(&mut svg, fr, xsc, shades);
-    event_marks(&mut svg, fr, xsc, marks);
-    svg.raw("</g>");
-    svg.finish(id, title)
 }
 
 /// The top of the stack after each band, at each x (negative values count as 0).
@@ -173,13 +187,15 @@ mod tests {
 
     #[test]
     fn each_band_sits_on_the_ones_below() {
-        let svg = stacked_chart(
-            "s",
-            "t",
-            "x",
-            "y",
-            &[1.0, 2.0],
-            &[
+        let svg = StackedChart {
+            labels: Labels {
+                id: "s",
+                title: "t",
+                x: "x",
+                y: "y",
+            },
+            xs: &[1.0, 2.0],
+            bands: &[
                 Band {
                     name: "a".into(),
                     values: vec![10.0, 30.0],
@@ -189,12 +205,13 @@ mod tests {
                     values: vec![90.0, 70.0],
                 },
             ],
-            &[Mark {
+            marks: &[Mark {
                 x: 1.5,
                 label: "loss".into(),
             }],
-            &[],
-        );
+            shades: &[],
+        }
+        .svg();
         assert!(svg.contains(r#"data-series="a" data-values="10 30""#));
         assert!(svg.contains(r#"data-series="b" data-values="90 70""#));
         // The y axis covers the stack's top (100), not the largest band alone.

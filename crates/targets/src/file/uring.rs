@@ -126,19 +126,35 @@ macro_rules! with_fd {
     };
 }
 
+/// What an io_uring session is opened with: its files and the picker of the one each
+/// operation goes to, whether writes are followed by fdatasync, its registered buffers and the
+/// byte range it works in, its queue depth, whether writes carry fresh random data, the
+/// stamper of verified writes, and the ring's options.
+pub(super) struct UringSetup {
+    pub files: super::set::Files,
+    pub picker: super::Picker,
+    pub fdatasync: bool,
+    pub buf: AlignedBuf,
+    pub bounds: (u64, u64),
+    pub qd: u32,
+    pub stamp: bool,
+    pub verify: Option<Stamper>,
+    pub options: UringOptions,
+}
+
 impl UringSession {
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn new(
-        files: super::set::Files,
-        picker: super::Picker,
-        fdatasync: bool,
-        buf: AlignedBuf,
-        bounds: (u64, u64),
-        qd: u32,
-        stamp: bool,
-        verify: Option<Stamper>,
-        options: UringOptions,
-    ) -> Result<UringSession, UringError> {
+    pub(super) fn new(setup: UringSetup) -> Result<UringSession, UringError> {
+        let UringSetup {
+            files,
+            picker,
+            fdatasync,
+            buf,
+            bounds,
+            qd,
+            stamp,
+            verify,
+            options,
+        } = setup;
         let entries = qd.next_power_of_two().max(8);
         let (ring, task_running, task_running_fallback) = build_ring(entries, options)?;
         let raw_fds = files.raw_fds();
@@ -601,19 +617,20 @@ mod tests {
             pgbench: None,
         };
         let buf = AlignedBuf::new(4, 4096, &p, crate::file::BufferPages::Huge).unwrap();
-        UringSession::new(
-            super::super::set::Files {
+        UringSession::new(UringSetup {
+            files: super::super::set::Files {
                 files: vec![file],
                 end_fsync: false,
             },
-            super::super::Picker::new(vec![1 << 16], Default::default(), false, 1, None),
-            false,
+            picker: super::super::Picker::new(vec![1 << 16], Default::default(), false, 1, None),
+            fdatasync: false,
             buf,
-            (0, 1 << 16),
-            4,
-            false,
-            None,
+            bounds: (0, 1 << 16),
+            qd: 4,
+            stamp: false,
+            verify: None,
             options,
+        }
         )
         .unwrap()
     }

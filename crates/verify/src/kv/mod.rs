@@ -7,8 +7,8 @@
 //! corrupt, unreadable) into a [`report`]. The table can be saved and checked later
 //! ([`state`]).
 //!
-//! Sessions stamp through their [`RecordBuf`](storlab_workload::ycsb::RecordBuf), which holds a
-//! [`KvStamper`]: [`YcsbStore::run`](storlab_targets::YcsbStore::run) starts and ends the
+//! Sessions stamp through their `RecordBuf` (`storlab_workload::ycsb`), which holds a
+//! [`KvStamper`]: `YcsbStore::run` (`storlab_targets`) starts and ends the
 //! writes a binding runs on the spot, and bindings that batch inserts (a Redis pipeline, a
 //! MongoDB insertMany) do it per slot.
 
