@@ -323,7 +323,7 @@ pub fn percentile_section(
                     x: "percentile",
                     y: &format!("latency ({unit})"),
                 },
-                width: width,
+                width,
                 y_div: div,
                 series: &series,
                 x_axis: XAxis::Nines,
