@@ -26,11 +26,10 @@ install_missing() {
 }
 
 # To build: a C compiler and pkg-config, librocksdb-dev (RocksDB 7.8.3, linked by the rocksdb
-# target; libclang-dev generates its bindings), libsqlite3-dev (the results store's SQLite,
-# Debian's 3.40), libnfs-dev (libnfs 4.0, linked by the nfs target), OpenMPI 4.1 (openmpi-bin:
+# target; libclang-dev generates its bindings), libnfs-dev (libnfs 4.0, linked by the nfs target), OpenMPI 4.1 (openmpi-bin:
 # mpirun; libopenmpi-dev: the library the `mpi` feature links, its bindings generated with
 # libclang) for distributed runs under mpirun; storlab without mpirun never needs it.
-install_missing gcc g++ pkg-config librocksdb-dev libclang-dev libsqlite3-dev libnfs-dev \
+install_missing gcc g++ pkg-config librocksdb-dev libclang-dev libnfs-dev \
   openmpi-bin libopenmpi-dev
 
 if [ "$tests" = 1 ]; then
