@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::sync_channel;
 
-use storlab_engine::pacer::RateChange;
+use storlab_model::rate::RateChange;
 use storlab_engine::worker::{
     Clock, Control, StartGate, Worker, WorkerConfig, WorkerOutcome, run_loop,
 };

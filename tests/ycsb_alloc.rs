@@ -4,7 +4,8 @@
 
 use std::path::Path;
 
-use storlab_workload::ycsb::{CoreWorkload, Properties, YcsbOp};
+use storlab_model::YcsbOp;
+use storlab_workload::{ycsb::CoreWorkload, ycsb::Properties};
 
 #[path = "common/counting_alloc.rs"]
 mod counting_alloc;

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use storlab_engine::Watch;
 use storlab_engine::collector::Progress;
-use storlab_record::OpKind;
+use storlab_model::OpKind;
 use storlab_report::fio_text::{binary, count, decimal};
 use storlab_results::summary::RunSummary;
 use storlab_study::plan::RunPlan;

@@ -51,7 +51,7 @@ pub(super) fn write(plan: &Plan, outcome: &StudyOutcome) -> Result<(), RunError>
 /// `raid.json`: the RAID efficiency table of the study's steps, with the failures its runs
 /// measured.
 fn raid(
-    geometry: &storlab_results::raid::Geometry,
+    geometry: &storlab_model::raid::Geometry,
     study_folder: &std::path::Path,
     summaries: &[RunSummary],
 ) -> Result<(), RunError> {

@@ -16,8 +16,9 @@ use hdrhistogram::Histogram;
 use hdrhistogram::serialization::V2DeflateSerializer;
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 
-pub use storlab_record::totals::{KindTotals, WorkerKindTotals, merge};
-use storlab_record::{Interval, KindStats, OpError, OpKind, new_histogram};
+use storlab_record::totals::{KindTotals, WorkerKindTotals, merge};
+use storlab_record::{Interval, KindStats, new_histogram};
+use storlab_model::{OpError, OpKind};
 use storlab_results::write::{HDR_LOG_FILE, TIMELINE_FILE, WriteError};
 
 /// Per-target layout the collector needs.
@@ -142,8 +143,8 @@ pub struct Sinks<W1: Write, W2: Write> {
 pub const TIMELINE_HEADER: &str = "second,phase,target,op,ops,rate_ops,bytes,rate_bytes,errors,p50_ns,p99_ns,max_ns,intended_p99_ns,intended_max_ns,client_cpu_cores,interval_s,error_kinds";
 
 /// `errors` by kind as the timeline's `error_kinds` column holds them.
-fn error_kinds_text(errors: &[u64; storlab_record::ErrorKind::COUNT]) -> String {
-    storlab_record::ErrorKind::ALL
+fn error_kinds_text(errors: &[u64; storlab_model::ErrorKind::COUNT]) -> String {
+    storlab_model::ErrorKind::ALL
         .iter()
         .zip(errors)
         .filter(|(_, n)| **n > 0)

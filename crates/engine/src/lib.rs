@@ -28,7 +28,8 @@ use recording::Recording;
 use storlab_results::store::StoreLocation;
 use storlab_results::summary::RunSummary;
 use storlab_study::plan::{Plan, RunPlan};
-use storlab_targets::{Region, TargetError};
+use storlab_model::Region;
+use storlab_targets::TargetError;
 use worker::WorkerOutcome;
 
 /// Spare intervals each worker starts with, so that rotation never waits or allocates.
@@ -287,7 +288,7 @@ fn session_used(run: &RunPlan, outcomes: &[WorkerOutcome]) -> Vec<BTreeMap<Strin
         .collect()
 }
 
-pub use storlab_model::rate::DEFAULT_INTERVAL;
+use storlab_model::rate::DEFAULT_INTERVAL;
 
 /// Writes back dirty pages and drops the page cache (as the RocksDB brief did before each
 /// workload), or says why it could not. Returns the event to record.

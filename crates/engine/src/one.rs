@@ -26,7 +26,8 @@ use storlab_results::summarize::{Measured, WorkerEnd, failed_summary, summarize}
 use storlab_results::summary::RunSummary;
 use storlab_study::events::OnFailure;
 use storlab_study::plan::{Plan, RunPlan};
-use storlab_targets::{Region, TargetError};
+use storlab_model::Region;
+use storlab_targets::TargetError;
 
 /// Where one run is stored: its id, wall-clock start and folder.
 struct Stored {

@@ -9,7 +9,7 @@
 //! [`Activity`] says whether a worker is running back to back or paused at a given time, from
 //! the same [`RateChange`]s, whose rate is then only infinite (running) or 0 (paused).
 
-pub use storlab_model::rate::RateChange;
+use storlab_model::rate::RateChange;
 
 /// The intended starts of one worker.
 #[derive(Debug, Clone)]

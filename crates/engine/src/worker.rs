@@ -24,8 +24,9 @@ pub use clock::Clock;
 use edges::{Counts, Timing, finish, next_interval, poll};
 use issuer::{Issuer, NO_CHAIN};
 use storlab_model::latency_target::{LatencySearchResult, LatencyTarget};
-pub use storlab_record::EndReason;
-use storlab_record::{OpError, OpKind, Recorder, thread_cpu_ns};
+use storlab_record::EndReason;
+use storlab_record::{Recorder, thread_cpu_ns};
+use storlab_model::{OpError, OpKind};
 use storlab_targets::{Completions, Overlap, Session, SessionUser, Submitted};
 use storlab_workload::Source;
 

@@ -17,7 +17,7 @@ use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, TrySendError};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-pub use storlab_model::{ErrorKind, OpError, OpKind};
+use storlab_model::{ErrorKind, OpError, OpKind};
 
 /// Lowest latency recorded, in nanoseconds.
 pub const LOWEST_NS: u64 = 1;

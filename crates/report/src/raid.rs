@@ -9,7 +9,8 @@
 
 use crate::table::{Cell, Table, TableRow, render, thousands};
 use storlab_results::raid::failure::FailureKind;
-use storlab_results::raid::{FailureRun, Pattern, Table as RaidTable};
+use storlab_model::raid::Pattern;
+use storlab_results::{raid::FailureRun, raid::Table as RaidTable};
 
 fn figure(pattern: Pattern, rate: f64) -> Cell {
     if !rate.is_finite() {
@@ -320,7 +321,8 @@ pub fn text(t: &RaidTable) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use storlab_results::raid::{Geometry, Level, Row, Side};
+    use storlab_model::{raid::Geometry, raid::Level};
+    use storlab_results::{raid::Row, raid::Side};
 
     #[test]
     fn rows_show_units_and_efficiency() {

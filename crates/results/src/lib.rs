@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 use storlab_study::plan::{Plan, RunPlan};
 use write::WriteError;
 
-pub use storlab_model::units::{rfc3339, timestamp_for_path};
+use storlab_model::units::{rfc3339, timestamp_for_path};
 
 /// A name made safe for a folder: letters, digits, `-`, `_` and `.` only.
 pub fn slug(name: &str) -> String {

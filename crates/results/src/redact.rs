@@ -8,7 +8,7 @@
 //! written before a target learned to hide its credentials are still masked when shown.
 
 /// What a masked value is replaced with (the same mask as URLs' passwords).
-pub use storlab_model::units::MASK;
+use storlab_model::units::MASK;
 
 /// Key names whose values are credentials (compared case-insensitively, ignoring `-`/`_`, as a
 /// suffix: `db-password`, `api_key`, `authToken` all match).

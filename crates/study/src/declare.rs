@@ -11,7 +11,8 @@ use toml::Spanned;
 
 use super::clients::Client;
 use super::{Source, StudyError, checks, expand_env, local_host_name};
-use storlab_targets::{OptionError, REGISTRY, TargetConfig, TargetType, find_type};
+use storlab_model::OptionError;
+use storlab_targets::{REGISTRY, TargetConfig, TargetType, find_type};
 use storlab_workload::Workload;
 
 /// Valid targets by name: the parsed configuration, the client host and the table's span.

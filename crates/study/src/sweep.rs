@@ -13,7 +13,8 @@ use toml::Spanned;
 use super::plan::{RunPlan, RunTarget};
 use super::{Source, StudyError, capability_problem, checks, value_text};
 use storlab_model::units::Dur;
-use storlab_targets::{OptionError, TargetConfig};
+use storlab_model::OptionError;
+use storlab_targets::TargetConfig;
 use storlab_workload::Workload;
 
 /// The most runs a study may expand to unless `--allow-large-plan` is given: at a few seconds
@@ -453,7 +454,7 @@ fn run_target(
 fn target_seed(step: &Step, t: &StepTarget, run_seed: u64) -> u64 {
     match step.targets.iter().position(|x| x.name == t.name) {
         Some(place) if step.distinct_seeds && place > 0 => {
-            storlab_workload::mix_seed(run_seed, &[0xd157_1ac7, place as u64])
+            storlab_model::seed::mix_seed(run_seed, &[0xd157_1ac7, place as u64])
         }
         _ => run_seed,
     }

@@ -25,7 +25,7 @@ use std::sync::Mutex;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
-use storlab_record::OpKind;
+use storlab_model::OpKind;
 use crate::{
     Capabilities, OptionError, Overlap, PrepareOptions, Region, SessionParams, SessionUser, Target,
     TargetConfig, TargetError, TargetType, guard, option_error,
@@ -820,18 +820,18 @@ mod tests {
         type Output = Vec<(&'static str, String)>;
         fn run<S: crate::Session>(self, mut s: S) -> Self::Output {
             for i in 0..self.0 {
-                let op = crate::Op::Write {
+                let op = storlab_model::Op::Write {
                     offset: (i % 4) * 4096,
                     len: 4096,
                 };
                 reap(&mut s, op);
             }
-            reap(&mut s, crate::Op::Fsync);
+            reap(&mut s, storlab_model::Op::Fsync);
             s.used()
         }
     }
 
-    fn reap<S: crate::Session>(s: &mut S, op: crate::Op) {
+    fn reap<S: crate::Session>(s: &mut S, op: storlab_model::Op) {
         let mut out = crate::Completions::with_capacity(4);
         if let crate::Submitted::Done { result, .. } = s.submit(0, op).unwrap() {
             result.unwrap();

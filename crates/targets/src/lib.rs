@@ -31,7 +31,7 @@ registry::registry! {
 
 pub use registry::{Target, TargetType, check_workload};
 pub use session::{
-    Capabilities, Completion, Completions, Op, Overlap, Session, SessionUser, Submitted,
+    Capabilities, Completion, Completions, Overlap, Session, SessionUser, Submitted,
 };
 pub use ycsb_store::{
     YCSB_OPS, YcsbBindingError, YcsbStore, claim_value, read_back, write_outcome, ycsb_op,
@@ -39,7 +39,7 @@ pub use ycsb_store::{
 
 use std::path::PathBuf;
 
-pub use storlab_model::{OptionError, Region, option_error};
+use storlab_model::{OptionError, Region, option_error};
 
 use storlab_workload::ycsb::CoreWorkload;
 
@@ -84,7 +84,7 @@ pub fn find_ycsb_binding(name: &str) -> Option<&'static TargetType> {
     })
 }
 
-pub use storlab_model::units::redact_url;
+use storlab_model::units::redact_url;
 
 /// The server of a target configured by a `url` (`scheme://[user[:password]@]host[:port]/...`):
 /// `scheme://host[:port]`, without user, password, path or query.

@@ -20,13 +20,14 @@ use mongodb::options::ClientOptions;
 use mongodb::sync::{Client, Collection};
 use serde::{Deserialize, Serialize};
 
-use storlab_record::{ErrorKind, OpError, OpKind};
+use storlab_model::{ErrorKind, OpError, OpKind};
 use crate::{
     Completion, Completions, Op, OptionError, Overlap, PrepareOptions, Session, SessionParams,
     SessionUser, Submitted, TargetConfig, TargetError, TargetType, YcsbBindingError, YcsbStore,
     claim_value, option_error, ycsb_op,
 };
-use storlab_workload::ycsb::{Properties, RecordBuf, YcsbOp};
+use storlab_model::YcsbOp;
+use storlab_workload::{ycsb::Properties, ycsb::RecordBuf};
 
 pub const TYPE: TargetType = TargetType {
     name: "mongodb",

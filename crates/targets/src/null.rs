@@ -7,14 +7,15 @@
 
 use serde::{Deserialize, Serialize};
 
-use storlab_record::{OpError, OpKind};
+use storlab_model::{OpError, OpKind};
 use crate::{
     Capabilities, Completion, Completions, Op, OptionError, Overlap, PrepareOptions, Region,
     Session, SessionParams, SessionUser, Submitted, Target, TargetConfig, TargetError, TargetType,
     option_error,
 };
 use storlab_model::units::{Bytes, Dur};
-use storlab_workload::ycsb::{RecordBuf, YcsbOp};
+use storlab_model::YcsbOp;
+use storlab_workload::ycsb::RecordBuf;
 
 pub const TYPE: TargetType = TargetType {
     name: "null",

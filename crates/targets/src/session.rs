@@ -2,9 +2,9 @@
 //! session answers (executed on the spot, or queued and reported by `complete`), and what a
 //! target declares about overlapping operations ([`Overlap`], [`Capabilities`]).
 
-pub use storlab_model::Op;
+use storlab_model::Op;
 use storlab_model::WorkloadKind;
-use storlab_record::{OpError, OpKind};
+use storlab_model::{OpError, OpKind};
 
 /// One finished operation: its slot and the bytes moved (or why it failed), and whether the
 /// key it addressed was there (always true for block operations).
@@ -54,13 +54,13 @@ impl Completions {
 
 /// A key-value operation sent to a block target (the plan refuses such studies).
 pub const NOT_BLOCK_OP: OpError = OpError {
-    kind: storlab_record::ErrorKind::Invalid,
+    kind: storlab_model::ErrorKind::Invalid,
     code: libc::EINVAL,
 };
 
 /// A block operation outside the session's region (never issued).
 pub const OUT_OF_BOUNDS: OpError = OpError {
-    kind: storlab_record::ErrorKind::Invalid,
+    kind: storlab_model::ErrorKind::Invalid,
     code: libc::ERANGE,
 };
 

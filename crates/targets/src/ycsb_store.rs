@@ -3,9 +3,10 @@
 //! binding's YCSB properties.
 
 use super::{Completion, Op};
-use storlab_record::{OpError, OpKind};
+use storlab_model::{OpError, OpKind};
 use storlab_verify::kv::{ReadBack, WriteOutcome};
-use storlab_workload::ycsb::{Properties, Property, YcsbOp};
+use storlab_model::YcsbOp;
+use storlab_workload::{ycsb::Properties, ycsb::Property};
 
 /// The YCSB operations of a database binding, on the record whose key its [`RecordBuf`]
 /// holds: [`YcsbStore::run`] turns a [`YcsbOp`] into them the same way for every binding (the
@@ -96,7 +97,7 @@ pub fn ycsb_op(op: Op) -> Result<YcsbOp, OpError> {
     match op {
         Op::Ycsb(y) => Ok(y),
         _ => Err(OpError {
-            kind: storlab_record::ErrorKind::Invalid,
+            kind: storlab_model::ErrorKind::Invalid,
             code: libc::EINVAL,
         }),
     }

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use storlab_model::units::Bytes;
 use storlab_model::{Op, OptionError};
-use storlab_record::OpKind;
+use storlab_model::OpKind;
 
 /// The db_bench benchmarks storlab runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

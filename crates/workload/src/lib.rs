@@ -21,7 +21,7 @@ pub mod ycsb;
 use serde::Serialize;
 
 use storlab_model::{Op, OptionError, Region};
-use storlab_record::OpKind;
+use storlab_model::OpKind;
 
 use block::err;
 pub use block::{Access, BlockSource, BlockWorkload, WriteData};
@@ -29,7 +29,7 @@ pub use block::{Access, BlockSource, BlockWorkload, WriteData};
 /// The seed of a study that sets none.
 pub const DEFAULT_SEED: u64 = 0x5eed;
 
-pub use storlab_model::seed::{mix_seed, name_hash, splitmix64};
+use storlab_model::seed::{mix_seed, name_hash, splitmix64};
 
 /// The seed of foreground thread `thread` of a run whose seed is `run_seed`.
 #[inline]
@@ -61,7 +61,7 @@ pub enum Workload {
 /// The workload types, for messages.
 pub const TYPES: &[&str] = &["block", "db-bench", "ycsb", "pgbench"];
 
-pub use storlab_model::WorkloadKind;
+use storlab_model::WorkloadKind;
 
 /// A worker's operation source, picked once per worker. Not boxed: a worker owns one for its
 /// whole run, and the loop reaches it on every operation without an indirection.
@@ -97,7 +97,7 @@ impl Source {
     /// An insert of key number `keynum` is over (YCSB's acknowledged inserts). An error (YCSB's
     /// acknowledgement window overflowed) is to be counted and stops the run, as in YCSB.
     #[inline]
-    pub fn acknowledge_insert(&mut self, keynum: u64) -> Result<(), storlab_record::OpError> {
+    pub fn acknowledge_insert(&mut self, keynum: u64) -> Result<(), storlab_model::OpError> {
         match self {
             Source::Ycsb(s) => s.acknowledge_insert(keynum),
             Source::Block(_)

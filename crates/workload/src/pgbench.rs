@@ -14,7 +14,7 @@ use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
 use storlab_model::{Op, OptionError};
-pub use storlab_model::{PgbenchOp, Script};
+use storlab_model::{PgbenchOp, Script};
 
 /// Rows of pgbench_accounts per unit of scale (pgbench's `naccounts`).
 pub const ACCOUNTS_PER_SCALE: i64 = 100_000;

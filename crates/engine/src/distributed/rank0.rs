@@ -486,7 +486,7 @@ impl Rank0Run {
                     let tag = format!(
                         "rank-{r}.{}.{}",
                         run.targets[t].name.replace([' ', ',', '='], "_"),
-                        storlab_record::OpKind::ALL[k].name()
+                        storlab_model::OpKind::ALL[k].name()
                     );
                     log_entries.push((tag, &kt.service));
                 }

@@ -25,7 +25,8 @@ use crate::worker::{Control, StartGate};
 use crate::{RunError, RunOptions, StudyOutcome, setup};
 use storlab_record::{Interval, process_cpu_ns};
 use storlab_study::plan::{Plan, RunPlan};
-use storlab_targets::{Region, TargetError};
+use storlab_model::Region;
+use storlab_targets::TargetError;
 
 /// Runs this rank's share of every run of the plan.
 pub fn run_plan_remote(

@@ -202,7 +202,7 @@ mod tests {
     use super::*;
     use std::fs::{File, OpenOptions};
     use std::os::unix::fs::FileExt;
-    use storlab_targets::Region;
+    use storlab_model::Region;
 
     /// A table over 8 blocks of a temporary file, with `writes` (block, generation) stamped
     /// into the file and acknowledged.

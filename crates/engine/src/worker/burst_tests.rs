@@ -6,7 +6,8 @@ use std::sync::mpsc::sync_channel;
 
 use super::*;
 use storlab_record::Interval;
-use storlab_targets::{Completion, Op};
+use storlab_model::Op;
+use storlab_targets::Completion;
 use storlab_workload::Workload;
 
 /// Queues every operation and completes all queued ones at each `complete`; notes how
@@ -60,7 +61,7 @@ fn in_flight_with_burst_delay(delay: &str) -> Vec<usize> {
     let recorder = Recorder::new(Interval::new(0, 0, &kinds, false), tx, spare_rx);
     let control = Control::new(std::sync::Arc::new(AtomicBool::new(false)));
     let gate = StartGate::new(0);
-    let region = storlab_targets::Region {
+    let region = storlab_model::Region {
         offset_bytes: 0,
         size_bytes: 1 << 20,
     };

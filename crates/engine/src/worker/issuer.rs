@@ -19,7 +19,7 @@ pub(super) struct Issuer {
     /// Open loop: an intended start further behind than this is skipped, ns.
     pub(super) skip_late: Option<f64>,
     /// An operation held back by its burst's delay, and until when.
-    pub(super) held: Option<storlab_targets::Op>,
+    pub(super) held: Option<storlab_model::Op>,
     pub(super) hold_until: u64,
     /// fio's `thinktime_spin`: waits before this spin instead of sleeping.
     pub(super) spin_until: u64,

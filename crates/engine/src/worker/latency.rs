@@ -9,7 +9,8 @@ use hdrhistogram::Histogram;
 
 use super::{EndReason, Tally};
 use storlab_model::latency_target::{LatencySearchResult, LatencyTarget, Search, Verdict};
-use storlab_record::{OpError, OpKind, new_histogram};
+use storlab_record::new_histogram;
+use storlab_model::{OpError, OpKind};
 
 impl Tally<'_> {
     /// A measured completion of `kind` that took `latency_ns`, fed to the search: over a

@@ -9,7 +9,8 @@ use super::*;
 use storlab_model::latency_target::LatencyTarget;
 use storlab_model::units::Dur;
 use storlab_record::Interval;
-use storlab_targets::{Completion, Op};
+use storlab_model::Op;
+use storlab_targets::Completion;
 use storlab_workload::Workload;
 
 /// Completes everything queued together, after 2^d ms for d queued; notes the most it ever
@@ -88,7 +89,7 @@ fn the_worker_finds_the_largest_depth_under_the_target_and_never_exceeds_its_dep
         gate: &gate,
         rate_changes: Box::new([]),
         source: workload.source(
-            storlab_targets::Region {
+            storlab_model::Region {
                 offset_bytes: 0,
                 size_bytes: 1 << 30,
             },

@@ -7,7 +7,8 @@ use std::time::Duration;
 use super::*;
 use storlab_record::Interval;
 use storlab_record::totals::KindTotals;
-use storlab_targets::{Completion, Op};
+use storlab_model::Op;
+use storlab_targets::Completion;
 use storlab_workload::Workload;
 
 /// Takes 1 ms per operation. `at_submit`: executes each in `submit` and says so (what
@@ -85,7 +86,7 @@ fn measure(session: impl Session, overlap: Overlap, ops: u64) -> KindTotals {
         gate: &gate,
         rate_changes: Box::new([]),
         source: workload.source(
-            storlab_targets::Region {
+            storlab_model::Region {
                 offset_bytes: 0,
                 size_bytes: 1 << 30,
             },
@@ -171,7 +172,7 @@ fn a_latency_limit_skips_the_starts_a_stall_left_too_late() {
             gate: &gate,
             rate_changes: Box::new([]),
             source: workload.source(
-                storlab_targets::Region {
+                storlab_model::Region {
                     offset_bytes: 0,
                     size_bytes: 1 << 30,
                 },
@@ -322,7 +323,7 @@ fn a_start_delay_moves_the_workers_measured_window_after_it() {
             gate: &gate,
             rate_changes: Box::new([]),
             source: workload.source(
-                storlab_targets::Region {
+                storlab_model::Region {
                     offset_bytes: 0,
                     size_bytes: 1 << 30,
                 },

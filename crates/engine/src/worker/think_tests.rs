@@ -8,7 +8,8 @@ use std::time::Instant;
 
 use super::super::*;
 use storlab_record::Interval;
-use storlab_targets::{Completion, Op};
+use storlab_model::Op;
+use storlab_targets::Completion;
 use storlab_workload::Workload;
 
 /// Queues every operation and completes only the oldest `min` (none when polled with 0: a
@@ -62,7 +63,7 @@ fn run(workload: &str, qd: u32, ops: u64, rate: Option<f64>) -> Vec<(usize, Inst
     let recorder = Recorder::new(Interval::new(0, 0, &kinds, false), tx, spare_rx);
     let control = Control::new(std::sync::Arc::new(AtomicBool::new(false)));
     let gate = StartGate::new(0);
-    let region = storlab_targets::Region {
+    let region = storlab_model::Region {
         offset_bytes: 0,
         size_bytes: 1 << 20,
     };

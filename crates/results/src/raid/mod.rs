@@ -37,7 +37,7 @@ pub use failure::FailureRun;
 pub use load::Load;
 use std::path::Path;
 
-pub use storlab_model::raid::{Geometry, Level, Pattern};
+use storlab_model::raid::{Geometry, Level, Pattern};
 
 /// One measured side of a row: where it was measured and what it gave.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

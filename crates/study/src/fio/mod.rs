@@ -295,7 +295,7 @@ mod tests {
         assert!(!study.runs[0].targets[0].workload.writes());
         assert_eq!(
             study.runs[0].targets[1].workload.kinds(),
-            [storlab_record::OpKind::Write]
+            [storlab_model::OpKind::Write]
         );
         // Jobs of one group bounded differently are refused, naming the job and line.
         let e = plan(

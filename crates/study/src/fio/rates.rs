@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use super::options::{Job, Rw};
 use super::parse::{Entry, parse_size};
-pub use storlab_model::rate::RateProcess;
+use storlab_model::rate::RateProcess;
 
 /// A per-direction value: `[read, write]`, None where not limited.
 pub type Pair = [Option<u64>; 2];

@@ -2,9 +2,10 @@
 
 use super::buf::AlignedBuf;
 use super::set::{Files, Picker};
-use storlab_record::{ErrorKind, OpError, OpKind};
+use storlab_model::{ErrorKind, OpError, OpKind};
 use crate::session::{NOT_BLOCK_OP, OUT_OF_BOUNDS, in_bounds};
-use crate::{Completions, Op, Session, Submitted};
+use crate::{Completions, Session, Submitted};
+use storlab_model::Op;
 use storlab_verify::Stamper;
 use storlab_verify::stamper::Prepared as Stamped;
 

@@ -21,8 +21,9 @@ use io_uring::{IoUring, opcode, types};
 
 use super::AlignedBuf;
 use crate::session::{NOT_BLOCK_OP, OUT_OF_BOUNDS, in_bounds};
-use storlab_record::{ErrorKind, OpError};
-use crate::{Completion, Completions, Op, Session, Submitted};
+use storlab_model::{ErrorKind, OpError};
+use crate::{Completion, Completions, Session, Submitted};
+use storlab_model::Op;
 use storlab_verify::Stamper;
 use storlab_verify::stamper::Prepared as Stamped;
 

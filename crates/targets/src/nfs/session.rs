@@ -13,11 +13,12 @@ use std::cell::UnsafeCell;
 use std::ffi::{c_int, c_void};
 
 use super::ffi::{Mounted, RawContext};
-use storlab_record::{ErrorKind, OpError};
+use storlab_model::{ErrorKind, OpError};
 use rand::{Rng, SeedableRng};
 
 use crate::session::{NOT_BLOCK_OP, OUT_OF_BOUNDS, in_bounds};
-use crate::{Completion, Completions, Op, Session, SessionParams, Submitted};
+use crate::{Completion, Completions, Session, SessionParams, Submitted};
+use storlab_model::Op;
 use storlab_verify::Stamper;
 use storlab_verify::stamper::Prepared as Stamped;
 

@@ -34,14 +34,15 @@ use postgres::fallible_iterator::FallibleIterator;
 use postgres::{Client, NoTls, Statement};
 use serde::{Deserialize, Serialize};
 
-use storlab_record::{ErrorKind, OpError};
-use storlab_record::OpKind;
+use storlab_model::{ErrorKind, OpError};
+use storlab_model::OpKind;
 use crate::{
     Capabilities, Completions, Op, OptionError, Overlap, PrepareOptions, Region, Session,
     SessionParams, SessionUser, Submitted, Target, TargetConfig, TargetError, TargetType,
     YcsbBindingError, YcsbStore, claim_value, option_error, ycsb_op,
 };
-use storlab_workload::ycsb::{CoreWorkload, Properties, RecordBuf, YcsbOp};
+use storlab_model::YcsbOp;
+use storlab_workload::{ycsb::CoreWorkload, ycsb::Properties, ycsb::RecordBuf};
 
 pub const TYPE: TargetType = TargetType {
     name: "postgres",

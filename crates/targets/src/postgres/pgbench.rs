@@ -28,11 +28,13 @@ use postgres::types::ToSql;
 
 use super::PostgresConfig;
 use super::wire::{Param, Prepare, WireConn, WireError};
-use storlab_record::{ErrorKind, OpError};
-use crate::{Completions, Op, PgbenchParams, Session, Submitted, TargetError};
+use storlab_model::{ErrorKind, OpError};
+use crate::{Completions, PgbenchParams, Session, Submitted, TargetError};
+use storlab_model::Op;
 use storlab_verify::kv::KvVerifyReport;
 use storlab_verify::ledger::{Ledger, TAG_BYTES};
-use storlab_workload::pgbench::{ACCOUNTS_PER_SCALE, PgbenchOp, Script, TELLERS_PER_SCALE};
+use storlab_model::{PgbenchOp, Script};
+use storlab_workload::{pgbench::ACCOUNTS_PER_SCALE, pgbench::TELLERS_PER_SCALE};
 
 /// pgbench's tables, as `pgbench -i` creates them.
 const CREATE: &str = "\

@@ -35,7 +35,7 @@ use postgres_protocol::message::backend::{ErrorFields, Message};
 use postgres_protocol::message::frontend;
 use postgres_protocol::{IsNull, Oid};
 
-use storlab_record::ErrorKind;
+use storlab_model::ErrorKind;
 
 /// The read timeout when the URL gives no tcp_user_timeout.
 const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(10);

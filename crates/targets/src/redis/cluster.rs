@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use redis::{ConnectionLike, ServerErrorKind, Value};
 
-use storlab_record::{ErrorKind, OpError};
+use storlab_model::{ErrorKind, OpError};
 
 /// Slots of a Redis Cluster.
 pub const SLOTS: usize = 16384;

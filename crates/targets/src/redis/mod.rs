@@ -37,14 +37,15 @@ use std::time::Duration;
 use redis::{ConnectionLike, Value};
 use serde::{Deserialize, Serialize};
 
-use storlab_record::{OpKind, ErrorKind, OpError};
+use storlab_model::{OpKind, ErrorKind, OpError};
 use crate::{
     Completion, Completions, Op, OptionError, Overlap, PrepareOptions, Session, SessionParams,
     SessionUser, Submitted, TargetConfig, TargetError, TargetType, YcsbBindingError, YcsbStore,
     claim_value, option_error, ycsb_op,
 };
 use storlab_model::units::Dur;
-use storlab_workload::ycsb::{Properties, RecordBuf, YcsbOp};
+use storlab_model::YcsbOp;
+use storlab_workload::{ycsb::Properties, ycsb::RecordBuf};
 
 pub const TYPE: TargetType = TargetType {
     name: "redis",

@@ -22,7 +22,7 @@ use rocksdb::{
 };
 use serde::{Deserialize, Serialize};
 
-use storlab_record::{ErrorKind, OpError, OpKind};
+use storlab_model::{ErrorKind, OpError, OpKind};
 use crate::{
     Capabilities, Completions, Op, OptionError, Overlap, PrepareOptions, Region, Session,
     SessionParams, SessionUser, Submitted, Target, TargetConfig, TargetError, TargetType,
@@ -32,7 +32,8 @@ use storlab_model::units::Bytes;
 use storlab_workload::kv::{KvShape, ValueGen, write_key};
 use crate::write_outcome;
 use storlab_workload::ycsb::record::{decode_record, encode_record};
-use storlab_workload::ycsb::{Properties, RecordBuf, YcsbOp};
+use storlab_model::YcsbOp;
+use storlab_workload::{ycsb::Properties, ycsb::RecordBuf};
 
 mod session;
 pub use session::RocksSession;

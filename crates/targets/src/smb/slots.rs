@@ -48,8 +48,9 @@ use rand::{Rng, SeedableRng};
 use tokio::sync::Notify;
 
 use super::link::{Link, LinkError};
-use storlab_record::{ErrorKind, OpError};
-use crate::{Completion, Completions, Op, Session, SessionParams, Submitted};
+use storlab_model::{ErrorKind, OpError};
+use crate::{Completion, Completions, Session, SessionParams, Submitted};
+use storlab_model::Op;
 use storlab_verify::Stamper;
 use storlab_verify::stamper::Prepared as Stamped;
 

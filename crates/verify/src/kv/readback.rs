@@ -5,7 +5,7 @@
 use super::header::{self, Parsed};
 use super::report::KvClass;
 use super::table::KeyState;
-use storlab_record::{ErrorKind, OpError};
+use storlab_model::{ErrorKind, OpError};
 
 /// What the fields of one record read back hold.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -21,7 +21,7 @@ use self::access_spec::{AccessSpecLine, AccessSpecSource};
 use super::{DEFAULT_SEED, thread_seed};
 use storlab_model::units::Bytes;
 use storlab_model::{Op, OptionError, Region};
-use storlab_record::OpKind;
+use storlab_model::OpKind;
 
 /// Where in the region operations go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

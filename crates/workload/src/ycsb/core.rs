@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-pub use storlab_model::YcsbOp;
+use storlab_model::YcsbOp;
 
 use rand::SeedableRng;
 use rand::rngs::SmallRng;

@@ -16,7 +16,7 @@ pub mod workload;
 pub use self::core::{
     CLIENT_PROPERTIES, CORE_WORKLOAD_CLASS, CoreRun, CoreSource, CoreWorkload,
     FieldLengthDistribution, KeyChooser, LoadSource, OpProportions, RequestDistribution,
-    ScanLengthDistribution, WorkloadError, YcsbOp, thread_op_count,
+    ScanLengthDistribution, WorkloadError, thread_op_count,
 };
 pub use self::keys::InsertOrder;
 pub use self::properties::{Origin, Properties, Property, PropertyError};

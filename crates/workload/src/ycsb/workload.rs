@@ -26,7 +26,7 @@ use super::generators::AckError;
 use super::properties::{Origin, Properties, Property};
 use storlab_model::units::MAX_DURATION_SECS;
 use storlab_model::{Op, OptionError};
-use storlab_record::{ErrorKind, OpError, OpKind};
+use storlab_model::{ErrorKind, OpError, OpKind};
 
 /// The phase a workload runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
