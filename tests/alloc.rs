@@ -8,10 +8,10 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::sync_channel;
 
-use storlab_model::rate::RateChange;
 use storlab_engine::worker::{
     Clock, Control, StartGate, Worker, WorkerConfig, WorkerOutcome, run_loop,
 };
+use storlab_model::rate::RateChange;
 use storlab_model::units::Bytes;
 use storlab_record::{Interval, Recorder};
 use storlab_targets::{

@@ -58,6 +58,9 @@ struct Cli {
     command: Command,
 }
 
+// Its doc comments are `--help` text, written for a terminal: `[global]` is fio's section,
+// not a link.
+#[allow(rustdoc::broken_intra_doc_links)]
 #[derive(Subcommand)]
 enum Command {
     /// Characterize the storage under a folder: sequential 1 MiB read/write, 4 KiB random

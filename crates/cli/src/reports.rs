@@ -157,6 +157,8 @@ pub(super) enum ReportFormat {
     Iometer,
 }
 
+// Its doc comments are `--help` text: `<ext>` is a placeholder, not an HTML tag.
+#[allow(rustdoc::invalid_html_tags)]
 #[derive(Args)]
 pub(super) struct ReportArgs {
     /// Run folders, study folders or run ids.

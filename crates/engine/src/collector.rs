@@ -16,9 +16,9 @@ use hdrhistogram::Histogram;
 use hdrhistogram::serialization::V2DeflateSerializer;
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 
+use storlab_model::{OpError, OpKind};
 use storlab_record::totals::{KindTotals, WorkerKindTotals, merge};
 use storlab_record::{Interval, KindStats, new_histogram};
-use storlab_model::{OpError, OpKind};
 use storlab_results::write::{HDR_LOG_FILE, TIMELINE_FILE, WriteError};
 
 /// Per-target layout the collector needs.

@@ -25,10 +25,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use recording::Recording;
+use storlab_model::Region;
 use storlab_results::store::StoreLocation;
 use storlab_results::summary::RunSummary;
 use storlab_study::plan::{Plan, RunPlan};
-use storlab_model::Region;
 use storlab_targets::TargetError;
 use worker::WorkerOutcome;
 
@@ -287,8 +287,6 @@ fn session_used(run: &RunPlan, outcomes: &[WorkerOutcome]) -> Vec<BTreeMap<Strin
         })
         .collect()
 }
-
-use storlab_model::rate::DEFAULT_INTERVAL;
 
 /// Writes back dirty pages and drops the page cache (as the RocksDB brief did before each
 /// workload), or says why it could not. Returns the event to record.

@@ -19,6 +19,7 @@ use super::setup::{self, Workers};
 use super::threads::{Armed, Flags, join_workers, spawn_workers};
 use super::worker::{StartGate, WorkerOutcome};
 use super::{RunError, RunOptions, after, drop_page_cache, session_used, steady};
+use storlab_model::Region;
 use storlab_record::process_cpu_ns;
 use storlab_results::RunFolder;
 use storlab_results::events::Event;
@@ -26,7 +27,6 @@ use storlab_results::summarize::{Measured, WorkerEnd, failed_summary, summarize}
 use storlab_results::summary::RunSummary;
 use storlab_study::events::OnFailure;
 use storlab_study::plan::{Plan, RunPlan};
-use storlab_model::Region;
 use storlab_targets::TargetError;
 
 /// Where one run is stored: its id, wall-clock start and folder.

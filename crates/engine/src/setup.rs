@@ -9,11 +9,11 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use super::collector::TargetShape;
 use super::worker::{StartGate, WorkerConfig};
 use super::{RunError, RunOptions, SPARES_PER_WORKER};
-use storlab_record::{Interval, Recorder};
 use storlab_model::OpKind;
+use storlab_model::Region;
+use storlab_record::{Interval, Recorder};
 use storlab_results::{RunFolder, system};
 use storlab_study::plan::RunPlan;
-use storlab_model::Region;
 use storlab_targets::{PrepareOptions, Prepared, SessionParams, TargetError};
 use storlab_verify::{VerifyParams, VerifyTable};
 use storlab_workload::Source;
@@ -211,7 +211,7 @@ pub struct WorkerInput {
     /// A background worker (readwhilewriting's writer).
     pub background: bool,
     /// Where its rate changes (a step's rate schedule), from the start of measurement.
-    pub rate_changes: Box<[super::pacer::RateChange]>,
+    pub rate_changes: Box<[storlab_model::rate::RateChange]>,
     /// The CPUs its thread is pinned to as it starts (its workload's `cpus`); None: not
     /// pinned.
     pub cpus: Option<storlab_model::cpus::CpuList>,
@@ -441,7 +441,9 @@ impl Builder<'_> {
                 poisson_seed: w
                     .as_block()
                     .filter(|b| b.rate_process == storlab_model::rate::RateProcess::Poisson)
-                    .map(|_| storlab_model::seed::mix_seed(t.seed, &[0x9015_5011, u64::from(thread)])),
+                    .map(|_| {
+                        storlab_model::seed::mix_seed(t.seed, &[0x9015_5011, u64::from(thread)])
+                    }),
                 stop_on_error: run.stop_on_error,
                 latency_target: w.as_block().and_then(|b| b.latency_target),
             };

@@ -261,7 +261,7 @@ pub enum YcsbOp {
     /// Rewrite one field, or all (`writeallfields`).
     Update { keynum: u64, field: Option<u32> },
     /// Insert a record with all fields. In the run phase, call
-    /// [`CoreSource::acknowledge_insert`] with the key number once the insert is over, whether
+    /// `CoreSource::acknowledge_insert` (storlab_workload) with the key number once the insert is over, whether
     /// it succeeded or not (as YCSB).
     Insert { keynum: u64 },
     /// Scan `count` records from the key, reading one field or all.

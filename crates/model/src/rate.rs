@@ -7,7 +7,7 @@ use std::time::Duration;
 pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(1);
 
 /// From `at_ns` on, the worker starts `rate_ops` operations per second. Laid out before the
-/// run relative to the start of measurement; [`Pacer::new`] moves them onto the run clock.
+/// run relative to the start of measurement; the engine's `Pacer::new` moves them onto the run clock.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RateChange {
     pub at_ns: u64,

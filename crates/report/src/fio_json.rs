@@ -1,7 +1,7 @@
 //! `storlab fio`'s results in fio's own layouts, from the stored results only: per fio job (or
 //! per group with `group_reporting`) the figures of its targets ([`job_stats`]), written as
 //! fio 3.33's JSON (`--output-format=json`, `json+` adding the completion-latency `bins`)
-//! by [`json`], and as fio's normal text by [`super::fio_text`].
+//! by [`json()`], and as fio's normal text by [`super::fio_text`].
 //!
 //! Latency is storlab's: from submission to completion, one HDR histogram per target and
 //! operation. fio splits it into slat (submission) and clat (completion); storlab does not

@@ -8,8 +8,8 @@
 //! durations, the outage and recovery the clients saw, and the verify pass.
 
 use crate::table::{Cell, Table, TableRow, render, thousands};
-use storlab_results::raid::failure::FailureKind;
 use storlab_model::raid::Pattern;
+use storlab_results::raid::failure::FailureKind;
 use storlab_results::{raid::FailureRun, raid::Table as RaidTable};
 
 fn figure(pattern: Pattern, rate: f64) -> Cell {

@@ -2,7 +2,7 @@
 //! target's type and where it points (a path, a URI); for storage the filesystem, the device's
 //! model, size and kind; the engine; for servers and libraries the software and version the
 //! target reported. Nothing is guessed: what was not captured is not said. A file server's
-//! shares are one sentence for the server ([`crate::fileserver`]), not one per share.
+//! shares are one sentence for the server ([`crate::headline::fileserver`]), not one per share.
 
 use storlab_results::stored::StoredRun;
 use storlab_results::system::{BlockDeviceInfo, TargetStorage};

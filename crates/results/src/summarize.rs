@@ -11,10 +11,10 @@ use crate::summary::{
     ClientUsage, ErrorSample, KindResult, RunStatus, RunSummary, TargetResult, WorkerKindResult,
     WorkerResult,
 };
+use storlab_model::{ErrorKind, OpError, OpKind};
 use storlab_record::summary::LatencySummary;
 use storlab_record::totals::{KindTotals, WorkerKindTotals, merge};
 use storlab_record::{EndReason, new_histogram};
-use storlab_model::{ErrorKind, OpError, OpKind};
 use storlab_study::plan::{Plan, RunPlan};
 
 /// A worker thread busier than this over the measured time means storlab was the bottleneck.

@@ -5,7 +5,7 @@
 //! A study is validated into a [`plan::Plan`] before anything runs. Every problem found is
 //! reported with the file, the line and the key, and what was expected; all of them at once.
 //! This file parses a study and checks its targets, workloads and steps; [`sweep`] counts the
-//! runs the steps expand to and expands them; [`checks`] holds the checks of paths and regions
+//! runs the steps expand to and expands them; `checks` holds the checks of paths and regions
 //! made here rather than when a run starts.
 
 pub mod brief;

@@ -12,8 +12,8 @@ use toml::Spanned;
 
 use super::plan::{RunPlan, RunTarget};
 use super::{Source, StudyError, capability_problem, checks, value_text};
-use storlab_model::units::Dur;
 use storlab_model::OptionError;
+use storlab_model::units::Dur;
 use storlab_targets::TargetConfig;
 use storlab_workload::Workload;
 

@@ -1,9 +1,9 @@
 //! The `file` target: a regular file or a block device, driven through io_uring (with O_DIRECT
-//! one submission per operation, registered file and buffers: see [`uring`]) or psync (pread/pwrite, one I/O
+//! one submission per operation, registered file and buffers: see `uring`) or psync (pread/pwrite, one I/O
 //! at a time per worker), with O_DIRECT or buffered I/O.
 //!
 //! Regular files are created and laid out with incompressible data before a run, so reads never
-//! hit holes. Block devices pass the [`guard`](crate::guard) before any write. Every
+//! hit holes. Block devices pass the [`guard`] before any write. Every
 //! session checks each operation against the region it was given, so storlab never writes
 //! outside it.
 

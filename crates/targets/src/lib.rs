@@ -1,5 +1,5 @@
 //! Targets: what operations go to. One file per target type, implementing
-//! [`registry::Target`], and one row in the [`registry!`] list below: nothing else names a
+//! [`registry::Target`], and one row in the `registry!` list below: nothing else names a
 //! target type (the study's checks read each target's declared [`Capabilities`]).
 //!
 //! A target opens one [`Session`] per worker. A session either executes an operation in
@@ -7,8 +7,6 @@
 //! `complete`; it never reads the clock. The worker loop is generic over the session type:
 //! [`TargetConfig::open`] matches the enum once per worker and calls a [`SessionUser`] with
 //! the concrete session, so the loop is monomorphized.
-//!
-//! [`registry!`]: registry::registry
 
 pub mod guard;
 pub mod mountinfo;
@@ -112,7 +110,7 @@ pub struct SessionParams {
     pub queue_depth: u32,
     pub block_bytes: u32,
     /// A block workload's size draw and offsets: a target with files of several sizes
-    /// places each I/O in a smaller one as fio does ([`storlab_workload::size_draw`]).
+    /// places each I/O in a smaller one as fio does ([`storlab_workload::block::size_draw`]).
     pub size_draw: Option<storlab_workload::block::size_draw::SizeDraw>,
     /// Fill written buffers with random bytes (else the pattern byte).
     pub random_data: bool,

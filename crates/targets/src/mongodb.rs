@@ -21,11 +21,8 @@ use mongodb::sync::{Client, Collection};
 use serde::{Deserialize, Serialize};
 
 use storlab_model::{ErrorKind, OpError, OpKind};
-use crate::{
-    Completion, Completions, Op, OptionError, Overlap, PrepareOptions, Session, SessionParams,
-    SessionUser, Submitted, TargetConfig, TargetError, TargetType, YcsbBindingError, YcsbStore,
-    claim_value, option_error, ycsb_op,
-};
+use crate::{Completion, Completions, OptionError, Overlap, PrepareOptions, Session, SessionParams, SessionUser, Submitted, TargetConfig, TargetError, TargetType, YcsbBindingError, YcsbStore, claim_value, option_error, ycsb_op};
+use storlab_model::Op;
 use storlab_model::YcsbOp;
 use storlab_workload::{ycsb::Properties, ycsb::RecordBuf};
 

@@ -2,7 +2,7 @@
 //! asynchronous API (no kernel mount, so any Linux client can run it, and the study sees the
 //! server and the network rather than a kernel client's cache). Each worker opens its own
 //! libnfs context, one TCP connection to the server, and keeps `queue-depth` reads, writes and
-//! commits in flight on it ([`session`]).
+//! commits in flight on it (`session`).
 //!
 //! The test file is IOmeter's `iobw.tst`: created and filled with incompressible data once,
 //! then reused (extended when a study asks for more). The URL is libnfs's:

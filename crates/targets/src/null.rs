@@ -8,11 +8,8 @@
 use serde::{Deserialize, Serialize};
 
 use storlab_model::{OpError, OpKind};
-use crate::{
-    Capabilities, Completion, Completions, Op, OptionError, Overlap, PrepareOptions, Region,
-    Session, SessionParams, SessionUser, Submitted, Target, TargetConfig, TargetError, TargetType,
-    option_error,
-};
+use crate::{Capabilities, Completion, Completions, OptionError, Overlap, PrepareOptions, Region, Session, SessionParams, SessionUser, Submitted, Target, TargetConfig, TargetError, TargetType, option_error};
+use storlab_model::Op;
 use storlab_model::units::{Bytes, Dur};
 use storlab_model::YcsbOp;
 use storlab_workload::ycsb::RecordBuf;

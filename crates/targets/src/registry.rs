@@ -1,6 +1,6 @@
 //! The target contract and the registry: what a target type declares ([`Target`]: its row,
 //! capabilities, preparation, sessions) and the macro that turns the list of target types in
-//! `targets/mod.rs` into the [`TargetConfig`](super::TargetConfig) enum, its dispatch and
+//! `targets/mod.rs` into the [`TargetConfig`] enum, its dispatch and
 //! [`REGISTRY`](super::REGISTRY).
 //!
 //! Adding a target is its own file, implementing [`Target`], plus one row in that list. The
@@ -140,7 +140,7 @@ pub trait Target {
 }
 
 /// Declares the target types: `Variant => module::Config` rows. Generates the modules, the
-/// [`TargetConfig`](super::TargetConfig) enum (serialized with `type = "name"`), the
+/// [`TargetConfig`] enum (serialized with `type = "name"`), the
 /// [`Handle`](super::Handle) of what a prepared target's sessions share, the dispatch of
 /// every [`Target`] method (one match, then generic code), and [`REGISTRY`](super::REGISTRY).
 macro_rules! registry {

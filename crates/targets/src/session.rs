@@ -45,6 +45,18 @@ impl Completions {
         self.items.is_empty()
     }
 
+    /// The `i`th completion, in the order they were pushed.
+    #[inline]
+    pub fn get(&self, i: usize) -> Completion {
+        self.items[i]
+    }
+
+    /// Removes all completions.
+    #[inline]
+    pub fn clear(&mut self) {
+        self.items.clear();
+    }
+
     /// Removes all completions in order.
     #[inline]
     pub fn drain(&mut self) -> std::vec::Drain<'_, Completion> {

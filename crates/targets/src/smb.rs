@@ -1,11 +1,11 @@
 //! The `smb` target: a file on an SMB 2/3 share, driven from user space by the pure-Rust
 //! `smb` crate (tokio), many reads and writes in flight on one connection, bounded by the
 //! server's SMB credits. One connection, session and tree connect per target, shared by its
-//! workers (as the Windows redirector keeps one session per client): see [`link`]. Each worker
+//! workers (as the Windows redirector keeps one session per client): see `link`. Each worker
 //! opens its own handle on the test file and keeps `queue-depth` operations in flight on it:
-//! see [`slots`] for how the synchronous session drives the crate's futures, and what the crate
+//! see `slots` for how the synchronous session drives the crate's futures, and what the crate
 //! and tokio allocate per operation. TCP_NODELAY is set by storlab's own transport
-//! ([`transport`]): the crate does not set it.
+//! (`transport`): the crate does not set it.
 //!
 //! The test file follows IOmeter's `iobw.tst`: created and filled with incompressible data
 //! once, reused as it is when it already holds at least `size` bytes, extended when shorter;

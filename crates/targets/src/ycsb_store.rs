@@ -2,10 +2,11 @@
 //! ([`YcsbStore`]), one dispatch from a [`YcsbOp`] for every binding, and the claiming of a
 //! binding's YCSB properties.
 
-use super::{Completion, Op};
+use super::Completion;
+use storlab_model::Op;
+use storlab_model::YcsbOp;
 use storlab_model::{OpError, OpKind};
 use storlab_verify::kv::{ReadBack, WriteOutcome};
-use storlab_model::YcsbOp;
 use storlab_workload::{ycsb::Properties, ycsb::Property};
 
 /// The YCSB operations of a database binding, on the record whose key its [`RecordBuf`]
@@ -80,7 +81,7 @@ pub fn write_outcome(r: &Result<(u32, bool), OpError>) -> WriteOutcome {
 }
 
 /// The verify pass's read of record `keynum` through a binding: the whole record, each field
-/// noted by the record buffer (see [`storlab_verify::kv::pass`]).
+/// noted by the record buffer (see the engine's key-value verify pass, `verify::kv_pass`).
 pub fn read_back<S: YcsbStore + ?Sized>(store: &mut S, keynum: u64) -> ReadBack {
     store.record().set_key(keynum);
     store.record().start_probe();

@@ -14,9 +14,9 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
+use storlab_model::OpKind;
 use storlab_model::units::Bytes;
 use storlab_model::{Op, OptionError};
-use storlab_model::OpKind;
 
 /// The db_bench benchmarks storlab runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -3,7 +3,7 @@
 //! allocating. Block workloads ([`block`]) issue random or sequential offsets aligned inside
 //! the target's region, with a read share and an fsync every N writes; key-value workloads
 //! with db_bench's semantics are in [`kv`]; pgbench's transactions in [`pgbench`]; IOmeter's access specifications, which block
-//! workloads may give, in [`access_spec`] (and IOmeter's `.icf` files in [`icf`]).
+//! workloads may give, in [`block::access_spec`] (and IOmeter's `.icf` files in [`icf`]).
 //!
 //! Random streams: a run's seed is derived from the workload's `seed` (the study's by default),
 //! the run's place in the study and what the workload does ([`Workload::run_seed`]); each
@@ -20,8 +20,8 @@ pub mod ycsb;
 
 use serde::Serialize;
 
-use storlab_model::{Op, OptionError, Region};
 use storlab_model::OpKind;
+use storlab_model::{Op, OptionError, Region};
 
 use block::err;
 pub use block::{Access, BlockSource, BlockWorkload, WriteData};
@@ -29,7 +29,7 @@ pub use block::{Access, BlockSource, BlockWorkload, WriteData};
 /// The seed of a study that sets none.
 pub const DEFAULT_SEED: u64 = 0x5eed;
 
-use storlab_model::seed::{mix_seed, name_hash, splitmix64};
+use storlab_model::seed::{mix_seed, name_hash};
 
 /// The seed of foreground thread `thread` of a run whose seed is `run_seed`.
 #[inline]

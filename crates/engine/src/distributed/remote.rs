@@ -23,9 +23,9 @@ use super::{assign_workers, keep_share};
 use crate::threads::{Armed, Flags, Joined, join_workers, spawn_workers};
 use crate::worker::{Control, StartGate};
 use crate::{RunError, RunOptions, StudyOutcome, setup};
+use storlab_model::Region;
 use storlab_record::{Interval, process_cpu_ns};
 use storlab_study::plan::{Plan, RunPlan};
-use storlab_model::Region;
 use storlab_targets::TargetError;
 
 /// Runs this rank's share of every run of the plan.

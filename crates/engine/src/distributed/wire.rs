@@ -7,8 +7,8 @@ use hdrhistogram::Histogram;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use serde::{Deserialize, Serialize};
 
-use storlab_record::{ERROR_SAMPLES, Interval, KindStats};
 use storlab_model::{ErrorKind, OpError, OpKind};
+use storlab_record::{ERROR_SAMPLES, Interval, KindStats};
 
 /// Message tags.
 pub const TAG_INTERVAL: i32 = 11;

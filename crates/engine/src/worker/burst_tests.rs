@@ -5,9 +5,9 @@ use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::sync_channel;
 
 use super::*;
-use storlab_record::Interval;
 use storlab_model::Op;
-use storlab_targets::Completion;
+use storlab_record::Interval;
+use storlab_targets::{Completion, Completions, Submitted};
 use storlab_workload::Workload;
 
 /// Queues every operation and completes all queued ones at each `complete`; notes how

@@ -4,8 +4,45 @@
 //! the next.
 
 use super::WorkerConfig;
-use super::edges::Timing;
-use crate::pacer::{Activity, Pacer, RateChange};
+use crate::pacer::{Activity, Pacer};
+use storlab_model::rate::RateChange;
+use storlab_workload::block::pattern::DelayRule;
+
+/// Where a worker's intervals fall: interval k covers
+/// [measure_start + k*interval, measure_start + (k+1)*interval); the warm-up's are negative.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Timing {
+    /// When the run (warm-up first) begins on the run clock.
+    pub(super) start_ns: u64,
+    pub(super) measure_start: u64,
+    pub(super) interval: u64,
+}
+
+impl Timing {
+    /// The interval holding `t`.
+    #[inline]
+    pub(super) fn index_at(self, t: u64) -> i64 {
+        if t >= self.measure_start {
+            ((t - self.measure_start) / self.interval) as i64
+        } else {
+            -(((self.measure_start - t).div_ceil(self.interval)) as i64)
+        }
+    }
+
+    /// Where interval k ends.
+    #[inline]
+    pub(super) fn boundary_after(self, k: i64) -> u64 {
+        let b = self.measure_start as i128 + (k as i128 + 1) * self.interval as i128;
+        b.clamp(0, u64::MAX as i128) as u64
+    }
+
+    /// Where interval k starts for this worker: its boundary, or the run's start.
+    #[inline]
+    pub(super) fn start_of(self, k: i64) -> u64 {
+        let b = self.measure_start as i128 + k as i128 * self.interval as i128;
+        b.clamp(self.start_ns as i128, u64::MAX as i128) as u64
+    }
+}
 
 /// What decides when the next operation starts and which it is: the bounds of measurement,
 /// the open loop's intended starts, a closed-loop schedule's pauses and a burst's delay.
@@ -124,6 +161,20 @@ impl Issuer {
         Some(p.take())
     }
 
+    /// Holds the next operation from `now` for `delay_ns` under `rule`: spinning its first
+    /// part, and in an open loop dropping the starts that fall in it if the rule says so
+    /// (fio's `rate_ignore_thinktime`).
+    #[inline]
+    pub(super) fn hold(&mut self, now: u64, delay_ns: u64, rule: DelayRule) {
+        self.hold_until = now.saturating_add(delay_ns);
+        self.spin_until = now.saturating_add(rule.spin_ns.min(delay_ns));
+        if rule.skip_rate
+            && let Some(p) = &mut self.pacer
+        {
+            skip_starts(p, self.hold_until);
+        }
+    }
+
     /// When to wake while waiting to issue: at the end of a burst's delay (`holding`) or the
     /// next intended start, no later than the interval's end, the next poll or the end of
     /// measurement.
@@ -139,5 +190,15 @@ impl Issuer {
             until = until.min(end);
         }
         until
+    }
+}
+
+/// Drops the intended starts before `until_ns` (fio's `rate_ignore_thinktime`).
+#[cold]
+#[inline(never)]
+fn skip_starts(p: &mut Pacer, until_ns: u64) {
+    let until = until_ns as f64;
+    while p.next_ns() < until {
+        p.take();
     }
 }

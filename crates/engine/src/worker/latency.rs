@@ -7,37 +7,10 @@
 
 use hdrhistogram::Histogram;
 
-use super::{EndReason, Tally};
 use storlab_model::latency_target::{LatencySearchResult, LatencyTarget, Search, Verdict};
 use storlab_record::new_histogram;
-use storlab_model::{OpError, OpKind};
 
-impl Tally<'_> {
-    /// A measured completion of `kind` that took `latency_ns`, fed to the search: over a
-    /// 100% target at depth 1 the run fails (fio: "latency of N nsec exceeds specified max",
-    /// ETIMEDOUT).
-    #[inline]
-    pub(super) fn feed_search(&mut self, kind: OpKind, now: u64, latency_ns: u64) {
-        if let Some(l) = self.search.as_mut()
-            && l.completed(now, latency_ns) == Verdict::Fatal
-        {
-            self.fail(kind, OpError::errno(libc::ETIMEDOUT));
-        }
-    }
-
-    /// Between batches: ends a drain or judges a due window; when the answer's final window
-    /// passed, the job is done (fio's `td->done`).
-    #[inline]
-    pub(super) fn check_search(&mut self, now: u64, outstanding: usize) {
-        if let Some(l) = self.search.as_mut()
-            && l.check(now, outstanding) == Verdict::Done
-            && self.issuing
-        {
-            self.stop(EndReason::Ops);
-        }
-    }
-}
-
+/// The search and the window it judges, in one worker.
 pub(super) struct LatencyRun {
     search: Search,
     window: Histogram<u64>,

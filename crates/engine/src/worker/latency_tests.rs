@@ -6,11 +6,11 @@ use std::sync::mpsc::sync_channel;
 use std::time::Duration;
 
 use super::*;
+use storlab_model::Op;
 use storlab_model::latency_target::LatencyTarget;
 use storlab_model::units::Dur;
 use storlab_record::Interval;
-use storlab_model::Op;
-use storlab_targets::Completion;
+use storlab_targets::{Completion, Completions, Submitted};
 use storlab_workload::Workload;
 
 /// Completes everything queued together, after 2^d ms for d queued; notes the most it ever

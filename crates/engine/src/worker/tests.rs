@@ -5,10 +5,10 @@ use std::sync::mpsc::sync_channel;
 use std::time::Duration;
 
 use super::*;
+use storlab_model::Op;
 use storlab_record::Interval;
 use storlab_record::totals::KindTotals;
-use storlab_model::Op;
-use storlab_targets::Completion;
+use storlab_targets::{Completion, Completions, Submitted};
 use storlab_workload::Workload;
 
 /// Takes 1 ms per operation. `at_submit`: executes each in `submit` and says so (what

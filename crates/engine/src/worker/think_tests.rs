@@ -6,10 +6,10 @@ use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::sync_channel;
 use std::time::Instant;
 
-use super::super::*;
-use storlab_record::Interval;
+use super::*;
 use storlab_model::Op;
-use storlab_targets::Completion;
+use storlab_record::Interval;
+use storlab_targets::{Completion, Completions, Submitted};
 use storlab_workload::Workload;
 
 /// Queues every operation and completes only the oldest `min` (none when polled with 0: a

@@ -8,7 +8,7 @@
 //!   write is at least a full stripe (strip x data members; no strip size declared: assumed),
 //!   and read-modify-write when smaller (R member reads and W member writes of its size,
 //!   RAID 5: 2 + 2, RAID 6: 3 + 3, so 1 / (R / raw_seq_read + W / raw_seq_write), see
-//!   [`Level::sequential_write`]); random read = sum; random write = sum / 4 for RAID 5 and
+//!   [`storlab_model::raid::Level::sequential_write`]); random read = sum; random write = sum / 4 for RAID 5 and
 //!   RAID 6 (the brief's own figure for RAID 6), sum / copies for mirrors, sum for RAID 0;
 //! - by the I/O-count model: one small write costs R member reads and W member writes
 //!   (RAID 5: 2 + 2, RAID 6 and N+2: 3 + 3, N+M: M+1 + M+1, mirrors: 0 + copies), at the
@@ -37,7 +37,7 @@ pub use failure::FailureRun;
 pub use load::Load;
 use std::path::Path;
 
-use storlab_model::raid::{Geometry, Level, Pattern};
+use storlab_model::raid::{Geometry, Pattern};
 
 /// One measured side of a row: where it was measured and what it gave.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -325,6 +325,7 @@ mod tests {
     use super::*;
     use crate::comparison::{LatencyFrom, Point};
     use std::collections::BTreeMap;
+    use storlab_model::raid::Level;
 
     fn tp(target: &str, workload: serde_json::Value, ops: f64, bytes: f64) -> TargetPoint {
         TargetPoint {

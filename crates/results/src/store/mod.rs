@@ -4,7 +4,7 @@
 //! `running` before it starts and updated when it ends, so a storlab killed mid-run leaves a
 //! readable store with that run shown as `interrupted`.
 //!
-//! Both keep the same schema ([`schema`], versioned and applied on first use). A shared
+//! Both keep the same schema (`schema`, versioned and applied on first use). A shared
 //! (PostgreSQL) store also keeps each run's files (summary, plan, system capture, study,
 //! timeline, HDR interval log), so that a report can be made from it alone on a machine
 //! without the run's folder; `storlab results push` uploads folders made while it was down.

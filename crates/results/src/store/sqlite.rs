@@ -269,7 +269,7 @@ impl SqliteStore {
     }
 
     /// A run's folder. Accepts a full run id or a unique suffix/prefix of one, like
-    /// [`Store::summary`].
+    /// [`super::Store::summary`].
     pub(super) fn folder(&self, run: &str) -> Result<PathBuf, StoreError> {
         let found: Option<String> = self
             .conn

@@ -4,7 +4,7 @@
 //! think time (`thinktime`, `thinktime_blocks`, `thinktime_spin`, `thinktime_blocks_type`,
 //! `rate_ignore_thinktime`). They become the block workload's `block-size-range`,
 //! `offset-skip`, `random-run`, `start-delay` and `think-time` keys
-//! ([`storlab_workload::pattern`]) and the step's operation count ([`transfers`]).
+//! ([`storlab_workload::block::pattern`]) and the step's operation count ([`transfers`]).
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! A fio job's I/O as a storlab block workload table: its pattern (access, read share, block
 //! sizes or a bssplit's split), queue depth and threads, rates, latency target,
 //! buffers, syncs, verify, seed and CPU placement. Every job of a group whose table equals
-//! the group's first job's shares its workload; [`needs_own_workload`] says which may not.
+//! the group's first job's shares its workload; `needs_own_workload` says which may not.
 
 use super::options::{Job, Runner, Rw};
 
@@ -59,7 +59,7 @@ pub(super) fn workload_table(job: &Job) -> toml::Table {
     );
     if let Some(r) = job.rates.ops_per_second(job) {
         w.insert("rate-per-thread-ops".into(), r.into());
-        if job.rates.process == super::rates::RateProcess::Poisson {
+        if job.rates.process == storlab_model::rate::RateProcess::Poisson {
             w.insert("rate-process".into(), "poisson".into());
         }
     }

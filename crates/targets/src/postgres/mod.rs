@@ -18,7 +18,7 @@
 //! storlab's `db.poolsize`.
 //!
 //! pgbench workloads (`type = "pgbench"`) run pgbench's tables and transactions, their
-//! statements on storlab's own blocking client ([`wire`]): see
+//! statements on storlab's own blocking client (`wire`): see
 //! [`pgbench`].
 
 pub mod pgbench;
@@ -36,11 +36,8 @@ use serde::{Deserialize, Serialize};
 
 use storlab_model::{ErrorKind, OpError};
 use storlab_model::OpKind;
-use crate::{
-    Capabilities, Completions, Op, OptionError, Overlap, PrepareOptions, Region, Session,
-    SessionParams, SessionUser, Submitted, Target, TargetConfig, TargetError, TargetType,
-    YcsbBindingError, YcsbStore, claim_value, option_error, ycsb_op,
-};
+use crate::{Capabilities, Completions, OptionError, Overlap, PrepareOptions, Region, Session, SessionParams, SessionUser, Submitted, Target, TargetConfig, TargetError, TargetType, YcsbBindingError, YcsbStore, claim_value, option_error, ycsb_op};
+use storlab_model::Op;
 use storlab_model::YcsbOp;
 use storlab_workload::{ycsb::CoreWorkload, ycsb::Properties, ycsb::RecordBuf};
 

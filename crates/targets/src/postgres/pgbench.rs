@@ -9,7 +9,7 @@
 //!
 //! Each session prepares the script's statements once per connection and runs a transaction
 //! as pgbench's `-M prepared` does: one round trip per statement (BEGIN, the statements, END;
-//! select-only is the SELECT alone), on storlab's own blocking client ([`super::wire`]: one
+//! select-only is the SELECT alone), on storlab's own blocking client (`super::wire`: one
 //! write and usually one read per statement, buffers allocated once per connection). Its own
 //! state is fixed-size: the history row's ledger tag is written into a 22-byte buffer.
 //! `tests/alloc.rs` measures the allocations per transaction. The tables (`prepare`) and the
@@ -18,7 +18,7 @@
 //! A failed statement ends the transaction: ROLLBACK when the connection still stands, else
 //! the connection is dropped and the next transaction reconnects (counted in `used()`). A
 //! serialization failure or deadlock (SQLSTATE 40001, 40P01) is a `serialization` error, a
-//! lost connection (or a reply later than the read timeout, see [`super::wire`]) a
+//! lost connection (or a reply later than the read timeout, see `super::wire`) a
 //! `connection` error: errors of the system under test, counted, never a
 //! crash. With the ledger, every transaction's history row carries its tag in `filler`.
 

@@ -38,11 +38,8 @@ use redis::{ConnectionLike, Value};
 use serde::{Deserialize, Serialize};
 
 use storlab_model::{OpKind, ErrorKind, OpError};
-use crate::{
-    Completion, Completions, Op, OptionError, Overlap, PrepareOptions, Session, SessionParams,
-    SessionUser, Submitted, TargetConfig, TargetError, TargetType, YcsbBindingError, YcsbStore,
-    claim_value, option_error, ycsb_op,
-};
+use crate::{Completion, Completions, OptionError, Overlap, PrepareOptions, Session, SessionParams, SessionUser, Submitted, TargetConfig, TargetError, TargetType, YcsbBindingError, YcsbStore, claim_value, option_error, ycsb_op};
+use storlab_model::Op;
 use storlab_model::units::Dur;
 use storlab_model::YcsbOp;
 use storlab_workload::{ycsb::Properties, ycsb::RecordBuf};

@@ -23,11 +23,8 @@ use rocksdb::{
 use serde::{Deserialize, Serialize};
 
 use storlab_model::{ErrorKind, OpError, OpKind};
-use crate::{
-    Capabilities, Completions, Op, OptionError, Overlap, PrepareOptions, Region, Session,
-    SessionParams, SessionUser, Submitted, Target, TargetConfig, TargetError, TargetType,
-    option_error,
-};
+use crate::{Capabilities, Completions, OptionError, Overlap, PrepareOptions, Region, Session, SessionParams, SessionUser, Submitted, Target, TargetConfig, TargetError, TargetType, option_error};
+use storlab_model::Op;
 use storlab_model::units::Bytes;
 use storlab_workload::kv::{KvShape, ValueGen, write_key};
 use crate::write_outcome;

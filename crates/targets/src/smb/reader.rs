@@ -4,7 +4,7 @@
 //! runtime of its own: the pass reads large sequential chunks and is timed on its own.
 //!
 //! A saved state holds the URL without its password (see
-//! [`redact_url`](crate::redact_url)); reading such a URL back takes the password
+//! [`redact_url`]); reading such a URL back takes the password
 //! from [`PASSWORD_ENV`], and says so when it is not set.
 
 use std::sync::Arc;

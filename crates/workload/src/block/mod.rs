@@ -19,9 +19,9 @@ pub mod size_draw;
 
 use self::access_spec::{AccessSpecLine, AccessSpecSource};
 use super::{DEFAULT_SEED, thread_seed};
+use storlab_model::OpKind;
 use storlab_model::units::Bytes;
 use storlab_model::{Op, OptionError, Region};
-use storlab_model::OpKind;
 
 /// Where in the region operations go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -138,7 +138,7 @@ pub struct BlockWorkload {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub access_spec: Vec<AccessSpecLine>,
     /// Base seed of the offset generators (default: the study's `seed`); each run and thread
-    /// draws from a seed derived from it ([`Workload::run_seed`], [`thread_seed`]).
+    /// draws from a seed derived from it ([`crate::Workload::run_seed`], [`thread_seed`]).
     #[serde(default = "default_seed")]
     pub seed: u64,
     /// fio's block size range (`bsrange`): each I/O's size drawn in it as fio draws it; sets

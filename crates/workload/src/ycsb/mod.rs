@@ -4,7 +4,7 @@
 //!
 //! The worker engine drives it: it parses properties into a [`CoreWorkload`], starts a
 //! [`CoreRun`] per phase, gives each worker a [`CoreSource`] (run phase) or [`LoadSource`]
-//! (load phase), and turns each [`YcsbOp`] into key-value operations with buffers it owns.
+//! (load phase), and turns each [`YcsbOp`](storlab_model::YcsbOp) into key-value operations with buffers it owns.
 
 pub mod core;
 pub mod generators;

@@ -1,5 +1,5 @@
 //! The session side of a YCSB record: a [`RecordBuf`] turns the key numbers and field indexes
-//! of a [`YcsbOp`](super::YcsbOp) into key, field name and value bytes, in buffers it owns, and
+//! of a [`YcsbOp`](storlab_model::YcsbOp) into key, field name and value bytes, in buffers it owns, and
 //! checks values read back when `dataintegrity` is on. Every database session holds one, built
 //! once when the session opens; nothing here allocates once its buffers have grown to size.
 //!

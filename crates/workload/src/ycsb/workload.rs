@@ -25,8 +25,8 @@ use super::core::{CoreSource, CoreWorkload, LoadSource, WorkloadError};
 use super::generators::AckError;
 use super::properties::{Origin, Properties, Property};
 use storlab_model::units::MAX_DURATION_SECS;
-use storlab_model::{Op, OptionError};
 use storlab_model::{ErrorKind, OpError, OpKind};
+use storlab_model::{Op, OptionError};
 
 /// The phase a workload runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -494,7 +494,7 @@ impl YcsbWorkload {
         }
     }
 
-    /// The sources of all threads, sharing one [`CoreRun`] (key counters).
+    /// The sources of all threads, sharing one [`super::CoreRun`] (key counters).
     pub fn sources(&self) -> Vec<YcsbSource> {
         let run = match self.core.start(self.seed) {
             Ok(r) => Arc::new(r),
@@ -696,7 +696,7 @@ mod tests {
         let w = table("phase = \"load\"\nrecord-count = 1000\nthreads = 3").unwrap();
         let mut seen = vec![false; 1000];
         for mut s in w.sources() {
-            while let Some(Op::Ycsb(super::super::YcsbOp::Insert { keynum })) = s.next_op() {
+            while let Some(Op::Ycsb(storlab_model::YcsbOp::Insert { keynum })) = s.next_op() {
                 assert!(!seen[keynum as usize]);
                 seen[keynum as usize] = true;
             }
@@ -762,7 +762,7 @@ mod tests {
         let mut keys = Vec::new();
         for _ in 0..=crate::ycsb::generators::ACK_WINDOW {
             match s.next_op() {
-                Some(Op::Ycsb(super::super::YcsbOp::Insert { keynum })) => keys.push(keynum),
+                Some(Op::Ycsb(storlab_model::YcsbOp::Insert { keynum })) => keys.push(keynum),
                 other => panic!("{other:?}"),
             }
         }

@@ -6,7 +6,7 @@
 //! set of more than 2^31 - 1 keys) storlab keeps the full count.
 //!
 //! Randomness is consumed as YCSB consumes its `ThreadLocalRandom`: a `nextDouble()` is one
-//! 64-bit draw's top 53 bits times 2^-53 ([`unit_f64`]), a `nextLong()` is one 64-bit draw.
+//! 64-bit draw's top 53 bits times 2^-53 (`unit_f64`), a `nextLong()` is one 64-bit draw.
 //!
 //! Each worker owns its generators (plain values that take `&mut R` for randomness), so drawing
 //! touches no shared state and never allocates. The exceptions are the ones YCSB shares between
