@@ -11,7 +11,7 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use storlab_targets::{REGISTRY, TargetType, find_ycsb_binding};
+use storlab_targets::{REGISTRY, TargetType, YcsbBinding, find_ycsb_binding};
 use storlab_workload::ycsb::workload::{Phase, YcsbWorkload};
 use storlab_workload::ycsb::{Origin, Properties, PropertyError};
 
@@ -55,9 +55,11 @@ pub struct YcsbCommand {
 
 fn binding_names() -> String {
     let mut names = Vec::new();
-    for t in REGISTRY.iter().filter(|t| t.ycsb_options.is_some()) {
-        names.push(t.name);
-        names.extend(t.ycsb_names.iter().copied());
+    for t in REGISTRY {
+        if let Some(y) = &t.ycsb {
+            names.push(t.name);
+            names.extend(y.names.iter().copied());
+        }
     }
     names.join(", ")
 }
@@ -105,15 +107,12 @@ pub fn parse_args_with(
             phase: phase.name(),
             names: binding_names(),
         })?;
-    let binding = binding(&db)?;
-    let to_options = binding
-        .ycsb_options
-        .expect("bindings have a property mapping");
-    let target = to_options(&mut props).map_err(|e| YcsbArgError::Workload(e.to_string()))?;
+    let (binding, ycsb) = binding(&db)?;
+    let target = (ycsb.options)(&mut props).map_err(|e| YcsbArgError::Workload(e.to_string()))?;
     for n in CLIENT_IGNORED {
         props.claim(n);
     }
-    let queue_depth = batch_queue_depth(binding, &mut props)?;
+    let queue_depth = batch_queue_depth(ycsb, &mut props)?;
     let core_names: Vec<String> = props.unclaimed().map(|p| p.name.clone()).collect();
     let mut workload = YcsbWorkload::from_properties(&mut props, phase)
         .map_err(|e| YcsbArgError::Workload(e.message))?;
@@ -211,20 +210,23 @@ fn properties(flags: &Flags, read_file: ReadFile) -> Result<Properties, YcsbArgE
 }
 
 /// The binding `db` names: storlab's name or YCSB's class name for it.
-fn binding(db: &str) -> Result<&'static TargetType, YcsbArgError> {
-    find_ycsb_binding(db).ok_or_else(|| YcsbArgError::UnknownBinding {
-        name: db.to_string(),
-        names: binding_names(),
-    })
+/// The target type standing in for YCSB's binding `db`, and its YCSB declaration.
+fn binding(db: &str) -> Result<(&'static TargetType, &'static YcsbBinding), YcsbArgError> {
+    find_ycsb_binding(db)
+        .and_then(|t| Some((t, t.ycsb.as_ref()?)))
+        .ok_or_else(|| YcsbArgError::UnknownBinding {
+            name: db.to_string(),
+            names: binding_names(),
+        })
 }
 
 /// The load's batch, as the workload's queue depth: YCSB's mongodb `batchsize`, storlab's
 /// `redis.pipeline`.
 fn batch_queue_depth(
-    binding: &TargetType,
+    binding: &YcsbBinding,
     props: &mut Properties,
 ) -> Result<Option<u32>, YcsbArgError> {
-    if let Some(name) = binding.ycsb_batch
+    if let Some(name) = binding.batch
         && let Some(p) = props.claim(name).cloned()
     {
         let n: u32 = p.value.parse().ok().filter(|n| *n >= 1).ok_or_else(|| {

@@ -113,10 +113,7 @@ pub const TYPE: TargetType = TargetType {
     ],
     parse,
     file_server: None,
-    ycsb_names: &[],
-    ycsb_classes: &[],
-    ycsb_batch: None,
-    ycsb_options: None,
+    ycsb: None,
 };
 
 /// How a session issues I/O.
@@ -352,6 +349,9 @@ impl Target for FileConfig {
                 Engine::Psync => Overlap::None,
             },
             in_process: false,
+            writes_given_buffers: true,
+            reads_records_back: false,
+            keeps_ledger: false,
         }
     }
 

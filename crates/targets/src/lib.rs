@@ -27,7 +27,7 @@ registry::registry! {
     Smb => smb::SmbConfig,
 }
 
-pub use registry::{Target, TargetType, check_workload};
+pub use registry::{Target, TargetType, YcsbBinding, check_workload};
 pub use session::{
     Capabilities, Completion, Completions, Overlap, Session, SessionUser, Submitted,
 };
@@ -77,8 +77,9 @@ pub fn find_type(name: &str) -> Option<&'static TargetType> {
 /// YCSB's class name for it (`site.ycsb.db.RedisClient`).
 pub fn find_ycsb_binding(name: &str) -> Option<&'static TargetType> {
     REGISTRY.iter().find(|t| {
-        t.ycsb_options.is_some()
-            && (t.name == name || t.ycsb_names.contains(&name) || t.ycsb_classes.contains(&name))
+        t.ycsb.as_ref().is_some_and(|y| {
+            t.name == name || y.names.contains(&name) || y.classes.contains(&name)
+        })
     })
 }
 

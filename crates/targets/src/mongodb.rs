@@ -21,7 +21,7 @@ use mongodb::sync::{Client, Collection};
 use serde::{Deserialize, Serialize};
 
 use storlab_model::{ErrorKind, OpError, OpKind};
-use crate::{Completion, Completions, OptionError, Overlap, PrepareOptions, Session, SessionParams, SessionUser, Submitted, TargetConfig, TargetError, TargetType, YcsbBindingError, YcsbStore, claim_value, option_error, ycsb_op};
+use crate::{Completion, Completions, OptionError, Overlap, PrepareOptions, Session, SessionParams, SessionUser, Submitted, TargetConfig, TargetError, TargetType, YcsbBinding, YcsbBindingError, YcsbStore, claim_value, option_error, ycsb_op};
 use storlab_model::Op;
 use storlab_model::YcsbOp;
 use storlab_workload::{ycsb::Properties, ycsb::RecordBuf};
@@ -35,10 +35,12 @@ pub const TYPE: TargetType = TargetType {
     )],
     parse,
     file_server: None,
-    ycsb_names: &["mongodb-async"],
-    ycsb_classes: &["site.ycsb.db.MongoDbClient"],
-    ycsb_batch: Some("batchsize"),
-    ycsb_options: Some(ycsb_options),
+    ycsb: Some(YcsbBinding {
+        names: &["mongodb-async"],
+        classes: &["site.ycsb.db.MongoDbClient"],
+        batch: Some("batchsize"),
+        options: ycsb_options,
+    }),
 };
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use storlab_model::{OpError, OpKind};
-use crate::{Capabilities, Completion, Completions, OptionError, Overlap, PrepareOptions, Region, Session, SessionParams, SessionUser, Submitted, Target, TargetConfig, TargetError, TargetType, option_error};
+use crate::{Capabilities, Completion, Completions, OptionError, Overlap, PrepareOptions, Region, Session, SessionParams, SessionUser, Submitted, Target, TargetConfig, TargetError, TargetType, YcsbBinding, option_error};
 use storlab_model::Op;
 use storlab_model::units::{Bytes, Dur};
 use storlab_model::YcsbOp;
@@ -34,10 +34,12 @@ pub const TYPE: TargetType = TargetType {
     ],
     parse,
     file_server: None,
-    ycsb_names: &["basic"],
-    ycsb_classes: &["site.ycsb.BasicDB"],
-    ycsb_batch: None,
-    ycsb_options: Some(ycsb_options),
+    ycsb: Some(YcsbBinding {
+        names: &["basic"],
+        classes: &["site.ycsb.BasicDB"],
+        batch: None,
+        options: ycsb_options,
+    }),
 };
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -120,6 +122,9 @@ impl Target for NullConfig {
                 max_queue_depth: 65536,
             },
             in_process: false,
+            writes_given_buffers: true,
+            reads_records_back: false,
+            keeps_ledger: false,
         }
     }
 

@@ -29,16 +29,24 @@ pub struct TargetType {
     /// them up per server and compare servers, never shares. None: each target is a system
     /// of its own.
     pub file_server: Option<FileServer>,
-    /// Names YCSB gives this kind of database on its command line (`-db`, binding name).
-    pub ycsb_names: &'static [&'static str],
+    /// The YCSB binding this type stands in for (`storlab ycsb -db NAME`); None: the target
+    /// takes no YCSB workloads.
+    pub ycsb: Option<YcsbBinding>,
+}
+
+/// How YCSB's command line names a kind of database and configures it.
+pub struct YcsbBinding {
+    /// Names YCSB gives this kind of database on its command line (`-db`, binding name),
+    /// besides the target type's own name.
+    pub names: &'static [&'static str],
     /// YCSB's Java class names for this binding (`-db site.ycsb.db.RedisClient`).
-    pub ycsb_classes: &'static [&'static str],
+    pub classes: &'static [&'static str],
     /// The YCSB property that batches a load's inserts (YCSB's mongodb `batchsize`,
     /// storlab's `redis.pipeline`), taken as the workload's queue depth.
-    pub ycsb_batch: Option<&'static str>,
+    pub batch: Option<&'static str>,
     /// Turns the binding's YCSB properties (`redis.host`, `mongodb.url`, ...) into this
-    /// target's option table, claiming them; None: the target takes no YCSB workloads.
-    pub ycsb_options: Option<YcsbOptions>,
+    /// target's option table, claiming them.
+    pub options: YcsbOptions,
 }
 
 /// A file-server target's server, from its stored configuration (the plan's JSON).
@@ -110,17 +118,7 @@ pub trait Target {
         None
     }
 
-    /// Whether its sessions read whole YCSB records back for the key-value verify pass
-    /// ([`Session::read_back`](super::Session::read_back)).
-    fn reads_records_back(&self) -> bool {
-        false
-    }
 
-    /// Whether it keeps pgbench's lost-transaction ledger (`verify = true` on a pgbench
-    /// workload): history rows tagged per transaction, read back after the run.
-    fn keeps_ledger(&self) -> bool {
-        false
-    }
 
     /// Reads the history rows of a pgbench run back and checks its ledger (see
     /// [`storlab_verify::ledger`]).
@@ -261,9 +259,7 @@ macro_rules! registry {
 
             /// Whether its sessions read whole YCSB records back (key-value verification).
             pub fn reads_records_back(&self) -> bool {
-                match self {
-                    $(TargetConfig::$variant(c) => registry::Target::reads_records_back(c),)*
-                }
+                self.capabilities().reads_records_back
             }
 
             /// Reads a pgbench run's history back and checks its ledger.
@@ -284,9 +280,7 @@ macro_rules! registry {
 
             /// Whether it keeps pgbench's lost-transaction ledger.
             pub fn keeps_ledger(&self) -> bool {
-                match self {
-                    $(TargetConfig::$variant(c) => registry::Target::keeps_ledger(c),)*
-                }
+                self.capabilities().keeps_ledger
             }
 
             /// Scales the target down for `--quick`.
@@ -339,7 +333,7 @@ pub fn check_workload(t: &TargetConfig, w: &Workload) -> Option<(&'static str, S
             format!("a {name} target cannot read written blocks back to verify them"),
         ));
     }
-    if w.as_block().is_some_and(|b| b.write_buffers.is_some()) && !matches!(name, "file" | "null") {
+    if w.as_block().is_some_and(|b| b.write_buffers.is_some()) && !caps.writes_given_buffers {
         return Some((
             "write-buffers",
             format!(
@@ -347,13 +341,13 @@ pub fn check_workload(t: &TargetConfig, w: &Workload) -> Option<(&'static str, S
             ),
         ));
     }
-    if w.as_ycsb().is_some_and(|y| y.verify) && !t.reads_records_back() {
+    if w.as_ycsb().is_some_and(|y| y.verify) && !caps.reads_records_back {
         return Some((
             "verify",
             format!("a {name} target cannot read records back to verify them"),
         ));
     }
-    if w.as_pgbench().is_some_and(|p| p.verify) && !t.keeps_ledger() {
+    if w.as_pgbench().is_some_and(|p| p.verify) && !caps.keeps_ledger {
         return Some((
             "verify",
             format!("a {name} target keeps no ledger of transactions to verify"),

@@ -228,6 +228,16 @@ pub struct Capabilities {
     /// The target runs inside storlab's process, on the worker threads (an embedded engine):
     /// their CPU time is the target's work too.
     pub in_process: bool,
+    /// It writes a block workload's buffers as the workload fills them (fio's
+    /// `write-buffers`), not data of its own.
+    pub writes_given_buffers: bool,
+    /// Its sessions read whole YCSB records back for the key-value verify pass
+    /// ([`Session::read_back`]).
+    pub reads_records_back: bool,
+    /// It keeps pgbench's lost-transaction ledger (`verify = true` on a pgbench workload):
+    /// history rows tagged per transaction, read back after the run
+    /// ([`Target::check_ledger`](crate::Target::check_ledger)).
+    pub keeps_ledger: bool,
 }
 
 impl Capabilities {
@@ -240,5 +250,8 @@ impl Capabilities {
             max_queue_depth: 1024,
         },
         in_process: false,
+        writes_given_buffers: false,
+        reads_records_back: false,
+        keeps_ledger: false,
     };
 }

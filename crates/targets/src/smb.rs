@@ -67,10 +67,7 @@ pub const TYPE: TargetType = TargetType {
     ],
     parse,
     file_server: Some(crate::url_server),
-    ycsb_names: &[],
-    ycsb_classes: &[],
-    ycsb_batch: None,
-    ycsb_options: None,
+    ycsb: None,
 };
 
 /// Which dialect to speak.

@@ -161,6 +161,9 @@ macro_rules! server_target {
                     ops: &$crate::YCSB_OPS,
                     overlap: $overlap,
                     in_process: false,
+                    writes_given_buffers: false,
+                    reads_records_back: true,
+                    keeps_ledger: false,
                 }
             }
 
@@ -184,9 +187,6 @@ macro_rules! server_target {
                 shared.clone()
             }
 
-            fn reads_records_back(&self) -> bool {
-                true
-            }
         }
     };
 }

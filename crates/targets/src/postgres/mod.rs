@@ -36,7 +36,7 @@ use serde::{Deserialize, Serialize};
 
 use storlab_model::{ErrorKind, OpError};
 use storlab_model::OpKind;
-use crate::{Capabilities, Completions, OptionError, Overlap, PrepareOptions, Region, Session, SessionParams, SessionUser, Submitted, Target, TargetConfig, TargetError, TargetType, YcsbBindingError, YcsbStore, claim_value, option_error, ycsb_op};
+use crate::{Capabilities, Completions, OptionError, Overlap, PrepareOptions, Region, Session, SessionParams, SessionUser, Submitted, Target, TargetConfig, TargetError, TargetType, YcsbBinding, YcsbBindingError, YcsbStore, claim_value, option_error, ycsb_op};
 use storlab_model::Op;
 use storlab_model::YcsbOp;
 use storlab_workload::{ycsb::CoreWorkload, ycsb::Properties, ycsb::RecordBuf};
@@ -58,10 +58,12 @@ pub const TYPE: TargetType = TargetType {
     ],
     parse,
     file_server: None,
-    ycsb_names: &["jdbc", "postgresql"],
-    ycsb_classes: &["site.ycsb.db.JdbcDBClient"],
-    ycsb_batch: None,
-    ycsb_options: Some(ycsb_options),
+    ycsb: Some(YcsbBinding {
+        names: &["jdbc", "postgresql"],
+        classes: &["site.ycsb.db.JdbcDBClient"],
+        batch: None,
+        options: ycsb_options,
+    }),
 };
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -224,6 +226,9 @@ impl Target for PostgresConfig {
             // One statement at a time per session.
             overlap: Overlap::None,
             in_process: false,
+            writes_given_buffers: false,
+            reads_records_back: true,
+            keeps_ledger: true,
         }
     }
 
@@ -275,13 +280,7 @@ impl Target for PostgresConfig {
         shared.software.clone()
     }
 
-    fn reads_records_back(&self) -> bool {
-        true
-    }
 
-    fn keeps_ledger(&self) -> bool {
-        true
-    }
 
     fn check_ledger(
         &self,

@@ -38,7 +38,7 @@ use redis::{ConnectionLike, Value};
 use serde::{Deserialize, Serialize};
 
 use storlab_model::{OpKind, ErrorKind, OpError};
-use crate::{Completion, Completions, OptionError, Overlap, PrepareOptions, Session, SessionParams, SessionUser, Submitted, TargetConfig, TargetError, TargetType, YcsbBindingError, YcsbStore, claim_value, option_error, ycsb_op};
+use crate::{Completion, Completions, OptionError, Overlap, PrepareOptions, Session, SessionParams, SessionUser, Submitted, TargetConfig, TargetError, TargetType, YcsbBinding, YcsbBindingError, YcsbStore, claim_value, option_error, ycsb_op};
 use storlab_model::Op;
 use storlab_model::units::Dur;
 use storlab_model::YcsbOp;
@@ -71,10 +71,12 @@ pub const TYPE: TargetType = TargetType {
     ],
     parse,
     file_server: None,
-    ycsb_names: &[],
-    ycsb_classes: &["site.ycsb.db.RedisClient"],
-    ycsb_batch: Some("redis.pipeline"),
-    ycsb_options: Some(ycsb_options),
+    ycsb: Some(YcsbBinding {
+        names: &[],
+        classes: &["site.ycsb.db.RedisClient"],
+        batch: Some("redis.pipeline"),
+        options: ycsb_options,
+    }),
 };
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

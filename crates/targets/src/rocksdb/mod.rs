@@ -23,7 +23,7 @@ use rocksdb::{
 use serde::{Deserialize, Serialize};
 
 use storlab_model::{ErrorKind, OpError, OpKind};
-use crate::{Capabilities, Completions, OptionError, Overlap, PrepareOptions, Region, Session, SessionParams, SessionUser, Submitted, Target, TargetConfig, TargetError, TargetType, option_error};
+use crate::{Capabilities, Completions, OptionError, Overlap, PrepareOptions, Region, Session, SessionParams, SessionUser, Submitted, Target, TargetConfig, TargetError, TargetType, YcsbBinding, option_error};
 use storlab_model::Op;
 use storlab_model::units::Bytes;
 use storlab_workload::kv::{KvShape, ValueGen, write_key};
@@ -99,10 +99,12 @@ pub const TYPE: TargetType = TargetType {
     ],
     parse,
     file_server: None,
-    ycsb_names: &[],
-    ycsb_classes: &["site.ycsb.db.rocksdb.RocksDBClient"],
-    ycsb_batch: None,
-    ycsb_options: Some(ycsb_options),
+    ycsb: Some(YcsbBinding {
+        names: &[],
+        classes: &["site.ycsb.db.rocksdb.RocksDBClient"],
+        batch: None,
+        options: ycsb_options,
+    }),
 };
 
 /// Compression of SST blocks.
@@ -273,6 +275,9 @@ impl Target for RocksConfig {
             ],
             overlap: Overlap::None,
             in_process: true,
+            writes_given_buffers: false,
+            reads_records_back: true,
+            keeps_ledger: false,
         }
     }
 
@@ -301,9 +306,6 @@ impl Target for RocksConfig {
         self.remove_if_created();
     }
 
-    fn reads_records_back(&self) -> bool {
-        true
-    }
 }
 
 impl RocksConfig {
