@@ -77,9 +77,9 @@ pub fn find_type(name: &str) -> Option<&'static TargetType> {
 /// YCSB's class name for it (`site.ycsb.db.RedisClient`).
 pub fn find_ycsb_binding(name: &str) -> Option<&'static TargetType> {
     REGISTRY.iter().find(|t| {
-        t.ycsb.as_ref().is_some_and(|y| {
-            t.name == name || y.names.contains(&name) || y.classes.contains(&name)
-        })
+        t.ycsb
+            .as_ref()
+            .is_some_and(|y| t.name == name || y.names.contains(&name) || y.classes.contains(&name))
     })
 }
 

@@ -118,8 +118,6 @@ pub trait Target {
         None
     }
 
-
-
     /// Reads the history rows of a pgbench run back and checks its ledger (see
     /// [`storlab_verify::ledger`]).
     fn check_ledger(

@@ -186,7 +186,6 @@ macro_rules! server_target {
             fn software(&self, shared: &Self::Shared) -> Vec<(String, String)> {
                 shared.clone()
             }
-
         }
     };
 }
