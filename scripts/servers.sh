@@ -1,21 +1,22 @@
 #!/usr/bin/env bash
 # Installs, starts and stops the real servers that storlab's YCSB tests and benchmarks use:
-# PostgreSQL 15 and Redis 7 (Debian packages) and FerretDB (MongoDB wire protocol, SQLite
+# PostgreSQL 15, Redis 7 and memcached 1.6 (Debian packages) and FerretDB (MongoDB wire protocol, SQLite
 # backend; built from its Go module at an exact version and cached outside the repository).
 #
 #   scripts/servers.sh install      install what is missing (idempotent)
-#   scripts/servers.sh start DIR    start all three on 127.0.0.1 with fresh data under DIR,
+#   scripts/servers.sh start DIR    start all four on 127.0.0.1 with fresh data under DIR,
 #                                   wait until each answers, write DIR/env.sh
 #   scripts/servers.sh stop DIR     stop everything started under DIR (also half-started)
 #   scripts/servers.sh status DIR   show what runs and answers (exit 1 if not all do)
 #   scripts/servers.sh selftest     start in a temporary DIR, round trip with each server's
 #                                   own client, stop, check that no process is left
 #
-# Ports: PostgreSQL 55432, Redis 56379, FerretDB 57017; if one is taken, the next free port
-# (up to +99) is used. STORLAB_PG_PORT, STORLAB_REDIS_PORT, STORLAB_FERRETDB_PORT force a port.
+# Ports: PostgreSQL 55432, Redis 56379, FerretDB 57017, memcached 51211; if one is taken, the next free port
+# (up to +99) is used. STORLAB_PG_PORT, STORLAB_REDIS_PORT, STORLAB_FERRETDB_PORT,
+# STORLAB_MEMCACHED_PORT force a port.
 # Binaries are cached in ${STORLAB_TOOLS:-$HOME/.cache/storlab-tools}.
 # Everything listens on 127.0.0.1 only; the Debian default instances are neither used nor
-# started. `start` removes and recreates DIR/postgres, DIR/redis and DIR/ferretdb.
+# started. `start` removes and recreates DIR/postgres, DIR/redis, DIR/ferretdb and DIR/memcached.
 set -euo pipefail
 SCRIPTS="$(cd "$(dirname "$0")" && pwd)"
 SELF="$SCRIPTS/servers.sh"
@@ -49,7 +50,7 @@ cmd_install() {
   lock_tools
   local t
   t="$(now)"
-  apt_install postgresql-15 postgresql-client-15 redis-server redis-tools python3
+  apt_install postgresql-15 postgresql-client-15 redis-server redis-tools memcached python3
   log "Debian packages present ($(elapsed "$t") s)"
   [ -x "$PG_BIN/initdb" ] || die "PostgreSQL 15 binaries not found in $PG_BIN"
   if ferretdb_cached; then
@@ -80,7 +81,7 @@ exe_of() { basename "$(readlink "/proc/$1/exe" 2>/dev/null)" 2>/dev/null || true
 
 # Our servers' executables (Debian's redis-server is a symlink to redis-check-rdb).
 is_server_exe() {
-  case "$(exe_of "$1")" in postgres | redis-server | redis-check-rdb | ferretdb) return 0 ;; *) return 1 ;; esac
+  case "$(exe_of "$1")" in postgres | redis-server | redis-check-rdb | ferretdb | memcached) return 0 ;; *) return 1 ;; esac
 }
 
 # Processes of our servers (by executable) whose working directory or command line is under
@@ -89,7 +90,7 @@ procs_under() {
   python3 - "$1" <<'EOF'
 import os, sys
 d = sys.argv[1].rstrip("/")
-names = {"postgres", "redis-server", "redis-check-rdb", "ferretdb"}
+names = {"postgres", "redis-server", "redis-check-rdb", "ferretdb", "memcached"}
 for pid in filter(str.isdigit, os.listdir("/proc")):
     try:
         if os.path.basename(os.readlink("/proc/%s/exe" % pid)) not in names:
@@ -193,6 +194,41 @@ EOF
   fail_server Redis "$logfile" "did not answer PING on 127.0.0.1:$port within ${START_TIMEOUT}s"
 }
 
+# memcached_answers PORT: memcached on 127.0.0.1:PORT answers `version`.
+memcached_answers() {
+  python3 - "$1" <<'PY' 2>/dev/null
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=1)
+s.sendall(b"version\r\n")
+sys.exit(0 if s.recv(64).startswith(b"VERSION ") else 1)
+PY
+}
+
+start_memcached() {
+  local port="$2" root="$1/memcached"
+  local logfile="$root/memcached.log" pidfile="$root/memcached.pid" i
+  command -v memcached >/dev/null || die "memcached: memcached missing: run scripts/servers.sh install"
+  mkdir -p "$root"
+  echo "$port" >"$root/port"
+  # Loopback only, TCP only, 256 MiB of items; as root it runs as the nobody user, which
+  # writes its pid file in DIR/memcached.
+  local user=()
+  if is_root; then
+    user=(-u nobody)
+    chown nobody "$root"
+  fi
+  (cd "$root" && memcached -d -l 127.0.0.1 -p "$port" -U 0 -m 256 -P "$pidfile" "${user[@]}" \
+    >"$logfile" 2>&1) || fail_server memcached "$logfile" "memcached failed to start"
+  for ((i = 0; i < START_TIMEOUT * 10; i++)); do
+    if memcached_answers "$port"; then
+      echo "memcache://127.0.0.1:$port" >"$root/url"
+      return 0
+    fi
+    sleep 0.1
+  done
+  fail_server memcached "$logfile" "did not answer on 127.0.0.1:$port within ${START_TIMEOUT}s"
+}
+
 start_ferretdb() {
   local port="$2" root="$1/ferretdb"
   local logfile="$root/ferretdb.log" pidfile="$root/ferretdb.pid" i
@@ -232,15 +268,17 @@ cmd_start() {
   else
     stop_all "$dir" quiet || die "could not stop the servers left in $dir"
   fi
-  rm -rf "$dir/postgres" "$dir/redis" "$dir/ferretdb"
+  rm -rf "$dir/postgres" "$dir/redis" "$dir/ferretdb" "$dir/memcached"
   trap 'rc=$?; if [ "$rc" -ne 0 ]; then log "start failed: stopping what was started in '"$dir"'"; stop_all "'"$dir"'" quiet || true; fi' EXIT
-  local pg_port redis_port ferret_port
+  local pg_port redis_port ferret_port memcached_port
   pg_port="$(pick_port PostgreSQL 55432 "${STORLAB_PG_PORT:-}")"
   start_postgres "$dir" "$pg_port"
   redis_port="$(pick_port Redis 56379 "${STORLAB_REDIS_PORT:-}")"
   start_redis "$dir" "$redis_port"
   ferret_port="$(pick_port FerretDB 57017 "${STORLAB_FERRETDB_PORT:-}")"
   start_ferretdb "$dir" "$ferret_port"
+  memcached_port="$(pick_port memcached 51211 "${STORLAB_MEMCACHED_PORT:-}")"
+  start_memcached "$dir" "$memcached_port"
   {
     echo "# written by scripts/servers.sh start $dir"
     # Values have no quotes or spaces (DIR is checked, the password is hex): plain single quotes.
@@ -251,10 +289,11 @@ cmd_start() {
     printf "export STORLAB_TEST_POSTGRES_PID='%s'\n" "$(pidfile_pid "$dir/postgres/data/postmaster.pid")"
     printf "export STORLAB_TEST_REDIS_PID='%s'\n" "$(pidfile_pid "$dir/redis/redis.pid")"
     printf "export STORLAB_TEST_MONGODB_PID='%s'\n" "$(pidfile_pid "$dir/ferretdb/ferretdb.pid")"
+    printf "export STORLAB_TEST_MEMCACHED_URL='%s'\n" "$(cat "$dir/memcached/url")"
   } >"$dir/env.sh.tmp"
   mv -f "$dir/env.sh.tmp" "$dir/env.sh"
   trap - EXIT
-  log "started in $(elapsed "$t") s: PostgreSQL 127.0.0.1:$pg_port, Redis 127.0.0.1:$redis_port, FerretDB 127.0.0.1:$ferret_port"
+  log "started in $(elapsed "$t") s: PostgreSQL 127.0.0.1:$pg_port, Redis 127.0.0.1:$redis_port, FerretDB 127.0.0.1:$ferret_port, memcached 127.0.0.1:$memcached_port"
   log "environment: . $dir/env.sh"
 }
 
@@ -271,6 +310,12 @@ stop_all() {
   if alive "$pid" && [ "$(exe_of "$pid")" = ferretdb ]; then
     [ -n "$quiet" ] || log "FerretDB: stopping pid $pid"
     term_wait FerretDB "$pid" || ok=1
+  fi
+
+  pid="$(pidfile_pid "$dir/memcached/memcached.pid")"
+  if alive "$pid" && [ "$(exe_of "$pid")" = memcached ]; then
+    [ -n "$quiet" ] || log "memcached: stopping pid $pid"
+    term_wait memcached "$pid" || ok=1
   fi
 
   pid="$(pidfile_pid "$dir/redis/redis.pid")"
@@ -347,6 +392,15 @@ cmd_status() {
     echo "FerretDB    running   pid $pid  127.0.0.1:$port  log $dir/ferretdb/ferretdb.log"
   else
     echo "FerretDB    not ready pid ${pid:-none}  port ${port:-none}  log $dir/ferretdb/ferretdb.log"
+    ok=1
+  fi
+
+  pid="$(pidfile_pid "$dir/memcached/memcached.pid")"
+  port="$(cat "$dir/memcached/port" 2>/dev/null || true)"
+  if alive "$pid" && [ -n "$port" ] && memcached_answers "$port"; then
+    echo "memcached   running   pid $pid  127.0.0.1:$port  log $dir/memcached/memcached.log"
+  else
+    echo "memcached   not ready pid ${pid:-none}  port ${port:-none}  log $dir/memcached/memcached.log"
     ok=1
   fi
 

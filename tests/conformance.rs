@@ -18,6 +18,8 @@
 
 mod common;
 
+use std::io::{Read, Write};
+
 use common::{Lab, server, text};
 use serde_json::Value;
 use storlab_model::WorkloadKind;
@@ -293,6 +295,20 @@ fn redis() -> Option<Setup> {
     )))
 }
 
+fn memcached() -> Option<Setup> {
+    let url = server("STORLAB_TEST_MEMCACHED_URL")?;
+    let addr = url.trim_start_matches("memcache://").trim_end_matches('/');
+    let (host, port) = addr.rsplit_once(':')?;
+    // The test servers' own memcached, emptied first: a load's `add` of an item that an
+    // earlier run left there fails.
+    let mut conn = std::net::TcpStream::connect(addr).expect("connect to memcached");
+    conn.write_all(b"flush_all\r\n").unwrap();
+    let mut reply = [0u8; 4];
+    conn.read_exact(&mut reply).unwrap();
+    assert_eq!(&reply, b"OK\r\n");
+    Some(Setup::new(format!("host = \"{host}\"\nport = {port}")))
+}
+
 fn postgres() -> Option<Setup> {
     let url = server("STORLAB_TEST_POSTGRES_URL")?;
     let mut s = Setup::new(format!("url = \"{url}\""));
@@ -339,4 +355,5 @@ conformance! {
     mongodb: "mongodb" => super::mongodb();
     smb: "smb" => super::smb();
     nfs: "nfs" => super::nfs();
+    memcached: "memcached" => super::memcached();
 }

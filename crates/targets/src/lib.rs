@@ -25,6 +25,7 @@ registry::registry! {
     Mongodb => mongodb::MongoConfig,
     Nfs => nfs::NfsConfig,
     Smb => smb::SmbConfig,
+    Memcached => memcached::MemcachedConfig,
 }
 
 pub use registry::{Target, TargetType, YcsbBinding, check_workload};
