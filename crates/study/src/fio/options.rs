@@ -539,7 +539,8 @@ fn apply_io(job: &mut Job, e: &Entry, kb: u64) -> Result<bool, String> {
                 "write" => Rw::Write,
                 "randread" => Rw::RandRead,
                 "randwrite" => Rw::RandWrite,
-                "rw" => Rw::ReadWrite,
+                // fio's two names of the sequential mix.
+                "rw" | "readwrite" => Rw::ReadWrite,
                 "randrw" => Rw::RandRw,
                 other => {
                     return Err(format!(
@@ -746,6 +747,12 @@ mod tests {
             "{}",
             e[2]
         );
+    }
+
+    #[test]
+    fn readwrite_is_rws_other_name() {
+        let j = jobs("[a]\nrw=readwrite\n[b]\nreadwrite=readwrite\nverify=crc32c\n").unwrap();
+        assert_eq!((j[0].rw, j[1].rw), (Rw::ReadWrite, Rw::ReadWrite));
     }
 
     #[test]
