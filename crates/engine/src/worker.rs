@@ -230,13 +230,18 @@ fn wait_until(clock: &Clock, target_ns: u64) -> u64 {
     if target_ns > now + 60_000 {
         std::thread::sleep(std::time::Duration::from_nanos(target_ns - now - 50_000));
     }
-    let spin_start = clock.now_ns();
-    let mut t = spin_start;
+    spin_until(clock, target_ns)
+}
+
+/// Spins until `target_ns` (also fio's `usec_spin`); returns the time spent spinning, ns.
+fn spin_until(clock: &Clock, target_ns: u64) -> u64 {
+    let start = clock.now_ns();
+    let mut t = start;
     while t < target_ns {
         std::hint::spin_loop();
         t = clock.now_ns();
     }
-    t - spin_start
+    t - start
 }
 
 /// The loop itself (see `op_loop`). `start_ns` is when the run (warm-up first) begins on

@@ -26,7 +26,7 @@ use crate::{
 };
 use storlab_model::units::Dur;
 use storlab_model::{ErrorKind, Op, OpError, OpKind, WorkloadKind};
-use storlab_workload::ycsb::record::{decode_record, encode_record};
+use storlab_workload::ycsb::record::encode_record;
 use storlab_workload::ycsb::{Properties, RecordBuf};
 
 pub const TYPE: TargetType = TargetType {
@@ -209,24 +209,6 @@ fn error_of(e: &memcache::MemcacheError) -> OpError {
     OpError { kind, code: 0 }
 }
 
-/// Whether a stored record holds the fields asked for (one, or all), each with what was
-/// written for `rec`'s current key when `dataintegrity` is on.
-fn check_record(rec: &RecordBuf, value: &[u8], field: Option<u32>) -> bool {
-    let (mut seen, mut good) = (0usize, true);
-    let whole = decode_record(value, |i, v| {
-        if field.is_none_or(|f| f as usize == i) {
-            seen += 1;
-            good &= i < rec.field_count() && rec.verify(i, v);
-        }
-    });
-    let wanted = if field.is_some() {
-        1
-    } else {
-        rec.field_count()
-    };
-    whole && good && seen == wanted
-}
-
 impl MemcachedSession {
     /// The item of the current record, if there is one.
     fn get(&self) -> Result<Option<Vec<u8>>, OpError> {
@@ -249,7 +231,7 @@ impl YcsbStore for MemcachedSession {
         let Some(value) = self.get()? else {
             return Ok((0, false));
         };
-        if !check_record(&self.record, &value, field) {
+        if !self.record.check_encoded(&value, field) {
             return Err(OpError::INTEGRITY);
         }
         Ok(((self.record.key.len() + value.len()) as u32, true))
@@ -261,14 +243,7 @@ impl YcsbStore for MemcachedSession {
                 let Some(current) = self.get()? else {
                     return Ok((0, false));
                 };
-                let values = &mut self.record.values;
-                let whole = decode_record(&current, |i, v| {
-                    if let Some(slot) = values.get_mut(i) {
-                        slot.clear();
-                        slot.extend_from_slice(v);
-                    }
-                });
-                if !whole {
+                if !self.record.take_encoded(&current) {
                     return Err(OpError::INTEGRITY);
                 }
                 self.record.fill(f as usize);

@@ -30,7 +30,9 @@ use std::sync::atomic::Ordering;
 
 use super::issuer::{Issuer, NO_CHAIN, Timing};
 use super::latency::LatencyRun;
-use super::{Clock, Control, EndReason, Worker, WorkerConfig, WorkerOutcome, wait_until};
+use super::{
+    Clock, Control, EndReason, Worker, WorkerConfig, WorkerOutcome, spin_until, wait_until,
+};
 use storlab_model::latency_target::Verdict;
 use storlab_model::{OpError, OpKind};
 use storlab_record::{Recorder, thread_cpu_ns};
@@ -586,15 +588,4 @@ impl<'a, S: Session> OpLoop<'a, S> {
 fn tight_timer_slack() {
     // SAFETY: prctl with PR_SET_TIMERSLACK takes an integer argument.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
-}
-
-/// Spins until `target_ns` (fio's `usec_spin`); returns the time spent spinning, ns.
-fn spin_until(clock: &Clock, target_ns: u64) -> u64 {
-    let start = clock.now_ns();
-    let mut t = start;
-    while t < target_ns {
-        std::hint::spin_loop();
-        t = clock.now_ns();
-    }
-    t - start
 }

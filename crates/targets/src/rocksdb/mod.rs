@@ -28,7 +28,7 @@ use storlab_model::Op;
 use storlab_model::units::Bytes;
 use storlab_workload::kv::{KvShape, ValueGen, write_key};
 use crate::write_outcome;
-use storlab_workload::ycsb::record::{decode_record, encode_record};
+use storlab_workload::ycsb::record::encode_record;
 use storlab_model::YcsbOp;
 use storlab_workload::{ycsb::Properties, ycsb::RecordBuf};
 

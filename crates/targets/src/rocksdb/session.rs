@@ -17,26 +17,6 @@ pub struct RocksSession<'a> {
     pub(super) encoded: Vec<u8>,
 }
 
-/// Checks a stored record: the fields asked for (one, or all) are there and, with
-/// `dataintegrity`, hold what was written for `rec`'s current key.
-fn check_record(rec: &RecordBuf, value: &[u8], field: Option<u32>) -> bool {
-    let mut seen = 0usize;
-    let mut good = true;
-    let ok = decode_record(value, |i, v| {
-        if field.is_none_or(|f| f as usize == i) {
-            seen += 1;
-            good &= i < rec.field_count() && rec.verify(i, v);
-        }
-    });
-    ok && good
-        && seen
-            == if field.is_some() {
-                1
-            } else {
-                rec.field_count()
-            }
-}
-
 fn op_error(e: &rocksdb::Error) -> OpError {
     let kind = match e.kind() {
         rocksdb::ErrorKind::IOError => ErrorKind::Io,
@@ -176,7 +156,7 @@ impl RocksSession<'_> {
                         if rec.verifying() {
                             rec.key.clear();
                             rec.key.extend_from_slice(k);
-                            good &= check_record(rec, v, field);
+                            good &= rec.check_encoded(v, field);
                         }
                     }
                     n += 1;
@@ -200,7 +180,7 @@ fn read_record(
 ) -> Result<(u32, bool), OpError> {
     match db.get_pinned_opt(&rec.key, read) {
         Ok(Some(v)) => {
-            if !check_record(rec, &v, field) {
+            if !rec.check_encoded(&v, field) {
                 return Err(OpError::INTEGRITY);
             }
             Ok(((rec.key.len() + v.len()) as u32, true))
@@ -227,14 +207,7 @@ fn update_record(
             let Some(current) = current else {
                 return Ok((0, false));
             };
-            let values = &mut rec.values;
-            let whole = decode_record(&current, |i, v| {
-                if let Some(slot) = values.get_mut(i) {
-                    slot.clear();
-                    slot.extend_from_slice(v);
-                }
-            });
-            if !whole {
+            if !rec.take_encoded(&current) {
                 return Err(OpError::INTEGRITY);
             }
             drop(current);

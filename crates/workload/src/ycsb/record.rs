@@ -221,6 +221,38 @@ impl RecordBuf {
     pub fn value_bytes(&self) -> u32 {
         self.values.iter().map(|v| v.len() as u32).sum()
     }
+
+    /// Whether `value`, a whole record as [`encode_record`] makes it (what a store without
+    /// fields keeps under the key), holds the fields asked for (one, or all), each passing
+    /// [`RecordBuf::verify`] for the current key.
+    pub fn check_encoded(&self, value: &[u8], field: Option<u32>) -> bool {
+        let (mut seen, mut good) = (0usize, true);
+        let whole = decode_record(value, |i, v| {
+            if field.is_none_or(|f| f as usize == i) {
+                seen += 1;
+                good &= i < self.field_count() && self.verify(i, v);
+            }
+        });
+        let wanted = if field.is_some() {
+            1
+        } else {
+            self.field_count()
+        };
+        whole && good && seen == wanted
+    }
+
+    /// Takes the fields of `value`, a whole record as [`encode_record`] makes it, as the
+    /// current values: an update of one field then writes the others back as they were.
+    /// False if `value` is no such record.
+    pub fn take_encoded(&mut self, value: &[u8]) -> bool {
+        let values = &mut self.values;
+        decode_record(value, |i, v| {
+            if let Some(slot) = values.get_mut(i) {
+                slot.clear();
+                slot.extend_from_slice(v);
+            }
+        })
+    }
 }
 
 #[inline]
