@@ -33,7 +33,8 @@ pub use session::{
     Capabilities, Completion, Completions, Overlap, Session, SessionUser, Submitted,
 };
 pub use ycsb_store::{
-    YCSB_OPS, YcsbBindingError, YcsbStore, claim_value, read_back, write_outcome, ycsb_op,
+    YCSB_OPS, YcsbBindingError, YcsbStore, claim_timeout_ms, claim_value, read_back, write_outcome,
+    ycsb_op,
 };
 
 use std::path::PathBuf;

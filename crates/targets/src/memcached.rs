@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use crate::{
     Capabilities, Completions, OptionError, Overlap, PrepareOptions, Region, Session,
     SessionParams, SessionUser, Submitted, Target, TargetConfig, TargetError, TargetType,
-    YcsbBinding, YcsbBindingError, YcsbStore, claim_value, option_error, ycsb_op,
+    YcsbBinding, YcsbBindingError, YcsbStore, claim_timeout_ms, claim_value, option_error, ycsb_op,
 };
 use storlab_model::units::Dur;
 use storlab_model::{ErrorKind, Op, OpError, OpKind, WorkloadKind};
@@ -95,13 +95,7 @@ fn ycsb_options(props: &mut Properties) -> Result<toml::Table, YcsbBindingError>
         t.insert("host".into(), host.into());
         t.insert("port".into(), (port as i64).into());
     }
-    if let Some((v, p)) = claim_value(props, "memcached.opTimeoutMillis") {
-        let ms: u64 = v.parse().map_err(|_| YcsbBindingError {
-            property: p,
-            reason: "expected milliseconds".into(),
-        })?;
-        t.insert("timeout".into(), format!("{}ms", ms.max(1)).into());
-    }
+    claim_timeout_ms(props, "memcached.opTimeoutMillis", &mut t)?;
     Ok(t)
 }
 
@@ -301,5 +295,36 @@ impl Session for MemcachedSession {
 
     fn read_back(&mut self, keynum: u64) -> Option<storlab_verify::kv::ReadBack> {
         Some(crate::read_back(self, keynum))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use storlab_workload::ycsb::Origin;
+
+    fn options(pairs: &[(&str, &str)]) -> Result<toml::Table, YcsbBindingError> {
+        let mut props = Properties::new();
+        for (k, v) in pairs {
+            props.set(k, v, Origin::Override { index: 0 });
+        }
+        ycsb_options(&mut props)
+    }
+
+    #[test]
+    fn ycsb_properties_become_options() {
+        let t = options(&[
+            ("memcached.hosts", "10.0.0.5:11311,10.0.0.6"),
+            ("memcached.opTimeoutMillis", "0"),
+        ])
+        .unwrap();
+        assert_eq!(t["host"].as_str(), Some("10.0.0.5"));
+        assert_eq!(t["port"].as_integer(), Some(11311));
+        assert_eq!(t["timeout"].as_str(), Some("1ms"));
+        let t = options(&[("memcached.hosts", "cache")]).unwrap();
+        assert_eq!(t["port"].as_integer(), Some(11211));
+        let e = options(&[("memcached.opTimeoutMillis", "2s")]).unwrap_err();
+        assert_eq!(e.reason, "expected milliseconds");
+        assert!(options(&[("memcached.hosts", "cache:x")]).is_err());
     }
 }

@@ -136,6 +136,23 @@ pub fn claim_value(props: &mut Properties, name: &str) -> Option<(String, Proper
     props.claim(name).map(|p| (p.value.clone(), p.clone()))
 }
 
+/// Claims `name`, a binding's timeout in milliseconds (`redis.timeout`,
+/// `memcached.opTimeoutMillis`), as the target's `timeout` option (at least 1 ms).
+pub fn claim_timeout_ms(
+    props: &mut Properties,
+    name: &str,
+    options: &mut toml::Table,
+) -> Result<(), YcsbBindingError> {
+    if let Some((v, property)) = claim_value(props, name) {
+        let ms: u64 = v.parse().map_err(|_| YcsbBindingError {
+            property,
+            reason: "expected milliseconds".into(),
+        })?;
+        options.insert("timeout".into(), format!("{}ms", ms.max(1)).into());
+    }
+    Ok(())
+}
+
 /// What database servers' targets do: YCSB's operations.
 pub const YCSB_OPS: [OpKind; 5] = [
     OpKind::Read,

@@ -38,7 +38,7 @@ use redis::{ConnectionLike, Value};
 use serde::{Deserialize, Serialize};
 
 use storlab_model::{OpKind, ErrorKind, OpError};
-use crate::{Completion, Completions, OptionError, Overlap, PrepareOptions, Session, SessionParams, SessionUser, Submitted, TargetConfig, TargetError, TargetType, YcsbBinding, YcsbBindingError, YcsbStore, claim_value, option_error, ycsb_op};
+use crate::{Completion, Completions, OptionError, Overlap, PrepareOptions, Session, SessionParams, SessionUser, Submitted, TargetConfig, TargetError, TargetType, YcsbBinding, YcsbBindingError, YcsbStore, claim_timeout_ms, claim_value, option_error, ycsb_op};
 use storlab_model::Op;
 use storlab_model::units::Dur;
 use storlab_model::YcsbOp;
@@ -177,13 +177,7 @@ fn ycsb_options(props: &mut Properties) -> Result<toml::Table, YcsbBindingError>
     if let Some((v, _)) = claim_value(props, "redis.password") {
         t.insert("password".into(), v.into());
     }
-    if let Some((v, p)) = claim_value(props, "redis.timeout") {
-        let ms: u64 = v.parse().map_err(|_| YcsbBindingError {
-            property: p,
-            reason: "expected milliseconds".into(),
-        })?;
-        t.insert("timeout".into(), format!("{}ms", ms.max(1)).into());
-    }
+    claim_timeout_ms(props, "redis.timeout", &mut t)?;
     Ok(t)
 }
 
