@@ -369,8 +369,11 @@ const EXIT_STORE_UNREACHABLE: i32 = 4;
 /// Exit code when the user interrupted (results of what ran are kept).
 const EXIT_INTERRUPTED: i32 = 130;
 
-/// Runs the command line; returns the process exit code.
-pub fn main() -> i32 {
+/// Runs the command line; returns the process exit code. `git_commit`: the commit the binary
+/// was built from (its build script's `STORLAB_GIT_COMMIT`), disclosed in every run's
+/// `system.json`.
+pub fn main(git_commit: Option<&'static str>) -> i32 {
+    storlab_results::system::set_git_commit(git_commit);
     // Die quietly when stdout is a closed pipe (`storlab plan ... | head`), as Unix tools do.
     // SAFETY: resetting a signal's disposition to the default is always sound.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };

@@ -125,6 +125,17 @@ pub struct BlockDeviceInfo {
     pub loop_backing_file: Option<String>,
 }
 
+/// The commit the running binary was built from, set once at start by the binary
+/// ([`set_git_commit`]): the build script that reads it lives in the thin binary's package, so
+/// a commit rebuilds that package alone.
+static GIT_COMMIT: std::sync::OnceLock<Option<&'static str>> = std::sync::OnceLock::new();
+
+/// Records the commit the binary was built from (None outside a git checkout). The first call
+/// wins.
+pub fn set_git_commit(commit: Option<&'static str>) {
+    let _ = GIT_COMMIT.set(commit);
+}
+
 /// Captures the system description, inspecting the storage of each target.
 pub fn capture(target_paths: &[PathBuf]) -> SystemInfo {
     let uts = uname().unwrap_or_default();
@@ -143,7 +154,7 @@ pub fn capture(target_paths: &[PathBuf]) -> SystemInfo {
         kernel_version,
         architecture,
         storlab_version: env!("CARGO_PKG_VERSION").to_string(),
-        storlab_git_commit: option_env!("STORLAB_GIT_COMMIT").map(str::to_string),
+        storlab_git_commit: GIT_COMMIT.get().copied().flatten().map(str::to_string),
         cpu: cpu_info(),
         memory_total_bytes: meminfo_bytes(&meminfo, "MemTotal"),
         memory_available_bytes: meminfo_bytes(&meminfo, "MemAvailable"),
