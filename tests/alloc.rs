@@ -15,7 +15,8 @@ use storlab_model::rate::RateChange;
 use storlab_model::units::Bytes;
 use storlab_record::{Interval, Recorder};
 use storlab_targets::{
-    PrepareOptions, Prepared, Session, SessionParams, SessionUser, TargetConfig, null::NullConfig,
+    PrepareOptions, Prepared, Session, SessionParams, SessionTables, SessionUser, TargetConfig,
+    WorkloadParams, null::NullConfig,
 };
 use storlab_workload::Workload;
 
@@ -120,34 +121,24 @@ fn loop_allocations_paced(
         writes: workload.writes(),
         region,
         queue_depth: workload.queue_depth(),
-        block_bytes: workload.block_bytes() as u32,
-        size_draw: workload
-            .as_block()
-            .map(storlab_workload::block::size_draw::SizeDraw::of),
-        random_data: workload
-            .as_block()
-            .is_none_or(|b| b.write_buffers.is_none()),
-        pattern: 0,
-        write_buffers: workload.as_block().and_then(|b| b.write_buffers.clone()),
         seed: 1,
-        kv: workload.kv_shape(),
-        ycsb: workload.ycsb(),
-        // Verified writes: the table is built before the loop, as the run does.
-        verify: workload.as_block().filter(|b| b.verify).map(|b| {
-            let table =
-                storlab_verify::VerifyTable::new("t", region, b.block_size.0 as u32, 1).unwrap();
-            storlab_verify::VerifyParams {
-                table: Arc::new(table),
-                thread: 0,
-            }
-        }),
-        kv_verify: None,
-        pgbench: workload
-            .as_pgbench()
-            .map(|_| storlab_targets::PgbenchParams {
-                client: 0,
-                ledger: None,
-            }),
+        workload: WorkloadParams::of(
+            workload,
+            0,
+            SessionTables {
+                // Verified writes: the table is built before the loop, as the run does.
+                blocks: workload.as_block().filter(|b| b.verify).map(|b| {
+                    let table =
+                        storlab_verify::VerifyTable::new("t", region, b.block_size.0 as u32, 1)
+                            .unwrap();
+                    storlab_verify::VerifyParams {
+                        table: Arc::new(table),
+                        thread: 0,
+                    }
+                }),
+                ..SessionTables::default()
+            },
+        ),
     };
     let loop_start = std::time::Instant::now();
     let (n, outcome) = target

@@ -14,7 +14,9 @@ use storlab_model::Region;
 use storlab_record::{Interval, Recorder};
 use storlab_results::{RunFolder, system};
 use storlab_study::plan::RunPlan;
-use storlab_targets::{PrepareOptions, Prepared, SessionParams, TargetError};
+use storlab_targets::{
+    PrepareOptions, Prepared, SessionParams, SessionTables, TargetError, WorkloadParams,
+};
 use storlab_verify::{VerifyParams, VerifyTable};
 use storlab_workload::Source;
 
@@ -160,12 +162,12 @@ pub fn verify_tables(
                 let (block_bytes, threads) = (b.block_size.0 as u32, b.threads);
                 let at = study_folder.map(|d| super::verify::map_path(run, t, d));
                 match (t.config.verify_file(), at) {
-                    (Some((path, direct)), Some(at)) => super::verify::state::create_mapped(
+                    (Some(file), Some(at)) => super::verify::state::create_mapped(
                         &t.name,
                         *region,
                         block_bytes,
                         threads,
-                        (&path, direct),
+                        (&file.path, file.direct),
                         &at,
                     ),
                     _ => VerifyTable::new(&t.name, *region, block_bytes, threads),
@@ -335,33 +337,23 @@ impl Builder<'_> {
     fn params(&self, ti: usize, worker: u32, thread: Option<u32>) -> SessionParams {
         let run = self.run;
         let w = &run.targets[ti].workload;
-        let block = w.as_block();
-        SessionParams {
-            worker,
-            writes: w.writes(),
-            region: self.regions[ti],
-            queue_depth: w.queue_depth(),
-            block_bytes: w.block_bytes() as u32,
-            size_draw: block.map(storlab_workload::block::size_draw::SizeDraw::of),
-            random_data: block.is_none_or(|b| {
-                b.write_data == storlab_workload::WriteData::Random && b.write_buffers.is_none()
-            }),
-            pattern: block.map_or(0, |b| b.write_pattern),
-            write_buffers: block.and_then(|b| b.write_buffers.clone()),
-            seed: run.targets[ti].seed,
-            kv: w.kv_shape(),
-            ycsb: w.ycsb(),
-            verify: self
+        let tables = SessionTables {
+            blocks: self
                 .verify_tables
                 .get(ti)
                 .and_then(|t| t.clone())
                 .zip(thread)
                 .map(|(table, thread)| VerifyParams { table, thread }),
-            kv_verify: self.kv_tables.get(ti).and_then(|t| t.clone()),
-            pgbench: w.as_pgbench().map(|_| storlab_targets::PgbenchParams {
-                client: thread.unwrap_or(0),
-                ledger: self.ledgers.get(ti).and_then(|l| l.clone()),
-            }),
+            kv: self.kv_tables.get(ti).and_then(|t| t.clone()),
+            ledger: self.ledgers.get(ti).and_then(|l| l.clone()),
+        };
+        SessionParams {
+            worker,
+            writes: w.writes(),
+            region: self.regions[ti],
+            queue_depth: w.queue_depth(),
+            seed: run.targets[ti].seed,
+            workload: WorkloadParams::of(w, thread.unwrap_or(0), tables),
         }
     }
 

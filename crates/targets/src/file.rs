@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use storlab_model::OpKind;
 use crate::{
-    Capabilities, OptionError, Overlap, PrepareOptions, Region, SessionParams, SessionUser, Target,
+    BlockParams, Capabilities, OptionError, ReadBackFile, Overlap, PrepareOptions, Region, SessionParams, SessionUser, Target,
     TargetConfig, TargetError, TargetType, guard, option_error,
 };
 use storlab_model::units::{Bytes, Dur};
@@ -415,13 +415,17 @@ impl Target for FileConfig {
         self.remove_if_created();
     }
 
-    fn verify_file(&self) -> Option<(PathBuf, bool)> {
+    fn verify_file(&self) -> Option<ReadBackFile> {
         // Verified writes need one file: a set of several is refused when its sessions open.
-        match self.files.as_slice() {
-            [] => Some((self.path.clone(), self.direct)),
-            [one] => Some((one.path.clone(), self.direct)),
-            _ => None,
-        }
+        let path = match self.files.as_slice() {
+            [] => self.path.clone(),
+            [one] => one.path.clone(),
+            _ => return None,
+        };
+        Some(ReadBackFile {
+            path,
+            direct: self.direct,
+        })
     }
 }
 
@@ -603,9 +607,13 @@ impl FileConfig {
 
     /// Every file of the session opened before its first operation, and what places each
     /// operation in one of them.
-    fn open_files(&self, p: &SessionParams) -> Result<(Files, Picker), TargetError> {
+    fn open_files(
+        &self,
+        p: &SessionParams,
+        b: &BlockParams,
+    ) -> Result<(Files, Picker), TargetError> {
         let entries = self.entries();
-        if entries.len() > 1 && p.verify.is_some() {
+        if entries.len() > 1 && b.verify.is_some() {
             return Err(TargetError::Invalid(
                 "verified writes need one file: a target with `files` cannot verify".into(),
             ));
@@ -617,7 +625,7 @@ impl FileConfig {
             sizes.push(size.map_or(p.region.size_bytes, |s| s.0));
         }
         let seed = p.seed ^ (u64::from(p.worker) << 32) ^ 0x9e37_79b9_7f4a_7c15;
-        let picker = Picker::new(sizes, self.file_service, self.file_cursors, seed, p.size_draw);
+        let picker = Picker::new(sizes, self.file_service, self.file_cursors, seed, b.size_draw);
         Ok((
             Files {
                 files,
@@ -632,14 +640,15 @@ impl FileConfig {
         p: &SessionParams,
         user: U,
     ) -> Result<U::Output, TargetError> {
-        let (files, picker) = self.open_files(p)?;
+        let b = p.block_only("file")?;
+        let (files, picker) = self.open_files(p, b)?;
         let slots = match self.engine {
             Engine::IoUring => p.queue_depth as usize,
             Engine::Psync => 1,
         };
         let pages = self.buffer_pages.unwrap_or_default();
-        let buf = AlignedBuf::new(slots, p.block_bytes as usize, p, pages)?;
-        let verify = p.verify.as_ref().map(|v| Stamper::new(v, slots));
+        let buf = AlignedBuf::new(slots, b, p.seed ^ (u64::from(p.worker) << 32), pages)?;
+        let verify = b.verify.as_ref().map(|v| Stamper::new(v, slots));
         let bounds = (
             p.region.offset_bytes,
             p.region.offset_bytes + p.region.size_bytes,
@@ -653,7 +662,7 @@ impl FileConfig {
                 buf,
                 bounds,
                 generation: 0,
-                stamp: p.random_data,
+                stamp: b.random_data,
                 direct: self.direct,
                 verify,
             })),
@@ -665,7 +674,7 @@ impl FileConfig {
                     buf,
                     bounds,
                     qd: p.queue_depth,
-                    stamp: p.random_data,
+                    stamp: b.random_data,
                     verify,
                     options: self.uring_options(),
                 })
@@ -698,6 +707,7 @@ impl FileConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::WorkloadParams;
 
     fn parse_text(text: &str) -> Result<FileConfig, OptionError> {
         let table: toml::Table = toml::from_str(text).unwrap();
@@ -779,25 +789,15 @@ mod tests {
                 size_bytes: region_bytes,
             },
             queue_depth: 4,
-            block_bytes: 4096,
-            size_draw: None,
-            random_data: false,
-            pattern: 0,
-            write_buffers: None,
             seed: 1,
-            kv: None,
-            ycsb: None,
-            verify: None,
-            kv_verify: None,
-            pgbench: None,
+            workload: WorkloadParams::Block(Box::new(BlockParams::zeros(4096))),
         }
     }
 
     #[test]
     fn buffers_of_blocks_above_a_page_sit_in_huge_pages_and_say_what_they_got() {
-        let p = params(1 << 20);
         let thp = std::path::Path::new("/sys/kernel/mm/transparent_hugepage/enabled").exists();
-        let b = AlignedBuf::new(16, 128 << 10, &p, BufferPages::Huge).unwrap();
+        let b = AlignedBuf::new(16, &BlockParams::zeros(128 << 10), 1, BufferPages::Huge).unwrap();
         assert_eq!(b.ptr as usize % (2 << 20), 0);
         if thp {
             // "huge", or how much of it the kernel gave: never claimed without reading back.
@@ -805,9 +805,9 @@ mod tests {
         } else {
             assert!(b.pages.starts_with("base (madvise"), "{}", b.pages);
         }
-        let b = AlignedBuf::new(16, 128 << 10, &p, BufferPages::Base).unwrap();
+        let b = AlignedBuf::new(16, &BlockParams::zeros(128 << 10), 1, BufferPages::Base).unwrap();
         assert_eq!(b.pages, "base (asked)");
-        let b = AlignedBuf::new(16, 4096, &p, BufferPages::Huge).unwrap();
+        let b = AlignedBuf::new(16, &BlockParams::zeros(4096), 1, BufferPages::Huge).unwrap();
         assert!(b.pages.starts_with("base (blocks of at most 4 KiB"), "{}", b.pages);
         let c = parse_text("path = \"f\"\nbuffer-pages = \"base\"").unwrap();
         assert_eq!(c.buffer_pages, Some(BufferPages::Base));
@@ -932,7 +932,13 @@ mod tests {
         assert_eq!(e.key, "path");
         // One file of a set is verified as a path is; several cannot be.
         let one = parse_text("files = [{ path = \"a\", size = 4096 }]").unwrap();
-        assert_eq!(one.verify_file(), Some((PathBuf::from("a"), false)));
+        assert_eq!(
+            one.verify_file(),
+            Some(ReadBackFile {
+                path: PathBuf::from("a"),
+                direct: false
+            })
+        );
         let two = parse_text("files = [{ path = \"a\", size = 4096 }, { path = \"b\", size = 4096 }]");
         assert_eq!(two.unwrap().verify_file(), None);
         let e = parse_text("files = [{ path = \"a\", size = 0 }]").unwrap_err();

@@ -28,7 +28,7 @@ registry::registry! {
     Memcached => memcached::MemcachedConfig,
 }
 
-pub use registry::{Target, TargetType, YcsbBinding, check_workload};
+pub use registry::{LedgerKeeper, ReadBackFile, Target, TargetType, YcsbBinding, check_workload};
 pub use session::{
     Capabilities, Completion, Completions, Overlap, Session, SessionUser, Submitted,
 };
@@ -41,6 +41,7 @@ use std::path::PathBuf;
 
 use storlab_model::{OptionError, Region, option_error};
 
+use storlab_workload::Workload;
 use storlab_workload::ycsb::CoreWorkload;
 
 /// Errors preparing or opening a target.
@@ -102,7 +103,8 @@ pub fn serialize_redacted_url<S: serde::Serializer>(url: &str, s: S) -> Result<S
     s.serialize_str(&redact_url(url))
 }
 
-/// What a worker needs to know to open its session.
+/// What a worker needs to know to open its session: what every workload's session has, and
+/// its workload's own part ([`WorkloadParams`]).
 #[derive(Debug, Clone)]
 pub struct SessionParams {
     pub worker: u32,
@@ -111,9 +113,29 @@ pub struct SessionParams {
     /// What operations may address.
     pub region: Region,
     pub queue_depth: u32,
+    pub seed: u64,
+    /// What the session's workload type needs besides.
+    pub workload: WorkloadParams,
+}
+
+/// A session's parameters that belong to one workload type.
+#[derive(Debug, Clone)]
+pub enum WorkloadParams {
+    /// Boxed: far larger than the others (its size draw and buffer contents).
+    Block(Box<BlockParams>),
+    /// db_bench's key-value workload.
+    Kv(KvParams),
+    Ycsb(YcsbParams),
+    Pgbench(PgbenchParams),
+}
+
+/// What a session of a block workload needs: its blocks' size and contents, and the verify
+/// table of its written blocks.
+#[derive(Debug, Clone)]
+pub struct BlockParams {
     pub block_bytes: u32,
-    /// A block workload's size draw and offsets: a target with files of several sizes
-    /// places each I/O in a smaller one as fio does ([`storlab_workload::block::size_draw`]).
+    /// The size draw and offsets: a target with files of several sizes places each I/O in a
+    /// smaller one as fio does ([`storlab_workload::block::size_draw`]).
     pub size_draw: Option<storlab_workload::block::size_draw::SizeDraw>,
     /// Fill written buffers with random bytes (else the pattern byte).
     pub random_data: bool,
@@ -121,17 +143,133 @@ pub struct SessionParams {
     /// fio's buffer contents (`write-buffers`): written blocks filled by fio's algorithms
     /// instead (then `random_data` is false).
     pub write_buffers: Option<storlab_workload::buffers::WriteBuffers>,
-    pub seed: u64,
-    /// Key and value shapes of a key-value workload.
-    pub kv: Option<storlab_workload::kv::KvShape>,
-    /// The YCSB workload whose records the session reads and writes.
-    pub ycsb: Option<std::sync::Arc<CoreWorkload>>,
     /// Verified writes: the table of acknowledged generations and this worker's stripe.
     pub verify: Option<storlab_verify::VerifyParams>,
-    /// Verified key-value writes: the table of acknowledged writes of every key.
-    pub kv_verify: Option<std::sync::Arc<storlab_verify::kv::KvTable>>,
-    /// A pgbench workload's session: its client index and the ledger, if verified.
-    pub pgbench: Option<PgbenchParams>,
+}
+
+/// What a session of db_bench's key-value workload needs.
+#[derive(Debug, Clone)]
+pub struct KvParams {
+    /// Key and value shapes.
+    pub shape: storlab_workload::kv::KvShape,
+    /// Verified writes: the table of acknowledged writes of every key.
+    pub verify: Option<std::sync::Arc<storlab_verify::kv::KvTable>>,
+}
+
+/// What a session of a YCSB workload needs.
+#[derive(Debug, Clone)]
+pub struct YcsbParams {
+    /// The YCSB workload whose records the session reads and writes.
+    pub core: std::sync::Arc<CoreWorkload>,
+    /// Verified writes: the table of acknowledged writes of every key.
+    pub verify: Option<std::sync::Arc<storlab_verify::kv::KvTable>>,
+}
+
+/// What verifies a workload's writes, built by the run before its workers start and shared by
+/// their sessions.
+#[derive(Clone, Default)]
+pub struct SessionTables {
+    /// A block workload's table of acknowledged generations and this worker's stripe.
+    pub blocks: Option<storlab_verify::VerifyParams>,
+    /// A db_bench or YCSB workload's table of acknowledged writes of every key.
+    pub kv: Option<std::sync::Arc<storlab_verify::kv::KvTable>>,
+    /// A pgbench workload's lost-transaction ledger.
+    pub ledger: Option<std::sync::Arc<storlab_verify::ledger::Ledger>>,
+}
+
+impl WorkloadParams {
+    /// The part of `w`'s sessions' parameters that belongs to its type: `client` is the
+    /// worker's index among its target's clients, `tables` what verifies its writes.
+    pub fn of(w: &Workload, client: u32, tables: SessionTables) -> WorkloadParams {
+        match w {
+            Workload::Block(b) => WorkloadParams::Block(Box::new(BlockParams {
+                block_bytes: b.block_size.0 as u32,
+                size_draw: Some(storlab_workload::block::size_draw::SizeDraw::of(b)),
+                random_data: b.write_data == storlab_workload::WriteData::Random
+                    && b.write_buffers.is_none(),
+                pattern: b.write_pattern,
+                write_buffers: b.write_buffers.clone(),
+                verify: tables.blocks,
+            })),
+            Workload::DbBench(k) => WorkloadParams::Kv(KvParams {
+                shape: k.shape(),
+                verify: tables.kv,
+            }),
+            Workload::Ycsb(y) => WorkloadParams::Ycsb(YcsbParams {
+                core: std::sync::Arc::clone(&y.core),
+                verify: tables.kv,
+            }),
+            Workload::Pgbench(_) => WorkloadParams::Pgbench(PgbenchParams {
+                client,
+                ledger: tables.ledger,
+            }),
+        }
+    }
+}
+
+impl BlockParams {
+    /// Blocks of `block_bytes` filled with zeros, unverified, offsets drawn uniformly.
+    pub fn zeros(block_bytes: u32) -> BlockParams {
+        BlockParams {
+            block_bytes,
+            size_draw: None,
+            random_data: false,
+            pattern: 0,
+            write_buffers: None,
+            verify: None,
+        }
+    }
+}
+
+impl SessionParams {
+    /// The block workload's part, if the session runs one.
+    pub fn block(&self) -> Option<&BlockParams> {
+        match &self.workload {
+            WorkloadParams::Block(b) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// The block workload's part, or why a target that runs only block workloads cannot open
+    /// this session (the study's checks refuse it before a run).
+    pub fn block_only(&self, target: &str) -> Result<&BlockParams, TargetError> {
+        self.block().ok_or_else(|| {
+            TargetError::Invalid(format!("a {target} target runs block workloads only"))
+        })
+    }
+
+    /// db_bench's key and value shapes, if the session runs its workload.
+    pub fn kv_shape(&self) -> Option<storlab_workload::kv::KvShape> {
+        match &self.workload {
+            WorkloadParams::Kv(k) => Some(k.shape),
+            _ => None,
+        }
+    }
+
+    /// The YCSB workload, if the session runs one.
+    pub fn ycsb(&self) -> Option<&CoreWorkload> {
+        match &self.workload {
+            WorkloadParams::Ycsb(y) => Some(&y.core),
+            _ => None,
+        }
+    }
+
+    /// The table of acknowledged key-value writes, if a db_bench or YCSB workload verifies.
+    pub fn kv_verify(&self) -> Option<&std::sync::Arc<storlab_verify::kv::KvTable>> {
+        match &self.workload {
+            WorkloadParams::Kv(k) => k.verify.as_ref(),
+            WorkloadParams::Ycsb(y) => y.verify.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// The pgbench workload's part, if the session runs one.
+    pub fn pgbench(&self) -> Option<&PgbenchParams> {
+        match &self.workload {
+            WorkloadParams::Pgbench(p) => Some(p),
+            _ => None,
+        }
+    }
 }
 
 /// What a session of a pgbench workload needs besides the operations.

@@ -160,7 +160,7 @@ impl Target for MemcachedConfig {
         params: &SessionParams,
         user: U,
     ) -> Result<U::Output, TargetError> {
-        let Some(w) = params.ycsb.as_deref() else {
+        let Some(w) = params.ycsb() else {
             return Err(TargetError::Invalid(
                 "a memcached target runs ycsb workloads only".into(),
             ));
@@ -171,7 +171,7 @@ impl Target for MemcachedConfig {
         let session = MemcachedSession {
             client,
             record: RecordBuf::new(w, params.seed ^ ((params.worker as u64 + 1) << 32))
-                .with_verify(params.kv_verify.as_ref(), params.queue_depth),
+                .with_verify(params.kv_verify(), params.queue_depth),
             encoded: Vec::with_capacity(4096),
         };
         Ok(user.run(session))

@@ -130,7 +130,7 @@ impl MongoConfig {
         params: &SessionParams,
         user: U,
     ) -> Result<U::Output, TargetError> {
-        let Some(w) = params.ycsb.as_deref() else {
+        let Some(w) = params.ycsb() else {
             return Err(TargetError::Invalid(
                 "a mongodb target runs ycsb workloads only".into(),
             ));
@@ -141,7 +141,7 @@ impl MongoConfig {
         let session = MongoSession {
             coll,
             record: RecordBuf::new(w, params.seed ^ ((params.worker as u64 + 1) << 32))
-                .with_verify(params.kv_verify.as_ref(), params.queue_depth),
+                .with_verify(params.kv_verify(), params.queue_depth),
             batching: qd > 1,
             batch: Vec::with_capacity(qd),
             batch_slots: Vec::with_capacity(qd),

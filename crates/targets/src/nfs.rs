@@ -175,10 +175,11 @@ impl Target for NfsConfig {
     ) -> Result<U::Output, TargetError> {
         let (m, _) = Mounted::open(&self.url, false, self.timeout_ms()).map_err(|e| self.error(e))?;
         let (read_max, write_max) = m.max_transfer_bytes();
-        if p.block_bytes as u64 > read_max.min(write_max) {
+        let b = p.block_only("nfs")?;
+        if b.block_bytes as u64 > read_max.min(write_max) {
             return Err(TargetError::Invalid(format!(
                 "nfs target {}: blocks of {} bytes are above what the server takes in one call ({} bytes read, {} write)",
-                self.url, p.block_bytes, read_max, write_max
+                self.url, b.block_bytes, read_max, write_max
             )));
         }
         let used = vec![
@@ -190,7 +191,7 @@ impl Target for NfsConfig {
             ("nfs.max-write-bytes", write_max.to_string()),
             ("nfs.test-file", shared.test_file.clone()),
         ];
-        let session = NfsSession::new(m, &self.url, p, self.timeout_ms(), used);
+        let session = NfsSession::new(m, &self.url, p, b, self.timeout_ms(), used);
         Ok(user.run(session))
     }
 
@@ -199,8 +200,11 @@ impl Target for NfsConfig {
     }
 
     /// The verify pass reads the file back through libnfs, from its URL.
-    fn verify_file(&self) -> Option<(std::path::PathBuf, bool)> {
-        Some((self.url.clone().into(), false))
+    fn verify_file(&self) -> Option<crate::ReadBackFile> {
+        Some(crate::ReadBackFile {
+            path: self.url.clone().into(),
+            direct: false,
+        })
     }
 
     /// `--quick`: at most 64 MiB.

@@ -162,13 +162,12 @@ impl NullConfig {
                 _ => self.stall_after_ops.unwrap_or(u64::MAX),
             },
             stall: self.stall.map(|d| d.0).unwrap_or_default(),
-            value_bytes: params.kv.map_or(0, |kv| kv.value_bytes),
-            record_bytes: params.ycsb.as_ref().map_or(0, |w| {
+            value_bytes: params.kv_shape().map_or(0, |kv| kv.value_bytes),
+            record_bytes: params.ycsb().map_or(0, |w| {
                 (w.field_count as u64 * w.field_length_bytes).min(u32::MAX as u64) as u32
             }),
             record: params
-                .ycsb
-                .as_ref()
+                .ycsb()
                 .map(|w| RecordBuf::new(w, params.seed ^ ((params.worker as u64 + 1) << 32))),
         }
     }

@@ -112,27 +112,39 @@ pub trait Target {
     /// Scales the target down for `--quick` (e.g. a smaller file).
     fn make_quick(&mut self) {}
 
-    /// Where verified writes (`verify = true`) can be read back: the file or device and
-    /// whether to use O_DIRECT. None: the target cannot verify written blocks.
-    fn verify_file(&self) -> Option<(PathBuf, bool)> {
+    /// Where verified writes (`verify = true`) of a block workload can be read back. None:
+    /// the target cannot verify written blocks.
+    fn verify_file(&self) -> Option<ReadBackFile> {
         None
     }
 
-    /// Reads the history rows of a pgbench run back and checks its ledger (see
-    /// [`storlab_verify::ledger`]).
-    fn check_ledger(
-        &self,
-        _shared: &Self::Shared,
-        _ledger: &storlab_verify::ledger::Ledger,
-    ) -> Result<storlab_verify::kv::KvVerifyReport, TargetError> {
-        Err(TargetError::Invalid(format!(
-            "a {} target keeps no transaction ledger",
-            Self::TYPE.name
-        )))
+    /// The ability to check pgbench's lost-transaction ledger, for a target whose capabilities
+    /// say `keeps_ledger`. None: it has none.
+    fn ledger(&self) -> Option<&dyn LedgerKeeper<Self::Shared>> {
+        None
     }
 
     /// Cleans up after the study (removes files storlab created when asked to).
     fn finish(&self) {}
+}
+
+/// Where a block target's written blocks are read back by the verify pass.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadBackFile {
+    /// The file or device (or the URL the target reads it through).
+    pub path: PathBuf,
+    /// Read it with O_DIRECT.
+    pub direct: bool,
+}
+
+/// A target that keeps pgbench's lost-transaction ledger: it reads a run's history rows back
+/// and checks the ledger against them (see [`storlab_verify::ledger`]).
+pub trait LedgerKeeper<Shared> {
+    fn check_ledger(
+        &self,
+        shared: &Shared,
+        ledger: &storlab_verify::ledger::Ledger,
+    ) -> Result<storlab_verify::kv::KvVerifyReport, TargetError>;
 }
 
 /// Declares the target types: `Variant => module::Config` rows. Generates the modules, the
@@ -249,7 +261,7 @@ macro_rules! registry {
             }
 
             /// Where verified writes can be read back (file or device, O_DIRECT), if anywhere.
-            pub fn verify_file(&self) -> Option<(std::path::PathBuf, bool)> {
+            pub fn verify_file(&self) -> Option<registry::ReadBackFile> {
                 match self {
                     $(TargetConfig::$variant(c) => registry::Target::verify_file(c),)*
                 }
@@ -269,7 +281,13 @@ macro_rules! registry {
                 #[allow(unreachable_patterns)]
                 match (self, &prepared.handle) {
                     $((TargetConfig::$variant(c), Handle::$variant(shared)) =>
-                        registry::Target::check_ledger(c, shared, ledger),)*
+                        match registry::Target::ledger(c) {
+                            Some(keeper) => keeper.check_ledger(shared, ledger),
+                            None => Err(TargetError::Invalid(format!(
+                                "a {} target keeps no transaction ledger",
+                                self.type_name()
+                            ))),
+                        },)*
                     _ => Err(TargetError::Invalid(
                         "the target was not prepared before its ledger was checked".into(),
                     )),

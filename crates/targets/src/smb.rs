@@ -405,6 +405,7 @@ impl Target for SmbConfig {
         params: &SessionParams,
         user: U,
     ) -> Result<U::Output, TargetError> {
+        let block = params.block_only("smb")?;
         let Some(rt) = shared.runtime.as_ref() else {
             return Err(TargetError::Invalid(
                 "the smb target's runtime is gone".into(),
@@ -422,7 +423,7 @@ impl Target for SmbConfig {
             driver,
             shared.link.clone(),
             files,
-            params,
+            (params, block),
             self.timeout.0,
             Self::facts(shared),
         );
@@ -438,8 +439,11 @@ impl Target for SmbConfig {
 
     /// The verify pass reads the file back through the same connection code, from its URL
     /// (the password stays in memory; a saved state holds the URL without it).
-    fn verify_file(&self) -> Option<(std::path::PathBuf, bool)> {
-        Some((self.url.clone().into(), false))
+    fn verify_file(&self) -> Option<crate::ReadBackFile> {
+        Some(crate::ReadBackFile {
+            path: self.url.clone().into(),
+            direct: false,
+        })
     }
 
     /// `--quick`: at most 64 MiB.

@@ -5,7 +5,9 @@
 
 use std::sync::Arc;
 
-use storlab_targets::{Prepared, Session, SessionParams, SessionUser, TargetConfig};
+use storlab_targets::{
+    Prepared, Session, SessionParams, SessionUser, TargetConfig, WorkloadParams, YcsbParams,
+};
 use storlab_verify::VerifyError;
 use storlab_verify::kv::readback::classify;
 use storlab_verify::kv::report::KvVerifyReport;
@@ -25,17 +27,11 @@ pub fn run(
         writes: false,
         region: prepared.region,
         queue_depth: 1,
-        block_bytes: 0,
-        size_draw: None,
-        random_data: false,
-        pattern: 0,
-        write_buffers: None,
         seed: 0,
-        kv: None,
-        ycsb: Some(Arc::clone(workload)),
-        verify: None,
-        kv_verify: None,
-        pgbench: None,
+        workload: WorkloadParams::Ycsb(YcsbParams {
+            core: Arc::clone(workload),
+            verify: None,
+        }),
     };
     let user = PassUser { table, workload };
     config

@@ -223,7 +223,7 @@ pub fn after_run(
     let several = run.targets.len() > 1;
     for (t, table) in run.targets.iter().zip(tables) {
         let Some(table) = table else { continue };
-        let Some((path, direct)) = t.config.verify_file() else {
+        let Some(storlab_targets::ReadBackFile { path, direct }) = t.config.verify_file() else {
             continue;
         };
         // A client's target is read back from its client's network namespace.

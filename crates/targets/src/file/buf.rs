@@ -27,14 +27,16 @@ const HUGE_PAGE: usize = 2 << 20;
 unsafe impl Send for AlignedBuf {}
 
 impl AlignedBuf {
-    /// With `write-buffers` (fio's buffer contents), each slot's block is filled by fio's
-    /// algorithms, as fio fills each of its buffers before the first write.
+    /// `slots` blocks of `b`'s size and contents (`seed`: the worker's). With `write-buffers`
+    /// (fio's buffer contents), each slot's block is filled by fio's algorithms, as fio fills
+    /// each of its buffers before the first write.
     pub(super) fn new(
         slots: usize,
-        block: usize,
-        p: &SessionParams,
+        b: &BlockParams,
+        seed: u64,
         pages: BufferPages,
     ) -> Result<AlignedBuf, TargetError> {
+        let block = b.block_bytes as usize;
         let huge = pages == BufferPages::Huge && block > BUF_ALIGN;
         let size = (slots * block).max(BUF_ALIGN);
         let (size, align) = if huge {
@@ -63,30 +65,26 @@ impl AlignedBuf {
         } else {
             Ok(())
         };
-        let filler = p
-            .write_buffers
-            .clone()
-            .map(|w| BufferFiller::new(w, p.seed ^ ((p.worker as u64) << 32)));
-        let mut b = AlignedBuf {
+        let filler = b.write_buffers.clone().map(|w| BufferFiller::new(w, seed));
+        let mut buf = AlignedBuf {
             ptr,
             layout,
             block,
             filler,
             pages: String::new(),
         };
-        if let Some(mut f) = b.filler.take() {
+        if let Some(mut f) = buf.filler.take() {
             for slot in 0..slots {
-                f.fill(b.slot_mut(slot as u32, block as u32));
+                f.fill(buf.slot_mut(slot as u32, block as u32));
             }
-            b.filler = Some(f);
-        } else if p.random_data {
-            let mut rng = rand::rngs::SmallRng::seed_from_u64(p.seed ^ ((p.worker as u64) << 32));
-            rng.fill_bytes(b.all());
+            buf.filler = Some(f);
+        } else if b.random_data {
+            rand::rngs::SmallRng::seed_from_u64(seed).fill_bytes(buf.all());
         } else {
-            b.all().fill(p.pattern);
+            buf.all().fill(b.pattern);
         }
-        b.pages = pages_said(pages, huge, advised, ptr as usize, size);
-        Ok(b)
+        buf.pages = pages_said(pages, huge, advised, ptr as usize, size);
+        Ok(buf)
     }
 
     #[inline]

@@ -591,33 +591,13 @@ impl Session for UringSession {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::SessionParams;
 
     fn session(dir: &std::path::Path, options: UringOptions) -> UringSession {
         let path = dir.join("f.dat");
         std::fs::write(&path, vec![7u8; 1 << 16]).unwrap();
         let file = std::fs::File::open(&path).unwrap();
-        let p = SessionParams {
-            worker: 0,
-            writes: false,
-            region: crate::Region {
-                offset_bytes: 0,
-                size_bytes: 1 << 16,
-            },
-            queue_depth: 4,
-            block_bytes: 4096,
-            size_draw: None,
-            random_data: false,
-            pattern: 0,
-            write_buffers: None,
-            seed: 1,
-            kv: None,
-            ycsb: None,
-            verify: None,
-            kv_verify: None,
-            pgbench: None,
-        };
-        let buf = AlignedBuf::new(4, 4096, &p, crate::file::BufferPages::Huge).unwrap();
+        let block = crate::BlockParams::zeros(4096);
+        let buf = AlignedBuf::new(4, &block, 1, crate::file::BufferPages::Huge).unwrap();
         UringSession::new(UringSetup {
             files: super::super::set::Files {
                 files: vec![file],

@@ -17,7 +17,7 @@ use storlab_model::{ErrorKind, OpError};
 use rand::{Rng, SeedableRng};
 
 use crate::session::{NOT_BLOCK_OP, OUT_OF_BOUNDS, in_bounds};
-use crate::{Completion, Completions, Session, SessionParams, Submitted};
+use crate::{BlockParams, Completion, Completions, Session, SessionParams, Submitted};
 use storlab_model::Op;
 use storlab_verify::Stamper;
 use storlab_verify::stamper::Prepared as Stamped;
@@ -109,16 +109,17 @@ pub struct NfsSession {
 unsafe impl Send for NfsSession {}
 
 impl NfsSession {
-    /// A session on `mounted` for the worker `p` describes; `timeout_ms`: the calls'
-    /// timeout.
+    /// A session on `mounted` for the worker `p` describes (`b`: its block workload's part);
+    /// `timeout_ms`: the calls' timeout.
     pub fn new(
         mounted: Mounted,
         url: &str,
         p: &SessionParams,
+        b: &BlockParams,
         timeout_ms: u32,
         used: Vec<(&'static str, String)>,
     ) -> NfsSession {
-        let (queue_depth, block_bytes) = (p.queue_depth, p.block_bytes as usize);
+        let (queue_depth, block_bytes) = (p.queue_depth, b.block_bytes as usize);
         let slots = queue_depth.max(1) as usize;
         let done = Box::new(DoneQueue {
             items: UnsafeCell::new(Vec::with_capacity(slots)),
@@ -131,11 +132,11 @@ impl NfsSession {
             })
             .collect();
         let mut buf = vec![0u8; slots * block_bytes].into_boxed_slice();
-        if p.random_data {
+        if b.random_data {
             rand::rngs::SmallRng::seed_from_u64(p.seed ^ ((p.worker as u64) << 32))
                 .fill_bytes(&mut buf);
         } else {
-            buf.fill(p.pattern);
+            buf.fill(b.pattern);
         }
         NfsSession {
             mounted,
@@ -159,8 +160,8 @@ impl NfsSession {
             reconnects: 0,
             url: url.to_string(),
             timeout_ms,
-            stamp: p.random_data,
-            verify: p.verify.as_ref().map(|v| Stamper::new(v, slots)),
+            stamp: b.random_data,
+            verify: b.verify.as_ref().map(|v| Stamper::new(v, slots)),
             used,
         }
     }

@@ -36,7 +36,7 @@ use serde::{Deserialize, Serialize};
 
 use storlab_model::{ErrorKind, OpError};
 use storlab_model::OpKind;
-use crate::{Capabilities, Completions, OptionError, Overlap, PrepareOptions, Region, Session, SessionParams, SessionUser, Submitted, Target, TargetConfig, TargetError, TargetType, YcsbBinding, YcsbBindingError, YcsbStore, claim_value, option_error, ycsb_op};
+use crate::{Capabilities, Completions, LedgerKeeper, OptionError, Overlap, PrepareOptions, Region, Session, SessionParams, SessionUser, Submitted, Target, TargetConfig, TargetError, TargetType, YcsbBinding, YcsbBindingError, YcsbStore, claim_value, option_error, ycsb_op};
 use storlab_model::Op;
 use storlab_model::YcsbOp;
 use storlab_workload::{ycsb::CoreWorkload, ycsb::Properties, ycsb::RecordBuf};
@@ -263,7 +263,7 @@ impl Target for PostgresConfig {
         params: &SessionParams,
         user: U,
     ) -> Result<U::Output, TargetError> {
-        match &params.pgbench {
+        match params.pgbench() {
             Some(p) => {
                 let database = shared
                     .pgbench_database
@@ -280,8 +280,13 @@ impl Target for PostgresConfig {
         shared.software.clone()
     }
 
+    fn ledger(&self) -> Option<&dyn LedgerKeeper<PgShared>> {
+        Some(self)
+    }
+}
 
-
+/// pgbench's ledger: the history rows of a run read back (see [`pgbench::check_ledger`]).
+impl LedgerKeeper<PgShared> for PostgresConfig {
     fn check_ledger(
         &self,
         _shared: &PgShared,
@@ -363,7 +368,7 @@ impl PostgresConfig {
         params: &SessionParams,
         user: U,
     ) -> Result<U::Output, TargetError> {
-        let Some(w) = params.ycsb.as_deref() else {
+        let Some(w) = params.ycsb() else {
             return Err(TargetError::Invalid(
                 "a postgres target runs ycsb workloads only".into(),
             ));
@@ -374,7 +379,7 @@ impl PostgresConfig {
             conn: None,
             sql: Sql::new(w),
             record: RecordBuf::new(w, params.seed ^ ((params.worker as u64 + 1) << 32))
-                .with_verify(params.kv_verify.as_ref(), params.queue_depth),
+                .with_verify(params.kv_verify(), params.queue_depth),
         };
         session.take_pooled();
         let connected = session.connect().is_ok();

@@ -270,7 +270,7 @@ impl RedisConfig {
         params: &SessionParams,
         user: U,
     ) -> Result<U::Output, TargetError> {
-        let Some(w) = params.ycsb.as_deref() else {
+        let Some(w) = params.ycsb() else {
             return Err(TargetError::Invalid(
                 "a redis target runs ycsb workloads only".into(),
             ));
@@ -282,7 +282,7 @@ impl RedisConfig {
             config: self.clone(),
             link,
             record: RecordBuf::new(w, params.seed ^ ((params.worker as u64 + 1) << 32))
-                .with_verify(params.kv_verify.as_ref(), params.queue_depth),
+                .with_verify(params.kv_verify(), params.queue_depth),
             cmd: Vec::with_capacity(4096),
             // A cluster sends a pipeline's commands one after the other (each to its own
             // master), so queued inserts would each be timed to the last one's reply: in a

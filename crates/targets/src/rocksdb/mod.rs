@@ -385,7 +385,7 @@ impl RocksConfig {
         params: &SessionParams,
         user: U,
     ) -> Result<U::Output, TargetError> {
-        let shape = params.kv.unwrap_or(KvShape {
+        let shape = params.kv_shape().unwrap_or(KvShape {
             key_bytes: 16,
             value_bytes: 100,
             compression_ratio: 0.5,
@@ -401,11 +401,10 @@ impl RocksConfig {
             values: ValueGen::new(&shape, params.seed.wrapping_add(params.worker as u64)),
             iter: None,
             record: params
-                .ycsb
-                .as_deref()
+                .ycsb()
                 .map(|w| {
                     RecordBuf::new(w, params.seed ^ (params.worker as u64 + 1) << 32)
-                        .with_verify(params.kv_verify.as_ref(), params.queue_depth)
+                        .with_verify(params.kv_verify(), params.queue_depth)
                 }),
             encoded: Vec::new(),
         };

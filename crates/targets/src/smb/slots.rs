@@ -49,7 +49,7 @@ use tokio::sync::Notify;
 
 use super::link::{Link, LinkError};
 use storlab_model::{ErrorKind, OpError};
-use crate::{Completion, Completions, Session, SessionParams, Submitted};
+use crate::{BlockParams, Completion, Completions, Session, SessionParams, Submitted};
 use storlab_model::Op;
 use storlab_verify::Stamper;
 use storlab_verify::stamper::Prepared as Stamped;
@@ -373,14 +373,14 @@ impl SmbSession {
         driver: Driver,
         link: Arc<Link>,
         files: Files,
-        p: &SessionParams,
+        (p, b): (&SessionParams, &BlockParams),
         timeout: Duration,
         facts: Vec<(&'static str, String)>,
     ) -> SmbSession {
         let qd = p.queue_depth.max(1) as usize;
-        let block = p.block_bytes as usize;
-        let mut template = vec![p.pattern; block].into_boxed_slice();
-        if p.random_data {
+        let block = b.block_bytes as usize;
+        let mut template = vec![b.pattern; block].into_boxed_slice();
+        if b.random_data {
             let mut rng = rand::rngs::SmallRng::seed_from_u64(p.seed ^ ((p.worker as u64) << 32));
             rng.fill_bytes(&mut template);
         }
@@ -417,12 +417,12 @@ impl SmbSession {
                 p.region.offset_bytes,
                 p.region.offset_bytes + p.region.size_bytes,
             ),
-            stamp: p.random_data,
+            stamp: b.random_data,
             generation: 0,
             template,
             copies: 0,
             resized: 0,
-            verify: p.verify.as_ref().map(|v| Stamper::new(v, qd)),
+            verify: b.verify.as_ref().map(|v| Stamper::new(v, qd)),
             held: Vec::with_capacity(qd),
             facts,
             link,
