@@ -111,14 +111,23 @@ fn supported_job_files_run_unchanged() {
                 assert_eq!(reported, stored_ops(&s, op), "{file} group {g} {op}");
             }
         }
-        assert!(
-            lab.study_folder()
-                .join("fio-jobs")
-                .read_dir()
-                .unwrap()
-                .count()
-                == 1
-        );
+        // The job file, copied, and the job model the report was made from.
+        let stored = lab.study_folder().join("fio-jobs");
+        assert_eq!(stored.read_dir().unwrap().count(), 2, "{file}");
+        let model: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(stored.join("jobs.json")).unwrap()).unwrap();
+        assert_eq!(model["groups"].as_array().unwrap().len(), *groups, "{file}");
+        for j in jobs {
+            let name = &j["jobname"];
+            assert!(
+                model["jobs"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|m| &m["name"] == name),
+                "{file}: {name} is not in the stored model {model}"
+            );
+        }
         if file.starts_with("genfio") {
             // genfio asks for fio's bandwidth and IOPS logs.
             let logs = std::fs::read_dir(lab.path())

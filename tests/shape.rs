@@ -13,15 +13,6 @@ use std::path::{Path, PathBuf};
 const FN_MAX_LINES: usize = 120;
 const FILE_MAX_LINES: usize = 700;
 
-/// Circles known when this check was written, each as its modules (crate, then the modules'
-/// paths, sorted): fio's job options and their option groups, which use each other until the
-/// fio front end is made of one item per option (issue 39, part 3). A circle not listed here
-/// fails, and so does a listed one that is gone (take it off the list).
-const KNOWN_CIRCLES: &[&str] = &[
-    "study: fio::buffers fio::control fio::distribution fio::files fio::latency fio::logs \
-     fio::measure fio::options fio::rates fio::sizes",
-];
-
 /// A line without its comment, strings and character literals; `block` carries a `/* */`
 /// comment over lines.
 fn strip(line: &str, block: &mut bool) -> String {
@@ -455,28 +446,15 @@ fn no_import_circle_inside_a_crate() {
     for f in &all {
         by_crate.entry(f.krate.as_str()).or_default().push(f);
     }
-    let found: BTreeSet<String> = by_crate
+    let found: Vec<String> = by_crate
         .iter()
         .flat_map(|(k, files)| circles(files).into_iter().map(move |c| format!("{k}: {c}")))
         .collect();
-    let known: BTreeSet<String> = KNOWN_CIRCLES
-        .iter()
-        .map(|c| c.split_whitespace().collect::<Vec<_>>().join(" "))
-        .collect();
-    let new: Vec<&String> = found.difference(&known).collect();
-    let gone: Vec<&String> = known.difference(&found).collect();
     assert!(
-        new.is_empty(),
+        found.is_empty(),
         "{} import circles inside crates (modules that use each other; make one side not need the other):\n{}",
-        new.len(),
-        new.iter()
-            .map(|s| s.as_str())
-            .collect::<Vec<_>>()
-            .join("\n")
-    );
-    assert!(
-        gone.is_empty(),
-        "circles in KNOWN_CIRCLES that are gone (take them off): {gone:?}"
+        found.len(),
+        found.join("\n")
     );
 }
 

@@ -48,16 +48,66 @@ fn now() -> (i64, String) {
 /// fio's log files of the jobs (`write_bw_log`, ...), written into the current folder as fio
 /// writes them, from the stored timeline and interval log (see `report::fio_logs`).
 fn write_logs(
-    plan: &storlab_study::fio::FioPlan,
+    jobs: &storlab_model::fio_jobs::FioJobs,
     runs: &[storlab_results::stored::StoredRun],
 ) -> Result<Vec<PathBuf>> {
     let mut written = Vec::new();
-    for f in report::fio_logs::fio_logs(plan, runs).map_err(anyhow::Error::msg)? {
+    for f in report::fio_logs::fio_logs(jobs, runs).map_err(anyhow::Error::msg)? {
         let path = PathBuf::from(&f.name);
         std::fs::write(&path, &f.text).with_context(|| format!("writing {}", path.display()))?;
         written.push(path);
     }
     Ok(written)
+}
+
+/// Stores the job files and the job model fio's outputs are made from in the study folder
+/// (`fio-jobs/`), and reads the model back: the outputs are made from what was stored.
+fn store_jobs(
+    jobfiles: &[PathBuf],
+    fplan: &storlab_study::fio::FioPlan,
+    folder: &Path,
+) -> Result<storlab_model::fio_jobs::FioJobs> {
+    let jobs_dir = folder.join("fio-jobs");
+    std::fs::create_dir_all(&jobs_dir)
+        .with_context(|| format!("creating {}", jobs_dir.display()))?;
+    for (i, f) in jobfiles.iter().enumerate() {
+        let name = f
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default();
+        std::fs::copy(f, jobs_dir.join(format!("{}-{name}", i + 1)))
+            .with_context(|| format!("copying {} into the results", f.display()))?;
+    }
+    let model_path = folder.join(storlab_results::stored::FIO_JOBS_FILE);
+    storlab_results::write_json_file(&model_path, &fplan.job_model())?;
+    storlab_results::stored::read_fio_jobs(folder)?
+        .with_context(|| format!("{} was not stored", model_path.display()))
+}
+
+/// fio's report of the stored runs in `format` (normal, terse, json or json+).
+fn fio_report(
+    jobs: &storlab_model::fio_jobs::FioJobs,
+    runs: &[storlab_results::stored::StoredRun],
+    format: &str,
+    folder: &Path,
+) -> Result<String> {
+    let stats = report::fio_json::job_stats(jobs, runs).map_err(anyhow::Error::msg)?;
+    let (now_s, now_text) = now();
+    Ok(match format {
+        "normal" => report::fio_text::normal(&stats, &now_text),
+        "terse" => {
+            eprintln!("storlab fio: {}", report::fio_terse::NOT_MEASURED);
+            report::fio_terse::terse(&stats).trim_end().to_string()
+        }
+        plus => serde_json::to_string_pretty(&report::fio_json::json(
+            jobs,
+            &stats,
+            folder,
+            plus == "json+",
+            now_s,
+            &now_text,
+        ))?,
+    })
 }
 
 /// `--status-interval`'s time, checked: fio's time units, more than zero; with the normal
@@ -129,44 +179,19 @@ pub(super) fn fio(args: FioArgs) -> Result<i32> {
         None => console,
     };
     let (outcome, code) = execute_watched(&plan, &common, console)?;
-    let jobs_dir = outcome.folder.join("fio-jobs");
-    std::fs::create_dir_all(&jobs_dir)?;
-    for (i, f) in args.jobfiles.iter().enumerate() {
-        let name = f
-            .file_name()
-            .map(|n| n.to_string_lossy().to_string())
-            .unwrap_or_default();
-        std::fs::copy(f, jobs_dir.join(format!("{}-{name}", i + 1)))
-            .with_context(|| format!("copying {} into the results", f.display()))?;
-    }
+    let jobs = store_jobs(&args.jobfiles, &fplan, &outcome.folder)?;
     let mut runs = Vec::new();
     for s in &outcome.summaries {
         let folder = outcome.folder.join(format!("run-{:03}", s.run_index));
         runs.push(storlab_results::stored::read_run_folder(&folder)?);
     }
-    let stats = report::fio_json::job_stats(&fplan, &runs).map_err(anyhow::Error::msg)?;
-    for p in write_logs(&fplan, &runs)? {
+    for p in write_logs(&jobs, &runs)? {
         eprintln!("log: {}", p.display());
     }
-    let (now_s, now_text) = now();
     let report_text = if common.json {
         serde_json::to_string_pretty(&outcome.summaries)?
     } else {
-        match args.output_format.as_str() {
-            "normal" => report::fio_text::normal(&stats, &now_text),
-            "terse" => {
-                eprintln!("storlab fio: {}", report::fio_terse::NOT_MEASURED);
-                report::fio_terse::terse(&stats).trim_end().to_string()
-            }
-            plus => serde_json::to_string_pretty(&report::fio_json::json(
-                &fplan,
-                &stats,
-                &outcome.folder,
-                plus == "json+",
-                now_s,
-                &now_text,
-            ))?,
-        }
+        fio_report(&jobs, &runs, &args.output_format, &outcome.folder)?
     };
     match &args.output {
         Some(p) => std::fs::write(p, format!("{report_text}\n"))

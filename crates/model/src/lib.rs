@@ -2,7 +2,8 @@
 //! of storlab. The operations ([`op`]: `Op`, its kinds and errors, regions, option errors),
 //! seeds ([`seed`]: the stable mixing of seeds and names that workloads and verified writes
 //! agree on), RAID geometry ([`raid`]), rate changes ([`rate`]) and the CPU sets workers are
-//! pinned to ([`cpus`]).
+//! pinned to ([`cpus`]), and fio's jobs as `storlab fio` ran them, stored for its reports
+//! ([`fio_jobs`]).
 //!
 //! The crates above it, from the bottom: record, verify, workload, targets, study, results,
 //! then engine and report side by side, then cli (docs/architecture.md draws them). Units
@@ -10,6 +11,7 @@
 
 pub mod baseline;
 pub mod cpus;
+pub mod fio_jobs;
 pub mod latency_target;
 pub mod op;
 pub mod raid;

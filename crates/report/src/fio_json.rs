@@ -19,10 +19,10 @@ use std::path::Path;
 use hdrhistogram::Histogram;
 use serde_json::{Map, Value, json};
 
+use storlab_model::fio_jobs::FioJobs;
+use storlab_model::fio_jobs::LatencyReport;
 use storlab_results::histograms::{Histograms, hlog_tag};
 use storlab_results::stored::StoredRun;
-use storlab_study::fio::FioPlan;
-use storlab_study::fio::measure::LatencyReport;
 
 /// One direction (fio's read, write, trim; storlab's fsync as fio's sync) of one entry.
 #[derive(Debug, Clone, Default)]
@@ -91,16 +91,16 @@ fn entry_seconds(run: &StoredRun, targets: &[String]) -> f64 {
 /// fio's `job_runtime` for a group reported as one (`group_reporting`): the sum of every
 /// member clone's running time, as fio adds its threads' `total_run_time` (4 clones for 1 s
 /// report about 4000 ms), where the directions' `runtime` and `elapsed` take the longest.
-fn group_runtime_seconds(run: &StoredRun, plan: &FioPlan, jobs: &[usize]) -> f64 {
+fn group_runtime_seconds(run: &StoredRun, fio: &FioJobs, jobs: &[usize]) -> f64 {
     jobs.iter()
         .map(|&j| {
-            let names = &plan.targets[j].names;
+            let names = &fio.jobs[j].targets;
             // Clones with files of their own are a target each; clones that share a file
             // are the threads of one target.
             let clones_per_target = if names.len() > 1 {
                 1
             } else {
-                plan.jobs[j].numjobs
+                fio.jobs[j].numjobs
             };
             names
                 .iter()
@@ -153,37 +153,37 @@ fn sum_dir(run: &StoredRun, hists: &Histograms, targets: &[String], op: &str) ->
 
 /// The entries of fio's report, in job order: per job, per clone with its own file, or per
 /// group with `group_reporting`.
-pub fn job_stats(plan: &FioPlan, runs: &[StoredRun]) -> Result<Vec<JobStats>, String> {
+pub fn job_stats(fio: &FioJobs, runs: &[StoredRun]) -> Result<Vec<JobStats>, String> {
     let mut out = Vec::new();
-    for (g, run) in plan.groups.iter().zip(runs) {
+    for (g, run) in fio.groups.iter().zip(runs) {
         let hists = run.latency_histograms()?;
         let elapsed_s = (run.summary.warmup_seconds + run.summary.measured_seconds).ceil() as u64;
         // Each entry: its first job, its targets, its clones, and with `group_reporting` its
         // members' running times summed (fio's `job_runtime` of a group).
         let mut entries: Vec<(usize, Vec<String>, u32, Option<f64>)> = Vec::new();
-        if g.jobs.iter().any(|&j| plan.jobs[j].group_reporting) {
+        if g.jobs.iter().any(|&j| fio.jobs[j].group_reporting) {
             let names = g
                 .jobs
                 .iter()
-                .flat_map(|&j| plan.targets[j].names.clone())
+                .flat_map(|&j| fio.jobs[j].targets.clone())
                 .collect();
-            let clones = g.jobs.iter().map(|&j| plan.jobs[j].numjobs).sum();
-            let summed = group_runtime_seconds(run, plan, &g.jobs);
+            let clones = g.jobs.iter().map(|&j| fio.jobs[j].numjobs).sum();
+            let summed = group_runtime_seconds(run, fio, &g.jobs);
             entries.push((g.jobs[0], names, clones, Some(summed)));
         } else {
             for &j in &g.jobs {
-                let t = &plan.targets[j];
-                if t.names.len() > 1 {
-                    for n in &t.names {
+                let job = &fio.jobs[j];
+                if job.targets.len() > 1 {
+                    for n in &job.targets {
                         entries.push((j, vec![n.clone()], 1, None));
                     }
                 } else {
-                    entries.push((j, t.names.clone(), plan.jobs[j].numjobs, None));
+                    entries.push((j, job.targets.clone(), job.numjobs, None));
                 }
             }
         }
         for (j, targets, clones, summed_seconds) in entries {
-            let job = &plan.jobs[j];
+            let job = &fio.jobs[j];
             let read = sum_dir(run, &hists, &targets, "read");
             let write = sum_dir(run, &hists, &targets, "write");
             let sync = sum_dir(run, &hists, &targets, "fsync");
@@ -399,7 +399,7 @@ pub fn group_bandwidths(stats: &[JobStats]) -> BTreeMap<(usize, u8), f64> {
 
 /// fio's `--output-format=json` (`plus`: json+) document.
 pub fn json(
-    plan: &FioPlan,
+    fio: &FioJobs,
     stats: &[JobStats],
     folder: &Path,
     plus: bool,
@@ -465,8 +465,8 @@ pub fn json(
     top.insert("timestamp".into(), json!(now_s));
     top.insert("timestamp_ms".into(), json!(now_s * 1000));
     top.insert("time".into(), json!(now_text));
-    if !plan.global_options.is_empty() {
-        let g: Map<String, Value> = plan
+    if !fio.global_options.is_empty() {
+        let g: Map<String, Value> = fio
             .global_options
             .iter()
             .map(|(k, v)| (k.clone(), json!(v)))
@@ -487,7 +487,7 @@ pub fn json(
         json!({
             "latency-search": searches,
             "results": folder.display().to_string(),
-            "substitutions": plan.notes,
+            "substitutions": fio.notes,
             "not-measured": ["slat_ns (submission apart: clat_ns and lat_ns hold storlab's submission-to-completion latency)",
                 "usr_cpu", "sys_cpu", "ctx", "majf", "minf", "disk_util", "iodepth_level", "iodepth_submit", "iodepth_complete"],
             "samples": "bw_* and iops_* come from the timeline's intervals",

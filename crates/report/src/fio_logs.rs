@@ -13,10 +13,10 @@ use std::fmt::Write as _;
 
 use hdrhistogram::Histogram;
 
+use storlab_model::fio_jobs::FioJobs;
+use storlab_model::fio_jobs::{LogKind, intervals_per_row};
 use storlab_results::histograms::hlog_tag;
 use storlab_results::stored::StoredRun;
-use storlab_study::fio::FioPlan;
-use storlab_study::fio::logs::{LogKind, intervals_per_row};
 
 /// fio's bits of a latency value kept exactly in each group of bins (stat.h).
 pub const PLAT_BITS: u32 = 6;
@@ -242,20 +242,20 @@ fn rows(
     text
 }
 
-/// Every log file the plan's jobs ask for, from the stored runs (one per group, in order).
+/// Every log file the stored jobs ask for, from the stored runs (one per group, in order).
 /// Files of one name (per_job_logs=0: every clone's rows) are one text, clone after clone.
-pub fn fio_logs(plan: &FioPlan, runs: &[StoredRun]) -> Result<Vec<LogFile>, String> {
+pub fn fio_logs(fio: &FioJobs, runs: &[StoredRun]) -> Result<Vec<LogFile>, String> {
     let mut files: Vec<LogFile> = Vec::new();
-    for (g, run) in plan.groups.iter().zip(runs) {
+    for (g, run) in fio.groups.iter().zip(runs) {
         let jobs: Vec<usize> = g
             .jobs
             .iter()
             .copied()
-            .filter(|&j| plan.jobs[j].logs.any())
+            .filter(|&j| fio.jobs[j].logs.any())
             .collect();
         let tags = jobs
             .iter()
-            .flat_map(|&j| plan.targets[j].names.iter())
+            .flat_map(|&j| fio.jobs[j].targets.iter())
             .flat_map(|t| DIRECTIONS.map(|(_, op)| hlog_tag(t, op)))
             .collect();
         if jobs.is_empty() {
@@ -264,8 +264,8 @@ pub fn fio_logs(plan: &FioPlan, runs: &[StoredRun]) -> Result<Vec<LogFile>, Stri
         let latency = latency_intervals(run, &tags)?;
         for j in jobs {
             // fio's thread number of the job's first clone: 1 + every clone before it.
-            let first_thread: u32 = 1 + plan.jobs[..j].iter().map(|p| p.numjobs).sum::<u32>();
-            for (name, text) in job_logs(plan, j, run, &latency, first_thread) {
+            let first_thread: u32 = 1 + fio.jobs[..j].iter().map(|p| p.numjobs).sum::<u32>();
+            for (name, text) in job_logs(fio, j, run, &latency, first_thread) {
                 match files.iter_mut().find(|f| f.name == name) {
                     Some(f) => f.text.push_str(&text),
                     None => files.push(LogFile { name, text }),
@@ -276,17 +276,17 @@ pub fn fio_logs(plan: &FioPlan, runs: &[StoredRun]) -> Result<Vec<LogFile>, Stri
     Ok(files)
 }
 
-/// The log files of job `j` of the plan, clone by clone: (name, text).
+/// The log files of job `j`, clone by clone: (name, text).
 fn job_logs(
-    plan: &FioPlan,
+    fio: &FioJobs,
     j: usize,
     run: &StoredRun,
     latency: &Intervals,
     first_thread: u32,
 ) -> Vec<(String, String)> {
-    let job = &plan.jobs[j];
+    let job = &fio.jobs[j];
     let interval_ms = (run.interval_seconds() * 1000.0).round().max(1.0) as u64;
-    let names = &plan.targets[j].names;
+    let names = &fio.jobs[j].targets;
     // Clones on one file are one storlab target: each clone's log is the mean clone.
     let shared = names.len() == 1 && job.numjobs > 1;
     let clones = if shared { u64::from(job.numjobs) } else { 1 };

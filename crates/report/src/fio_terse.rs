@@ -16,7 +16,7 @@ use std::fmt::Write as _;
 use hdrhistogram::Histogram;
 
 use super::fio_json::{Dir, JobStats, group_bandwidths, latency_percents, stats};
-use storlab_study::fio::measure::LatencyReport;
+use storlab_model::fio_jobs::LatencyReport;
 
 /// What the terse fields written as 0 stand for.
 pub const NOT_MEASURED: &str = "terse fields storlab does not measure are 0: slat (clat and lat hold storlab's submission-to-completion latency), CPU (user, system, ctx, majf, minf) and the I/O depth distribution";

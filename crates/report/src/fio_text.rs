@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use super::fio_json::{Dir, JobStats};
-use storlab_study::fio::measure::LatencyReport;
+use storlab_model::fio_jobs::LatencyReport;
 
 /// fio's num2str for counts: four significant characters with k/M/G.
 pub fn count(x: f64) -> String {

@@ -196,6 +196,15 @@ pub fn read_system(folder: &Path) -> Result<Option<SystemInfo>, LoadError> {
     read_optional_json(&folder.join("system.json"))
 }
 
+/// Where `storlab fio` stores its job model in a study folder.
+pub const FIO_JOBS_FILE: &str = "fio-jobs/jobs.json";
+
+/// A `storlab fio` study folder's job model ([`FIO_JOBS_FILE`]), what fio's outputs are made
+/// from with the stored runs: `None` when the study was not run by `storlab fio`.
+pub fn read_fio_jobs(folder: &Path) -> Result<Option<storlab_model::fio_jobs::FioJobs>, LoadError> {
+    read_optional_json(&folder.join(FIO_JOBS_FILE))
+}
+
 /// The published figures the runs' studies name: the first study folder's that has them.
 pub fn stored_baseline(
     runs: &[StoredRun],

@@ -9,31 +9,10 @@
 //! gives none of them writes storlab's own data (random blocks, each stamped with its offset
 //! and a generation), as before.
 
-use super::options::Job;
+use super::job::{Buffers, Job};
 use super::parse::{Entry, parse_bool, parse_size};
 use storlab_model::units::Bytes;
 use storlab_workload::buffers::WriteBuffers;
-
-/// fio's buffer options of a job, as its option callbacks leave them.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Buffers {
-    /// Any of them given.
-    pub given: bool,
-    /// `buffer_compress_percentage` or `dedupe_percentage` given (fio's TD_F_COMPRESS).
-    compress_flag: bool,
-    compress_percentage: u32,
-    chunk: Option<u64>,
-    dedupe_percentage: u32,
-    pattern: Vec<u8>,
-    /// (value, given in the job file).
-    refill: (bool, bool),
-    scramble: (Option<bool>, bool),
-    zero: (bool, bool),
-    /// `buffer_pattern` was given after `rw`: its refill follows whether the job reads.
-    pattern_refill_reads: bool,
-    /// `mem` (`iomem`): the file target's `buffer-pages`, when given.
-    pub pages: Option<&'static str>,
-}
 
 fn value(e: &Entry) -> Result<&str, String> {
     e.value

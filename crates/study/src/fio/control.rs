@@ -6,49 +6,13 @@
 //! one). [`apply_control`] reads them into the job; [`group_control`] makes them the step's
 //! keys and notes.
 
-use super::options::Job;
+use super::job::{Control, Job, OnError};
 use super::parse::{Entry, parse_bool};
 use storlab_model::cpus::{CpuList, CpuPolicy};
 
 /// The generator storlab draws block offsets with, named when a job file names fio's.
 pub const STORLAB_GENERATOR: &str =
     "rand's SmallRng (xoshiro256++), seeded per run and thread through splitmix64";
-
-/// fio's `continue_on_error`, as storlab can honour it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OnError {
-    /// fio's default (`none`, `0`): the job ends at its first error.
-    Stop,
-    /// `all`, `1`, `io`: errors are counted by kind and the job goes on.
-    Continue,
-}
-
-/// A job's control options.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Control {
-    pub new_group: bool,
-    pub exitall: bool,
-    pub exitall_on_error: bool,
-    pub on_error: OnError,
-    /// `randrepeat` (fio's default 1): the same offsets on every run.
-    pub randrepeat: bool,
-    /// `random_generator` as written.
-    pub random_generator: Option<String>,
-    /// `exec_prerun`: a shell command run before the job's group.
-    pub exec_prerun: Option<String>,
-    /// `exec_postrun`: a shell command run after the job's group.
-    pub exec_postrun: Option<String>,
-    /// `cpus_allowed` or `cpumask` (the last given): the CPUs the job's threads run on.
-    pub cpus: Option<CpuList>,
-    /// `cpus_allowed_policy`.
-    pub cpus_policy: CpuPolicy,
-    /// With randrepeat=0: the seed drawn for this invocation (see [`fresh_seed`]).
-    pub seed: Option<u64>,
-    /// `verify=TYPE` other than crc32c, as written: verified with storlab's own header.
-    pub verify_type: Option<String>,
-    /// `verify_backlog`: storlab verifies every written block after the run instead.
-    pub verify_backlog: Option<u64>,
-}
 
 impl Default for Control {
     fn default() -> Self {

@@ -4,16 +4,9 @@
 //! the block workload's `distribution` for random jobs (fio ignores it for sequential ones,
 //! and so does storlab). What storlab cannot honour is refused with its line.
 
-use super::options::Job;
+use super::job::{Job, RandomDistribution};
 use super::parse::{Entry, LineError, parse_size};
 use storlab_workload::block::distribution::Distribution;
-
-/// The job's `random_distribution` and its line.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct RandomDistribution {
-    pub distribution: Distribution,
-    pub line: usize,
-}
 
 /// Applies `random_distribution` (`name` is the option's canonical name). False when `e`
 /// is another option.

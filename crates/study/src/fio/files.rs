@@ -4,45 +4,9 @@
 //! `overwrite`, `create_on_open`), removed (`unlink`) and synced (`end_fsync`,
 //! `fsync_on_close`, `fdatasync`, `sync`).
 
-use super::options::{Job, Rw};
+use super::job::{Fallocate, FileOptions, Job, Rw};
 use super::parse::{Entry, LineError, parse_bool, parse_size};
 use storlab_targets::file::FileService;
-
-/// fio's `fallocate`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Fallocate {
-    /// `native` (fio's default): fallocate(2); storlab's posix_fallocate does the same
-    /// where the filesystem allocates.
-    #[default]
-    Native,
-    Posix,
-    Keep,
-    None,
-    Truncate,
-}
-
-/// The job's file options as given.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct FileOptions {
-    /// `nrfiles` (fio's default 1).
-    pub nrfiles: Option<u32>,
-    /// `filesize`: one size, or a range drawn per file.
-    pub filesize: Option<(u64, u64)>,
-    /// `openfiles` and its line.
-    pub openfiles: Option<(u32, usize)>,
-    /// `file_service_type` (fio 3.33's default: roundrobin).
-    pub service: Option<FileService>,
-    pub create_on_open: bool,
-    pub unlink: bool,
-    pub fallocate: Fallocate,
-    pub overwrite: bool,
-    pub end_fsync: bool,
-    pub fsync_on_close: bool,
-    /// `fdatasync`: every N writes, with its line.
-    pub fdatasync: Option<(u64, usize)>,
-    /// `sync`: "sync" or "dsync".
-    pub sync: Option<&'static str>,
-}
 
 fn flag(e: &Entry) -> Result<bool, String> {
     parse_bool(e.value.as_deref())

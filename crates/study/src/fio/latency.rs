@@ -5,21 +5,8 @@
 
 use std::time::Duration;
 
-use super::options::Job;
+use super::job::{Job, LatencyOptions};
 use super::parse::{Entry, parse_bool, parse_time};
-
-/// A job's latency-target options as given.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct LatencyOptions {
-    /// `latency_target`; None or zero: no search (fio's default).
-    pub target: Option<Duration>,
-    /// `latency_window` (fio: no default, 0).
-    pub window: Duration,
-    /// `latency_percentile`, None: fio's 100.
-    pub percentile: Option<f64>,
-    /// `latency_run`.
-    pub keep_adjusting: bool,
-}
 
 /// A fio time whose plain number is microseconds (fio's `is_time` options such as
 /// `latency_target`: `500` is 500 µs, `5ms` 5 ms).

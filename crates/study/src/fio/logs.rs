@@ -6,134 +6,14 @@
 //! logs every I/O; storlab keeps no per-I/O record, so it writes one averaged row per
 //! interval and says so.
 
-use super::options::Job;
+use super::job::Job;
 use super::parse::{Entry, parse_bool};
+use storlab_model::fio_jobs::intervals_per_row;
 
 /// storlab's default interval, ms (the study's `interval` when not set).
 pub const DEFAULT_INTERVAL_MS: u64 = 1000;
 /// The shortest study interval storlab takes, ms.
 pub const LEAST_INTERVAL_MS: u64 = 10;
-
-/// A job's log options as given.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Logs {
-    /// `write_bw_log`: the file name prefix (`Some("")`: the job's name, as fio).
-    pub bw: Option<String>,
-    /// `write_iops_log`.
-    pub iops: Option<String>,
-    /// `write_lat_log`: `_clat`, `_slat` and `_lat` files.
-    pub lat: Option<String>,
-    /// `write_hist_log`: the `_clat_hist` file.
-    pub hist: Option<String>,
-    /// `log_avg_msec` (0, fio's default: every I/O).
-    pub avg_ms: u64,
-    /// `log_hist_msec` (0, fio's default: no histogram rows).
-    pub hist_ms: u64,
-    /// `per_job_logs` (fio's default 1): a file per clone, its thread number `.N` in its name.
-    pub per_job: bool,
-}
-
-impl Default for Logs {
-    fn default() -> Self {
-        Logs {
-            bw: None,
-            iops: None,
-            lat: None,
-            hist: None,
-            avg_ms: 0,
-            hist_ms: 0,
-            per_job: true,
-        }
-    }
-}
-
-/// Which of fio's logs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LogKind {
-    Bw,
-    Iops,
-    Clat,
-    Slat,
-    Lat,
-    ClatHist,
-}
-
-impl LogKind {
-    /// The file name's part after the prefix, as fio names it (`x_clat_hist.1.log`).
-    pub fn suffix(self) -> &'static str {
-        match self {
-            LogKind::Bw => "bw",
-            LogKind::Iops => "iops",
-            LogKind::Clat => "clat",
-            LogKind::Slat => "slat",
-            LogKind::Lat => "lat",
-            LogKind::ClatHist => "clat_hist",
-        }
-    }
-}
-
-impl Logs {
-    /// Any log asked for.
-    pub fn any(&self) -> bool {
-        self.bw.is_some() || self.iops.is_some() || self.lat.is_some() || self.hist.is_some()
-    }
-
-    /// The logs asked for, each with its file name prefix (`job` when none was given).
-    pub fn files(&self, job: &str) -> Vec<(LogKind, String)> {
-        let prefix = |p: &String| {
-            if p.is_empty() {
-                job.to_string()
-            } else {
-                p.clone()
-            }
-        };
-        let mut out = Vec::new();
-        if let Some(p) = &self.bw {
-            out.push((LogKind::Bw, prefix(p)));
-        }
-        if let Some(p) = &self.iops {
-            out.push((LogKind::Iops, prefix(p)));
-        }
-        if let Some(p) = &self.lat {
-            for k in [LogKind::Clat, LogKind::Slat, LogKind::Lat] {
-                out.push((k, prefix(p)));
-            }
-        }
-        if let Some(p) = &self.hist {
-            out.push((LogKind::ClatHist, prefix(p)));
-        }
-        out
-    }
-
-    /// fio's file name of log `kind` of fio's thread `thread`: `PREFIX_KIND.N.log`, N the
-    /// thread's number (1-based over every job's clones in the job files' order, as fio 3.33
-    /// numbers them: `[a]`, `[b] numjobs=2` log as `a_bw.1.log`, `b_bw.2.log`, `b_bw.3.log`),
-    /// or `PREFIX_KIND.log` with per_job_logs=0.
-    pub fn file_name(&self, prefix: &str, kind: LogKind, thread: u32) -> String {
-        if self.per_job {
-            format!("{prefix}_{}.{thread}.log", kind.suffix())
-        } else {
-            format!("{prefix}_{}.log", kind.suffix())
-        }
-    }
-
-    /// The windows the job's logs average over, ms (what the study's interval must divide).
-    pub fn windows_ms(&self) -> Vec<u64> {
-        let mut w = Vec::new();
-        if (self.bw.is_some() || self.iops.is_some() || self.lat.is_some()) && self.avg_ms > 0 {
-            w.push(self.avg_ms);
-        }
-        if self.hist.is_some() && self.hist_ms > 0 {
-            w.push(self.hist_ms);
-        }
-        w
-    }
-}
-
-/// Intervals per row of a window of `window_ms` (0: one interval a row), at least 1.
-pub fn intervals_per_row(window_ms: u64, interval_ms: u64) -> u64 {
-    window_ms.div_ceil(interval_ms.max(1)).max(1)
-}
 
 fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 { a } else { gcd(b, a % b) }
@@ -228,30 +108,6 @@ pub fn apply_logs(job: &mut Job, e: &Entry, name: &str) -> Result<bool, String> 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn file_names_are_fios() {
-        let mut l = Logs {
-            bw: Some("x".into()),
-            hist: Some(String::new()),
-            ..Logs::default()
-        };
-        let f = l.files("job");
-        assert_eq!(
-            f,
-            [
-                (LogKind::Bw, "x".to_string()),
-                (LogKind::ClatHist, "job".to_string())
-            ]
-        );
-        assert_eq!(l.file_name("x", LogKind::Bw, 2), "x_bw.2.log");
-        assert_eq!(
-            l.file_name("job", LogKind::ClatHist, 1),
-            "job_clat_hist.1.log"
-        );
-        l.per_job = false;
-        assert_eq!(l.file_name("x", LogKind::Slat, 3), "x_slat.log");
-    }
 
     fn plan(text: &str) -> super::super::FioPlan {
         let f = super::super::from_text("job.fio", text, &|_| None).unwrap();

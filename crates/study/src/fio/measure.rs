@@ -5,53 +5,8 @@
 //! (`clat_percentiles`, `lat_percentiles`, `percentile_list`) are honoured in the fio-style
 //! output, as fio 3.33 prints them.
 
-use super::options::Job;
+use super::job::Job;
 use super::parse::{Entry, parse_bool};
-
-/// fio's default latency percentiles.
-pub const DEFAULT_PERCENTILES: [f64; 17] = [
-    1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95,
-    99.99,
-];
-
-/// Which latency percentiles a job's report prints.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LatencyReport {
-    /// `percentile_list`: each in (0, 100], at most 20 (fio's limit).
-    pub percentiles: Vec<f64>,
-    /// `clat_percentiles` (fio's default 1): completion-latency percentiles printed.
-    pub clat: bool,
-    /// `lat_percentiles` (default 0): total-latency percentiles printed too (storlab's total
-    /// latency is its completion latency: it does not time submission apart).
-    pub lat: bool,
-}
-
-impl Default for LatencyReport {
-    fn default() -> Self {
-        LatencyReport {
-            percentiles: DEFAULT_PERCENTILES.to_vec(),
-            clat: true,
-            lat: false,
-        }
-    }
-}
-
-impl LatencyReport {
-    /// Decimals fio prints the percentiles with: as many as the most precise one needs
-    /// (fio 3.33: `50:99` prints ` 50th`, `1:99.9` ` 1.0th`, the default list `99.99th`).
-    pub fn decimals(&self) -> usize {
-        self.percentiles
-            .iter()
-            .map(|q| {
-                let t = format!("{q:.6}");
-                t.trim_end_matches('0')
-                    .split_once('.')
-                    .map_or(0, |(_, f)| f.len())
-            })
-            .max()
-            .unwrap_or(0)
-    }
-}
 
 fn flag(e: &Entry) -> Result<bool, String> {
     parse_bool(e.value.as_deref())
@@ -124,7 +79,10 @@ mod tests {
         assert!(j[0].latency_report.lat && !j[0].latency_report.clat);
         assert_eq!(j[0].latency_report.decimals(), 1);
         let d = jobs("[a]\n").unwrap();
-        assert_eq!(d[0].latency_report, LatencyReport::default());
+        assert_eq!(
+            d[0].latency_report,
+            storlab_model::fio_jobs::LatencyReport::default()
+        );
         assert_eq!(d[0].latency_report.decimals(), 2);
         assert!(d[0].measurement_off.is_empty());
         let e = jobs("[a]\npercentile_list=50:0\n[b]\npercentile_list=101\n").unwrap_err();

@@ -9,6 +9,7 @@ pub mod control;
 pub mod distribution;
 pub mod engines;
 pub mod files;
+pub mod job;
 pub mod latency;
 pub mod logs;
 pub mod measure;
@@ -20,7 +21,8 @@ pub mod rates;
 pub mod sizes;
 pub mod workload;
 
-pub use options::{Engine, Job, Runner, Rw};
+pub use engines::{Engine, Runner};
+pub use job::{Job, Rw};
 pub use parse::LineError;
 pub use plan::FioPlan;
 

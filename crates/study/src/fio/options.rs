@@ -3,9 +3,8 @@
 //! given winning. Every option storlab does not implement is refused by name with its file
 //! and line; all refusals of a file come back together.
 
-use std::time::Duration;
-
 pub use super::engines::{Engine, Runner};
+use super::job::{Job, Rw};
 use super::parse::{Entry, JobFile, LineError, parse_bool, parse_size, parse_time};
 
 /// The options storlab implements, with what they become.
@@ -148,158 +147,6 @@ pub const SUPPORTED: &[(&str, &str)] = &[
         "fio's log files, written after the run from the stored timeline and HDR interval log: one row per log_avg_msec (or interval) window",
     ),
 ];
-
-/// What a job does per I/O.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Rw {
-    Read,
-    Write,
-    RandRead,
-    RandWrite,
-    ReadWrite,
-    RandRw,
-}
-
-impl Rw {
-    pub fn random(self) -> bool {
-        matches!(self, Rw::RandRead | Rw::RandWrite | Rw::RandRw)
-    }
-    /// The job reads.
-    pub fn reads(self) -> bool {
-        !matches!(self, Rw::Write | Rw::RandWrite)
-    }
-    pub fn mixed(self) -> bool {
-        matches!(self, Rw::ReadWrite | Rw::RandRw)
-    }
-}
-
-/// One job, its options resolved.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Job {
-    pub name: String,
-    pub file: String,
-    pub line: usize,
-    /// The section's own options as written (fio's "job options").
-    pub own_options: Vec<(String, String)>,
-    pub filename: Option<String>,
-    pub directory: Option<String>,
-    pub size: Option<u64>,
-    pub offset: u64,
-    pub rw: Rw,
-    pub rwmixread: u32,
-    pub bs: u64,
-    /// (bytes, percent) pairs, percents filled in.
-    pub bssplit: Vec<(u64, u32)>,
-    pub blockalign: Option<u64>,
-    pub direct: bool,
-    pub engine: Engine,
-    pub iodepth: u32,
-    pub numjobs: u32,
-    pub runtime: Option<Duration>,
-    pub time_based: bool,
-    pub ramp: Duration,
-    /// `rate`, `rate_iops`, their minimums, `rate_process`, `rate_cycle`.
-    pub rates: super::rates::Rates,
-    /// What written blocks hold (fio's buffer options).
-    pub buffers: super::buffers::Buffers,
-    /// `latency_target`, `latency_window`, `latency_percentile`, `latency_run`.
-    pub latency: super::latency::LatencyOptions,
-    pub fsync: u64,
-    pub group_reporting: bool,
-    pub stonewall: bool,
-    pub verify: bool,
-    pub invalidate: bool,
-    /// fio's log files asked for.
-    pub logs: super::logs::Logs,
-    /// fio's `ss` as written (checked: e.g. `iops:10%`), `ss_dur` and `ss_ramp`.
-    pub ss: Option<String>,
-    pub ss_dur: Option<Duration>,
-    pub ss_ramp: Duration,
-    /// fio options given that would switch measurement off (`gtod_reduce`, `disable_*`), as
-    /// written: storlab measures anyway, and says so.
-    pub measurement_off: Vec<String>,
-    /// The latency percentiles the report prints.
-    pub latency_report: super::measure::LatencyReport,
-    /// Groups, ending early, the random generator, commands around the job.
-    pub control: super::control::Control,
-    /// `nrfiles`, `filesize`, layout, unlink and sync options.
-    pub files: super::files::FileOptions,
-    /// `random_distribution`.
-    pub distribution: super::distribution::RandomDistribution,
-    /// Size ranges, `rw=...:N`, loops, io_size, number_ios, startdelay, think time.
-    pub sizes_opts: super::sizes::SizeOptions,
-}
-
-impl Job {
-    fn new(name: &str, file: &str, line: usize) -> Job {
-        Job {
-            name: name.to_string(),
-            file: file.to_string(),
-            line,
-            own_options: Vec::new(),
-            filename: None,
-            directory: None,
-            size: None,
-            offset: 0,
-            rw: Rw::Read,
-            rwmixread: 50,
-            bs: 4096,
-            bssplit: Vec::new(),
-            blockalign: None,
-            direct: false,
-            // fio 3.33's default on Linux.
-            engine: Engine::Psync,
-            iodepth: 1,
-            numjobs: 1,
-            runtime: None,
-            time_based: false,
-            ramp: Duration::ZERO,
-            rates: super::rates::Rates::default(),
-            buffers: super::buffers::Buffers::default(),
-            latency: super::latency::LatencyOptions::default(),
-            fsync: 0,
-            group_reporting: false,
-            stonewall: false,
-            verify: false,
-            invalidate: false,
-            logs: super::logs::Logs::default(),
-            ss: None,
-            ss_dur: None,
-            ss_ramp: Duration::ZERO,
-            measurement_off: Vec::new(),
-            latency_report: super::measure::LatencyReport::default(),
-            control: super::control::Control::default(),
-            files: super::files::FileOptions::default(),
-            distribution: Default::default(),
-            sizes_opts: super::sizes::SizeOptions::default(),
-        }
-    }
-
-    /// Transfer sizes: bssplit's or bs.
-    pub fn sizes(&self) -> Vec<u64> {
-        if let Some(r) = self.sizes_opts.range {
-            r.iter().flat_map(|d| [d.0, d.1]).collect()
-        } else if self.bssplit.is_empty() {
-            vec![self.bs]
-        } else {
-            self.bssplit.iter().map(|(b, _)| *b).collect()
-        }
-    }
-
-    /// The mean transfer size, bytes.
-    pub fn mean_bs(&self) -> f64 {
-        if let Some(m) = super::sizes::mean_bs(self) {
-            m
-        } else if self.bssplit.is_empty() {
-            self.bs as f64
-        } else {
-            self.bssplit
-                .iter()
-                .map(|(b, p)| *b as f64 * *p as f64 / 100.0)
-                .sum()
-        }
-    }
-}
 
 /// The jobs of a job file, in order. `kb_base` of `[global]` applies to the values after it.
 pub fn resolve(f: &JobFile) -> Result<Vec<Job>, Vec<LineError>> {
@@ -684,6 +531,7 @@ fn apply_run(job: &mut Job, e: &Entry, kb: &mut u64) -> Result<bool, String> {
 mod tests {
     use super::*;
     use crate::fio::parse::parse;
+    use std::time::Duration;
 
     fn jobs(text: &str) -> Result<Vec<Job>, Vec<LineError>> {
         resolve(&parse("job.fio", text, &|_| None).unwrap())

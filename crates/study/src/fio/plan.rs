@@ -12,7 +12,10 @@
 
 use std::path::{Path, PathBuf};
 
-use super::options::{Job, Runner};
+use storlab_model::fio_jobs::{FioGroup, FioJob, FioJobs};
+
+use super::engines::Runner;
+use super::job::Job;
 use super::parse::LineError;
 use super::workload::workload_table;
 
@@ -44,6 +47,44 @@ pub struct FioPlan {
     /// Substitutions and changes storlab made, printed and recorded with the results.
     pub notes: Vec<String>,
     pub study_text: String,
+}
+
+impl FioPlan {
+    /// What fio's outputs need of the jobs, to be stored with the results and read back by
+    /// the reports (never this live plan).
+    pub fn job_model(&self) -> FioJobs {
+        let jobs = self
+            .jobs
+            .iter()
+            .zip(&self.targets)
+            .map(|(j, t)| FioJob {
+                name: j.name.clone(),
+                own_options: j.own_options.clone(),
+                numjobs: j.numjobs,
+                group_reporting: j.group_reporting,
+                iodepth: j.iodepth,
+                bs: j.bs,
+                latency_report: j.latency_report.clone(),
+                logs: j.logs.clone(),
+                targets: t.names.clone(),
+            })
+            .collect();
+        let groups = self
+            .groups
+            .iter()
+            .map(|g| FioGroup {
+                id: g.id,
+                jobs: g.jobs.clone(),
+            })
+            .collect();
+        FioJobs {
+            files: self.files.clone(),
+            global_options: self.global_options.clone(),
+            notes: self.notes.clone(),
+            jobs,
+            groups,
+        }
+    }
 }
 
 fn sanitize(name: &str) -> String {

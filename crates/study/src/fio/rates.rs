@@ -8,28 +8,9 @@
 
 use std::time::Duration;
 
-use super::options::{Job, Rw};
+use super::job::{Job, Pair, Rates};
 use super::parse::{Entry, parse_size};
 use storlab_model::rate::RateProcess;
-
-/// A per-direction value: `[read, write]`, None where not limited.
-pub type Pair = [Option<u64>; 2];
-
-/// A job's rate options.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Rates {
-    /// `rate`: bytes per second per direction.
-    pub bytes: Pair,
-    /// `rate_iops`: I/Os per second per direction.
-    pub iops: Pair,
-    /// `rate_min`: bytes per second a direction must keep up over every `cycle`.
-    pub min_bytes: Pair,
-    /// `rate_iops_min`: I/Os per second a direction must keep up over every `cycle`.
-    pub min_iops: Pair,
-    pub process: RateProcess,
-    /// `rate_cycle`: the window rate_min is averaged over (fio's default 1000 ms).
-    pub cycle: Duration,
-}
 
 impl Default for Rates {
     fn default() -> Self {
@@ -116,11 +97,7 @@ pub fn apply_rate(job: &mut Job, e: &Entry, canonical: &str, kb: u64) -> Result<
 
 /// The shares of a job's I/Os that are reads and writes.
 pub fn shares(job: &Job) -> [f64; 2] {
-    let read = match job.rw {
-        Rw::Read | Rw::RandRead => 1.0,
-        Rw::Write | Rw::RandWrite => 0.0,
-        Rw::ReadWrite | Rw::RandRw => job.rwmixread as f64 / 100.0,
-    };
+    let read = job.read_share();
     [read, 1.0 - read]
 }
 

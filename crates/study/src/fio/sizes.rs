@@ -8,40 +8,8 @@
 
 use std::time::Duration;
 
-use super::options::{Job, Rw};
+use super::job::{Job, RwModifier};
 use super::parse::{Entry, LineError, parse_bool, parse_size, parse_time};
-use storlab_workload::block::size_draw::mean_size;
-
-/// What `rw=MODE:N` adds (fio's `ddir_seq_add` or `ddir_seq_nr`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RwModifier {
-    /// Sequential: bytes skipped after each I/O.
-    Skip(u64),
-    /// Random: a new random offset every N I/Os.
-    Every(u32),
-}
-
-/// The options of this module, as given.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct SizeOptions {
-    /// (min, max) of reads and of writes, when a range or a pair differs from `bs`.
-    pub range: Option<[(u64, u64); 2]>,
-    pub unaligned: bool,
-    pub modifier: Option<RwModifier>,
-    pub identical: bool,
-    /// fio's `loops` (1 by default).
-    pub loops: Option<u64>,
-    pub io_size: Option<u64>,
-    pub number_ios: Option<u64>,
-    /// `startdelay`: (low, high), high above low for a range.
-    pub start_delay: Option<(Duration, Duration)>,
-    pub think: Duration,
-    pub think_blocks: Option<u64>,
-    pub think_spin: Duration,
-    /// `thinktime_blocks_type=issue` (fio's default counts completions).
-    pub think_on_issue: bool,
-    pub ignore_think_for_rate: bool,
-}
 
 fn need(e: &Entry) -> Result<&str, String> {
     e.value
@@ -258,19 +226,6 @@ pub fn check(job: &Job) -> Vec<LineError> {
         refuse("thinktime_spin above thinktime: the spin is part of the think time".into());
     }
     errors
-}
-
-/// The job's mean transfer size with a size range, bytes (fio's draw, see
-/// [`mean_size`]): the mean of its directions weighted by `rwmixread`.
-pub fn mean_bs(job: &Job) -> Option<f64> {
-    let [r, w] = job.sizes_opts.range?;
-    let u = job.sizes_opts.unaligned;
-    let read_share = match job.rw {
-        Rw::Read | Rw::RandRead => 1.0,
-        Rw::Write | Rw::RandWrite => 0.0,
-        Rw::ReadWrite | Rw::RandRw => job.rwmixread as f64 / 100.0,
-    };
-    Some(read_share * mean_size(r.0, r.1, u) + (1.0 - read_share) * mean_size(w.0, w.1, u))
 }
 
 /// I/Os of one sweep of `size` bytes with holes of `skip` after each I/O of `bs`, as fio's

@@ -3,7 +3,8 @@
 //! buffers, syncs, verify, seed and CPU placement. Every job of a group whose table equals
 //! the group's first job's shares its workload; `needs_own_workload` says which may not.
 
-use super::options::{Job, Runner, Rw};
+use super::engines::Runner;
+use super::job::{Job, Rw};
 
 /// What a job's workload table holds (the same for every job of a group).
 pub(super) fn workload_table(job: &Job) -> toml::Table {
