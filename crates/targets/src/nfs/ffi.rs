@@ -218,6 +218,12 @@ impl Mounted {
         Ok((m, created))
     }
 
+    /// Sets the timeout of the context's calls (libnfs's `nfs_set_timeout`), ms.
+    pub fn set_timeout(&self, timeout_ms: u32) {
+        // SAFETY: a live context.
+        unsafe { nfs_set_timeout(self.nfs, timeout_ms.min(i32::MAX as u32) as c_int) };
+    }
+
     fn error(&self, what: &str, rc: c_int) -> NfsError {
         // SAFETY: a live context; the message belongs to it and is copied at once.
         let message = unsafe {

@@ -25,6 +25,9 @@ use storlab_verify::stamper::Prepared as Stamped;
 /// How long one poll waits before libnfs checks its RPC timeouts again.
 const POLL_SLICE_MS: c_int = 100;
 
+/// The longest one reconnect attempt waits for a call (mount, open), ms.
+const RECONNECT_ATTEMPT_MS: u32 = 1000;
+
 /// Errors of a call that say the connection, not the file, failed (libnfs fails a timed-out
 /// or cancelled call with EINTR): the session then opens a new connection.
 const CONNECTION_ERRNOS: &[i32] = &[
@@ -251,14 +254,21 @@ impl NfsSession {
 
     /// Opens a new connection (mount and open again) and drops the old one: its calls still
     /// in flight fail (counted as errors; the worker issues new ones). When the server does
-    /// not answer yet, the old connection stays and the next `complete` tries again.
+    /// not answer yet, the old connection stays and the next `complete` tries again. An
+    /// attempt waits at most [`RECONNECT_ATTEMPT_MS`] per call (mount, open), as a kernel
+    /// client retries: one attempt at an address that nobody answers yet (a node lost, the
+    /// other not yet serving) must not hold the session for the calls' whole timeout.
     #[cold]
     fn reconnect(&mut self) {
-        let Ok((fresh, _)) = Mounted::open(&self.url, false, self.timeout_ms) else {
+        let attempt_ms = self.timeout_ms.min(RECONNECT_ATTEMPT_MS);
+        let Ok((fresh, _)) = Mounted::open(&self.url, false, attempt_ms) else {
             std::thread::sleep(std::time::Duration::from_millis(POLL_SLICE_MS as u64));
             self.suspect = true;
             return;
         };
+        if self.timeout_ms > 0 {
+            fresh.set_timeout(self.timeout_ms);
+        }
         std::mem::replace(&mut self.mounted, fresh).abandon();
         self.reconnects += 1;
         // Calls whose callbacks ran as the old context went, then those it never reported.
