@@ -236,7 +236,7 @@ pub struct Capabilities {
     pub reads_records_back: bool,
     /// It keeps pgbench's lost-transaction ledger (`verify = true` on a pgbench workload):
     /// history rows tagged per transaction, read back after the run
-    /// ([`Target::check_ledger`](crate::Target::check_ledger)).
+    /// ([`Target::ledger`](crate::Target::ledger), a [`LedgerKeeper`](crate::LedgerKeeper)).
     pub keeps_ledger: bool,
 }
 
