@@ -44,7 +44,12 @@ fn own_intervals<'a>(run: &StoredRun, target: &str, series: &'a [f64]) -> &'a [f
     &series[first..end]
 }
 
-/// The first window below `least` (per clone), if any: (its mean rate, per clone).
+/// The first span below `least` (per clone), if any: (its mean rate, per clone). fio checks
+/// as an I/O completes, over the time since its last check once that is a whole rate cycle
+/// (backend.c `check_min_rate`): a cycle in which nothing completed (the machine busy, a
+/// paced job catching up) is judged together with the cycles after it, up to one in which
+/// I/O completed. A trailing span shorter than a cycle is not judged, as fio never reaches
+/// its check.
 fn first_below(
     rates: &[f64],
     per_window: usize,
@@ -52,11 +57,19 @@ fn first_below(
     clones: f64,
     least: f64,
 ) -> Option<f64> {
-    rates
-        .get(skip..)?
-        .chunks_exact(per_window)
-        .map(|w| w.iter().sum::<f64>() / per_window as f64 / clones)
-        .find(|&got| got < least)
+    let (mut sum, mut n) = (0.0, 0usize);
+    for &r in rates.get(skip..)? {
+        sum += r;
+        n += 1;
+        if n >= per_window && r > 0.0 {
+            let got = sum / n as f64 / clones;
+            if got < least {
+                return Some(got);
+            }
+            (sum, n) = (0.0, 0);
+        }
+    }
+    None
 }
 
 /// fio's messages of every job that fell below its least rate (empty: all kept it).
@@ -64,15 +77,9 @@ pub(super) fn failures(plan: &FioPlan, runs: &[StoredRun]) -> Vec<String> {
     let mut out = Vec::new();
     for (g, run) in plan.groups.iter().zip(runs) {
         let interval_s = run.interval_seconds();
-        let intervals = run
-            .timeline
-            .rows
-            .iter()
-            .filter(|r| r.measured)
-            .map(|r| r.second + 1)
-            .max()
-            .unwrap_or(0)
-            .max(0) as usize;
+        // Whole intervals only: the run's last one is cut short where measurement ended,
+        // and a rate over it would count a part of an interval as a whole.
+        let intervals = (run.summary.measured_seconds / interval_s + 0.01).floor() as usize;
         let skip = (SETTLE_S / interval_s).ceil() as usize;
         for &ji in &g.jobs {
             let job = &plan.jobs[ji];
@@ -124,6 +131,20 @@ pub(super) fn failures(plan: &FioPlan, runs: &[StoredRun]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cycle_without_io_is_judged_with_the_next() {
+        // Half-second intervals, cycles of 1: a stalled interval and the catch-up after it
+        // average to the rate; two stalled intervals then a slow one do not.
+        let rates = [0.0, 0.0, 100.0, 0.0, 200.0, 100.0, 0.0, 0.0, 60.0, 100.0];
+        assert_eq!(first_below(&rates[..6], 1, 2, 1.0, 90.0), None);
+        assert_eq!(first_below(&rates, 1, 2, 1.0, 90.0), Some(20.0));
+        // Nothing completed to the end: never judged (fio's check runs on a completion).
+        assert_eq!(
+            first_below(&[0.0, 0.0, 100.0, 0.0, 0.0], 1, 2, 1.0, 90.0),
+            None
+        );
+    }
 
     #[test]
     fn a_window_below_the_least_rate_is_found_after_the_settle() {
