@@ -52,6 +52,8 @@ pub struct Collected {
     pub totals: Vec<Vec<Option<KindTotals>>>,
     /// Per worker: CPU time spent in measured intervals, ns.
     pub worker_cpu_ns: Vec<u64>,
+    /// Per worker: the wall time of those intervals (the span its CPU time was read over), ns.
+    pub worker_wall_ns: Vec<u64>,
     /// Per worker, per op kind (indexed by `OpKind as usize`): measured counts and latency
     /// sum and maximum.
     pub worker_totals: Vec<[Option<WorkerKindTotals>; OpKind::COUNT]>,
@@ -368,6 +370,7 @@ impl<'a> Merger<'a> {
         let out = Collected {
             totals: new_kind_table(&targets),
             worker_cpu_ns: vec![0; n_workers],
+            worker_wall_ns: vec![0; n_workers],
             worker_totals: vec![[None; OpKind::COUNT]; n_workers],
             worker_shape: worker_target,
             error_samples: Vec::new(),
@@ -424,6 +427,7 @@ impl<'a> Merger<'a> {
         }
         if iv.index >= 0 {
             out.worker_cpu_ns[w] += iv.cpu_ns;
+            out.worker_wall_ns[w] += iv.end_ns.saturating_sub(iv.start_ns);
         }
         for (kind, e) in iv.error_samples.iter().flatten() {
             if out.error_samples.len() < 16 {

@@ -44,6 +44,8 @@ struct Measurement {
     /// Sessions that did not open (here or on another rank).
     open_errors: Vec<(String, TargetError)>,
     cpu_used_ns: u64,
+    /// The wall time `cpu_used_ns` was read over: from the workers' start to their end, ns.
+    cpu_wall_ns: u64,
     /// When the run (warm-up first) started on the run clock, ns.
     start_ns: u64,
     background_names: Vec<String>,
@@ -288,10 +290,12 @@ fn summarize_measured(
                 .collect(),
             totals: &c.totals,
             worker_cpu_ns: &c.worker_cpu_ns,
+            worker_wall_ns: &c.worker_wall_ns,
             worker_totals: &c.worker_totals,
             worker_shape: &c.worker_shape,
             error_samples: &c.error_samples,
             cpu_used_ns: m.cpu_used_ns,
+            cpu_wall_ns: m.cpu_wall_ns,
             collector_cpu_ns: c.cpu_ns,
             start_ns: m.start_ns,
             background_names: &m.background_names,
@@ -362,7 +366,7 @@ impl Threads<'_> {
             shapes,
             sinks,
         };
-        let mut cpu_at_start = 0u64;
+        let mut cpu_at_start = (0u64, 0u64);
         let mut start_ns = 0u64;
         let (joined, during, collected, received) =
             std::thread::scope(|scope| -> Result<_, RunError> {
@@ -404,7 +408,10 @@ impl Threads<'_> {
                 })?;
                 Ok((joined, during, collected, received))
             })?;
-        let mut cpu_used_ns = process_cpu_ns().saturating_sub(cpu_at_start);
+        // The process's CPU time and the wall time it was read over, from the same two
+        // instants.
+        let mut cpu_used_ns = process_cpu_ns().saturating_sub(cpu_at_start.0);
+        let cpu_wall_ns = self.flags.clock.now_ns().saturating_sub(cpu_at_start.1);
         let mut outcomes = joined.outcomes;
         let mut open_errors: Vec<(String, TargetError)> = joined
             .failures
@@ -424,6 +431,7 @@ impl Threads<'_> {
             outcomes,
             open_errors,
             cpu_used_ns,
+            cpu_wall_ns,
             start_ns,
             background_names,
             during,
@@ -474,22 +482,23 @@ impl Threads<'_> {
 
     /// Once every session has opened, starts the workers together (every rank agreeing, on
     /// rank 0's instant); stops them if one could not open. Returns whether they started,
-    /// the process CPU time at the start and the start on the run clock.
-    fn release(&self, gate: &StartGate) -> (bool, u64, u64) {
+    /// the process CPU time at the start and when it was read (run clock, ns), and the start
+    /// on the run clock.
+    fn release(&self, gate: &StartGate) -> (bool, (u64, u64), u64) {
         let clock = &self.flags.clock;
-        let mut cpu_at_start = 0u64;
+        let mut cpu_at_start = (0u64, 0u64);
         let mut start_ns = 0u64;
         let ok = match self.dist0 {
             // Every rank agrees; all start at rank 0's instant.
             Some(d) => gate.release_agreed(|ok| {
-                cpu_at_start = process_cpu_ns();
+                cpu_at_start = (process_cpu_ns(), clock.now_ns());
                 let agreed = d.agree(ok, clock);
                 start_ns = agreed.unwrap_or(0);
                 agreed
             }),
             None => gate.release(|| {
-                cpu_at_start = process_cpu_ns();
-                start_ns = clock.now_ns() + 100_000;
+                cpu_at_start = (process_cpu_ns(), clock.now_ns());
+                start_ns = cpu_at_start.1 + 100_000;
                 start_ns
             }),
         };

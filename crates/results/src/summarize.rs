@@ -20,6 +20,10 @@ use storlab_study::plan::{Plan, RunPlan};
 /// A worker thread busier than this over the measured time means storlab was the bottleneck.
 const SATURATED_BUSY: f64 = 0.9;
 
+/// The least wall time a CPU share is taken over (a worker's, the process's) and a run judged
+/// CPU-bound on, ns: below it the fixed costs of starting and ending dominate.
+const CPU_JUDGED_MIN_NS: u64 = 10_000_000;
+
 /// How one worker ended, as the summary needs it.
 #[derive(Debug, Clone, Copy)]
 pub struct WorkerEnd {
@@ -46,6 +50,8 @@ pub struct Measured<'a> {
     pub totals: &'a [Vec<Option<KindTotals>>],
     /// Per worker: CPU time spent in measured intervals, ns.
     pub worker_cpu_ns: &'a [u64],
+    /// Per worker: the wall time of those intervals, ns.
+    pub worker_wall_ns: &'a [u64],
     /// Per worker, per operation kind: measured counts, latency sum and maximum.
     pub worker_totals: &'a [[Option<WorkerKindTotals>; OpKind::COUNT]],
     /// Per worker: its target's index (background workers: past the targets).
@@ -53,6 +59,8 @@ pub struct Measured<'a> {
     pub error_samples: &'a [(u32, OpKind, OpError)],
     /// CPU time of the whole process over the run, ns.
     pub cpu_used_ns: u64,
+    /// The wall time `cpu_used_ns` was read over (the workers' start to their end), ns.
+    pub cpu_wall_ns: u64,
     /// CPU time of the collector thread over the whole run (warm-up included), ns.
     pub collector_cpu_ns: u64,
     /// When the run (warm-up first) started on the run clock, ns.
@@ -423,26 +431,58 @@ fn background_results(run: &RunPlan, m: &Measured<'_>, secs: f64) -> Vec<TargetR
         .collect()
 }
 
+/// The client's CPU shares, each over the wall time its CPU time was read over.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct CpuShares {
+    /// The busiest and the mean worker thread: CPU time in its measured intervals over their
+    /// wall time; workers measured less than [`CPU_JUDGED_MIN_NS`] are left out.
+    busy_max: f64,
+    busy_mean: f64,
+    /// The process's CPU time over the wall time from the workers' start to their end.
+    cores_used: f64,
+    /// The run was long enough to judge it CPU-bound.
+    judged: bool,
+}
+
+impl CpuShares {
+    /// Never a share over another window than its CPU time's: a short run's fixed costs
+    /// (reading the clocks, the first and last operation's bookkeeping) divided by a shorter
+    /// window gave a thread on the CPU 456% of the time.
+    fn of(m: &Measured<'_>, measured_ns: u64) -> CpuShares {
+        let busy: Vec<f64> = m
+            .worker_cpu_ns
+            .iter()
+            .zip(m.worker_wall_ns)
+            .filter(|&(_, &wall)| wall >= CPU_JUDGED_MIN_NS)
+            .map(|(&cpu, &wall)| cpu as f64 / wall as f64)
+            .collect();
+        CpuShares {
+            busy_max: busy.iter().copied().fold(0.0, f64::max),
+            busy_mean: if busy.is_empty() {
+                0.0
+            } else {
+                busy.iter().sum::<f64>() / busy.len() as f64
+            },
+            cores_used: m.cpu_used_ns as f64 / m.cpu_wall_ns.max(1) as f64,
+            judged: measured_ns >= CPU_JUDGED_MIN_NS && m.cpu_wall_ns >= CPU_JUDGED_MIN_NS,
+        }
+    }
+}
+
 /// The client's CPU use over the run, and the warnings it calls for (storlab saturated, or
 /// the CPU the limit of an embedded engine).
 fn client_usage(run: &RunPlan, m: &Measured<'_>, measured_ns: u64) -> (ClientUsage, Vec<String>) {
     let logical_cpus = std::thread::available_parallelism()
         .map(|n| n.get() as u32)
         .unwrap_or(1);
-    let busy: Vec<f64> = m
-        .worker_cpu_ns
-        .iter()
-        .map(|&ns| ns as f64 / measured_ns.max(1) as f64)
-        .collect();
-    let busy_max = busy.iter().copied().fold(0.0, f64::max);
-    let busy_mean = if busy.is_empty() {
-        0.0
-    } else {
-        busy.iter().sum::<f64>() / busy.len() as f64
-    };
-    let run_secs = (measured_ns + run.warmup.0.as_nanos() as u64) as f64 / 1e9;
-    let cores_used = m.cpu_used_ns as f64 / 1e9 / run_secs.max(1e-9);
-    let cpu_bound = busy_max >= SATURATED_BUSY || cores_used >= 0.9 * logical_cpus as f64;
+    let CpuShares {
+        busy_max,
+        busy_mean,
+        cores_used,
+        judged,
+    } = CpuShares::of(m, measured_ns);
+    let cpu_bound =
+        judged && (busy_max >= SATURATED_BUSY || cores_used >= 0.9 * logical_cpus as f64);
     // An embedded engine (RocksDB) does its work on the worker threads: busy workers then
     // mean the machine's CPU is the limit, which is part of what is measured, not a client
     // overhead.
@@ -555,4 +595,56 @@ fn error_samples(run: &RunPlan, m: &Measured<'_>) -> Vec<ErrorSample> {
             message: e.message(),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run's CPU readings: per worker CPU and wall ns, the process's CPU and wall ns.
+    fn measured<'a>(cpu: &'a [u64], wall: &'a [u64], process: (u64, u64)) -> Measured<'a> {
+        Measured {
+            run_id: "r",
+            started: SystemTime::UNIX_EPOCH,
+            workers: Vec::new(),
+            totals: &[],
+            worker_cpu_ns: cpu,
+            worker_wall_ns: wall,
+            worker_totals: &[],
+            worker_shape: &[],
+            error_samples: &[],
+            cpu_used_ns: process.0,
+            cpu_wall_ns: process.1,
+            collector_cpu_ns: 0,
+            start_ns: 0,
+            background_names: &[],
+            session_used: Vec::new(),
+            worker_cpus: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn cpu_shares_are_over_their_own_window_and_a_short_run_is_not_judged() {
+        // A job of 8 I/Os: 40 µs of a worker's CPU in its 9 µs of intervals is no share.
+        let short = CpuShares::of(&measured(&[40_000], &[9_000], (150_000, 90_000)), 9_000);
+        assert_eq!(
+            (short.busy_max, short.busy_mean, short.judged),
+            (0.0, 0.0, false)
+        );
+        // A second measured: workers at 80% and 40%, one that ran 5 µs left out; the
+        // process 1.5 s of CPU in 1.25 s.
+        let s = 1_000_000_000;
+        let long = CpuShares::of(
+            &measured(
+                &[800_000_000, 400_000_000, 5_000],
+                &[s, s, 5_000],
+                (1_500_000_000, 1_250_000_000),
+            ),
+            s,
+        );
+        assert!(long.judged);
+        assert!((long.busy_max - 0.8).abs() < 1e-12, "{long:?}");
+        assert!((long.busy_mean - 0.6).abs() < 1e-12, "{long:?}");
+        assert!((long.cores_used - 1.2).abs() < 1e-12, "{long:?}");
+    }
 }

@@ -182,10 +182,12 @@ pub struct ClientUsage {
     /// timeline and the interval log) over the whole run, warm-up included, seconds.
     #[serde(default)]
     pub collector_cpu_seconds: f64,
-    /// Average number of CPUs storlab kept busy while measuring.
+    /// Average number of CPUs storlab kept busy: `cpu_seconds` over the wall time it was read
+    /// over (the workers' start to their end, warm-up included).
     pub cpu_cores_used: f64,
     pub logical_cpus: u32,
-    /// Busiest worker thread: its CPU time over the measured time (1.0 = never waited).
+    /// Busiest worker thread: its CPU time in its measured intervals over their wall time
+    /// (1.0 = never waited); workers measured less than 10 ms are left out (0: none left).
     pub worker_busy_max: f64,
     pub worker_busy_mean: f64,
     /// storlab itself was the bottleneck: the figures measure the client, not the target.
