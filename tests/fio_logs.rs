@@ -95,9 +95,9 @@ fn fios_log_readers_read_storlabs_logs() {
         ),
     );
     let o = lab.cmd().arg("fio").arg(&job).output().unwrap();
-    let (_, err) = text(&o);
+    let (out, err) = text(&o);
     assert!(o.status.success(), "{err}");
-    assert!(err.contains("_slat logs are empty"), "{err}");
+    assert!(out.contains("_slat logs are empty"), "{out}");
     // fio's names: PREFIX_KIND.N.log per clone, N fio's thread number (x is 1, b's clones 2
     // and 3, c's 4 and 5); per_job_logs=0 and no prefix: JOB_KIND.log.
     let mut logs: Vec<String> = std::fs::read_dir(lab.path())

@@ -16,6 +16,7 @@ use storlab_study::plan::Plan;
 
 mod console;
 mod fio;
+mod fio_args;
 mod fio_rate_min;
 mod fio_status;
 pub mod fuzzing;
@@ -24,7 +25,8 @@ mod serve;
 mod study_files;
 mod tools;
 
-use fio::{FioArgs, fio};
+use fio::fio;
+use fio_args::FioArgs;
 use reports::{
     COMPARE_ABOUT, CompareArgs, REPORT_ABOUT, ReportArgs, compare_command, report_command, results,
     write_brief_html,
@@ -143,12 +145,13 @@ enum Command {
     /// refused by name with where it was set. storlab's own options (--results, --json)
     /// go before `load` or `run`.
     Ycsb(YcsbArgs),
-    /// Run fio job files: [global] and job sections, stonewall groups, fio's size and time
-    /// units; every option storlab does not implement is refused by name with file and line.
-    /// Prints fio's normal output, or fio's JSON with --output-format=json|json+, and stores
-    /// storlab's full results.
+    /// Run fio jobs: fio's command line (--name=NAME --KEY=VALUE ...) and job files ([global]
+    /// and job sections, stonewall groups, fio's size and time units); every option storlab
+    /// does not implement is refused by name with its file and line (or argument). Prints
+    /// fio's normal, terse or JSON output and stores storlab's full results.
     ///
-    /// Example: storlab fio --output-format=json+ --output=out.json randread.fio
+    /// Example: storlab fio --name=t --rw=randread --bs=4k --size=64m --filename=t.dat
+    /// --runtime=10 --time_based --output-format=json
     Fio(FioArgs),
     /// Print the access specifications of an IOmeter configuration file (.icf) as study
     /// workloads: one [workloads.NAME] per specification with its access-spec lines (IOmeter's
@@ -198,14 +201,10 @@ struct DbbenchArgs {
 
 #[derive(Args, Clone)]
 struct StoreArgs {
-    /// Folder holding run folders and the results store (results.db).
-    #[arg(
-        long,
-        global = true,
-        env = "STORLAB_RESULTS",
-        default_value = "storlab-results"
-    )]
-    results: PathBuf,
+    /// Folder holding run folders and the results store (results.db) [default:
+    /// storlab-results; for `storlab fio`, the per-user folder its --help names].
+    #[arg(long, global = true, env = "STORLAB_RESULTS", value_name = "FOLDER")]
+    results: Option<PathBuf>,
     /// The results store, when not results.db in --results: a PostgreSQL database a lab
     /// shares (postgres://USER:PASSWORD@HOST:PORT/DB; it also keeps every run's files, so
     /// that reports need no folder), an SQLite file (*.db) or a results folder. The
@@ -223,16 +222,23 @@ struct StoreArgs {
 }
 
 impl StoreArgs {
+    /// The results folder: `--results`, `STORLAB_RESULTS`, or `storlab-results`.
+    fn folder(&self) -> PathBuf {
+        self.results
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("storlab-results"))
+    }
+
     /// Where the results store is.
     fn location(&self) -> Result<storlab_results::store::StoreLocation> {
         Ok(storlab_results::store::StoreLocation::resolve(
             self.store.as_deref(),
-            &self.results,
+            &self.folder(),
         )?)
     }
 }
 
-#[derive(Args)]
+#[derive(Args, Clone)]
 struct CommonRunArgs {
     /// Print the run summaries as JSON on stdout (progress stays on stderr).
     #[arg(long)]
@@ -377,7 +383,10 @@ pub fn main(git_commit: Option<&'static str>) -> i32 {
     // Die quietly when stdout is a closed pipe (`storlab plan ... | head`), as Unix tools do.
     // SAFETY: resetting a signal's disposition to the default is always sound.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(fio_args::fio_argv(
+        std::env::args_os().collect(),
+        &<Cli as clap::CommandFactory>::command(),
+    ));
     match dispatch(cli) {
         Ok(code) => code,
         Err(e) => {
@@ -588,10 +597,10 @@ fn execute_watched(
     } else {
         std::env::current_exe().ok()
     };
-    let started =
-        storlab_engine::events::started::install(&args.store.results, keeper_program.as_deref())
-            .map_err(anyhow::Error::msg)
-            .context("recording the processes the study starts")?;
+    let results = args.store.folder();
+    let started = storlab_engine::events::started::install(&results, keeper_program.as_deref())
+        .map_err(anyhow::Error::msg)
+        .context("recording the processes the study starts")?;
     for line in &started.leftovers {
         eprintln!("storlab: a process {line}");
     }
@@ -600,10 +609,9 @@ fn execute_watched(
         leftovers: started.leftovers.clone(),
         // A shared store names each run's folder absolutely, to be found by any path.
         results_dir: if store.is_shared() {
-            std::path::absolute(&args.store.results)
-                .with_context(|| args.store.results.display().to_string())?
+            std::path::absolute(&results).with_context(|| results.display().to_string())?
         } else {
-            args.store.results.clone()
+            results
         },
         store,
         allow_destroy: args.allow_destroy.clone(),

@@ -6,7 +6,7 @@ use storlab_results::store::StoreLocation;
 
 pub(super) fn results(command: ResultsCommand, store: &StoreArgs) -> Result<i32> {
     let location = store.location()?;
-    let dir = &store.results;
+    let dir = &store.folder();
     match command {
         ResultsCommand::List { json } => results_list(&open_store(&location)?, json),
         ResultsCommand::Show { run, json } => results_show(&open_store(&location)?, &run, json),

@@ -32,6 +32,10 @@ impl Rw {
     pub fn reads(self) -> bool {
         !matches!(self, Rw::Write | Rw::RandWrite)
     }
+    /// The job writes.
+    pub fn writes(self) -> bool {
+        !matches!(self, Rw::Read | Rw::RandRead)
+    }
     pub fn mixed(self) -> bool {
         matches!(self, Rw::ReadWrite | Rw::RandRw)
     }

@@ -5,6 +5,7 @@
 //! so that a job file runs through the same plan, engine and results store as any study.
 
 pub mod buffers;
+pub mod cmdline;
 pub mod control;
 pub mod distribution;
 pub mod engines;
@@ -21,18 +22,60 @@ pub mod rates;
 pub mod sizes;
 pub mod workload;
 
+pub use cmdline::{COMMAND_LINE, CommandLine};
 pub use engines::{Engine, Runner};
 pub use job::{Job, Rw};
 pub use parse::LineError;
 pub use plan::FioPlan;
 
+/// What `storlab fio` runs: the command line's jobs and job files, and fio's `--section`s.
+#[derive(Debug, Clone)]
+pub struct Sources {
+    pub command_line: CommandLine,
+    /// fio's `--section`: only the jobs of these names run (`[global]` sections always
+    /// apply); empty: every job.
+    pub sections: Vec<String>,
+}
+
 /// Reads, resolves and plans the job files at `paths`; every problem of every file comes back
 /// together.
 pub fn load(paths: &[std::path::PathBuf]) -> Result<FioPlan, Vec<LineError>> {
+    load_sources(&Sources {
+        command_line: CommandLine {
+            jobs: parse::JobFile {
+                file: COMMAND_LINE.into(),
+                sections: Vec::new(),
+            },
+            job_files: paths.to_vec(),
+        },
+        sections: Vec::new(),
+    })
+}
+
+/// Reads, resolves and plans the command line's jobs, then its job files in order, as fio
+/// does: the command line's global options apply to its jobs and the first job file's, and
+/// its jobs run in one group with that file's first jobs (fio's later files each start a
+/// group). Every problem of every source comes back together.
+pub fn load_sources(src: &Sources) -> Result<FioPlan, Vec<LineError>> {
     let env = |n: &str| std::env::var(n).ok();
     let mut errors = Vec::new();
-    let mut files = Vec::new();
-    for p in paths {
+    let mut files: Vec<plan::JobFile> = Vec::new();
+    let cmd = keep_sections(src.command_line.jobs.clone(), &src.sections);
+    let inherited = src.command_line.global();
+    if cmd.sections.iter().any(|s| s.name != "global") {
+        match options::resolve(&cmd) {
+            Ok(jobs) => files.push((COMMAND_LINE.into(), jobs, as_written(&inherited))),
+            Err(e) => errors.extend(e),
+        }
+    } else if let Some(first) = inherited.first() {
+        errors.extend(options::check_global(
+            COMMAND_LINE,
+            first.line,
+            &inherited,
+            &inherited,
+        ));
+    }
+    for (i, p) in src.command_line.job_files.iter().enumerate() {
         let name = p.display().to_string();
         let text = match std::fs::read_to_string(p) {
             Ok(t) => t,
@@ -45,10 +88,46 @@ pub fn load(paths: &[std::path::PathBuf]) -> Result<FioPlan, Vec<LineError>> {
                 continue;
             }
         };
-        match from_text(&name, &text, &env) {
-            Ok(f) => files.push(f),
-            Err(e) => errors.extend(e),
+        let inherit: &[parse::Entry] = if i == 0 { &inherited } else { &[] };
+        let f = match parse::parse(&name, &text, &env) {
+            Ok(f) => keep_sections(f, &src.sections),
+            Err(e) => {
+                errors.extend(e);
+                continue;
+            }
+        };
+        if !src.sections.is_empty() && f.sections.iter().all(|s| s.name == "global") {
+            continue;
         }
+        let jobs = match options::resolve_with(&f, inherit) {
+            Ok(jobs) => jobs,
+            Err(e) => {
+                errors.extend(e);
+                continue;
+            }
+        };
+        let mut global = as_written(inherit);
+        global.extend(globals(&f));
+        match files.last_mut() {
+            Some(cmd) if i == 0 && cmd.0 == COMMAND_LINE => {
+                cmd.0 = format!("{COMMAND_LINE} {name}");
+                cmd.1.extend(jobs);
+                cmd.2 = global;
+            }
+            _ => files.push((name, jobs, global)),
+        }
+    }
+    if files.is_empty() && errors.is_empty() {
+        errors.push(LineError {
+            file: COMMAND_LINE.into(),
+            line: 0,
+            message: if src.sections.is_empty() {
+                "no job: give a job file, or a job as options (--name=NAME --rw=... --size=...)"
+                    .into()
+            } else {
+                format!("no job named by --section ({})", src.sections.join(", "))
+            },
+        });
     }
     if !errors.is_empty() {
         return Err(errors);
@@ -56,24 +135,43 @@ pub fn load(paths: &[std::path::PathBuf]) -> Result<FioPlan, Vec<LineError>> {
     plan::build(files)
 }
 
-type FileJobs = (String, Vec<Job>, Vec<(String, String)>);
+/// fio's `--section`: the file without the jobs not named (its `[global]`s kept).
+fn keep_sections(mut f: parse::JobFile, names: &[String]) -> parse::JobFile {
+    if !names.is_empty() {
+        f.sections
+            .retain(|s| s.name == "global" || names.contains(&s.name));
+    }
+    f
+}
+
+/// Options as written (fio's "global options"): name and value.
+fn as_written(entries: &[parse::Entry]) -> Vec<(String, String)> {
+    entries
+        .iter()
+        .map(|e| (e.name.clone(), e.value.clone().unwrap_or_default()))
+        .collect()
+}
+
+/// A job file's `[global]` options as written.
+fn globals(f: &parse::JobFile) -> Vec<(String, String)> {
+    let entries: Vec<parse::Entry> = f
+        .sections
+        .iter()
+        .filter(|s| s.name == "global")
+        .flat_map(|s| s.entries.iter().cloned())
+        .collect();
+    as_written(&entries)
+}
 
 /// One job file's jobs and its `[global]` options as written.
 pub fn from_text(
     name: &str,
     text: &str,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<FileJobs, Vec<LineError>> {
+) -> Result<plan::JobFile, Vec<LineError>> {
     let f = parse::parse(name, text, env)?;
     let jobs = options::resolve(&f)?;
-    let global = f
-        .sections
-        .iter()
-        .filter(|s| s.name == "global")
-        .flat_map(|s| s.entries.iter())
-        .map(|e| (e.name.clone(), e.value.clone().unwrap_or_default()))
-        .collect();
-    Ok((name.to_string(), jobs, global))
+    Ok((name.to_string(), jobs, globals(&f)))
 }
 
 #[cfg(test)]

@@ -150,24 +150,38 @@ pub const SUPPORTED: &[(&str, &str)] = &[
 
 /// The jobs of a job file, in order. `kb_base` of `[global]` applies to the values after it.
 pub fn resolve(f: &JobFile) -> Result<Vec<Job>, Vec<LineError>> {
+    resolve_with(f, &[])
+}
+
+/// A `[global]` section's options checked on their own (the jobs apply them silently):
+/// every problem, named by `file` and line. `all` is every global option so far, these
+/// included (its `kb_base` applies).
+pub fn check_global(file: &str, line: usize, entries: &[Entry], all: &[Entry]) -> Vec<LineError> {
+    let mut probe = Job::new("global", file, line);
+    let mut kb = kb_base(all);
+    entries
+        .iter()
+        .filter_map(|e| {
+            apply(&mut probe, e, &mut kb).err().map(|m| LineError {
+                file: file.to_string(),
+                line: e.line,
+                message: m,
+            })
+        })
+        .collect()
+}
+
+/// The jobs of `f`, each starting from `inherited` (fio's command-line options before the
+/// first `--name`, which fio applies to the command line's jobs and the first job file's;
+/// checked where they were given), then `f`'s own `[global]` options.
+pub fn resolve_with(f: &JobFile, inherited: &[Entry]) -> Result<Vec<Job>, Vec<LineError>> {
     let mut errors = Vec::new();
-    let mut global: Vec<Entry> = Vec::new();
+    let mut global: Vec<Entry> = inherited.to_vec();
     let mut jobs = Vec::new();
     for s in &f.sections {
         if s.name == "global" {
             global.extend(s.entries.iter().cloned());
-            // Checked here once; the jobs apply them silently.
-            let mut probe = Job::new("global", &f.file, s.line);
-            let mut kb = kb_base(&global);
-            for e in &s.entries {
-                if let Err(m) = apply(&mut probe, e, &mut kb) {
-                    errors.push(LineError {
-                        file: f.file.clone(),
-                        line: e.line,
-                        message: m,
-                    });
-                }
-            }
+            errors.extend(check_global(&f.file, s.line, &s.entries, &global));
             continue;
         }
         let mut job = Job::new(&s.name, &f.file, s.line);

@@ -14,13 +14,27 @@
 use std::time::Duration;
 
 /// A problem at a line of a job file, printed as fio users read it: `job.fio:7: message`.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{file}:{line}: {message}")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LineError {
+    /// The job file, or [`super::cmdline::COMMAND_LINE`].
     pub file: String,
+    /// The line, or on the command line the argument's position.
     pub line: usize,
     pub message: String,
 }
+
+impl std::fmt::Display for LineError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.line, self.file == super::cmdline::COMMAND_LINE) {
+            // The whole file (it cannot be read) or the whole command line.
+            (0, _) => write!(f, "{}: {}", self.file, self.message),
+            (_, true) => write!(f, "{}, argument {}: {}", self.file, self.line, self.message),
+            (_, false) => write!(f, "{}:{}: {}", self.file, self.line, self.message),
+        }
+    }
+}
+
+impl std::error::Error for LineError {}
 
 /// One `name=value` (or bare `name`) line.
 #[derive(Debug, Clone, PartialEq)]
