@@ -30,6 +30,8 @@ impl Default for Control {
             seed: None,
             verify_type: None,
             verify_backlog: None,
+            thread: false,
+            offload: false,
         }
     }
 }
@@ -64,6 +66,18 @@ pub fn apply_control(job: &mut Job, e: &Entry, canonical: &str) -> Result<bool, 
             }
         }
         "randrepeat" => c.randrepeat = flag(e)?,
+        "thread" => c.thread = flag(e)?,
+        "io_submit_mode" => {
+            c.offload = match need(e)? {
+                "inline" => false,
+                "offload" => true,
+                other => {
+                    return Err(format!(
+                        "io_submit_mode={other}: fio's modes are inline and offload"
+                    ));
+                }
+            }
+        }
         "random_generator" => {
             let v = need(e)?;
             if !["tausworthe", "lfsr", "tausworthe64"].contains(&v) {
@@ -230,6 +244,18 @@ pub fn group_control(
         if let Some(n) = c.verify_backlog {
             g.notes.push(format!(
                 "job `{}`: verify_backlog={n} taken: storlab checks every written block in one pass after the run, not {n} at a time during it",
+                j.name
+            ));
+        }
+        if c.thread {
+            g.notes.push(format!(
+                "job `{}`: thread taken: storlab's clones are always threads of its one process (fio forks a process per clone without it)",
+                j.name
+            ));
+        }
+        if c.offload {
+            g.notes.push(format!(
+                "job `{}`: io_submit_mode=offload taken: storlab submits and completes each I/O on the job's own threads, not on fio's separate offload threads",
                 j.name
             ));
         }

@@ -237,6 +237,10 @@ pub struct Control {
     pub verify_type: Option<String>,
     /// `verify_backlog`: storlab verifies every written block after the run instead.
     pub verify_backlog: Option<u64>,
+    /// `thread` given: storlab's clones are threads anyway.
+    pub thread: bool,
+    /// `io_submit_mode=offload`: storlab submits and completes on the job's own threads.
+    pub offload: bool,
 }
 
 /// The job's `random_distribution` and its line.

@@ -129,7 +129,10 @@ pub const SUPPORTED: &[(&str, &str)] = &[
         "cpus_allowed / cpumask / cpus_allowed_policy",
         "the workload's cpus and cpus-policy: each thread pinned once as it starts",
     ),
-    ("thread", "storlab's clones are threads"),
+    (
+        "thread / io_submit_mode",
+        "taken with a note: storlab's clones are threads, each submitting and completing its own I/O",
+    ),
     (
         "bsrange / bs ranges and pairs / bs_unaligned / rw=...:N / rw_sequencer / loops / io_size / number_ios / startdelay / thinktime / thinktime_blocks / thinktime_spin / thinktime_blocks_type / rate_ignore_thinktime",
         "fio's sizes, offsets, I/O counts and pauses: see docs/fio-options.md",
@@ -506,9 +509,6 @@ fn apply_run(job: &mut Job, e: &Entry, kb: &mut u64) -> Result<bool, String> {
                         .into(),
                 );
             }
-        }
-        "thread" => {
-            flag(e)?;
         }
         "group_reporting" => job.group_reporting = flag(e)?,
         "stonewall" => job.stonewall = flag(e)?,

@@ -194,6 +194,8 @@ fn parse_zones(
         let size = match s {
             Some(s) if absolute => size(s)?,
             None if absolute => 0,
+            // fio reads the size percent with atoi: `20/` is a missing one.
+            Some(s) if s.trim().is_empty() => 0,
             Some(s) => s
                 .trim()
                 .parse::<u64>()

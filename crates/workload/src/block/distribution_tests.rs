@@ -71,6 +71,11 @@ fn fio_syntax_is_parsed_with_fios_defaults_and_limits() {
         parse("zoned:50/20:25:25/0"),
         Ok(Distribution::Zoned(vec![z(50, 20), z(25, 40), z(25, 40)]))
     );
+    // fio's examples/rand-zones.fio: an empty size after `/` is a missing one (fio's atoi).
+    assert_eq!(
+        parse("zoned:50/5:30/15:20/"),
+        Ok(Distribution::Zoned(vec![z(50, 5), z(30, 15), z(20, 80)]))
+    );
     assert_eq!(
         parse("zoned-abs:60/1MiB:40/3m"),
         Ok(Distribution::ZonedAbs(vec![z(60, 1 << 20), z(40, 3 << 20)]))
