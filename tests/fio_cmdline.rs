@@ -62,24 +62,10 @@ fn per_job(doc: &serde_json::Value) -> BTreeMap<String, [(u64, u64); 2]> {
 /// fio 3.33 on `args` in `dir`: its JSON document; None when fio is not installed (and not
 /// required).
 fn run_fio(dir: &Path, args: &[&str]) -> Option<serde_json::Value> {
-    let o = match Command::new("fio")
-        .args(args)
-        .arg("--output-format=json")
-        .current_dir(dir)
-        .output()
-    {
-        Ok(o) => o,
-        Err(e) => {
-            assert!(
-                std::env::var_os("STORLAB_REQUIRE_SERVERS").is_none(),
-                "fio: {e} (STORLAB_REQUIRE_SERVERS is set)"
-            );
-            eprintln!("skipped: fio not found ({e})");
-            return None;
-        }
-    };
-    let (out, err) = text(&o);
-    assert!(o.status.success(), "fio {args:?}: {err}");
+    let mut all = args.to_vec();
+    all.push("--output-format=json");
+    let o = common::peer_fio(dir, &all)?;
+    let (out, _) = text(&o);
     // fio prints notes ("fio: ...") before the document on some jobs.
     let at = out.find('{').expect("fio's JSON");
     Some(serde_json::from_str(&out[at..]).expect("fio's JSON"))

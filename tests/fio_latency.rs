@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::process::Command;
+use std::path::Path;
 use std::time::Duration;
 
 use common::{Lab, text};
@@ -15,18 +15,7 @@ use storlab_model::units::Dur;
 
 /// fio's JSON of `args`, or None when fio is not installed (and not required).
 fn fio_json(args: &[&str]) -> Option<serde_json::Value> {
-    let o = match Command::new("fio").args(args).output() {
-        Ok(o) => o,
-        Err(e) => {
-            assert!(
-                std::env::var_os("STORLAB_REQUIRE_SERVERS").is_none(),
-                "fio: {e} (STORLAB_REQUIRE_SERVERS is set)"
-            );
-            eprintln!("skipped: fio not found ({e})");
-            return None;
-        }
-    };
-    assert!(o.status.success(), "fio {args:?}: {}", text(&o).1);
+    let o = common::peer_fio(Path::new("."), args)?;
     Some(serde_json::from_slice(&o.stdout).expect("fio's JSON"))
 }
 

@@ -10,31 +10,15 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command;
 
 use common::{Lab, text};
 use storlab_model::{Op, Region};
 
 /// fio run on `job` in `dir`; false when fio is not installed (and not required).
 fn run_fio(dir: &Path, job: &Path, args: &[&str]) -> bool {
-    let o = match Command::new("fio")
-        .args(args)
-        .arg(job)
-        .current_dir(dir)
-        .output()
-    {
-        Ok(o) => o,
-        Err(e) => {
-            assert!(
-                std::env::var_os("STORLAB_REQUIRE_SERVERS").is_none(),
-                "fio: {e} (STORLAB_REQUIRE_SERVERS is set)"
-            );
-            eprintln!("skipped: fio not found ({e})");
-            return false;
-        }
-    };
-    assert!(o.status.success(), "fio {job:?}: {}", text(&o).1);
-    true
+    let mut all = args.to_vec();
+    all.push(job.to_str().expect("a UTF-8 path"));
+    common::peer_fio(dir, &all).is_some()
 }
 
 /// Each job's (read + write) I/Os in fio's JSON document at `path`, by job name.

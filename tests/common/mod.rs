@@ -133,3 +133,22 @@ pub fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// Debian's fio (the peer) run with `args` in `dir`, which must succeed; None when fio is not
+/// installed and the servers are not required (the test command installs it, and
+/// `STORLAB_REQUIRE_SERVERS` makes a missing fio a failure).
+pub fn peer_fio(dir: &Path, args: &[&str]) -> Option<Output> {
+    let o = match Command::new("fio").args(args).current_dir(dir).output() {
+        Ok(o) => o,
+        Err(e) => {
+            assert!(
+                std::env::var_os("STORLAB_REQUIRE_SERVERS").is_none(),
+                "fio: {e} (STORLAB_REQUIRE_SERVERS is set)"
+            );
+            eprintln!("skipped: fio not found ({e})");
+            return None;
+        }
+    };
+    assert!(o.status.success(), "fio {args:?}: {}", text(&o).1);
+    Some(o)
+}
