@@ -11,10 +11,8 @@
 
 use std::path::PathBuf;
 
+pub use super::parse::COMMAND_LINE;
 use super::parse::{Entry, JobFile, LineError, Section};
-
-/// The file name that errors in command-line options carry ("command line, argument N").
-pub const COMMAND_LINE: &str = "command line";
 
 /// `storlab fio`'s job options and job files, as given.
 #[derive(Debug, Clone, PartialEq)]

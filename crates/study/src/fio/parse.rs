@@ -13,10 +13,14 @@
 
 use std::time::Duration;
 
+/// The file name that errors in command-line options carry ("command line, argument N"; see
+/// the command-line module).
+pub const COMMAND_LINE: &str = "command line";
+
 /// A problem at a line of a job file, printed as fio users read it: `job.fio:7: message`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LineError {
-    /// The job file, or [`super::cmdline::COMMAND_LINE`].
+    /// The job file, or [`COMMAND_LINE`].
     pub file: String,
     /// The line, or on the command line the argument's position.
     pub line: usize,
@@ -25,7 +29,7 @@ pub struct LineError {
 
 impl std::fmt::Display for LineError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match (self.line, self.file == super::cmdline::COMMAND_LINE) {
+        match (self.line, self.file == COMMAND_LINE) {
             // The whole file (it cannot be read) or the whole command line.
             (0, _) => write!(f, "{}: {}", self.file, self.message),
             (_, true) => write!(f, "{}, argument {}: {}", self.file, self.line, self.message),
