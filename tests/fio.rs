@@ -612,6 +612,8 @@ fn control_options_run_or_are_refused() {
         err.contains("random_generator=lfsr taken; storlab draws offsets with"),
         "{err}"
     );
+    assert!(err.contains("job `first`: thread taken: storlab's clones are always threads"));
+    assert!(err.contains("job `second`: io_submit_mode=offload taken: storlab submits"));
     let study = std::fs::read_to_string(lab.study_folder().join("run-001/study.toml")).unwrap();
     assert!(
         study.contains("randrepeat=0: offsets drawn from seed"),
