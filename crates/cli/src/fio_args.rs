@@ -218,7 +218,7 @@ pub(super) fn fio_argv(argv: Vec<OsString>, cli: &clap::Command) -> Vec<OsString
             break;
         }
         // A short flag (-q, -h) or a long one, with one dash or two.
-        if text.len() == 2 && text.starts_with('-') && text != "--" {
+        if text.len() == 2 && text.starts_with('-') {
             flags.push(arg.clone());
             continue;
         }

@@ -110,6 +110,14 @@ impl CommandLine {
     }
 }
 
+/// One option as written: `key=value`, or a bare `key`.
+fn option_text(e: &Entry) -> String {
+    match &e.value {
+        Some(v) => format!("{}={v}", e.name),
+        None => e.name.clone(),
+    }
+}
+
 /// fio's `--showcmd`: a job file's sections as one fio command line (`fio --name=global
 /// --key=value ... --name=job ...`), options as written, in order.
 pub fn show(file: &JobFile) -> String {
@@ -117,10 +125,7 @@ pub fn show(file: &JobFile) -> String {
     for s in &file.sections {
         out.push_str(&format!(" --name={}", s.name));
         for e in &s.entries {
-            match &e.value {
-                Some(v) => out.push_str(&format!(" --{}={v}", e.name)),
-                None => out.push_str(&format!(" --{}", e.name)),
-            }
+            out.push_str(&format!(" --{}", option_text(e)));
         }
     }
     out
@@ -133,10 +138,7 @@ pub fn job_file_text(file: &JobFile) -> String {
     for s in &file.sections {
         out.push_str(&format!("[{}]\n", s.name));
         for e in &s.entries {
-            match &e.value {
-                Some(v) => out.push_str(&format!("{}={v}\n", e.name)),
-                None => out.push_str(&format!("{}\n", e.name)),
-            }
+            out.push_str(&format!("{}\n", option_text(e)));
         }
     }
     out
