@@ -7,7 +7,7 @@
 //! keys and notes.
 
 use super::job::{Control, Job, OnError};
-use super::parse::{Entry, parse_bool};
+use super::parse::{Entry, LineError, parse_bool};
 use storlab_model::cpus::{CpuList, CpuPolicy};
 
 /// The generator storlab draws block offsets with, named when a job file names fio's.
@@ -32,6 +32,8 @@ impl Default for Control {
             verify_backlog: None,
             thread: false,
             offload: false,
+            wait_for: None,
+            profile_options: Vec::new(),
         }
     }
 }
@@ -67,6 +69,13 @@ pub fn apply_control(job: &mut Job, e: &Entry, canonical: &str) -> Result<bool, 
         }
         "randrepeat" => c.randrepeat = flag(e)?,
         "thread" => c.thread = flag(e)?,
+        "wait_for" => c.wait_for = Some((need(e)?.to_string(), e.line)),
+        // fio registers its tiobench profile's options with its own (profiles/tiobench.c):
+        // a job file may set them, and without profile=tiobench they change nothing.
+        "threads" | "dir" | "block" | "numruns" => {
+            c.profile_options
+                .push(format!("{}={}", e.name, e.value.as_deref().unwrap_or("")))
+        }
         "io_submit_mode" => {
             c.offload = match need(e)? {
                 "inline" => false,
@@ -174,6 +183,75 @@ fn shell_event(name: String, trigger: &str, cmd: &str) -> toml::Value {
     ev.into()
 }
 
+/// fio's `wait_for=JOB` as storlab's groups can run it. A job of a later group already
+/// starts after `JOB` (steps run one after another). A job that waits for a job of its own
+/// group starts a new group, as a stonewall: fio's wait exactly when that group is nothing
+/// but `JOB`'s clones and every later job that joins the new group waits for `JOB` too.
+/// Anything else is refused, named. `starts`: the jobs that start a group anyway (each file's
+/// first). Returns the problems and the notes.
+pub fn settle_wait_for(jobs: &mut [Job], starts: &[usize]) -> (Vec<LineError>, Vec<String>) {
+    let mut errors = Vec::new();
+    let mut notes = Vec::new();
+    let mut group_start = 0;
+    // The job the current group (started by a wait) waits for.
+    let mut waited: Option<String> = None;
+    for i in 0..jobs.len() {
+        if starts.contains(&i) || jobs[i].stonewall {
+            group_start = i;
+            waited = None;
+        }
+        let wait = jobs[i].control.wait_for.clone();
+        let refuse = |line: usize, message: String| LineError {
+            file: jobs[i].file.clone(),
+            line,
+            message,
+        };
+        let Some((waitee, line)) = wait else {
+            if let Some(w) = &waited {
+                errors.push(refuse(jobs[i].line, format!(
+                    "job `{}`: runs here after `{w}` as the job before it waits for it, but fio starts it at once (no wait_for={w}): put it before that job, or give it wait_for={w}",
+                    jobs[i].name
+                )));
+            }
+            continue;
+        };
+        let name = jobs[i].name.clone();
+        let Some(at) = jobs[..i].iter().position(|j| j.name == waitee) else {
+            errors.push(refuse(line, format!(
+                "wait_for={waitee}: no job named `{waitee}` before job `{name}` (fio takes no forward reference)"
+            )));
+            continue;
+        };
+        if at < group_start || waited.as_deref() == Some(waitee.as_str()) {
+            continue;
+        }
+        let others: Vec<&str> = jobs[group_start..i]
+            .iter()
+            .filter(|j| j.name != waitee)
+            .map(|j| j.name.as_str())
+            .collect();
+        if !others.is_empty() {
+            errors.push(refuse(line, format!(
+                "wait_for={waitee}: storlab starts job `{name}` after every job of its group, and `{}` run beside `{waitee}` there: give `{waitee}` a group of its own (stonewall)",
+                others.join("`, `")
+            )));
+            continue;
+        }
+        jobs[i].stonewall = true;
+        group_start = i;
+        waited = Some(waitee.clone());
+        notes.push(format!(
+            "job `{name}`: wait_for={waitee}: starts a group of its own once `{waitee}` is done{}",
+            if jobs[i].control.new_group {
+                ""
+            } else {
+                " (reported apart from it; fio reports them together without new_group)"
+            }
+        ));
+    }
+    (errors, notes)
+}
+
 /// A group's step keys and notes from its jobs' control options.
 #[derive(Debug, Default)]
 pub struct GroupControl {
@@ -251,6 +329,13 @@ pub fn group_control(
             g.notes.push(format!(
                 "job `{}`: thread taken: storlab's clones are always threads of its one process (fio forks a process per clone without it)",
                 j.name
+            ));
+        }
+        if !c.profile_options.is_empty() {
+            g.notes.push(format!(
+                "job `{}`: {} taken and ignored, as fio ignores them: options of fio's tiobench profile, which act only with profile=tiobench",
+                j.name,
+                c.profile_options.join(", ")
             ));
         }
         if c.offload {
@@ -408,5 +493,50 @@ mod tests {
         let k = jobs("[global]\ncontinue_on_error=all\n[a]\n[b]\n").unwrap();
         let g = group_control(&[&k[0], &k[1]], 2, true).unwrap();
         assert!(!g.stop_on_error && g.notes.is_empty());
+    }
+
+    #[test]
+    fn wait_for_starts_a_group_where_that_is_fios_wait() {
+        let mut j = jobs("[w]\nnumjobs=2\n[r]\nnew_group\nwait_for=w\n[r2]\nwait_for=w\n[s]\nstonewall\n[t]\nwait_for=w\n").unwrap();
+        let (errors, notes) = settle_wait_for(&mut j, &[0]);
+        assert!(errors.is_empty(), "{errors:?}");
+        // r waits for w's group (w alone): a new group; r2 joins it, waiting for w too; t is
+        // in a later group already.
+        let walls: Vec<bool> = j.iter().map(|j| j.stonewall).collect();
+        assert_eq!(walls, [false, true, false, true, false]);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].contains("job `r`: wait_for=w: starts a group"),
+            "{notes:?}"
+        );
+        // A job beside the waitee, a job after the waiter that does not wait, a forward
+        // reference: each refused by line.
+        let mut j = jobs("[w]\n[x]\n[r]\nwait_for=w\n").unwrap();
+        let (e, _) = settle_wait_for(&mut j, &[0]);
+        assert!(e[0].message.contains("`x` run beside `w`"), "{e:?}");
+        assert_eq!(e[0].line, 4);
+        let mut j = jobs("[w]\n[r]\nwait_for=w\n[x]\n").unwrap();
+        let (e, _) = settle_wait_for(&mut j, &[0]);
+        assert!(
+            e[0].message.contains("job `x`: runs here after `w`"),
+            "{e:?}"
+        );
+        let mut j = jobs("[r]\nwait_for=w\n[w]\n").unwrap();
+        let (e, _) = settle_wait_for(&mut j, &[0]);
+        assert!(e[0].message.contains("no forward reference"), "{e:?}");
+    }
+
+    #[test]
+    fn tiobench_profile_options_are_taken_with_a_note() {
+        let j = jobs("[global]\nthreads=1\n[a]\ndir=/tmp\n").unwrap();
+        assert_eq!(j[0].control.profile_options, ["threads=1", "dir=/tmp"]);
+        let g = group_control(&[&j[0]], 1, false).unwrap();
+        assert!(
+            g.notes
+                .iter()
+                .any(|n| n.contains("threads=1, dir=/tmp taken and ignored")),
+            "{:?}",
+            g.notes
+        );
     }
 }

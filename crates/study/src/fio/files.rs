@@ -122,6 +122,22 @@ fn line_error(job: &Job, line: usize, message: String) -> LineError {
     }
 }
 
+/// fio's `filesize` on a job's one named file (`filename`, `nrfiles` at most 1): that file's
+/// size and, when the job gives no other `size`, the bytes it transfers (fio sizes a job by
+/// its files then). A range, or a `size` that differs, stays a file set (refused by [`check`]).
+pub fn settle_named(job: &mut Job) {
+    let f = &mut job.files;
+    if job.filename.is_some()
+        && f.nrfiles.is_none_or(|n| n <= 1)
+        && let Some((lo, hi)) = f.filesize
+        && lo == hi
+        && job.size.is_none_or(|s| s == lo)
+    {
+        job.size = Some(lo);
+        f.filesize = None;
+    }
+}
+
 /// What storlab cannot honour of the job's file options, each by name.
 pub fn check(job: &Job) -> Vec<LineError> {
     let f = &job.files;
@@ -417,5 +433,20 @@ mod tests {
             "[m]\nfile_service_type=random:4\nfile_service_type=pareto\nsync=maybe\nfile_service_type=sequential:2\n",
         );
         assert_eq!(e.len(), 4, "{e:?}");
+    }
+
+    #[test]
+    fn filesize_of_one_named_file_is_its_size() {
+        let j = job("[a]\nfilename=x\nfilesize=1m\n");
+        assert_eq!((j.size, j.files.filesize), (Some(1 << 20), None));
+        assert!(check(&j).is_empty());
+        // A size that differs, or a range, stays a set: refused.
+        for text in [
+            "[a]\nfilename=x\nfilesize=1m\nsize=2m\n",
+            "[a]\nfilename=x\nfilesize=1m-2m\n",
+        ] {
+            let e = resolve(&parse("job.fio", text, &|_| None).unwrap()).unwrap_err();
+            assert!(e[0].message.contains("filesize with filename"), "{e:?}");
+        }
     }
 }

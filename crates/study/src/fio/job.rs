@@ -241,6 +241,11 @@ pub struct Control {
     pub thread: bool,
     /// `io_submit_mode=offload`: storlab submits and completes on the job's own threads.
     pub offload: bool,
+    /// `wait_for=JOB` and its line: the job starts once every clone of `JOB` is done.
+    pub wait_for: Option<(String, usize)>,
+    /// Options of fio's tiobench profile (`threads`, `dir`, `block`, `numruns`) as written:
+    /// fio takes them in any job file and ignores them without `profile=tiobench`.
+    pub profile_options: Vec<String>,
 }
 
 /// The job's `random_distribution` and its line.

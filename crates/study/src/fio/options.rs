@@ -84,6 +84,14 @@ pub const SUPPORTED: &[(&str, &str)] = &[
         "wait for the jobs before to finish",
     ),
     (
+        "wait_for",
+        "a group of its own once the named job is done, where storlab's groups give fio's wait (else refused, named)",
+    ),
+    (
+        "threads / dir / block / numruns",
+        "fio's tiobench profile's options: taken and ignored without profile=tiobench, as fio ignores them, said",
+    ),
+    (
         "verify",
         "crc32c or crc32c-intel: storlab's verified writes and their pass after the run; md5, crc64, sha256, meta and fio's other types checked with storlab's own crc32c header, said",
     ),
@@ -204,6 +212,7 @@ pub fn resolve_with(f: &JobFile, inherited: &[Entry]) -> Result<Vec<Job>, Vec<Li
                 }),
             }
         }
+        super::files::settle_named(&mut job);
         errors.extend(super::files::check(&job));
         errors.extend(super::distribution::check(&job));
         errors.extend(super::sizes::check(&job));

@@ -192,9 +192,10 @@ pub fn build(files: Vec<JobFile>) -> Result<FioPlan, Vec<LineError>> {
     for j in jobs.iter_mut().filter(|j| !j.control.randrepeat) {
         j.control.seed = Some(seed);
     }
-    let mut errors = Vec::new();
+    let (mut errors, wait_notes) = super::control::settle_wait_for(&mut jobs, &starts);
     let targets = job_targets(&jobs);
     let mut notes = substitution_notes(&jobs);
+    notes.extend(wait_notes);
     notes.extend(jobs.iter().flat_map(super::files::notes));
     notes.extend(jobs.iter().flat_map(super::sizes::notes));
     let groups = groups(&jobs, &starts);
