@@ -1,6 +1,7 @@
 //! `storlab fio` with fio's size and pacing options (issue 29 part 4b), against fio 3.33 on
-//! the same job files: the I/O counts of `loops`, `io_size`, `number_ios` and `rw=read:8k`
-//! (fio's JSON and storlab's, exactly), the offsets of `rw=read:8k` and `rw=randread:N` with
+//! the same job files: the I/O counts of `loops`, `io_size`, `number_ios`, `rw=read:8k` and
+//! `rw=read:-8k` (fio's JSON and storlab's, exactly), the offsets of `rw=read:8k`,
+//! `rw=read:-8k` (backwards) and `rw=randread:N` with
 //! `rw_sequencer` (fio's `write_iolog` and storlab's generator for the same job), the block
 //! sizes of `bsrange`, `bs=A-B` and `bs_unaligned` (the same sizes, in fio's proportions),
 //! and `thinktime`'s pauses. Skipped when fio is not installed, unless
@@ -101,7 +102,8 @@ fn io_counts_are_fios() {
         [holes_62k]\nstonewall\nsize=62k\nrw=read:8k\n\
         [holes_loops]\nstonewall\nsize=64k\nrw=write:8k\nloops=2\n\
         [holes_wrap]\nstonewall\nsize=64k\nrw=write:4k\n\
-        [random_io_size]\nstonewall\nrw=randread\nio_size=8k\nloops=2\n";
+        [random_io_size]\nstonewall\nrw=randread\nio_size=8k\nloops=2\n\
+        [backwards]\nstonewall\nsize=64k\nrw=read:-8k\n";
     let job = lab.write("counts.fio", body);
     if !run_fio(
         lab.path(),
@@ -120,7 +122,7 @@ fn io_counts_are_fios() {
         .expect("storlab fio");
     assert!(o.status.success(), "{}", text(&o).1);
     let theirs = ios(&lab.path().join("fio.json"));
-    assert_eq!(theirs.len(), 12, "{theirs:?}");
+    assert_eq!(theirs.len(), 13, "{theirs:?}");
     assert_eq!(ios(&out), theirs);
     // storlab's notes are in the JSON, never on stderr.
     assert_eq!(text(&o).1, "");
@@ -146,6 +148,12 @@ fn offsets_are_fios() {
     assert_eq!(theirs.len(), 16);
     assert_eq!(theirs[8].0, 0, "{theirs:?}");
     assert_eq!(storlab_ops(&job, 0, 64 << 10, 16), theirs);
+    // Backwards (fio's examples/backwards-read.fio): 0, then from 8k before the end down.
+    let body = "[j]\nioengine=null\nbs=4k\nsize=64k\nrw=read:-8k\nio_size=96k\n";
+    let (job, theirs) = logged(&lab, "backwards", body).expect("fio");
+    assert_eq!(theirs.len(), 24);
+    assert_eq!((theirs[1].0, theirs[15].0), (56 << 10, 0), "{theirs:?}");
+    assert_eq!(storlab_ops(&job, 0, 64 << 10, 24), theirs);
     // Random runs: fio's first I/O is random, then a new random offset every 3 I/Os; the
     // ones between repeat it (identical) or continue from where it ended (sequential).
     // storlab draws other random offsets (no random map), in the same runs.

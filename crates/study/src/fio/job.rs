@@ -328,6 +328,9 @@ pub struct Rates {
 pub enum RwModifier {
     /// Sequential: bytes skipped after each I/O.
     Skip(u64),
+    /// Sequential, backwards (`rw=read:-8k`): each I/O starts this many bytes before the
+    /// previous one's end.
+    Back(u64),
     /// Random: a new random offset every N I/Os.
     Every(u32),
 }

@@ -107,7 +107,10 @@ pub fn modifier(random: bool, text: &str, kb: u64) -> Result<RwModifier, String>
         }
         Ok(RwModifier::Every(n))
     } else {
-        Ok(RwModifier::Skip(parse_size(text, kb)?))
+        match text.trim().strip_prefix('-') {
+            Some(back) => Ok(RwModifier::Back(parse_size(back, kb)?)),
+            None => Ok(RwModifier::Skip(parse_size(text, kb)?)),
+        }
     }
 }
 
@@ -324,6 +327,9 @@ pub fn workload_keys(job: &Job, w: &mut toml::Table) {
     match o.modifier {
         Some(RwModifier::Skip(s)) if s > 0 => {
             w.insert("offset-skip".into(), (s as i64).into());
+        }
+        Some(RwModifier::Back(s)) if s > 0 => {
+            w.insert("offset-back".into(), (s as i64).into());
         }
         Some(RwModifier::Every(n)) if n > 1 => {
             let mut t = toml::Table::new();

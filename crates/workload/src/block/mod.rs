@@ -153,6 +153,11 @@ pub struct BlockWorkload {
     /// Sequential I/O with holes (fio's `rw=read:8k`): bytes skipped after each I/O.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offset_skip: Option<Bytes>,
+    /// Sequential I/O backwards (fio's `rw=read:-8k`): each I/O starts this many bytes
+    /// before where the previous one ended; below the slice's start, that many bytes before
+    /// its end (a new pass). The first I/O is at the start, as fio's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset_back: Option<Bytes>,
     /// Random I/O with a new offset every `ios` I/Os (fio's `rw=randread:N`, `rw_sequencer`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub random_run: Option<self::pattern::RandomRun>,
@@ -213,6 +218,7 @@ impl BlockWorkload {
         self.block_size_range.is_some()
             || !self.block_size_split.is_empty()
             || self.offset_skip.is_some()
+            || self.offset_back.is_some()
             || self.random_run.is_some()
             || self.think_time.is_some()
             || self.start_delay.is_some()

@@ -121,6 +121,17 @@ pub fn validate(w: &BlockWorkload) -> Result<(), OptionError> {
             "offset-skip makes holes in sequential I/O: set access = \"sequential\"",
         ));
     }
+    if let Some(back) = w.offset_back {
+        if w.access != Access::Sequential || w.offset_skip.is_some() {
+            return Err(err(
+                "offset-back",
+                "offset-back steps sequential I/O backwards: set access = \"sequential\" and no offset-skip",
+            ));
+        }
+        if back.0 == 0 {
+            return Err(err("offset-back", "offset-back: at least 1 byte"));
+        }
+    }
     if let Some(r) = w.random_run {
         if w.access != Access::Random {
             return Err(err(
@@ -212,6 +223,8 @@ pub struct PatternSource {
     cursor: u64,
     last_offset: u64,
     skip: u64,
+    /// `offset-back`: bytes before the previous I/O's end (0: forwards).
+    back: u64,
     run_ios: u32,
     run_left: u32,
     identical: bool,
@@ -268,6 +281,7 @@ impl PatternSource {
             cursor: base,
             last_offset: base,
             skip: w.offset_skip.map_or(0, |s| s.0),
+            back: w.offset_back.map_or(0, |s| s.0),
             run_ios: w.random_run.map_or(1, |r| r.ios),
             // fio starts its countdown at 1: the first I/O is random.
             run_left: 1,
@@ -355,9 +369,16 @@ impl PatternSource {
                 }
             }
         }
-        // Sequential: from where the previous I/O ended, plus the hole after the first.
+        // Sequential: from where the previous I/O ended, plus the hole after the first;
+        // backwards, that many bytes before it, and below the start from before the end
+        // (fio's get_next_seq_offset: 0, then end - back, end - back - (back - bs), ...).
         let at = if self.cursor == self.base {
             self.base
+        } else if self.back > 0 {
+            match self.cursor.checked_sub(self.back) {
+                Some(at) if at >= self.base => at,
+                _ => self.end.saturating_sub(self.back).max(self.base),
+            }
         } else {
             self.cursor + self.skip
         };
@@ -403,6 +424,22 @@ mod tests {
             Op::Write { offset, len } => (offset, len as u32, false),
             other => panic!("unexpected {other:?}"),
         }
+    }
+
+    #[test]
+    fn backwards_sequential_steps_back_and_wraps_to_the_end() {
+        let w = workload("access = \"sequential\"\noffset-back = \"8KiB\"\nblock-size = \"4KiB\"")
+            .unwrap();
+        let mut s = PatternSource::new(&w, REGION, 0, 1);
+        let offs: Vec<u64> = (0..17).map(|_| parts(s.next_op()).0 >> 12).collect();
+        // fio 3.33 write_iolog of rw=read:-8k, bs=4k, size=64k: 0, 56k, 52k, ..., 4k, 0,
+        // then from 56k again.
+        assert_eq!(
+            offs,
+            [0, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 14]
+        );
+        let bad = workload("access = \"random\"\noffset-back = \"8KiB\"").unwrap_err();
+        assert_eq!(bad.key, "offset-back");
     }
 
     #[test]
