@@ -1,7 +1,8 @@
 //! `storlab fio` with fio's size and pacing options (issue 29 part 4b), against fio 3.33 on
 //! the same job files: the I/O counts of `loops`, `io_size`, `number_ios`, `rw=read:8k` and
 //! `rw=read:-8k` (fio's JSON and storlab's, exactly), the offsets of `rw=read:8k`,
-//! `rw=read:-8k` (backwards) and `rw=randread:N` with
+//! `rw=read:-8k` (backwards), strided zones (`zonesize`, `zonerange`, `zoneskip`) and
+//! `rw=randread:N` with
 //! `rw_sequencer` (fio's `write_iolog` and storlab's generator for the same job), the block
 //! sizes of `bsrange`, `bs=A-B` and `bs_unaligned` (the same sizes, in fio's proportions),
 //! and `thinktime`'s pauses. Skipped when fio is not installed, unless
@@ -103,7 +104,8 @@ fn io_counts_are_fios() {
         [holes_loops]\nstonewall\nsize=64k\nrw=write:8k\nloops=2\n\
         [holes_wrap]\nstonewall\nsize=64k\nrw=write:4k\n\
         [random_io_size]\nstonewall\nrw=randread\nio_size=8k\nloops=2\n\
-        [backwards]\nstonewall\nsize=64k\nrw=read:-8k\n";
+        [backwards]\nstonewall\nsize=64k\nrw=read:-8k\n\
+        [zones]\nstonewall\nsize=128k\nzonemode=strided\nzonesize=16k\nzoneskip=32k\n";
     let job = lab.write("counts.fio", body);
     if !run_fio(
         lab.path(),
@@ -122,7 +124,7 @@ fn io_counts_are_fios() {
         .expect("storlab fio");
     assert!(o.status.success(), "{}", text(&o).1);
     let theirs = ios(&lab.path().join("fio.json"));
-    assert_eq!(theirs.len(), 13, "{theirs:?}");
+    assert_eq!(theirs.len(), 14, "{theirs:?}");
     assert_eq!(ios(&out), theirs);
     // storlab's notes are in the JSON, never on stderr.
     assert_eq!(text(&o).1, "");
@@ -154,6 +156,16 @@ fn offsets_are_fios() {
     assert_eq!(theirs.len(), 24);
     assert_eq!((theirs[1].0, theirs[15].0), (56 << 10, 0), "{theirs:?}");
     assert_eq!(storlab_ops(&job, 0, 64 << 10, 24), theirs);
+    // Strided zones (fio's examples/disk-zone-profile.fio): 16k per zone, 32k skipped; a
+    // range below the size goes over the zone again.
+    for (name, zones) in [("zones", ""), ("zonerange", "zonerange=8k\n")] {
+        let body = format!(
+            "[j]\nioengine=null\nbs=4k\nsize=128k\nrw=read\nzonemode=strided\nzonesize=16k\nzoneskip=32k\n{zones}"
+        );
+        let (job, theirs) = logged(&lab, name, &body).expect("fio");
+        assert_eq!(theirs.len(), 32, "{name}");
+        assert_eq!(storlab_ops(&job, 0, 128 << 10, 32), theirs, "{name}");
+    }
     // Random runs: fio's first I/O is random, then a new random offset every 3 I/Os; the
     // ones between repeat it (identical) or continue from where it ended (sequential).
     // storlab draws other random offsets (no random map), in the same runs.

@@ -109,6 +109,10 @@ pub struct Logs {
     pub hist_ms: u64,
     /// `per_job_logs` (fio's default 1): a file per clone, its thread number `.N` in its name.
     pub per_job: bool,
+    /// `log_offset`: each row has an offset column (before the priority), 0 on averaged
+    /// rows as fio writes it.
+    #[serde(default)]
+    pub offset: bool,
 }
 
 impl Default for Logs {
@@ -121,6 +125,7 @@ impl Default for Logs {
             avg_ms: 0,
             hist_ms: 0,
             per_job: true,
+            offset: false,
         }
     }
 }

@@ -199,13 +199,15 @@ fn latency_intervals(
 }
 
 /// One clone's rows of log `kind`: `clones` clones share the target (each the mean clone;
-/// histogram counts shared out, clone `clone` of them, 0-based).
+/// histogram counts shared out, clone `clone` of them, 0-based). With `offset`
+/// (`log_offset`), an offset column of 0 before the priority, as fio writes averaged rows.
 fn rows(
     kind: LogKind,
     per_dir: &[(u8, BTreeMap<i64, Window>)],
     bs: u64,
     clones: u64,
     clone: u64,
+    offset: bool,
 ) -> String {
     let mut text = String::new();
     let mut order: Vec<(i64, u8, &Window)> = per_dir
@@ -237,7 +239,8 @@ fn rows(
                 continue;
             }
         };
-        let _ = writeln!(text, "{t}, {}, {ddir}, 0, 0", value as u64);
+        let offset_column = if offset { "0, " } else { "" };
+        let _ = writeln!(text, "{t}, {}, {ddir}, 0, {offset_column}0", value as u64);
     }
     text
 }
@@ -309,8 +312,8 @@ fn job_logs(
         for (kind, prefix) in job.logs.files(&job.name) {
             let text = match (kind, &hist) {
                 (LogKind::ClatHist, None) => String::new(),
-                (LogKind::ClatHist, Some(h)) => rows(kind, h, job.bs, clones, clone),
-                _ => rows(kind, &averaged, job.bs, clones, clone),
+                (LogKind::ClatHist, Some(h)) => rows(kind, h, job.bs, clones, clone, false),
+                _ => rows(kind, &averaged, job.bs, clones, clone, job.logs.offset),
             };
             let name = job.logs.file_name(&prefix, kind, first_thread + c as u32);
             out.push((name, text));
@@ -407,25 +410,30 @@ mod tests {
             [(0, window(500.0, 500, 2048000.0, &[(40_000, 500)]))].into();
         let per_dir = [(0, reads), (1, writes)];
         assert_eq!(
-            rows(LogKind::Bw, &per_dir, 4096, 1, 0),
+            rows(LogKind::Bw, &per_dir, 4096, 1, 0, false),
             "500, 8000, 0, 0, 0\n500, 4000, 1, 0, 0\n1002, 0, 0, 0, 0\n"
         );
         assert_eq!(
-            rows(LogKind::Iops, &per_dir, 4096, 2, 0),
+            rows(LogKind::Iops, &per_dir, 4096, 2, 0, false),
             "500, 1000, 0, 0, 0\n500, 500, 1, 0, 0\n1002, 0, 0, 0, 0\n"
         );
+        // log_offset: fio's averaged rows have an offset column of 0 before the priority.
+        assert_eq!(
+            rows(LogKind::Bw, &per_dir, 4096, 1, 0, true),
+            "500, 8000, 0, 0, 0, 0\n500, 4000, 1, 0, 0, 0\n1002, 0, 0, 0, 0, 0\n"
+        );
         // Latency rows only where I/O completed; the mean of the window's histogram, ns.
-        let clat = rows(LogKind::Clat, &per_dir, 4096, 1, 0);
+        let clat = rows(LogKind::Clat, &per_dir, 4096, 1, 0, false);
         let lines: Vec<&str> = clat.lines().collect();
         assert_eq!(lines.len(), 2, "{clat}");
         let mean: u64 = lines[0].split(", ").nth(1).unwrap().parse().unwrap();
         assert!((19_990..=20_010).contains(&mean), "{mean}");
         assert!(lines[1].starts_with("500, 4"), "{}", lines[1]);
-        assert_eq!(rows(LogKind::Lat, &per_dir, 4096, 1, 0), clat);
-        assert_eq!(rows(LogKind::Slat, &per_dir, 4096, 1, 0), "");
+        assert_eq!(rows(LogKind::Lat, &per_dir, 4096, 1, 0, false), clat);
+        assert_eq!(rows(LogKind::Slat, &per_dir, 4096, 1, 0, false), "");
         // Histogram rows: time, direction, bs, then 1856 bins summing to the window's count;
         // two clones sharing a target share the counts out, together the whole.
-        let hist = rows(LogKind::ClatHist, &per_dir, 4096, 1, 0);
+        let hist = rows(LogKind::ClatHist, &per_dir, 4096, 1, 0, false);
         let first: Vec<&str> = hist.lines().next().unwrap().split(", ").collect();
         assert_eq!(&first[..3], ["500", "0", "4096"]);
         assert_eq!(first.len(), 3 + PLAT_NR);
@@ -433,7 +441,7 @@ mod tests {
         assert_eq!(sum(&first), 1000u64);
         let halves: Vec<u64> = (0..2)
             .map(|c| {
-                let t = rows(LogKind::ClatHist, &per_dir, 4096, 2, c);
+                let t = rows(LogKind::ClatHist, &per_dir, 4096, 2, c, false);
                 let cols: Vec<&str> = t.lines().next().unwrap().split(", ").collect();
                 sum(&cols)
             })

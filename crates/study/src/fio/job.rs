@@ -96,6 +96,8 @@ pub struct Job {
     pub distribution: RandomDistribution,
     /// Size ranges, `rw=...:N`, loops, io_size, number_ios, startdelay, think time.
     pub sizes_opts: SizeOptions,
+    /// `zonemode`, `zonesize`, `zonerange`, `zoneskip`.
+    pub zones: ZoneOptions,
 }
 
 impl Job {
@@ -140,6 +142,7 @@ impl Job {
             files: FileOptions::default(),
             distribution: Default::default(),
             sizes_opts: SizeOptions::default(),
+            zones: ZoneOptions::default(),
         }
     }
 
@@ -333,6 +336,26 @@ pub enum RwModifier {
     Back(u64),
     /// Random: a new random offset every N I/Os.
     Every(u32),
+}
+
+/// fio's `zonemode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ZoneMode {
+    /// fio's default: no zones (a `zonesize` with it is refused, as fio 3.33 refuses it).
+    #[default]
+    None,
+    Strided,
+}
+
+/// The zone options, as given (see the `zones` module).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ZoneOptions {
+    pub mode: ZoneMode,
+    /// The line of `zonemode` (0: not given).
+    pub line: usize,
+    pub size: Option<u64>,
+    pub range: Option<u64>,
+    pub skip: u64,
 }
 
 /// The options of this module, as given.

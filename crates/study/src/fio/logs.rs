@@ -49,6 +49,11 @@ pub fn notes(job: &Job, interval_ms: u64) -> Vec<String> {
             "job `{name}`: without log_avg_msec fio logs every I/O; storlab keeps no per-I/O record: its logs have one row per interval ({interval_ms} ms), the interval's mean"
         ));
     }
+    if l.offset && l.any() {
+        notes.push(format!(
+            "job `{name}`: log_offset=1: the offset column is 0 on every row, as fio writes it on rows averaged over log_avg_msec (storlab's rows are averaged)"
+        ));
+    }
     for (what, ms) in [("log_avg_msec", l.avg_ms), ("log_hist_msec", l.hist_ms)] {
         if ms > 0 && ms % interval_ms != 0 {
             let rounded = intervals_per_row(ms, interval_ms) * interval_ms;
@@ -100,6 +105,7 @@ pub fn apply_logs(job: &mut Job, e: &Entry, name: &str) -> Result<bool, String> 
         "log_avg_msec" => l.avg_ms = msec(e)?,
         "log_hist_msec" => l.hist_ms = msec(e)?,
         "per_job_logs" => l.per_job = flag(e)?,
+        "log_offset" => l.offset = flag(e)?,
         _ => return Ok(false),
     }
     Ok(true)

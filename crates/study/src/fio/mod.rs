@@ -21,6 +21,7 @@ pub mod plan;
 pub mod rates;
 pub mod sizes;
 pub mod workload;
+pub mod zones;
 
 pub use cmdline::{COMMAND_LINE, CommandLine};
 pub use engines::{Engine, Runner};

@@ -84,6 +84,10 @@ pub const SUPPORTED: &[(&str, &str)] = &[
         "wait for the jobs before to finish",
     ),
     (
+        "zonemode=strided / zonesize / zonerange / zoneskip",
+        "sequential I/O in strided zones, as fio's (the workload's zones); zonemode=zbd refused",
+    ),
+    (
         "wait_for",
         "a group of its own once the named job is done, where storlab's groups give fio's wait (else refused, named)",
     ),
@@ -154,7 +158,7 @@ pub const SUPPORTED: &[(&str, &str)] = &[
         "the latency percentiles printed in fio's normal and JSON output",
     ),
     (
-        "write_bw_log / write_iops_log / write_lat_log / write_hist_log / log_avg_msec / log_hist_msec / per_job_logs",
+        "write_bw_log / write_iops_log / write_lat_log / write_hist_log / log_avg_msec / log_hist_msec / per_job_logs / log_offset",
         "fio's log files, written after the run from the stored timeline and HDR interval log: one row per log_avg_msec (or interval) window",
     ),
 ];
@@ -216,6 +220,7 @@ pub fn resolve_with(f: &JobFile, inherited: &[Entry]) -> Result<Vec<Job>, Vec<Li
         errors.extend(super::files::check(&job));
         errors.extend(super::distribution::check(&job));
         errors.extend(super::sizes::check(&job));
+        errors.extend(super::zones::check(&job));
         jobs.push(job);
     }
     if jobs.is_empty() && errors.is_empty() {
@@ -347,6 +352,7 @@ fn apply(job: &mut Job, e: &Entry, kb: &mut u64) -> Result<(), String> {
         || super::files::apply_files(job, e, super::names::canonical(&e.name), *kb)?
         || super::distribution::apply_distribution(job, e, super::names::canonical(&e.name), *kb)?
         || super::sizes::apply_sizes(job, e, super::names::canonical(&e.name), *kb)?
+        || super::zones::apply_zones(job, e, super::names::canonical(&e.name), *kb)?
     {
         return Ok(());
     }
@@ -576,12 +582,12 @@ mod tests {
 
     #[test]
     fn every_unsupported_option_is_refused_by_name_and_line() {
-        let e = jobs("[global]\nzonemode=zbd\n[a]\nrw=randread\nnuma_cpu_nodes=0\nss=iops_median:10%\nrw=trim\nbs=4k,4k,4k\n")
+        let e = jobs("[global]\nzonecapacity=1m\n[a]\nrw=randread\nnuma_cpu_nodes=0\nss=iops_median:10%\nrw=trim\nbs=4k,4k,4k\n")
             .unwrap_err();
         let text: Vec<String> = e.iter().map(|e| e.to_string()).collect();
         assert_eq!(
             text[0],
-            "job.fio:2: option `zonemode` is not supported by storlab fio"
+            "job.fio:2: option `zonecapacity` is not supported by storlab fio"
         );
         assert_eq!(
             text[1],

@@ -198,6 +198,7 @@ pub fn build(files: Vec<JobFile>) -> Result<FioPlan, Vec<LineError>> {
     notes.extend(wait_notes);
     notes.extend(jobs.iter().flat_map(super::files::notes));
     notes.extend(jobs.iter().flat_map(super::sizes::notes));
+    notes.extend(jobs.iter().flat_map(super::zones::notes));
     let groups = groups(&jobs, &starts);
     let mut doc = StudyDoc::default();
     for g in &groups {

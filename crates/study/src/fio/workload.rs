@@ -50,6 +50,7 @@ pub(super) fn workload_table(job: &Job) -> toml::Table {
         w.remove("block-size");
     }
     super::sizes::workload_keys(job, &mut w);
+    super::zones::workload_keys(job, &mut w);
     if let Some(d) = super::distribution::workload_value(job) {
         w.insert("distribution".into(), d.into());
     }

@@ -158,6 +158,9 @@ pub struct BlockWorkload {
     /// its end (a new pass). The first I/O is at the start, as fio's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offset_back: Option<Bytes>,
+    /// Sequential I/O in strided zones (fio's `zonemode=strided`): see [`self::pattern::Zones`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zones: Option<self::pattern::Zones>,
     /// Random I/O with a new offset every `ios` I/Os (fio's `rw=randread:N`, `rw_sequencer`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub random_run: Option<self::pattern::RandomRun>,
@@ -219,6 +222,7 @@ impl BlockWorkload {
             || !self.block_size_split.is_empty()
             || self.offset_skip.is_some()
             || self.offset_back.is_some()
+            || self.zones.is_some()
             || self.random_run.is_some()
             || self.think_time.is_some()
             || self.start_delay.is_some()

@@ -39,7 +39,7 @@ use super::distribution::Skewed;
 use super::size_draw::{SPLIT_MAX, SizeDraw};
 use super::{Access, BlockWorkload, err};
 use crate::thread_seed;
-use storlab_model::units::Dur;
+use storlab_model::units::{Bytes, Dur};
 use storlab_model::{Op, OptionError, Region};
 
 /// What the I/Os between two random offsets do (fio's `rw_sequencer`).
@@ -60,6 +60,20 @@ pub struct RandomRun {
     pub ios: u32,
     #[serde(default)]
     pub offsets: RunOffsets,
+}
+
+/// `zones = { size = "256MiB", skip = "2GiB" }`: sequential I/O in strided zones (fio's
+/// `zonemode=strided`, `zonesize`, `zonerange`, `zoneskip`): `size` bytes are done in a zone
+/// of `range` bytes (default `size`; a smaller range is gone over again until `size`), then
+/// the next zone starts `range + skip` bytes further, from the start again past the end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Zones {
+    pub size: Bytes,
+    #[serde(default)]
+    pub range: Option<Bytes>,
+    #[serde(default)]
+    pub skip: Option<Bytes>,
 }
 
 /// `think-time = { time = "1ms", every-ios = 4, spin = "100us" }`.
@@ -120,6 +134,17 @@ pub fn validate(w: &BlockWorkload) -> Result<(), OptionError> {
             "offset-skip",
             "offset-skip makes holes in sequential I/O: set access = \"sequential\"",
         ));
+    }
+    if let Some(z) = w.zones {
+        if w.access != Access::Sequential || w.offset_skip.is_some() || w.offset_back.is_some() {
+            return Err(err(
+                "zones",
+                "zones stride sequential I/O: set access = \"sequential\", without offset-skip or offset-back",
+            ));
+        }
+        if z.size.0 == 0 || z.range.is_some_and(|r| r.0 == 0) {
+            return Err(err("zones", "zones: size and range at least 1 byte"));
+        }
     }
     if let Some(back) = w.offset_back {
         if w.access != Access::Sequential || w.offset_skip.is_some() {
@@ -225,6 +250,13 @@ pub struct PatternSource {
     skip: u64,
     /// `offset-back`: bytes before the previous I/O's end (0: forwards).
     back: u64,
+    /// `zones`: bytes per zone (0: none), the zone's range, range + skip, where the current
+    /// zone starts and the bytes done in it.
+    zone_size: u64,
+    zone_range: u64,
+    zone_stride: u64,
+    zone_start: u64,
+    zone_bytes: u64,
     run_ios: u32,
     run_left: u32,
     identical: bool,
@@ -282,6 +314,13 @@ impl PatternSource {
             last_offset: base,
             skip: w.offset_skip.map_or(0, |s| s.0),
             back: w.offset_back.map_or(0, |s| s.0),
+            zone_size: w.zones.map_or(0, |z| z.size.0),
+            zone_range: w.zones.map_or(0, |z| z.range.unwrap_or(z.size).0),
+            zone_stride: w.zones.map_or(0, |z| {
+                z.range.unwrap_or(z.size).0 + z.skip.map_or(0, |s| s.0)
+            }),
+            zone_start: base,
+            zone_bytes: 0,
             run_ios: w.random_run.map_or(1, |r| r.ios),
             // fio starts its countdown at 1: the first I/O is random.
             run_left: 1,
@@ -333,6 +372,7 @@ impl PatternSource {
         self.since_think += 1;
         let write = !(self.all_reads || self.rng.next_u64() < self.read_threshold);
         let (offset, len) = self.place(write);
+        self.zone_bytes += len;
         self.last_offset = offset;
         self.cursor = offset + len;
         if write {
@@ -369,6 +409,9 @@ impl PatternSource {
                 }
             }
         }
+        if self.zone_size > 0 {
+            self.enter_zone();
+        }
         // Sequential: from where the previous I/O ended, plus the hole after the first;
         // backwards, that many bytes before it, and below the start from before the end
         // (fio's get_next_seq_offset: 0, then end - back, end - back - (back - bs), ...).
@@ -390,6 +433,24 @@ impl PatternSource {
             .fitting_len(self.base, write)
             .unwrap_or(self.draw.min(write));
         (self.base, len)
+    }
+
+    /// fio's strided zones (`setup_strided_zone_mode`): once a zone's bytes are done, the next
+    /// zone `range + skip` further (from the start when that is past the end); within a zone,
+    /// back to its start past its range.
+    #[inline]
+    fn enter_zone(&mut self) {
+        if self.zone_bytes >= self.zone_size {
+            self.zone_bytes = 0;
+            self.zone_start += self.zone_stride;
+            if self.zone_start >= self.end {
+                self.zone_start = self.base;
+            }
+            self.cursor = self.zone_start;
+        }
+        if self.cursor >= self.zone_start + self.zone_range {
+            self.cursor = self.zone_start;
+        }
     }
 
     /// How long the worker issues nothing before the operation just returned, ns; taking it
@@ -424,6 +485,39 @@ mod tests {
             Op::Write { offset, len } => (offset, len as u32, false),
             other => panic!("unexpected {other:?}"),
         }
+    }
+
+    #[test]
+    fn strided_zones_are_fios() {
+        let offsets = |text: &str, n: usize| -> Vec<u64> {
+            let w = workload(&format!(
+                "access = \"sequential\"\nblock-size = \"4KiB\"\n{text}"
+            ))
+            .unwrap();
+            let region = Region {
+                offset_bytes: 0,
+                size_bytes: 128 << 10,
+            };
+            let mut s = PatternSource::new(&w, region, 0, 1);
+            (0..n).map(|_| parts(s.next_op()).0 >> 10).collect()
+        };
+        // fio 3.33 write_iolog, size=128k, zonemode=strided, zonesize=16k, zoneskip=32k.
+        assert_eq!(
+            offsets("zones = { size = \"16KiB\", skip = \"32KiB\" }", 16),
+            [0, 4, 8, 12, 48, 52, 56, 60, 96, 100, 104, 108, 0, 4, 8, 12]
+        );
+        // zonerange=8k below zonesize: each zone gone over twice.
+        assert_eq!(
+            offsets(
+                "zones = { size = \"16KiB\", range = \"8KiB\", skip = \"32KiB\" }",
+                16
+            ),
+            [
+                0, 4, 0, 4, 40, 44, 40, 44, 80, 84, 80, 84, 120, 124, 120, 124
+            ]
+        );
+        let bad = workload("access = \"random\"\nzones = { size = \"16KiB\" }").unwrap_err();
+        assert_eq!(bad.key, "zones");
     }
 
     #[test]
