@@ -3,7 +3,7 @@
 //! `--numjobs` with `--group_reporting`, `--direct=1`, libaio and io_uring), each run by
 //! Debian's fio 3.33 and by `storlab fio` on the same job, shrunk to a few MiB: both accept it
 //! and, the jobs being bounded by their size, both move the same bytes in the same number of
-//! I/Os. Also fio's streams and exit codes: a run that succeeds writes nothing on stderr and
+//! I/Os; then options that fio's own examples use. Also fio's streams and exit codes: a run that succeeds writes nothing on stderr and
 //! no folder in the current one; a refused job exits 1.
 
 mod common;
@@ -36,6 +36,12 @@ const COMMANDS: &[&str] = &[
     "--name=files --rw=write --bs=4k --size=4m --nrfiles=4",
     "--name=a --rw=randread --bs=4k --size=2m --name=b --rw=randwrite --bs=4k --size=2m",
     "--rw=randread --bs=4k --size=2m --ioengine=pvsync --name=g1 --name=g2",
+    // Options of fio's own examples/ (backwards-read, disk-zone-profile, cmdprio-percentage,
+    // waitfor): the same bytes and I/Os.
+    "--name=back --rw=read:-8k --bs=4k --size=1m",
+    "--name=zones --rw=read --bs=4k --size=2m --zonemode=strided --zonesize=64k --zoneskip=128k",
+    "--name=prio --ioengine=libaio --iodepth=8 --rw=randread --bs=4k --direct=1 --size=2m --prioclass=3 --cmdprio_percentage=20 --cmdprio_class=1",
+    "--filename=wf.dat --filesize=1m --threads=1 --name=w --rw=write --bs=64k --name=r --new_group --wait_for=w --rw=randread --bs=4k",
 ];
 
 /// fio's JSON per job name: per direction (read, write), (io_bytes, total_ios).

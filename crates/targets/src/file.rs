@@ -10,6 +10,7 @@
 mod buf;
 mod kinds;
 mod layout;
+pub mod priority;
 mod psync;
 pub mod set;
 mod uring;
@@ -110,6 +111,14 @@ pub const TYPE: TargetType = TargetType {
             "end-fsync",
             "true: each session fsyncs each of its files when it closes, after its last measured operation (fio's end_fsync, fsync_on_close)",
         ),
+        (
+            "priority",
+            "{ class = \"realtime\" | \"best-effort\" | \"idle\", level = 0-7 }: each worker thread's I/O priority (ioprio_set, fio's prioclass and prio), restored when its session closes; realtime needs CAP_SYS_ADMIN",
+        ),
+        (
+            "command-priority",
+            "io-uring: { percent = P, class = ..., level = N }: P percent of the operations, drawn per operation, carry this priority in their submission (fio's cmdprio_percentage, cmdprio_class, cmdprio); class default realtime",
+        ),
     ],
     parse,
     file_server: None,
@@ -175,6 +184,12 @@ pub struct FileConfig {
     pub fdatasync: bool,
     #[serde(default)]
     pub end_fsync: bool,
+    /// Each worker thread's I/O priority.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<priority::IoPriority>,
+    /// io-uring: a drawn share of operations with this priority.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command_priority: Option<priority::CommandPriority>,
 }
 
 fn parse(table: toml::Table) -> Result<TargetConfig, OptionError> {
@@ -198,8 +213,10 @@ fn parse(table: toml::Table) -> Result<TargetConfig, OptionError> {
             message: "with direct = true the offset must be a multiple of 512 bytes".into(),
         });
     }
+    priority::check(c.priority, c.command_priority)?;
     if c.engine == Engine::Psync {
         for (key, set) in [
+            ("command-priority", c.command_priority.is_some()),
             ("sqthread-poll", c.sqthread_poll),
             ("sqthread-idle", c.sqthread_idle.is_some()),
             ("hipri", c.hipri),
@@ -647,7 +664,14 @@ impl FileConfig {
             Engine::Psync => 1,
         };
         let pages = self.buffer_pages.unwrap_or_default();
-        let buf = AlignedBuf::new(slots, b, p.seed ^ (u64::from(p.worker) << 32), pages)?;
+        let worker_seed = p.seed ^ (u64::from(p.worker) << 32);
+        let buf = AlignedBuf::new(slots, b, worker_seed, pages)?;
+        // Held until the session's worker loop returns: the thread's priority restored then.
+        let _priority = self
+            .priority
+            .map(priority::ThreadPriority::set)
+            .transpose()
+            .map_err(|e| TargetError::Invalid(format!("priority (ioprio_set): {e}")))?;
         let verify = b.verify.as_ref().map(|v| Stamper::new(v, slots));
         let bounds = (
             p.region.offset_bytes,
@@ -677,6 +701,9 @@ impl FileConfig {
                     stamp: b.random_data,
                     verify,
                     options: self.uring_options(),
+                    command: self
+                        .command_priority
+                        .map(|c| priority::CommandDraw::new(c, worker_seed ^ 0x9e10)),
                 })
                 .map_err(|e| {
                     let first = self.entries().swap_remove(0).0;

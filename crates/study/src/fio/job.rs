@@ -98,6 +98,8 @@ pub struct Job {
     pub sizes_opts: SizeOptions,
     /// `zonemode`, `zonesize`, `zonerange`, `zoneskip`.
     pub zones: ZoneOptions,
+    /// `prioclass`, `prio`, `cmdprio_*`, `log_prio`.
+    pub prio: super::prio::PrioOptions,
 }
 
 impl Job {
@@ -143,6 +145,7 @@ impl Job {
             distribution: Default::default(),
             sizes_opts: SizeOptions::default(),
             zones: ZoneOptions::default(),
+            prio: Default::default(),
         }
     }
 

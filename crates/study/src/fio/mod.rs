@@ -18,6 +18,7 @@ pub mod names;
 pub mod options;
 pub mod parse;
 pub mod plan;
+pub mod prio;
 pub mod rates;
 pub mod sizes;
 pub mod workload;

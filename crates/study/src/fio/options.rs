@@ -88,6 +88,10 @@ pub const SUPPORTED: &[(&str, &str)] = &[
         "sequential I/O in strided zones, as fio's (the workload's zones); zonemode=zbd refused",
     ),
     (
+        "prioclass / prio / cmdprio_percentage / cmdprio_class / cmdprio / log_prio",
+        "the file target's priority (ioprio_set on each thread) and command-priority (a drawn share of io_uring submissions); latencies not split by priority, said",
+    ),
+    (
         "wait_for",
         "a group of its own once the named job is done, where storlab's groups give fio's wait (else refused, named)",
     ),
@@ -221,6 +225,7 @@ pub fn resolve_with(f: &JobFile, inherited: &[Entry]) -> Result<Vec<Job>, Vec<Li
         errors.extend(super::distribution::check(&job));
         errors.extend(super::sizes::check(&job));
         errors.extend(super::zones::check(&job));
+        errors.extend(super::prio::check(&job));
         jobs.push(job);
     }
     if jobs.is_empty() && errors.is_empty() {
@@ -353,6 +358,7 @@ fn apply(job: &mut Job, e: &Entry, kb: &mut u64) -> Result<(), String> {
         || super::distribution::apply_distribution(job, e, super::names::canonical(&e.name), *kb)?
         || super::sizes::apply_sizes(job, e, super::names::canonical(&e.name), *kb)?
         || super::zones::apply_zones(job, e, super::names::canonical(&e.name), *kb)?
+        || super::prio::apply_prio(job, e, super::names::canonical(&e.name))?
     {
         return Ok(());
     }

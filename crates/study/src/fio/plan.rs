@@ -199,6 +199,7 @@ pub fn build(files: Vec<JobFile>) -> Result<FioPlan, Vec<LineError>> {
     notes.extend(jobs.iter().flat_map(super::files::notes));
     notes.extend(jobs.iter().flat_map(super::sizes::notes));
     notes.extend(jobs.iter().flat_map(super::zones::notes));
+    notes.extend(jobs.iter().flat_map(super::prio::notes));
     let groups = groups(&jobs, &starts);
     let mut doc = StudyDoc::default();
     for g in &groups {
@@ -649,5 +650,6 @@ fn target_table(j: &Job, path: &Path) -> toml::Table {
     }
     super::files::target_keys(j, path, &mut tt);
     super::buffers::target_keys(j, &mut tt);
+    super::prio::target_keys(j, &mut tt);
     tt
 }

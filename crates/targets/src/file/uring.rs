@@ -112,6 +112,8 @@ pub struct UringSession {
     /// handed out by the next `complete` (capacity: the queue depth).
     held: Vec<Completion>,
     files: super::set::Files,
+    /// Operations drawn to carry the command priority (`command-priority`).
+    command: Option<super::priority::CommandDraw>,
 }
 
 /// Builds one submission entry with the registered file or the plain descriptor.
@@ -141,6 +143,8 @@ pub(super) struct UringSetup {
     pub stamp: bool,
     pub verify: Option<Stamper>,
     pub options: UringOptions,
+    /// The draw of operations that carry the command priority.
+    pub command: Option<super::priority::CommandDraw>,
 }
 
 impl UringSession {
@@ -155,6 +159,7 @@ impl UringSession {
             stamp,
             verify,
             options,
+            command,
         } = setup;
         let entries = qd.next_power_of_two().max(8);
         let (ring, task_running, task_running_fallback) = build_ring(entries, options)?;
@@ -192,6 +197,7 @@ impl UringSession {
             verify,
             held: Vec::with_capacity(qd as usize),
             files,
+            command,
         };
         if options.iopoll
             && let Err(e) = s.probe_iopoll()
@@ -430,6 +436,8 @@ impl Session for UringSession {
     fn submit(&mut self, slot: u32, op: Op) -> Result<Submitted, OpError> {
         let ptr = self.buf.slot_ptr(slot);
         let fixed_buffers = self.fixed_buffers.is_ok();
+        // 0: the thread's own priority.
+        let ioprio = self.command.as_mut().map_or(0, |c| c.next());
         let entry = match op {
             Op::Read { offset, len } => {
                 let len = len as u32; // a transfer fits 32 bits (block-size <= 64 MiB)
@@ -442,9 +450,10 @@ impl Session for UringSession {
                 if fixed_buffers {
                     with_fd!(self, index, fd => opcode::ReadFixed::new(fd, ptr, len, slot as u16)
                         .offset(offset)
+                        .ioprio(ioprio)
                         .build())
                 } else {
-                    with_fd!(self, index, fd => opcode::Read::new(fd, ptr, len).offset(offset).build())
+                    with_fd!(self, index, fd => opcode::Read::new(fd, ptr, len).offset(offset).ioprio(ioprio).build())
                 }
             }
             Op::Write { offset, len } => {
@@ -475,9 +484,10 @@ impl Session for UringSession {
                 if fixed_buffers {
                     with_fd!(self, index, fd => opcode::WriteFixed::new(fd, ptr, len, slot as u16)
                         .offset(offset)
+                        .ioprio(ioprio)
                         .build())
                 } else {
-                    with_fd!(self, index, fd => opcode::Write::new(fd, ptr, len).offset(offset).build())
+                    with_fd!(self, index, fd => opcode::Write::new(fd, ptr, len).offset(offset).ioprio(ioprio).build())
                 }
             }
             Op::Fsync => {
@@ -611,6 +621,7 @@ mod tests {
             stamp: false,
             verify: None,
             options,
+            command: None,
         }
         )
         .unwrap()
