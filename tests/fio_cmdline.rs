@@ -221,3 +221,48 @@ fn fio_flags_check_show_and_refuse_as_fio_does() {
     assert_eq!(code, Some(1));
     assert!(err.contains("`xml` is not one of fio's formats"), "{err}");
 }
+
+/// fio's flow control (examples/flow.fio): two jobs with weights 1 and 8 on one flow id do
+/// their I/Os in that proportion, under fio and under storlab.
+#[test]
+fn flow_keeps_the_weights_proportion() {
+    let args = [
+        "--ioengine=null",
+        "--size=1g",
+        "--bs=4k",
+        "--time_based",
+        "--runtime=1",
+        "--name=light",
+        "--rw=write",
+        "--flow=1",
+        "--flow_sleep=100",
+        "--name=heavy",
+        "--rw=randread",
+        "--flow=8",
+    ];
+    let fio_lab = Lab::new();
+    let Some(want) = run_fio(fio_lab.path(), &args) else {
+        return;
+    };
+    let lab = Lab::new();
+    let out = lab.path().join("out.json");
+    let o = lab
+        .cmd()
+        .arg("fio")
+        .args(args)
+        .args(["--output-format=json", "--output", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o).1);
+    let got: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    for (who, doc) in [("fio", &want), ("storlab", &got)] {
+        let ios = per_job(doc);
+        let n = |j: &str| (ios[j][0].1 + ios[j][1].1) as f64;
+        let ratio = n("heavy") / n("light");
+        assert!(
+            (7.5..8.5).contains(&ratio),
+            "{who}: heavy/light {ratio} ({ios:?})"
+        );
+    }
+}

@@ -217,6 +217,8 @@ pub struct WorkerInput {
     /// The CPUs its thread is pinned to as it starts (its workload's `cpus`); None: not
     /// pinned.
     pub cpus: Option<storlab_model::cpus::CpuList>,
+    /// Its place in its workload's flow (fio's flow control).
+    pub flow: Option<crate::worker::flow::FlowGate>,
 }
 
 /// A run's workers and what connects them to the collector.
@@ -274,6 +276,7 @@ pub fn plan_workers(
         inputs: Vec::new(),
         worker_index: 0,
         split_next: BTreeMap::new(),
+        flows: flows(run),
     };
     for ti in 0..run.targets.len() {
         b.add_target(ti);
@@ -312,6 +315,23 @@ struct Builder<'a> {
     /// Per workload name: its threads given CPUs so far (`cpus-policy = "split"` deals
     /// them round robin over every thread of the workload in the run, target after target).
     split_next: BTreeMap<String, usize>,
+    /// fio's flow control: what the workers of each flow id share.
+    flows: BTreeMap<u32, Arc<crate::worker::flow::FlowShared>>,
+}
+
+/// The flows of the run's block workloads: each id's weights summed over every thread.
+fn flows(run: &RunPlan) -> BTreeMap<u32, Arc<crate::worker::flow::FlowShared>> {
+    let mut weights: BTreeMap<u32, u64> = BTreeMap::new();
+    for t in &run.targets {
+        if let Some(f) = t.workload.as_block().and_then(|b| b.flow) {
+            *weights.entry(f.id).or_default() +=
+                u64::from(f.weight) * u64::from(t.workload.threads());
+        }
+    }
+    weights
+        .into_iter()
+        .map(|(id, total)| (id, crate::worker::flow::FlowShared::new(total)))
+        .collect()
 }
 
 impl Builder<'_> {
@@ -355,6 +375,19 @@ impl Builder<'_> {
             seed: run.targets[ti].seed,
             workload: WorkloadParams::of(w, thread.unwrap_or(0), tables),
         }
+    }
+
+    /// A thread of target `ti`'s place in its workload's flow, if it has one.
+    fn flow_gate(&self, ti: usize) -> Option<crate::worker::flow::FlowGate> {
+        let f = self.run.targets[ti].workload.as_block()?.flow?;
+        let sleep_ns = f
+            .sleep
+            .map_or(0, |d| d.0.as_nanos().min(u64::MAX as u128) as u64);
+        Some(crate::worker::flow::FlowGate::new(
+            self.flows[&f.id].clone(),
+            u64::from(f.weight),
+            sleep_ns,
+        ))
     }
 
     /// The CPUs the next thread of target `ti` is pinned to, if its workload has `cpus`.
@@ -441,6 +474,7 @@ impl Builder<'_> {
             };
             let source = sources.next().expect("one source per thread");
             let cpus = self.cpus(ti);
+            let flow = self.flow_gate(ti);
             self.inputs.push(WorkerInput {
                 target: ti,
                 config,
@@ -455,6 +489,7 @@ impl Builder<'_> {
                     .map(|changes| changes.clone().into_boxed_slice())
                     .unwrap_or_default(),
                 cpus,
+                flow,
             });
             self.worker_index += 1;
         }
@@ -500,6 +535,7 @@ impl Builder<'_> {
             background: true,
             rate_changes: Box::new([]),
             cpus: None,
+            flow: None,
         });
         self.worker_index += 1;
         name

@@ -188,6 +188,7 @@ fn run_worker(
         background,
         rate_changes,
         cpus,
+        flow,
     } = input;
     let t = &run.targets[ti];
     let worker_index = config.worker;
@@ -228,6 +229,7 @@ fn run_worker(
         source,
         recorder,
         rate_changes,
+        flow,
     };
     t.config
         .open(&handles[ti], &params, worker)

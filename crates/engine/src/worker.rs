@@ -197,6 +197,8 @@ pub struct Worker<'a> {
     /// rate changes (empty: `rate_ops` throughout); closed loop, where it starts running
     /// (an infinite rate) or pauses (0) as its group's active workers change.
     pub rate_changes: Box<[RateChange]>,
+    /// fio's flow control: the worker's place among the workers of its flow id.
+    pub flow: Option<flow::FlowGate>,
 }
 
 impl SessionUser for Worker<'_> {
@@ -251,6 +253,7 @@ pub fn run_loop<S: Session>(s: S, w: Worker<'_>, start_ns: u64) -> WorkerOutcome
 }
 
 mod clock;
+pub mod flow;
 mod issuer;
 mod latency;
 mod op_loop;

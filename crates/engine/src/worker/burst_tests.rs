@@ -84,6 +84,7 @@ fn in_flight_with_burst_delay(delay: &str) -> Vec<usize> {
         },
         clock: Clock::new(),
         rate_changes: Box::new([]),
+        flow: None,
         control: &control,
         gate: &gate,
         source: workload.source(region, 0, 1),

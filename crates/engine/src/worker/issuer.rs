@@ -70,6 +70,8 @@ pub(super) struct Issuer {
     /// run one after another are each timed from the end of the one before, with one
     /// reading each, and their times add up to the worker's.
     pub(super) chain_ns: u64,
+    /// fio's flow control: the worker's place in its flow.
+    pub(super) flow: Option<super::flow::FlowGate>,
 }
 
 /// No reading to chain from: the next operation reads its own start.
@@ -84,6 +86,7 @@ impl Issuer {
         timing: Timing,
         rate_changes: Box<[RateChange]>,
         source_delays: bool,
+        flow: Option<super::flow::FlowGate>,
     ) -> Issuer {
         let (start_ns, measure_start) = (timing.start_ns, timing.measure_start);
         // A start delay moves the worker's own start, warm-up and measured window after it
@@ -131,6 +134,7 @@ impl Issuer {
             measured_ops: 0,
             skipped_starts: 0,
             chain_ns: NO_CHAIN,
+            flow,
         }
     }
 

@@ -88,6 +88,7 @@ fn the_worker_finds_the_largest_depth_under_the_target_and_never_exceeds_its_dep
         control: &control,
         gate: &gate,
         rate_changes: Box::new([]),
+        flow: None,
         source: workload.source(
             storlab_model::Region {
                 offset_bytes: 0,

@@ -103,6 +103,7 @@ impl<'a, S: Session> OpLoop<'a, S> {
             source,
             recorder,
             rate_changes,
+            flow,
             ..
         } = w;
         if cfg.rate_ops.is_some() {
@@ -115,7 +116,7 @@ impl<'a, S: Session> OpLoop<'a, S> {
             interval: cfg.interval_ns.max(1),
         };
         // Its bounds, after a start delay if any, are set once here (see `Issuer::new`).
-        let is = Issuer::new(&cfg, timing, rate_changes, source.may_delay());
+        let is = Issuer::new(&cfg, timing, rate_changes, source.may_delay(), flow);
         let qd = cfg.queue_depth.max(1) as usize;
         wait_until(&clock, start_ns);
         let now = clock.now_ns().max(start_ns);
@@ -249,6 +250,12 @@ impl<'a, S: Session> OpLoop<'a, S> {
             // (what is in flight completes meanwhile).
             if let Some(until) = self.is.activity.paused_until(self.now) {
                 self.is.hold_until = until;
+                break;
+            }
+            if let Some(f) = &mut self.is.flow
+                && !f.admit()
+            {
+                self.flow_wait()?;
                 break;
             }
             let Some(intended) = self.is.next_start(self.now) else {
@@ -479,6 +486,23 @@ impl<'a, S: Session> OpLoop<'a, S> {
             self.reap(self.outstanding as u32)?;
         }
         self.is.hold(self.now, delay_ns, rule);
+        Ok(())
+    }
+
+    /// Ahead of its flow's share: what is in flight completes, then nothing is issued for
+    /// `flow_sleep` (0: the gate is asked again at once); Err when the session failed.
+    fn flow_wait(&mut self) -> Result<(), ()> {
+        let sleep_ns = self.is.flow.as_ref().map_or(0, |f| f.sleep_ns);
+        if sleep_ns > 0 {
+            if self.outstanding > 0 {
+                self.reap(self.outstanding as u32)?;
+            }
+            let rule = storlab_workload::block::pattern::DelayRule {
+                drain: true,
+                ..Default::default()
+            };
+            self.is.hold(self.now, sleep_ns, rule);
+        }
         Ok(())
     }
 

@@ -85,6 +85,7 @@ fn measure(session: impl Session, overlap: Overlap, ops: u64) -> KindTotals {
         control: &control,
         gate: &gate,
         rate_changes: Box::new([]),
+        flow: None,
         source: workload.source(
             storlab_model::Region {
                 offset_bytes: 0,
@@ -171,6 +172,7 @@ fn a_latency_limit_skips_the_starts_a_stall_left_too_late() {
             control: &control,
             gate: &gate,
             rate_changes: Box::new([]),
+            flow: None,
             source: workload.source(
                 storlab_model::Region {
                     offset_bytes: 0,
@@ -322,6 +324,7 @@ fn a_start_delay_moves_the_workers_measured_window_after_it() {
             control: &control,
             gate: &gate,
             rate_changes: Box::new([]),
+            flow: None,
             source: workload.source(
                 storlab_model::Region {
                     offset_bytes: 0,

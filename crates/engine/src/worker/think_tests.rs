@@ -88,6 +88,7 @@ fn run(workload: &str, qd: u32, ops: u64, rate: Option<f64>) -> Vec<(usize, Inst
         },
         clock: Clock::new(),
         rate_changes: Box::new([]),
+        flow: None,
         control: &control,
         gate: &gate,
         source: workload.source(region, 0, 1),

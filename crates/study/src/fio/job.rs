@@ -327,6 +327,10 @@ pub struct Rates {
     pub process: RateProcess,
     /// `rate_cycle`: the window rate_min is averaged over (fio's default 1000 ms).
     pub cycle: Duration,
+    /// fio's flow control: `flow` (the weight, 0: none), `flow_id`, `flow_sleep`.
+    pub flow: u32,
+    pub flow_id: u32,
+    pub flow_sleep: Duration,
 }
 
 /// What `rw=MODE:N` adds (fio's `ddir_seq_add` or `ddir_seq_nr`).

@@ -62,6 +62,10 @@ pub const SUPPORTED: &[(&str, &str)] = &[
         "checked on the measured timeline after the run, per rate_cycle window after fio's 2 s settle: a job below it fails (exit 1)",
     ),
     (
+        "flow / flow_id / flow_sleep",
+        "fio's flow control: the workload's flow, the jobs running together with one flow_id keep their I/O counts in the proportion of their weights",
+    ),
+    (
         "rate_process",
         "linear, or poisson: seeded exponential gaps",
     ),

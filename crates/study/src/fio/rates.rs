@@ -21,6 +21,9 @@ impl Default for Rates {
             min_iops: [None; 2],
             process: RateProcess::Linear,
             cycle: Duration::from_millis(1000),
+            flow: 0,
+            flow_id: 0,
+            flow_sleep: Duration::ZERO,
         }
     }
 }
@@ -90,9 +93,41 @@ pub fn apply_rate(job: &mut Job, e: &Entry, canonical: &str, kb: u64) -> Result<
             }
             r.cycle = Duration::from_millis(ms);
         }
+        "flow" => {
+            let v = e.value.as_deref().unwrap_or("").trim();
+            r.flow = v.parse().map_err(|_| {
+                format!("flow={v}: a weight from 0 (no flow control) up (fio 3.33 takes no negative weight)")
+            })?;
+        }
+        "flow_id" => {
+            r.flow_id =
+                whole(e.value.as_deref().unwrap_or("")).map_err(|m| format!("flow_id: {m}"))? as u32
+        }
+        "flow_sleep" => {
+            let us = whole(e.value.as_deref().unwrap_or(""))
+                .map_err(|m| format!("flow_sleep: {m} (microseconds)"))?;
+            r.flow_sleep = Duration::from_micros(us);
+        }
         _ => return Ok(false),
     }
     Ok(true)
+}
+
+/// The workload's `flow` key (fio's flow control), when the job has a weight.
+pub fn flow_table(job: &Job) -> Option<toml::Table> {
+    let r = &job.rates;
+    (r.flow > 0).then(|| {
+        let mut t = toml::Table::new();
+        t.insert("id".into(), i64::from(r.flow_id).into());
+        t.insert("weight".into(), i64::from(r.flow).into());
+        if !r.flow_sleep.is_zero() {
+            t.insert(
+                "sleep".into(),
+                format!("{}us", r.flow_sleep.as_micros()).into(),
+            );
+        }
+        t
+    })
 }
 
 /// The shares of a job's I/Os that are reads and writes.

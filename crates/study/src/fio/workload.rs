@@ -65,6 +65,9 @@ pub(super) fn workload_table(job: &Job) -> toml::Table {
             w.insert("rate-process".into(), "poisson".into());
         }
     }
+    if let Some(f) = super::rates::flow_table(job) {
+        w.insert("flow".into(), f.into());
+    }
     if let Some(l) = job.latency.workload_table() {
         w.insert("latency-target".into(), l.into());
     }

@@ -158,6 +158,9 @@ pub struct BlockWorkload {
     /// its end (a new pass). The first I/O is at the start, as fio's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offset_back: Option<Bytes>,
+    /// fio's flow control between the run's workloads: see [`self::pattern::Flow`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow: Option<self::pattern::Flow>,
     /// Sequential I/O in strided zones (fio's `zonemode=strided`): see [`self::pattern::Zones`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zones: Option<self::pattern::Zones>,

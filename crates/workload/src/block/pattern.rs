@@ -76,6 +76,20 @@ pub struct Zones {
     pub skip: Option<Bytes>,
 }
 
+/// `flow = { id = 0, weight = 8, sleep = "1ms" }`: fio's flow control (`flow_id`, `flow`,
+/// `flow_sleep`): the threads of the workloads of a run that share an id keep their
+/// operation counts in proportion to their weights; a thread ahead of its share waits
+/// `sleep` (default 0: it checks again at once), what it has in flight completing first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Flow {
+    #[serde(default)]
+    pub id: u32,
+    pub weight: u32,
+    #[serde(default)]
+    pub sleep: Option<Dur>,
+}
+
 /// `think-time = { time = "1ms", every-ios = 4, spin = "100us" }`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
@@ -103,6 +117,9 @@ fn ns(d: Dur) -> u64 {
 
 /// Checks the keys of this module on `w`; an error names its key.
 pub fn validate(w: &BlockWorkload) -> Result<(), OptionError> {
+    if w.flow.is_some_and(|f| f.weight == 0) {
+        return Err(err("flow", "flow: weight at least 1"));
+    }
     if !w.uses_pattern() {
         return Ok(());
     }
