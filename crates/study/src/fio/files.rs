@@ -127,9 +127,12 @@ pub fn check(job: &Job) -> Vec<LineError> {
     let f = &job.files;
     let mut errors = Vec::new();
     let name = &job.name;
+    // fio's file engines on a set hold at most one file open (filecreate closes each).
+    let file_ops = matches!(job.engine.runs_on(), super::Runner::FileOps(_));
     if let Some((n, line)) = f.openfiles
         && n > 0
         && u64::from(n) < f.count()
+        && !file_ops
     {
         errors.push(line_error(job, line, format!(
             "job `{name}`: openfiles={n} below nrfiles={}: not supported by storlab fio, which opens every file of the job before its first I/O and keeps them open",
@@ -153,7 +156,9 @@ pub fn check(job: &Job) -> Vec<LineError> {
         )
     };
     if f.set() {
-        if job.filename.is_some() {
+        // One file of `filesize` may be named: fio sizes the filename so.
+        let one_size = f.count() == 1 && f.filesize.is_some_and(|(lo, hi)| lo == hi);
+        if job.filename.is_some() && !one_size {
             errors.push(set(
                 "filename (fio names the files of a set JOBNAME.CLONE.FILENUM)",
             ));
@@ -172,7 +177,7 @@ pub fn check(job: &Job) -> Vec<LineError> {
             )));
         }
     }
-    if f.create_on_open && job.rw.reads() {
+    if f.create_on_open && job.rw.reads() && !file_ops {
         errors.push(line_error(job, job.line, format!(
             "job `{name}`: create_on_open=1 with reads: fio reads empty files, not supported by storlab fio (remove create_on_open)"
         )));
@@ -238,7 +243,7 @@ pub fn syncs(job: &Job, transfers: u64) -> u64 {
 
 /// How fio lays out the job's files: data for a job that reads or with `overwrite`, else
 /// as `fallocate` (or not at all with `create_on_open`).
-fn layout(job: &Job) -> &'static str {
+pub(super) fn layout(job: &Job) -> &'static str {
     let f = &job.files;
     if job.rw.reads() || f.overwrite {
         return "write";
@@ -258,7 +263,9 @@ fn layout(job: &Job) -> &'static str {
 /// first file (`JOBNAME.CLONE.0`).
 pub fn target_keys(job: &Job, first: &std::path::Path, tt: &mut toml::Table) {
     let f = &job.files;
-    if f.set() {
+    if let (Some(_), Some((size, _))) = (&job.filename, f.filesize) {
+        tt.insert("size".into(), (size as i64).into());
+    } else if f.set() {
         tt.remove("path");
         tt.remove("size");
         let sizes = sizes(job);

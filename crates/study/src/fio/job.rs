@@ -54,6 +54,9 @@ pub struct Job {
     pub size: Option<u64>,
     pub offset: u64,
     pub rw: Rw,
+    /// rw=trim or randtrim, and its line: the job's writes are trims (only falloc's punch
+    /// holes are taken).
+    pub trim: Option<usize>,
     pub rwmixread: u32,
     pub bs: u64,
     /// (bytes, percent) pairs, percents filled in.
@@ -110,6 +113,7 @@ impl Job {
             size: None,
             offset: 0,
             rw: Rw::Read,
+            trim: None,
             rwmixread: 50,
             bs: 4096,
             bssplit: Vec::new(),

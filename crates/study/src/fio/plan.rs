@@ -196,6 +196,7 @@ pub fn build(files: Vec<JobFile>) -> Result<FioPlan, Vec<LineError>> {
     let targets = job_targets(&jobs);
     let mut notes = substitution_notes(&jobs);
     notes.extend(jobs.iter().flat_map(super::files::notes));
+    notes.extend(jobs.iter().flat_map(super::fileops::notes));
     notes.extend(jobs.iter().flat_map(super::sizes::notes));
     let groups = groups(&jobs, &starts);
     let mut doc = StudyDoc::default();
@@ -298,7 +299,7 @@ fn substitution_notes(jobs: &[Job]) -> Vec<String> {
                 on.name()
             ));
         }
-        if on == Runner::Psync && j.iodepth > 1 {
+        if on.one_at_a_time() && j.iodepth > 1 {
             notes.push(format!(
                 "job `{}`: ioengine={fio} runs one I/O at a time: iodepth={} is 1, as in fio",
                 j.name, j.iodepth
@@ -370,7 +371,9 @@ struct GroupStep<'a> {
     first: &'a Job,
     bounds: Option<Bounds>,
     targets: Vec<toml::Value>,
-    paths_seen: Vec<PathBuf>,
+    /// Each target's path, and whether its job runs on the fileops target (fio's file
+    /// engines: such jobs may share a file, as falloc.fio's allocating and punching jobs do).
+    paths_seen: Vec<(PathBuf, bool)>,
     drop: bool,
     target_workloads: toml::Table,
 }
@@ -508,7 +511,9 @@ impl GroupStep<'_> {
             ));
             return None;
         }
-        if !null && self.paths_seen.iter().any(|p| p == path) {
+        let file_ops = matches!(j.engine.runs_on(), Runner::FileOps(_));
+        let clash = |(p, ops): &(PathBuf, bool)| p == path && !(file_ops && *ops);
+        if !null && self.paths_seen.iter().any(clash) {
             errors.push(err(
                 j,
                 format!(
@@ -519,7 +524,7 @@ impl GroupStep<'_> {
             ));
             return None;
         }
-        self.paths_seen.push(path.to_path_buf());
+        self.paths_seen.push((path.to_path_buf(), file_ops));
         let size = if null {
             j.size
         } else if j.files.set() {
@@ -632,6 +637,7 @@ fn target_table(j: &Job, path: &Path) -> toml::Table {
             }
             return tt;
         }
+        Runner::FileOps(e) => return super::fileops::target_table(j, e, path),
         Runner::Psync => "psync",
         Runner::IoUring => "io-uring",
     };
