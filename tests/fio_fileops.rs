@@ -32,10 +32,12 @@ fn listing(dir: &Path) -> String {
     files.join(" ")
 }
 
-/// A file's size and allocated bytes.
+/// A file's size and allocated bytes, in whole 64 KiB (the filesystem may add a block of
+/// its own, an extent tree's, when the allocations it was asked for were not contiguous).
 fn extent(dir: &Path, name: &str) -> String {
     let m = std::fs::metadata(dir.join(name)).unwrap();
-    format!("{name}: {} bytes, {} allocated", m.len(), m.blocks() * 512)
+    let units = m.blocks() * 512 / 65536;
+    format!("{name}: {} bytes, {units} x 64 KiB allocated", m.len())
 }
 
 const CASES: &[Case] = &[

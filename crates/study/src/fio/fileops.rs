@@ -147,12 +147,31 @@ pub fn target_table(j: &Job, e: FileEngine, path: &Path) -> toml::Table {
     tt
 }
 
-/// What the plan says about a job on a file engine.
-pub fn notes(job: &Job) -> Vec<String> {
-    let Some(e) = file_engine(job) else {
-        return Vec::new();
-    };
-    let name = &job.name;
+/// What the plan says about the jobs on file engines: one note per engine and what its I/O
+/// is, naming its jobs (fio's examples run 6 or 16 alike).
+pub fn notes(jobs: &[Job]) -> Vec<String> {
+    let mut notes: Vec<(String, Vec<&str>)> = Vec::new();
+    for j in jobs {
+        let Some(what) = note(j) else {
+            continue;
+        };
+        match notes.iter_mut().find(|(w, _)| *w == what) {
+            Some((_, names)) => names.push(&j.name),
+            None => notes.push((what, vec![&j.name])),
+        }
+    }
+    notes
+        .into_iter()
+        .map(|(what, names)| {
+            let s = if names.len() > 1 { "s" } else { "" };
+            format!("job{s} `{}`: {what}", names.join("`, `"))
+        })
+        .collect()
+}
+
+/// What one job's I/O is on its file engine.
+fn note(job: &Job) -> Option<String> {
+    let e = file_engine(job)?;
     let direction = if job.rw.reads() { "reads" } else { "writes" };
     let what = match e {
         FileEngine::Filecreate => format!(
@@ -168,7 +187,7 @@ pub fn notes(job: &Job) -> Vec<String> {
         FileEngine::Falloc if job.trim.is_some() => "each trim punches a hole over its range (fallocate PUNCH_HOLE | KEEP_SIZE), reported as a write: storlab has no trim direction (fio reports it under trim)".into(),
         FileEngine::Falloc => "each write fallocates its range (mode 0), each read with KEEP_SIZE".into(),
     };
-    vec![format!("job `{name}`: ioengine={}: {what}", fio_name(e))]
+    Some(format!("ioengine={}: {what}", fio_name(e)))
 }
 
 #[cfg(test)]
@@ -227,8 +246,11 @@ mod tests {
         assert_eq!(t["size"].as_integer(), Some(100 << 20));
         let t = table(&format!("{falloc}[p]\nrw=randtrim\nbs=4k\n"), "d/ff");
         assert_eq!(t["operation"].as_str(), Some("punch-hole"));
-        let j = jobs(&format!("{falloc}[p]\nrw=randtrim\n")).unwrap().remove(0);
-        assert!(notes(&j)[0].contains("reported as a write"), "{:?}", notes(&j));
+        let j = jobs(&format!("{falloc}[p]\nrw=randtrim\n[q]\nrw=randtrim\n[a]\nrw=write\n")).unwrap();
+        let n = notes(&j);
+        assert_eq!(n.len(), 2, "{n:?}");
+        assert!(n[0].starts_with("jobs `p`, `q`: ioengine=falloc: each trim punches"), "{n:?}");
+        assert!(n[1].starts_with("job `a`: ioengine=falloc: each write"), "{n:?}");
     }
 
     #[test]

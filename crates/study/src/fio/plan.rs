@@ -196,7 +196,7 @@ pub fn build(files: Vec<JobFile>) -> Result<FioPlan, Vec<LineError>> {
     let targets = job_targets(&jobs);
     let mut notes = substitution_notes(&jobs);
     notes.extend(jobs.iter().flat_map(super::files::notes));
-    notes.extend(jobs.iter().flat_map(super::fileops::notes));
+    notes.extend(super::fileops::notes(&jobs));
     notes.extend(jobs.iter().flat_map(super::sizes::notes));
     let groups = groups(&jobs, &starts);
     let mut doc = StudyDoc::default();
