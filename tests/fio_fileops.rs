@@ -103,14 +103,23 @@ fn each_file_engine_counts_and_leaves_what_fio_does() {
             .args(["--output-format=json", "--output=storlab.json"])
             .output()
             .unwrap();
-        assert!(o.status.success(), "storlab fio {}: {}", case.args, text(&o).1);
+        assert!(
+            o.status.success(),
+            "storlab fio {}: {}",
+            case.args,
+            text(&o).1
+        );
         let mut got = counts(&json(&lab.path().join("storlab.json")));
         if case.args.contains("--rw=trim") {
             // storlab has no trim direction: its punched holes are reported as writes.
             assert_eq!(got[2], (0, 0, 0));
             got.swap(1, 2);
         }
-        assert_eq!(got, want, "{}: (bytes, I/Os, timed) per direction", case.args);
+        assert_eq!(
+            got, want,
+            "{}: (bytes, I/Os, timed) per direction",
+            case.args
+        );
         assert_eq!(
             (case.after)(lab.path()),
             (case.after)(fio_lab.path()),

@@ -41,7 +41,10 @@ pub fn check(job: &Job) -> Vec<LineError> {
     };
     let name = fio_name(engine);
     errors.extend(problems(job, engine).into_iter().map(|m| {
-        at(job.line, format!("job `{}`: ioengine={name}: {m}", job.name))
+        at(
+            job.line,
+            format!("job `{}`: ioengine={name}: {m}", job.name),
+        )
     }));
     errors
 }
@@ -89,7 +92,10 @@ fn set_problems(job: &Job) -> Vec<String> {
     }
     let bs = job.sizes();
     if bs.len() > 1 {
-        out.push("several block sizes are not supported by storlab fio: one I/O per file needs one bs".into());
+        out.push(
+            "several block sizes are not supported by storlab fio: one I/O per file needs one bs"
+                .into(),
+        );
         return out;
     }
     let sizes = super::files::sizes(job);
@@ -225,10 +231,17 @@ mod tests {
             "t.0.0",
         );
         assert_eq!(t["operation"].as_str(), Some("delete"));
-        assert_eq!(t["layout"].as_str(), Some("write"), "fio lays out with data for a read job");
+        assert_eq!(
+            t["layout"].as_str(),
+            Some("write"),
+            "fio lays out with data for a read job"
+        );
         assert!(!t.contains_key("remove-after"));
         let t = table("[t]\nioengine=filestat\nsize=4k\nfilename=f\n", "d/f");
-        assert_eq!((t["path"].as_str(), t["size"].as_integer()), (Some("d/f"), Some(4096)));
+        assert_eq!(
+            (t["path"].as_str(), t["size"].as_integer()),
+            (Some("d/f"), Some(4096))
+        );
     }
 
     #[test]
@@ -240,17 +253,27 @@ mod tests {
         assert_eq!(t["operation"].as_str(), Some("truncate"));
         assert_eq!(t["direct"].as_bool(), Some(true));
         // fio's examples/falloc.fio: a filesize with filename sizes that file.
-        let falloc = "[global]\nioengine=falloc\nnrfiles=1\nsize=100M\nfilesize=100M\nfilename=ff\n";
+        let falloc =
+            "[global]\nioengine=falloc\nnrfiles=1\nsize=100M\nfilesize=100M\nfilename=ff\n";
         let t = table(&format!("{falloc}[a]\nrw=randwrite\n"), "d/ff");
         assert_eq!(t["operation"].as_str(), Some("allocate"));
         assert_eq!(t["size"].as_integer(), Some(100 << 20));
         let t = table(&format!("{falloc}[p]\nrw=randtrim\nbs=4k\n"), "d/ff");
         assert_eq!(t["operation"].as_str(), Some("punch-hole"));
-        let j = jobs(&format!("{falloc}[p]\nrw=randtrim\n[q]\nrw=randtrim\n[a]\nrw=write\n")).unwrap();
+        let j = jobs(&format!(
+            "{falloc}[p]\nrw=randtrim\n[q]\nrw=randtrim\n[a]\nrw=write\n"
+        ))
+        .unwrap();
         let n = notes(&j);
         assert_eq!(n.len(), 2, "{n:?}");
-        assert!(n[0].starts_with("jobs `p`, `q`: ioengine=falloc: each trim punches"), "{n:?}");
-        assert!(n[1].starts_with("job `a`: ioengine=falloc: each write"), "{n:?}");
+        assert!(
+            n[0].starts_with("jobs `p`, `q`: ioengine=falloc: each trim punches"),
+            "{n:?}"
+        );
+        assert!(
+            n[1].starts_with("job `a`: ioengine=falloc: each write"),
+            "{n:?}"
+        );
     }
 
     #[test]
@@ -274,6 +297,11 @@ mod tests {
         let e = refused("[t]\nioengine=falloc\nnrfiles=2\nsize=1m\n");
         assert!(e[0].contains("one file"), "{e:?}");
         // What fio's examples need: openfiles below nrfiles and create_on_open with reads.
-        assert!(jobs("[t]\nioengine=filecreate\ncreate_on_open=1\nnrfiles=8\nfilesize=4k\nopenfiles=1\n").is_ok());
+        assert!(
+            jobs(
+                "[t]\nioengine=filecreate\ncreate_on_open=1\nnrfiles=8\nfilesize=4k\nopenfiles=1\n"
+            )
+            .is_ok()
+        );
     }
 }
