@@ -37,6 +37,10 @@ pub struct FioJob {
     pub logs: Logs,
     /// Its storlab targets: one shared by every clone (clones as threads), or one per clone.
     pub targets: Vec<String>,
+    /// Its writes are fio's trims (`rw=trim` with ioengine=falloc: punched holes): the
+    /// reports put them under trim, as fio does.
+    #[serde(default)]
+    pub trims: bool,
 }
 
 /// One stonewall group (fio's `groupid`).

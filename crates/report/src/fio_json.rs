@@ -63,6 +63,10 @@ pub struct JobStats {
     pub job_options: Vec<(String, String)>,
     pub read: Dir,
     pub write: Dir,
+    /// The writes of jobs whose writes are fio's trims ([`FioJob::trims`]).
+    ///
+    /// [`FioJob::trims`]: storlab_model::fio_jobs::FioJob::trims
+    pub trim: Dir,
     pub sync: Dir,
     pub job_runtime_ms: u64,
     pub elapsed_s: u64,
@@ -155,6 +159,12 @@ fn sum_dir(run: &StoredRun, hists: &Histograms, targets: &[String], op: &str) ->
 /// group with `group_reporting`.
 pub fn job_stats(fio: &FioJobs, runs: &[StoredRun]) -> Result<Vec<JobStats>, String> {
     let mut out = Vec::new();
+    let trimming: Vec<&String> = fio
+        .jobs
+        .iter()
+        .filter(|j| j.trims)
+        .flat_map(|j| &j.targets)
+        .collect();
     for (g, run) in fio.groups.iter().zip(runs) {
         let hists = run.latency_histograms()?;
         let elapsed_s = (run.summary.warmup_seconds + run.summary.measured_seconds).ceil() as u64;
@@ -185,16 +195,20 @@ pub fn job_stats(fio: &FioJobs, runs: &[StoredRun]) -> Result<Vec<JobStats>, Str
         for (j, targets, clones, summed_seconds) in entries {
             let job = &fio.jobs[j];
             let read = sum_dir(run, &hists, &targets, "read");
-            let write = sum_dir(run, &hists, &targets, "write");
+            let (trims, writes): (Vec<String>, Vec<String>) =
+                targets.iter().cloned().partition(|t| trimming.contains(&t));
+            let write = sum_dir(run, &hists, &writes, "write");
+            let trim = sum_dir(run, &hists, &trims, "write");
             let sync = sum_dir(run, &hists, &targets, "fsync");
             out.push(JobStats {
                 jobname: job.name.clone(),
                 groupid: g.id,
                 jobs: clones,
                 job_options: job.own_options.clone(),
-                error: read.errors + write.errors + sync.errors,
+                error: read.errors + write.errors + trim.errors + sync.errors,
                 read,
                 write,
+                trim,
                 sync,
                 job_runtime_ms: (summed_seconds.unwrap_or_else(|| entry_seconds(run, &targets))
                     * 1000.0)
@@ -333,14 +347,17 @@ fn dir_json(d: &Dir, group_bw: f64, plus: bool, report: &LatencyReport) -> Value
 pub const LAT_BOUNDS: [u64; 10] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000];
 pub const LAT_BOUNDS_MS: [u64; 11] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000, 2000];
 
-/// Percent of the entry's I/Os (read and write) in each of fio's latency ranges: (ns, µs,
+/// Percent of the entry's I/Os (read, write and trim) in each of fio's latency ranges: (ns, µs,
 /// ms; the last ms range is `>=2000`).
 pub fn latency_percents(j: &JobStats) -> ([f64; 10], [f64; 10], [f64; 12]) {
     let mut ns = [0u64; 10];
     let mut us = [0u64; 10];
     let mut ms = [0u64; 12];
     let mut total = 0u64;
-    for h in [&j.read.hist, &j.write.hist].into_iter().flatten() {
+    for h in [&j.read.hist, &j.write.hist, &j.trim.hist]
+        .into_iter()
+        .flatten()
+    {
         for (v, c) in bins(h) {
             total += c;
             let slot = |keys: &[u64], x: u64| keys.iter().position(|k| x < *k);
@@ -387,12 +404,14 @@ fn latency_buckets(j: &JobStats) -> (Value, Value, Value) {
     )
 }
 
-/// Each group's bandwidth per direction (0 read, 1 write), bytes/s: fio's `bw_agg` base.
+/// Each group's bandwidth per direction (0 read, 1 write, 2 trim), bytes/s: fio's `bw_agg`
+/// base.
 pub fn group_bandwidths(stats: &[JobStats]) -> BTreeMap<(usize, u8), f64> {
     let mut group_bw: BTreeMap<(usize, u8), f64> = BTreeMap::new();
     for j in stats {
         *group_bw.entry((j.groupid, 0)).or_default() += j.read.bw_bytes();
         *group_bw.entry((j.groupid, 1)).or_default() += j.write.bw_bytes();
+        *group_bw.entry((j.groupid, 2)).or_default() += j.trim.bw_bytes();
     }
     group_bw
 }
@@ -429,7 +448,10 @@ pub fn json(
                 "write".into(),
                 dir_json(&j.write, group_bw[&(j.groupid, 1)], plus, &j.latency_report),
             );
-            m.insert("trim".into(), dir_json(&Dir::default(), 0.0, false, &j.latency_report));
+            m.insert(
+                "trim".into(),
+                dir_json(&j.trim, group_bw[&(j.groupid, 2)], plus, &j.latency_report),
+            );
             m.insert(
                 "sync".into(),
                 json!({"total_ios": j.sync.ios, "lat_ns": Value::Object(lat_stats(j.sync.hist.as_ref()))}),

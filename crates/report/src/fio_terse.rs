@@ -136,6 +136,7 @@ mod tests {
             job_options: vec![],
             read,
             write: Dir::default(),
+            trim: Dir::default(),
             sync: Dir::default(),
             job_runtime_ms: 2000,
             elapsed_s: 2,

@@ -169,6 +169,7 @@ pub fn normal(stats: &[JobStats], time_text: &str) -> String {
         );
         dir_lines(&mut out, "read", &j.read, &j.latency_report);
         dir_lines(&mut out, "write", &j.write, &j.latency_report);
+        dir_lines(&mut out, "trim", &j.trim, &j.latency_report);
         if j.sync.ios > 0 {
             let _ = writeln!(out, "  fsync/fdatasync/sync_file_range:");
             if let Some(h) = j.sync.hist.as_ref().filter(|h| !h.is_empty()) {
@@ -195,6 +196,7 @@ pub fn normal(stats: &[JobStats], time_text: &str) -> String {
         for (label, pick) in [
             ("READ", (|j: &JobStats| &j.read) as fn(&JobStats) -> &Dir),
             ("WRITE", |j: &JobStats| &j.write),
+            ("TRIM", |j: &JobStats| &j.trim),
         ] {
             let dirs: Vec<&Dir> = stats
                 .iter()

@@ -190,7 +190,7 @@ fn note(job: &Job) -> Option<String> {
             "each I/O unlinks the next file of the job's set (laid out before the run), counted as {direction}"
         ),
         FileEngine::Ftruncate => "each write truncates the file to its offset".into(),
-        FileEngine::Falloc if job.trim.is_some() => "each trim punches a hole over its range (fallocate PUNCH_HOLE | KEEP_SIZE), reported as a write: storlab has no trim direction (fio reports it under trim)".into(),
+        FileEngine::Falloc if job.trim.is_some() => "each trim punches a hole over its range (fallocate PUNCH_HOLE | KEEP_SIZE): fio's trims, reported under trim in fio's outputs (storlab's own results count them as the fileops target's writes)".into(),
         FileEngine::Falloc => "each write fallocates its range (mode 0), each read with KEEP_SIZE".into(),
     };
     Some(format!("ioengine={}: {what}", fio_name(e)))

@@ -22,7 +22,7 @@ pub const SUPPORTED: &[(&str, &str)] = &[
     ),
     (
         "rw / readwrite",
-        "read, write, randread, randwrite, rw, readwrite, randrw; trim and randtrim with ioengine=falloc (punched holes, reported as writes)",
+        "read, write, randread, randwrite, rw, readwrite, randrw; trim and randtrim with ioengine=falloc (punched holes)",
     ),
     (
         "rwmixread / rwmixwrite",

@@ -67,6 +67,7 @@ impl FioPlan {
                 latency_report: j.latency_report.clone(),
                 logs: j.logs.clone(),
                 targets: t.names.clone(),
+                trims: j.trim.is_some(),
             })
             .collect();
         let groups = self
