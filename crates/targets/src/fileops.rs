@@ -262,8 +262,18 @@ impl Target for FileOpsConfig {
                 self.size.0, opts.min_size_bytes
             )));
         }
-        for path in self.files() {
-            self.prepare_file(&path, opts)?;
+        let files = self.files();
+        // The files share one folder (a set's, or the one file's).
+        let folder = files.first().and_then(|f| f.parent());
+        if let Some(folder) = folder.filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(folder)
+                .map_err(|e| TargetError::io(folder, "creating the folder", e))?;
+        }
+        // create lays nothing out: its files are looked at only to remember which it makes.
+        if self.operation != Operation::Create || self.remove_after {
+            for path in &files {
+                self.prepare_file(path, opts)?;
+            }
         }
         let region = Region {
             offset_bytes: 0,
@@ -320,8 +330,8 @@ impl FileOpsConfig {
             .collect()
     }
 
-    /// One file readied: its folder made, laid out to `size` unless the operations create
-    /// it, and remembered when storlab made it (for `remove-after`).
+    /// One file readied: laid out to `size` unless the operations create it, and remembered
+    /// when storlab makes it (for `remove-after`).
     fn prepare_file(&self, path: &Path, opts: &PrepareOptions) -> Result<(), TargetError> {
         let len = match std::fs::metadata(path) {
             Ok(m) if m.is_file() => Some(m.len()),
@@ -334,16 +344,10 @@ impl FileOpsConfig {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(TargetError::io(path, "reading its metadata", e)),
         };
-        if len.is_none() {
-            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-                std::fs::create_dir_all(parent)
-                    .map_err(|e| TargetError::io(parent, "creating the folder", e))?;
-            }
-            if self.remove_after {
-                created()
-                    .get_or_insert_with(HashSet::new)
-                    .insert(path.to_path_buf());
-            }
+        if len.is_none() && self.remove_after {
+            created()
+                .get_or_insert_with(HashSet::new)
+                .insert(path.to_path_buf());
         }
         let from = len.unwrap_or(0);
         if self.operation != Operation::Create && from < self.size.0 {
