@@ -2,7 +2,7 @@
 //! Debian's fio 3.33 and `storlab fio`: one small job per engine, run by each in a folder of
 //! its own. What is measurable must match: the I/Os and bytes counted per direction (falloc's
 //! punched holes under trim), the timed operations (fio's `clat_ns` samples, one per
-//! file for the set engines), the files created or removed, and the sizes and allocated
+//! file for the set engines, which record no `lat_ns`), the files created or removed, and the sizes and allocated
 //! blocks that ftruncate and falloc leave.
 
 mod common;
@@ -67,8 +67,9 @@ const CASES: &[Case] = &[
     },
 ];
 
-/// Per direction (read, write, trim): (io_bytes, total_ios, clat samples) of the one job.
-fn counts(doc: &serde_json::Value) -> [(u64, u64, u64); 3] {
+/// Per direction (read, write, trim): (io_bytes, total_ios, clat samples, lat samples) of the
+/// one job (fio's set engines record only clat).
+fn counts(doc: &serde_json::Value) -> [(u64, u64, u64, u64); 3] {
     let j = &doc["jobs"][0];
     ["read", "write", "trim"].map(|d| {
         let n = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
@@ -76,6 +77,7 @@ fn counts(doc: &serde_json::Value) -> [(u64, u64, u64); 3] {
             n(&j[d]["io_bytes"]),
             n(&j[d]["total_ios"]),
             n(&j[d]["clat_ns"]["N"]),
+            n(&j[d]["lat_ns"]["N"]),
         )
     })
 }
@@ -112,7 +114,7 @@ fn each_file_engine_counts_and_leaves_what_fio_does() {
         let got = counts(&json(&lab.path().join("storlab.json")));
         assert_eq!(
             got, want,
-            "{}: (bytes, I/Os, timed) per direction",
+            "{}: (bytes, I/Os, clat and lat samples) per direction",
             case.args
         );
         assert_eq!(

@@ -34,9 +34,21 @@ pub struct Dir {
     /// Per timeline interval: (KiB/s, IOPS), summed over the entry's targets.
     pub samples: Vec<(f64, f64)>,
     pub errors: u64,
+    /// Only the completion latency is reported, no total latency or samples
+    /// ([`FioJob::clat_only`](storlab_model::fio_jobs::FioJob::clat_only)).
+    pub clat_only: bool,
 }
 
 impl Dir {
+    /// The direction as fio reports a job that records only completion latency.
+    fn clat_only(mut self, yes: bool) -> Dir {
+        if yes {
+            self.samples.clear();
+            self.clat_only = true;
+        }
+        self
+    }
+
     pub fn bw_bytes(&self) -> f64 {
         if self.runtime_ms == 0 {
             0.0
@@ -194,10 +206,15 @@ pub fn job_stats(fio: &FioJobs, runs: &[StoredRun]) -> Result<Vec<JobStats>, Str
         }
         for (j, targets, clones, summed_seconds) in entries {
             let job = &fio.jobs[j];
-            let read = sum_dir(run, &hists, &targets, "read");
+            // A group's entry (group_reporting) when all its jobs are so.
+            let clat_only = match summed_seconds {
+                Some(_) => g.jobs.iter().all(|&m| fio.jobs[m].clat_only),
+                None => job.clat_only,
+            };
+            let read = sum_dir(run, &hists, &targets, "read").clat_only(clat_only);
             let (trims, writes): (Vec<String>, Vec<String>) =
                 targets.iter().cloned().partition(|t| trimming.contains(&t));
-            let write = sum_dir(run, &hists, &writes, "write");
+            let write = sum_dir(run, &hists, &writes, "write").clat_only(clat_only);
             let trim = sum_dir(run, &hists, &trims, "write");
             let sync = sum_dir(run, &hists, &targets, "fsync");
             out.push(JobStats {
@@ -302,14 +319,14 @@ fn dir_json(d: &Dir, group_bw: f64, plus: bool, report: &LatencyReport) -> Value
     m.insert("drop_ios".into(), json!(0));
     m.insert("slat_ns".into(), Value::Object(lat_stats(None)));
     let mut clat = lat_stats(d.hist.as_ref());
-    let mut lat = lat_stats(d.hist.as_ref());
+    let mut lat = lat_stats(d.hist.as_ref().filter(|_| !d.clat_only));
     if let Some(h) = d.hist.as_ref().filter(|h| !h.is_empty()) {
         // fio 3.33 writes clat's percentiles unless clat_percentiles=0, lat's with
         // lat_percentiles=1 (storlab's lat is its clat: submission is not timed apart).
         if report.clat {
             clat.insert("percentile".into(), percentile_map(h, report));
         }
-        if report.lat {
+        if report.lat && !d.clat_only {
             lat.insert("percentile".into(), percentile_map(h, report));
         }
         if plus {
@@ -521,6 +538,31 @@ pub fn json(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_engine_job_reports_completion_latency_alone_as_fio() {
+        // fio's filecreate, filestat and filedelete: clat samples only (FIO_NOSTATS).
+        let mut h = Histogram::<u64>::new(3).unwrap();
+        h.record(5000).unwrap();
+        let d = Dir {
+            ios: 1,
+            runtime_ms: 1000,
+            hist: Some(h),
+            samples: vec![(4.0, 1.0)],
+            ..Dir::default()
+        };
+        let full = dir_json(&d, 0.0, false, &LatencyReport::default());
+        assert_eq!(
+            (full["lat_ns"]["N"].as_u64(), full["bw_samples"].as_u64()),
+            (Some(1), Some(1))
+        );
+        let d = d.clat_only(true);
+        let only = dir_json(&d, 0.0, false, &LatencyReport::default());
+        assert_eq!(only["clat_ns"]["N"].as_u64(), Some(1));
+        assert_eq!(only["lat_ns"]["N"].as_u64(), Some(0));
+        assert_eq!(only["iops_samples"].as_u64(), Some(0));
+        assert_eq!(only["total_ios"].as_u64(), Some(1));
+    }
 
     #[test]
     fn percentiles_follow_the_jobs_latency_report() {

@@ -68,6 +68,7 @@ impl FioPlan {
                 logs: j.logs.clone(),
                 targets: t.names.clone(),
                 trims: j.trim.is_some(),
+                clat_only: matches!(j.engine.runs_on(), Runner::FileOps(e) if e.on_set()),
             })
             .collect();
         let groups = self
