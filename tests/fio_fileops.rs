@@ -50,6 +50,10 @@ const CASES: &[Case] = &[
         after: listing,
     },
     Case {
+        args: "--name=fx --ioengine=filestat --nrfiles=10 --filesize=4k --stat_type=statx",
+        after: listing,
+    },
+    Case {
         args: "--name=fd --ioengine=filedelete --nrfiles=30 --filesize=4k --unlink=0 --rw=write",
         after: listing,
     },

@@ -53,6 +53,10 @@ pub const TYPE: TargetType = TargetType {
             "layout",
             "how a missing or short file is laid out (stat, delete, truncate, allocate, punch-hole): as the file target's `layout` (default \"write\")",
         ),
+        (
+            "stat-call",
+            "with stat: \"stat\" (default), \"lstat\", or \"statx\" (the path resolved with realpath, then statx of it with STATX_ALL: fio's stat_type=statx, both timed)",
+        ),
         ("direct", "open the one file with O_DIRECT (default false)"),
         (
             "remove-after",
@@ -97,13 +101,16 @@ impl Operation {
 
     /// Each operation takes the next file of a set (its offset unused).
     pub fn on_set(self) -> bool {
-        matches!(self.kind(), Kind::Set(_))
+        matches!(
+            self,
+            Operation::Create | Operation::Stat | Operation::Delete
+        )
     }
 
-    fn kind(self) -> Kind {
+    fn kind(self, stat: StatCall) -> Kind {
         match self {
             Operation::Create => Kind::Set(SetOp::Create),
-            Operation::Stat => Kind::Set(SetOp::Stat),
+            Operation::Stat => Kind::Set(SetOp::Stat(stat)),
             Operation::Delete => Kind::Set(SetOp::Delete),
             Operation::Truncate => Kind::One(FileOp::Truncate),
             Operation::Allocate => Kind::One(FileOp::Allocate),
@@ -123,11 +130,32 @@ impl Operation {
     }
 }
 
+/// The call a `stat` operation makes (fio's filestat `stat_type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StatCall {
+    #[default]
+    Stat,
+    Lstat,
+    /// realpath(3) of the path, then statx(2) of the result with STATX_ALL, as fio's.
+    Statx,
+}
+
+impl StatCall {
+    pub fn name(self) -> &'static str {
+        match self {
+            StatCall::Stat => "stat",
+            StatCall::Lstat => "lstat",
+            StatCall::Statx => "statx",
+        }
+    }
+}
+
 /// An operation on the next file of a set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum SetOp {
     Create,
-    Stat,
+    Stat(StatCall),
     Delete,
 }
 
@@ -158,6 +186,8 @@ pub struct FileOpsConfig {
     pub size: Bytes,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub layout: Option<Layout>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stat_call: Option<StatCall>,
     #[serde(default)]
     pub direct: bool,
     #[serde(default)]
@@ -202,6 +232,12 @@ fn parse(table: toml::Table) -> Result<TargetConfig, OptionError> {
         return fail(
             "layout",
             "operation = \"create\" lays nothing out: its operations create the files".into(),
+        );
+    }
+    if c.stat_call.is_some() && c.operation != Operation::Stat {
+        return fail(
+            "stat-call",
+            format!("stat-call is operation = \"stat\"'s, not \"{op}\"'s"),
         );
     }
     if c.direct && c.operation.on_set() {
@@ -289,7 +325,7 @@ impl Target for FileOpsConfig {
         user: U,
     ) -> Result<U::Output, TargetError> {
         params.block_only("fileops")?;
-        match self.operation.kind() {
+        match self.operation.kind(self.stat_call.unwrap_or_default()) {
             Kind::Set(op) => Ok(user.run(self.set_session(op)?)),
             Kind::One(op) => Ok(user.run(self.file_session(op, params)?)),
         }
@@ -372,6 +408,7 @@ impl FileOpsConfig {
             op,
             paths,
             next: 0,
+            resolved: vec![0; libc::PATH_MAX as usize].into_boxed_slice(),
         })
     }
 
@@ -398,7 +435,7 @@ impl SetOp {
     fn name(self) -> &'static str {
         match self {
             SetOp::Create => "create",
-            SetOp::Stat => "stat",
+            SetOp::Stat(call) => call.name(),
             SetOp::Delete => "delete",
         }
     }
@@ -411,6 +448,28 @@ impl FileOp {
             FileOp::Allocate => "allocate",
             FileOp::PunchHole => "punch-hole",
         }
+    }
+}
+
+/// fio's statx: `path` resolved by realpath into `resolved` (PATH_MAX bytes), then statx of
+/// the result with STATX_ALL.
+#[inline]
+fn statx(path: &CString, resolved: &mut [libc::c_char]) -> libc::c_int {
+    debug_assert!(resolved.len() >= libc::PATH_MAX as usize);
+    // SAFETY: a NUL-terminated path and a buffer of PATH_MAX bytes, as realpath needs.
+    if unsafe { libc::realpath(path.as_ptr(), resolved.as_mut_ptr()) }.is_null() {
+        return -1;
+    }
+    let mut st = std::mem::MaybeUninit::<libc::statx>::uninit();
+    // SAFETY: the NUL-terminated absolute path realpath wrote, and room for one statx.
+    unsafe {
+        libc::statx(
+            libc::AT_FDCWD,
+            resolved.as_ptr(),
+            0,
+            libc::STATX_ALL,
+            st.as_mut_ptr(),
+        )
     }
 }
 
@@ -431,12 +490,15 @@ pub struct SetSession {
     op: SetOp,
     paths: Vec<CString>,
     next: usize,
+    /// Room for a path resolved by realpath (statx), PATH_MAX bytes: no allocation per call.
+    resolved: Box<[libc::c_char]>,
 }
 
 impl SetSession {
     /// The operation on the file `path`.
     #[inline]
-    fn call(&self, path: &CString) -> libc::c_int {
+    fn call(&mut self, i: usize) -> libc::c_int {
+        let path = &self.paths[i];
         match self.op {
             SetOp::Create => {
                 // SAFETY: a NUL-terminated path; the descriptor is ours to close.
@@ -453,11 +515,17 @@ impl SetSession {
                 }
                 fd
             }
-            SetOp::Stat => {
+            SetOp::Stat(StatCall::Stat) => {
                 let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
                 // SAFETY: a NUL-terminated path and room for one stat.
                 unsafe { libc::stat(path.as_ptr(), st.as_mut_ptr()) }
             }
+            SetOp::Stat(StatCall::Lstat) => {
+                let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+                // SAFETY: a NUL-terminated path and room for one stat.
+                unsafe { libc::lstat(path.as_ptr(), st.as_mut_ptr()) }
+            }
+            SetOp::Stat(StatCall::Statx) => statx(path, &mut self.resolved),
             // SAFETY: a NUL-terminated path.
             SetOp::Delete => unsafe { libc::unlink(path.as_ptr()) },
         }
@@ -473,7 +541,7 @@ impl Session for SetSession {
         };
         let i = self.next;
         self.next = if i + 1 == self.paths.len() { 0 } else { i + 1 };
-        let result = checked(self.call(&self.paths[i]), bytes);
+        let result = checked(self.call(i), bytes);
         Ok(Submitted::Done {
             result,
             found: true,

@@ -7,9 +7,31 @@
 
 use std::path::Path;
 
+use storlab_targets::fileops::StatCall;
+
 use super::engines::{FileEngine, Runner};
 use super::job::Job;
-use super::parse::LineError;
+use super::parse::{Entry, LineError};
+
+/// Applies filestat's `stat_type` to `job`; false when `e` is another option.
+pub fn apply_fileops(job: &mut Job, e: &Entry, canonical: &str) -> Result<bool, String> {
+    if canonical != "stat_type" {
+        return Ok(false);
+    }
+    let call = match e.value.as_deref().map(str::trim) {
+        Some("stat") => StatCall::Stat,
+        Some("lstat") => StatCall::Lstat,
+        Some("statx") => StatCall::Statx,
+        other => {
+            return Err(format!(
+                "stat_type={}: stat, lstat or statx",
+                other.unwrap_or("")
+            ));
+        }
+    };
+    job.stat_call = Some((call, e.line));
+    Ok(true)
+}
 
 /// The job's file engine, if it has one.
 fn file_engine(job: &Job) -> Option<FileEngine> {
@@ -33,6 +55,14 @@ pub fn check(job: &Job) -> Vec<LineError> {
     {
         errors.push(at(line, format!(
             "rw=trim or randtrim with ioengine={}: not supported by storlab fio, which does not trim; only ioengine=falloc's trims (punched holes) are taken",
+            job.engine.fio_name()
+        )));
+    }
+    if let Some((_, line)) = job.stat_call
+        && engine != Some(FileEngine::Filestat)
+    {
+        errors.push(at(line, format!(
+            "stat_type with ioengine={}: stat_type is filestat's option (fio's dirstat is not supported by storlab fio)",
             job.engine.fio_name()
         )));
     }
@@ -147,6 +177,9 @@ pub fn target_table(j: &Job, e: FileEngine, path: &Path) -> toml::Table {
     if e != FileEngine::Filecreate {
         tt.insert("layout".into(), super::files::layout(j).into());
     }
+    if let Some((call, _)) = j.stat_call {
+        tt.insert("stat-call".into(), call.name().into());
+    }
     if j.files.unlink {
         tt.insert("remove-after".into(), true.into());
     }
@@ -184,7 +217,8 @@ fn note(job: &Job) -> Option<String> {
             "each I/O creates the next file of the job's set (open with O_CREAT) and closes it, timed together (fio times the open alone), counted as {direction}"
         ),
         FileEngine::Filestat => format!(
-            "each I/O is stat(2) of the next file of the job's set (laid out before the run), counted as {direction}"
+            "each I/O is {}(2) of the next file of the job's set (laid out before the run), counted as {direction}",
+            job.stat_call.map_or(StatCall::Stat, |(c, _)| c).name()
         ),
         FileEngine::Filedelete => format!(
             "each I/O unlinks the next file of the job's set (laid out before the run), counted as {direction}"
@@ -237,7 +271,11 @@ mod tests {
             "fio lays out with data for a read job"
         );
         assert!(!t.contains_key("remove-after"));
-        let t = table("[t]\nioengine=filestat\nsize=4k\nfilename=f\n", "d/f");
+        let t = table(
+            "[t]\nioengine=filestat\nsize=4k\nfilename=f\nstat_type=statx\n",
+            "d/f",
+        );
+        assert_eq!(t["stat-call"].as_str(), Some("statx"));
         assert_eq!(
             (t["path"].as_str(), t["size"].as_integer()),
             (Some("d/f"), Some(4096))
@@ -294,6 +332,13 @@ mod tests {
         assert!(e[0].contains("files of 8192 bytes with bs=4096"), "{e:?}");
         let e = refused("[t]\nioengine=filecreate\nnrfiles=4\nfilesize=4k\nrw=randrw\nfsync=1\n");
         assert_eq!(e.len(), 2, "{e:?}");
+        let e = refused("[t]\nioengine=filedelete\nsize=4k\nstat_type=lstat\n");
+        assert!(
+            e[0].starts_with("job.fio:4: stat_type with ioengine=filedelete"),
+            "{e:?}"
+        );
+        let e = refused("[t]\nioengine=filestat\nsize=4k\nstat_type=fstat\n");
+        assert!(e[0].contains("stat, lstat or statx"), "{e:?}");
         let e = refused("[t]\nioengine=falloc\nnrfiles=2\nsize=1m\n");
         assert!(e[0].contains("one file"), "{e:?}");
         // What fio's examples need: openfiles below nrfiles and create_on_open with reads.

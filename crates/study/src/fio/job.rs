@@ -57,6 +57,8 @@ pub struct Job {
     /// rw=trim or randtrim, and its line: the job's writes are trims (only falloc's punch
     /// holes are taken).
     pub trim: Option<usize>,
+    /// filestat's `stat_type`, and its line.
+    pub stat_call: Option<(storlab_targets::fileops::StatCall, usize)>,
     pub rwmixread: u32,
     pub bs: u64,
     /// (bytes, percent) pairs, percents filled in.
@@ -114,6 +116,7 @@ impl Job {
             offset: 0,
             rw: Rw::Read,
             trim: None,
+            stat_call: None,
             rwmixread: 50,
             bs: 4096,
             bssplit: Vec::new(),

@@ -75,6 +75,10 @@ pub const SUPPORTED: &[(&str, &str)] = &[
     ),
     ("fsync", "fsync after every N writes"),
     (
+        "stat_type",
+        "filestat's call: stat, lstat or statx (realpath, then statx, both timed as fio's)",
+    ),
+    (
         "nrfiles / filesize / file_service_type / openfiles / create_on_open / unlink / fallocate / overwrite / end_fsync / fsync_on_close / fdatasync / sync",
         "a set of files per job, laid out, synced and removed as fio does: see docs/fio-options.md",
     ),
@@ -337,6 +341,7 @@ fn apply(job: &mut Job, e: &Entry, kb: &mut u64) -> Result<(), String> {
         || super::control::apply_control(job, e, super::names::canonical(&e.name))?
         || super::logs::apply_logs(job, e, super::names::canonical(&e.name))?
         || super::files::apply_files(job, e, super::names::canonical(&e.name), *kb)?
+        || super::fileops::apply_fileops(job, e, super::names::canonical(&e.name))?
         || super::distribution::apply_distribution(job, e, super::names::canonical(&e.name), *kb)?
         || super::sizes::apply_sizes(job, e, super::names::canonical(&e.name), *kb)?
     {

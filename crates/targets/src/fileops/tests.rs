@@ -117,6 +117,28 @@ fn create_stat_and_delete_take_the_files_in_turn() {
 }
 
 #[test]
+fn stat_calls_are_fios_stat_types() {
+    // A dangling symbolic link: lstat sees the link, stat and statx (after realpath) do not.
+    let dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(dir.path().join("gone"), dir.path().join("l.0.0")).unwrap();
+    let stat = |call: &str| {
+        let c = config(&format!(
+            "operation = \"stat\"\nprefix = \"{}/l.0.\"\nsize = 4096\nstat-call = \"{call}\"",
+            dir.path().display()
+        ))
+        .unwrap();
+        c.open(&(), &params(4096), Run(vec![read(0, 4096)])).unwrap()
+    };
+    assert_eq!(stat("lstat"), [Ok(4096)]);
+    assert_eq!(stat("stat"), [Err(libc::ENOENT)]);
+    assert_eq!(stat("statx"), [Err(libc::ENOENT)]);
+    std::fs::write(dir.path().join("gone"), b"back").unwrap();
+    assert_eq!(stat("statx"), [Ok(4096)]);
+    let e = config("operation = \"delete\"\npath = \"a\"\nsize = 1\nstat-call = \"lstat\"");
+    assert_eq!(e.unwrap_err().key, "stat-call");
+}
+
+#[test]
 fn remove_after_removes_only_the_files_storlab_created() {
     let dir = tempfile::tempdir().unwrap();
     let name = |i: u32| dir.path().join(format!("k.0.{i}"));
