@@ -37,6 +37,15 @@ pub struct FioJob {
     pub logs: Logs,
     /// Its storlab targets: one shared by every clone (clones as threads), or one per clone.
     pub targets: Vec<String>,
+    /// Its writes are fio's trims (`rw=trim` with ioengine=falloc: punched holes): the
+    /// reports put them under trim, as fio does.
+    #[serde(default)]
+    pub trims: bool,
+    /// fio records only each file operation's completion latency for this job (its file
+    /// engines filecreate, filestat and filedelete, whose I/Os keep no statistics of their
+    /// own): the reports leave its total latency and bandwidth and IOPS samples empty, as fio.
+    #[serde(default)]
+    pub clat_only: bool,
 }
 
 /// One stonewall group (fio's `groupid`).

@@ -34,9 +34,21 @@ pub struct Dir {
     /// Per timeline interval: (KiB/s, IOPS), summed over the entry's targets.
     pub samples: Vec<(f64, f64)>,
     pub errors: u64,
+    /// Only the completion latency is reported, no total latency or samples
+    /// ([`FioJob::clat_only`](storlab_model::fio_jobs::FioJob::clat_only)).
+    pub clat_only: bool,
 }
 
 impl Dir {
+    /// The direction as fio reports a job that records only completion latency.
+    fn clat_only(mut self, yes: bool) -> Dir {
+        if yes {
+            self.samples.clear();
+            self.clat_only = true;
+        }
+        self
+    }
+
     pub fn bw_bytes(&self) -> f64 {
         if self.runtime_ms == 0 {
             0.0
@@ -63,6 +75,10 @@ pub struct JobStats {
     pub job_options: Vec<(String, String)>,
     pub read: Dir,
     pub write: Dir,
+    /// The writes of jobs whose writes are fio's trims ([`FioJob::trims`]).
+    ///
+    /// [`FioJob::trims`]: storlab_model::fio_jobs::FioJob::trims
+    pub trim: Dir,
     pub sync: Dir,
     pub job_runtime_ms: u64,
     pub elapsed_s: u64,
@@ -155,6 +171,12 @@ fn sum_dir(run: &StoredRun, hists: &Histograms, targets: &[String], op: &str) ->
 /// group with `group_reporting`.
 pub fn job_stats(fio: &FioJobs, runs: &[StoredRun]) -> Result<Vec<JobStats>, String> {
     let mut out = Vec::new();
+    let trimming: Vec<&String> = fio
+        .jobs
+        .iter()
+        .filter(|j| j.trims)
+        .flat_map(|j| &j.targets)
+        .collect();
     for (g, run) in fio.groups.iter().zip(runs) {
         let hists = run.latency_histograms()?;
         let elapsed_s = (run.summary.warmup_seconds + run.summary.measured_seconds).ceil() as u64;
@@ -184,17 +206,26 @@ pub fn job_stats(fio: &FioJobs, runs: &[StoredRun]) -> Result<Vec<JobStats>, Str
         }
         for (j, targets, clones, summed_seconds) in entries {
             let job = &fio.jobs[j];
-            let read = sum_dir(run, &hists, &targets, "read");
-            let write = sum_dir(run, &hists, &targets, "write");
+            // A group's entry (group_reporting) when all its jobs are so.
+            let clat_only = match summed_seconds {
+                Some(_) => g.jobs.iter().all(|&m| fio.jobs[m].clat_only),
+                None => job.clat_only,
+            };
+            let read = sum_dir(run, &hists, &targets, "read").clat_only(clat_only);
+            let (trims, writes): (Vec<String>, Vec<String>) =
+                targets.iter().cloned().partition(|t| trimming.contains(&t));
+            let write = sum_dir(run, &hists, &writes, "write").clat_only(clat_only);
+            let trim = sum_dir(run, &hists, &trims, "write");
             let sync = sum_dir(run, &hists, &targets, "fsync");
             out.push(JobStats {
                 jobname: job.name.clone(),
                 groupid: g.id,
                 jobs: clones,
                 job_options: job.own_options.clone(),
-                error: read.errors + write.errors + sync.errors,
+                error: read.errors + write.errors + trim.errors + sync.errors,
                 read,
                 write,
+                trim,
                 sync,
                 job_runtime_ms: (summed_seconds.unwrap_or_else(|| entry_seconds(run, &targets))
                     * 1000.0)
@@ -288,14 +319,14 @@ fn dir_json(d: &Dir, group_bw: f64, plus: bool, report: &LatencyReport) -> Value
     m.insert("drop_ios".into(), json!(0));
     m.insert("slat_ns".into(), Value::Object(lat_stats(None)));
     let mut clat = lat_stats(d.hist.as_ref());
-    let mut lat = lat_stats(d.hist.as_ref());
+    let mut lat = lat_stats(d.hist.as_ref().filter(|_| !d.clat_only));
     if let Some(h) = d.hist.as_ref().filter(|h| !h.is_empty()) {
         // fio 3.33 writes clat's percentiles unless clat_percentiles=0, lat's with
         // lat_percentiles=1 (storlab's lat is its clat: submission is not timed apart).
         if report.clat {
             clat.insert("percentile".into(), percentile_map(h, report));
         }
-        if report.lat {
+        if report.lat && !d.clat_only {
             lat.insert("percentile".into(), percentile_map(h, report));
         }
         if plus {
@@ -333,14 +364,17 @@ fn dir_json(d: &Dir, group_bw: f64, plus: bool, report: &LatencyReport) -> Value
 pub const LAT_BOUNDS: [u64; 10] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000];
 pub const LAT_BOUNDS_MS: [u64; 11] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000, 2000];
 
-/// Percent of the entry's I/Os (read and write) in each of fio's latency ranges: (ns, µs,
+/// Percent of the entry's I/Os (read, write and trim) in each of fio's latency ranges: (ns, µs,
 /// ms; the last ms range is `>=2000`).
 pub fn latency_percents(j: &JobStats) -> ([f64; 10], [f64; 10], [f64; 12]) {
     let mut ns = [0u64; 10];
     let mut us = [0u64; 10];
     let mut ms = [0u64; 12];
     let mut total = 0u64;
-    for h in [&j.read.hist, &j.write.hist].into_iter().flatten() {
+    for h in [&j.read.hist, &j.write.hist, &j.trim.hist]
+        .into_iter()
+        .flatten()
+    {
         for (v, c) in bins(h) {
             total += c;
             let slot = |keys: &[u64], x: u64| keys.iter().position(|k| x < *k);
@@ -387,12 +421,14 @@ fn latency_buckets(j: &JobStats) -> (Value, Value, Value) {
     )
 }
 
-/// Each group's bandwidth per direction (0 read, 1 write), bytes/s: fio's `bw_agg` base.
+/// Each group's bandwidth per direction (0 read, 1 write, 2 trim), bytes/s: fio's `bw_agg`
+/// base.
 pub fn group_bandwidths(stats: &[JobStats]) -> BTreeMap<(usize, u8), f64> {
     let mut group_bw: BTreeMap<(usize, u8), f64> = BTreeMap::new();
     for j in stats {
         *group_bw.entry((j.groupid, 0)).or_default() += j.read.bw_bytes();
         *group_bw.entry((j.groupid, 1)).or_default() += j.write.bw_bytes();
+        *group_bw.entry((j.groupid, 2)).or_default() += j.trim.bw_bytes();
     }
     group_bw
 }
@@ -429,7 +465,10 @@ pub fn json(
                 "write".into(),
                 dir_json(&j.write, group_bw[&(j.groupid, 1)], plus, &j.latency_report),
             );
-            m.insert("trim".into(), dir_json(&Dir::default(), 0.0, false, &j.latency_report));
+            m.insert(
+                "trim".into(),
+                dir_json(&j.trim, group_bw[&(j.groupid, 2)], plus, &j.latency_report),
+            );
             m.insert(
                 "sync".into(),
                 json!({"total_ios": j.sync.ios, "lat_ns": Value::Object(lat_stats(j.sync.hist.as_ref()))}),
@@ -499,6 +538,31 @@ pub fn json(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_engine_job_reports_completion_latency_alone_as_fio() {
+        // fio's filecreate, filestat and filedelete: clat samples only (FIO_NOSTATS).
+        let mut h = Histogram::<u64>::new(3).unwrap();
+        h.record(5000).unwrap();
+        let d = Dir {
+            ios: 1,
+            runtime_ms: 1000,
+            hist: Some(h),
+            samples: vec![(4.0, 1.0)],
+            ..Dir::default()
+        };
+        let full = dir_json(&d, 0.0, false, &LatencyReport::default());
+        assert_eq!(
+            (full["lat_ns"]["N"].as_u64(), full["bw_samples"].as_u64()),
+            (Some(1), Some(1))
+        );
+        let d = d.clat_only(true);
+        let only = dir_json(&d, 0.0, false, &LatencyReport::default());
+        assert_eq!(only["clat_ns"]["N"].as_u64(), Some(1));
+        assert_eq!(only["lat_ns"]["N"].as_u64(), Some(0));
+        assert_eq!(only["iops_samples"].as_u64(), Some(0));
+        assert_eq!(only["total_ios"].as_u64(), Some(1));
+    }
 
     #[test]
     fn percentiles_follow_the_jobs_latency_report() {

@@ -2,7 +2,7 @@
 //! written from stored results: the timeline (operations and bytes per interval) and the HDR
 //! interval log (latency per interval), never from live state. Layout as fio 3.33 writes with
 //! `log_avg_msec` (HOWTO "Log File Formats"): `time (msec), value, data direction (0 read,
-//! 1 write), block size, offset`, block size and offset 0 in averaged rows as fio writes them;
+//! 1 write, 2 trim), block size, offset`, block size and offset 0 in averaged rows as fio writes them;
 //! bandwidth in KiB/s, IOPS in I/Os per second, latency in ns (each row the mean of its
 //! window). Histogram rows are `time (msec), data direction, block size, bins...` with fio's
 //! 1856 latency bins (stat.h: FIO_IO_U_PLAT_BITS 6, FIO_IO_U_PLAT_GROUP_NR 29), each
@@ -293,9 +293,11 @@ fn job_logs(
     // Clones on one file are one storlab target: each clone's log is the mean clone.
     let shared = names.len() == 1 && job.numjobs > 1;
     let clones = if shared { u64::from(job.numjobs) } else { 1 };
+    // A job whose writes are fio's trims logs them as fio does, direction 2.
+    let ddir = |d: u8| if job.trims && d == 1 { 2 } else { d };
     let per_dir = |target: &str, window_ms: u64| {
         let per_row = intervals_per_row(window_ms, interval_ms);
-        DIRECTIONS.map(|(d, op)| (d, windows(run, latency, target, op, per_row)))
+        DIRECTIONS.map(|(d, op)| (ddir(d), windows(run, latency, target, op, per_row)))
     };
     let mut out = Vec::new();
     for c in 0..u64::from(job.numjobs) {

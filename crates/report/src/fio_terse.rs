@@ -128,6 +128,7 @@ mod tests {
             hist: Some(h),
             samples: vec![(1000.0, 250.0), (3000.0, 750.0)],
             errors: 0,
+            clat_only: false,
         };
         JobStats {
             jobname: "a".into(),
@@ -136,6 +137,7 @@ mod tests {
             job_options: vec![],
             read,
             write: Dir::default(),
+            trim: Dir::default(),
             sync: Dir::default(),
             job_runtime_ms: 2000,
             elapsed_s: 2,

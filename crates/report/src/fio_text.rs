@@ -110,7 +110,12 @@ fn dir_lines(out: &mut String, name: &str, d: &Dir, report: &LatencyReport) {
     );
     if let Some(h) = d.hist.as_ref().filter(|h| !h.is_empty()) {
         let (unit, div) = lat_unit(h.min());
-        for label in ["clat", " lat"] {
+        let labels: &[&str] = if d.clat_only {
+            &["clat"]
+        } else {
+            &["clat", " lat"]
+        };
+        for label in labels {
             let _ = writeln!(
                 out,
                 "    {label} ({unit}): min={:.0}, max={:.0}, avg={:.2}, stdev={:.2}",
@@ -123,7 +128,7 @@ fn dir_lines(out: &mut String, name: &str, d: &Dir, report: &LatencyReport) {
         if report.clat {
             percentile_lines(out, "clat", unit, div, h, report);
         }
-        if report.lat {
+        if report.lat && !d.clat_only {
             percentile_lines(out, "lat", unit, div, h, report);
         }
     }
@@ -169,6 +174,7 @@ pub fn normal(stats: &[JobStats], time_text: &str) -> String {
         );
         dir_lines(&mut out, "read", &j.read, &j.latency_report);
         dir_lines(&mut out, "write", &j.write, &j.latency_report);
+        dir_lines(&mut out, "trim", &j.trim, &j.latency_report);
         if j.sync.ios > 0 {
             let _ = writeln!(out, "  fsync/fdatasync/sync_file_range:");
             if let Some(h) = j.sync.hist.as_ref().filter(|h| !h.is_empty()) {
@@ -195,6 +201,7 @@ pub fn normal(stats: &[JobStats], time_text: &str) -> String {
         for (label, pick) in [
             ("READ", (|j: &JobStats| &j.read) as fn(&JobStats) -> &Dir),
             ("WRITE", |j: &JobStats| &j.write),
+            ("TRIM", |j: &JobStats| &j.trim),
         ] {
             let dirs: Vec<&Dir> = stats
                 .iter()

@@ -19,6 +19,7 @@ pub mod ycsb_store;
 registry::registry! {
     Null => null::NullConfig,
     File => file::FileConfig,
+    Fileops => fileops::FileOpsConfig,
     Rocksdb => rocksdb::RocksConfig,
     Redis => redis::RedisConfig,
     Postgres => postgres::PostgresConfig,

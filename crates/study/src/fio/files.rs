@@ -122,9 +122,10 @@ fn line_error(job: &Job, line: usize, message: String) -> LineError {
     }
 }
 
-/// fio's `filesize` on a job's one named file (`filename`, `nrfiles` at most 1): that file's
-/// size and, when the job gives no other `size`, the bytes it transfers (fio sizes a job by
-/// its files then). A range, or a `size` that differs, stays a file set (refused by [`check`]).
+/// fio's `filesize` on a job's one named file (`filename`, `nrfiles` at most 1): when the
+/// job gives no other `size`, the bytes it transfers too (fio sizes a job by its files
+/// then). With another `size` the file keeps `filesize` ([`target_keys`]); a range stays a
+/// file set (refused by [`check`]).
 pub fn settle_named(job: &mut Job) {
     let f = &mut job.files;
     if job.filename.is_some()
@@ -143,9 +144,12 @@ pub fn check(job: &Job) -> Vec<LineError> {
     let f = &job.files;
     let mut errors = Vec::new();
     let name = &job.name;
+    // fio's file engines on a set hold at most one file open (filecreate closes each).
+    let file_ops = matches!(job.engine.runs_on(), super::Runner::FileOps(_));
     if let Some((n, line)) = f.openfiles
         && n > 0
         && u64::from(n) < f.count()
+        && !file_ops
     {
         errors.push(line_error(job, line, format!(
             "job `{name}`: openfiles={n} below nrfiles={}: not supported by storlab fio, which opens every file of the job before its first I/O and keeps them open",
@@ -169,7 +173,9 @@ pub fn check(job: &Job) -> Vec<LineError> {
         )
     };
     if f.set() {
-        if job.filename.is_some() {
+        // One file of `filesize` may be named: fio sizes the filename so.
+        let one_size = f.count() == 1 && f.filesize.is_some_and(|(lo, hi)| lo == hi);
+        if job.filename.is_some() && !one_size {
             errors.push(set(
                 "filename (fio names the files of a set JOBNAME.CLONE.FILENUM)",
             ));
@@ -188,7 +194,7 @@ pub fn check(job: &Job) -> Vec<LineError> {
             )));
         }
     }
-    if f.create_on_open && job.rw.reads() {
+    if f.create_on_open && job.rw.reads() && !file_ops {
         errors.push(line_error(job, job.line, format!(
             "job `{name}`: create_on_open=1 with reads: fio reads empty files, not supported by storlab fio (remove create_on_open)"
         )));
@@ -254,7 +260,7 @@ pub fn syncs(job: &Job, transfers: u64) -> u64 {
 
 /// How fio lays out the job's files: data for a job that reads or with `overwrite`, else
 /// as `fallocate` (or not at all with `create_on_open`).
-fn layout(job: &Job) -> &'static str {
+pub(super) fn layout(job: &Job) -> &'static str {
     let f = &job.files;
     if job.rw.reads() || f.overwrite {
         return "write";
@@ -274,7 +280,9 @@ fn layout(job: &Job) -> &'static str {
 /// first file (`JOBNAME.CLONE.0`).
 pub fn target_keys(job: &Job, first: &std::path::Path, tt: &mut toml::Table) {
     let f = &job.files;
-    if f.set() {
+    if let (Some(_), Some((size, _))) = (&job.filename, f.filesize) {
+        tt.insert("size".into(), (size as i64).into());
+    } else if f.set() {
         tt.remove("path");
         tt.remove("size");
         let sizes = sizes(job);
@@ -441,12 +449,15 @@ mod tests {
         assert_eq!((j.size, j.files.filesize), (Some(1 << 20), None));
         assert!(check(&j).is_empty());
         // A size that differs, or a range, stays a set: refused.
-        for text in [
-            "[a]\nfilename=x\nfilesize=1m\nsize=2m\n",
-            "[a]\nfilename=x\nfilesize=1m-2m\n",
-        ] {
-            let e = resolve(&parse("job.fio", text, &|_| None).unwrap()).unwrap_err();
-            assert!(e[0].message.contains("filesize with filename"), "{e:?}");
-        }
+        // A size that differs: the file is filesize long, the job moves size bytes.
+        let j = job("[a]\nfilename=x\nfilesize=1m\nsize=512k\n");
+        assert_eq!(
+            (j.size, j.files.filesize),
+            (Some(512 << 10), Some((1 << 20, 1 << 20)))
+        );
+        // A range stays a set: refused.
+        let text = "[a]\nfilename=x\nfilesize=1m-2m\n";
+        let e = resolve(&parse("job.fio", text, &|_| None).unwrap()).unwrap_err();
+        assert!(e[0].message.contains("filesize with filename"), "{e:?}");
     }
 }

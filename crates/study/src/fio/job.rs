@@ -54,6 +54,11 @@ pub struct Job {
     pub size: Option<u64>,
     pub offset: u64,
     pub rw: Rw,
+    /// rw=trim or randtrim, and its line: the job's writes are trims (only falloc's punch
+    /// holes are taken).
+    pub trim: Option<usize>,
+    /// filestat's `stat_type`, and its line.
+    pub stat_call: Option<(storlab_targets::fileops::StatCall, usize)>,
     pub rwmixread: u32,
     pub bs: u64,
     /// (bytes, percent) pairs, percents filled in.
@@ -98,8 +103,8 @@ pub struct Job {
     pub sizes_opts: SizeOptions,
     /// `zonemode`, `zonesize`, `zonerange`, `zoneskip`.
     pub zones: ZoneOptions,
-    /// `prioclass`, `prio`, `cmdprio_*`, `log_prio`.
-    pub prio: super::prio::PrioOptions,
+    /// `prioclass`, `prio`, `cmdprio_*`, `log_prio` (see the `prio` module).
+    pub prio: PrioOptions,
 }
 
 impl Job {
@@ -114,6 +119,8 @@ impl Job {
             size: None,
             offset: 0,
             rw: Rw::Read,
+            trim: None,
+            stat_call: None,
             rwmixread: 50,
             bs: 4096,
             bssplit: Vec::new(),
@@ -343,6 +350,20 @@ pub enum RwModifier {
     Back(u64),
     /// Random: a new random offset every N I/Os.
     Every(u32),
+}
+
+/// The job's priority options, as given.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PrioOptions {
+    /// `prioclass` (1 realtime, 2 best effort, 3 idle) and `prio` (0-7).
+    pub class: Option<u8>,
+    pub level: Option<u8>,
+    /// `cmdprio_percentage`, `cmdprio_class` (default 1) and `cmdprio` (default 0), and the
+    /// line of the percentage.
+    pub cmd_percent: Option<(u8, usize)>,
+    pub cmd_class: Option<u8>,
+    pub cmd_level: Option<u8>,
+    pub log_prio: bool,
 }
 
 /// fio's `zonemode`.

@@ -9,6 +9,7 @@ pub mod cmdline;
 pub mod control;
 pub mod distribution;
 pub mod engines;
+pub mod fileops;
 pub mod files;
 pub mod job;
 pub mod latency;
@@ -25,7 +26,7 @@ pub mod workload;
 pub mod zones;
 
 pub use cmdline::{COMMAND_LINE, CommandLine};
-pub use engines::{Engine, Runner};
+pub use engines::{Engine, FileEngine, Runner};
 pub use job::{Job, Rw};
 pub use parse::LineError;
 pub use plan::FioPlan;

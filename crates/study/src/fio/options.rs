@@ -22,7 +22,7 @@ pub const SUPPORTED: &[(&str, &str)] = &[
     ),
     (
         "rw / readwrite",
-        "read, write, randread, randwrite, rw, readwrite, randrw",
+        "read, write, randread, randwrite, rw, readwrite, randrw; trim and randtrim with ioengine=falloc (punched holes)",
     ),
     (
         "rwmixread / rwmixwrite",
@@ -43,7 +43,7 @@ pub const SUPPORTED: &[(&str, &str)] = &[
     ("direct / buffered", "O_DIRECT"),
     (
         "ioengine",
-        "io_uring, psync, null (storlab's null target, no file); libaio and posixaio run on io_uring, sync, vsync, pvsync and pvsync2 on psync: each substitution said and recorded",
+        "io_uring, psync, null (storlab's null target, no file); libaio and posixaio run on io_uring, sync, vsync, pvsync and pvsync2 on psync: each substitution said and recorded; filecreate, filestat, filedelete, ftruncate and falloc on storlab's fileops target (one file operation per I/O: see docs/fio-options.md)",
     ),
     ("iodepth", "I/Os in flight per job (psync: 1)"),
     (
@@ -78,6 +78,10 @@ pub const SUPPORTED: &[(&str, &str)] = &[
         "written blocks filled by fio's algorithms (the workload's write-buffers)",
     ),
     ("fsync", "fsync after every N writes"),
+    (
+        "stat_type",
+        "filestat's call: stat, lstat or statx (realpath, then statx, both timed as fio's)",
+    ),
     (
         "nrfiles / filesize / file_service_type / openfiles / create_on_open / unlink / fallocate / overwrite / end_fsync / fsync_on_close / fdatasync / sync",
         "a set of files per job, laid out, synced and removed as fio does: see docs/fio-options.md",
@@ -226,6 +230,7 @@ pub fn resolve_with(f: &JobFile, inherited: &[Entry]) -> Result<Vec<Job>, Vec<Li
         }
         super::files::settle_named(&mut job);
         errors.extend(super::files::check(&job));
+        errors.extend(super::fileops::check(&job));
         errors.extend(super::distribution::check(&job));
         errors.extend(super::sizes::check(&job));
         errors.extend(super::zones::check(&job));
@@ -359,6 +364,7 @@ fn apply(job: &mut Job, e: &Entry, kb: &mut u64) -> Result<(), String> {
         || super::control::apply_control(job, e, super::names::canonical(&e.name))?
         || super::logs::apply_logs(job, e, super::names::canonical(&e.name))?
         || super::files::apply_files(job, e, super::names::canonical(&e.name), *kb)?
+        || super::fileops::apply_fileops(job, e, super::names::canonical(&e.name))?
         || super::distribution::apply_distribution(job, e, super::names::canonical(&e.name), *kb)?
         || super::sizes::apply_sizes(job, e, super::names::canonical(&e.name), *kb)?
         || super::zones::apply_zones(job, e, super::names::canonical(&e.name), *kb)?
@@ -431,12 +437,16 @@ fn apply_io(job: &mut Job, e: &Entry, kb: u64) -> Result<bool, String> {
                 // fio's two names of the sequential mix.
                 "rw" | "readwrite" => Rw::ReadWrite,
                 "randrw" => Rw::RandRw,
+                // Trims are writes that punch holes: only falloc's (fileops::check).
+                "trim" => Rw::Write,
+                "randtrim" => Rw::RandWrite,
                 other => {
                     return Err(format!(
-                        "{name}={other}: not supported by storlab fio (read, write, randread, randwrite, rw, readwrite, randrw)"
+                        "{name}={other}: not supported by storlab fio (read, write, randread, randwrite, rw, readwrite, randrw; trim and randtrim with ioengine=falloc)"
                     ));
                 }
             };
+            job.trim = matches!(mode, "trim" | "randtrim").then_some(e.line);
             job.sizes_opts.modifier = suffix
                 .map(|s| super::sizes::modifier(job.rw.random(), s, kb))
                 .transpose()
@@ -466,7 +476,7 @@ fn apply_io(job: &mut Job, e: &Entry, kb: u64) -> Result<bool, String> {
                 .find(|g| g.fio_name() == v)
                 .ok_or_else(|| {
                     format!(
-                        "ioengine={v}: not supported by storlab fio (io_uring, psync, null; libaio and posixaio run on io_uring; sync, vsync, pvsync, pvsync2 on psync)"
+                        "ioengine={v}: not supported by storlab fio (io_uring, psync, null, filecreate, filestat, filedelete, ftruncate, falloc; libaio and posixaio run on io_uring; sync, vsync, pvsync, pvsync2 on psync)"
                     )
                 })?;
         }

@@ -67,6 +67,8 @@ impl FioPlan {
                 latency_report: j.latency_report.clone(),
                 logs: j.logs.clone(),
                 targets: t.names.clone(),
+                trims: j.trim.is_some(),
+                clat_only: matches!(j.engine.runs_on(), Runner::FileOps(e) if e.on_set()),
             })
             .collect();
         let groups = self
@@ -197,6 +199,7 @@ pub fn build(files: Vec<JobFile>) -> Result<FioPlan, Vec<LineError>> {
     let mut notes = substitution_notes(&jobs);
     notes.extend(wait_notes);
     notes.extend(jobs.iter().flat_map(super::files::notes));
+    notes.extend(super::fileops::notes(&jobs));
     notes.extend(jobs.iter().flat_map(super::sizes::notes));
     notes.extend(jobs.iter().flat_map(super::zones::notes));
     notes.extend(jobs.iter().flat_map(super::prio::notes));
@@ -301,7 +304,7 @@ fn substitution_notes(jobs: &[Job]) -> Vec<String> {
                 on.name()
             ));
         }
-        if on == Runner::Psync && j.iodepth > 1 {
+        if on.one_at_a_time() && j.iodepth > 1 {
             notes.push(format!(
                 "job `{}`: ioengine={fio} runs one I/O at a time: iodepth={} is 1, as in fio",
                 j.name, j.iodepth
@@ -373,7 +376,9 @@ struct GroupStep<'a> {
     first: &'a Job,
     bounds: Option<Bounds>,
     targets: Vec<toml::Value>,
-    paths_seen: Vec<PathBuf>,
+    /// Each target's path, and whether its job runs on the fileops target (fio's file
+    /// engines: such jobs may share a file, as falloc.fio's allocating and punching jobs do).
+    paths_seen: Vec<(PathBuf, bool)>,
     drop: bool,
     target_workloads: toml::Table,
 }
@@ -511,7 +516,9 @@ impl GroupStep<'_> {
             ));
             return None;
         }
-        if !null && self.paths_seen.iter().any(|p| p == path) {
+        let file_ops = matches!(j.engine.runs_on(), Runner::FileOps(_));
+        let clash = |(p, ops): &(PathBuf, bool)| p == path && !(file_ops && *ops);
+        if !null && self.paths_seen.iter().any(clash) {
             errors.push(err(
                 j,
                 format!(
@@ -522,7 +529,7 @@ impl GroupStep<'_> {
             ));
             return None;
         }
-        self.paths_seen.push(path.to_path_buf());
+        self.paths_seen.push((path.to_path_buf(), file_ops));
         let size = if null {
             j.size
         } else if j.files.set() {
@@ -635,6 +642,7 @@ fn target_table(j: &Job, path: &Path) -> toml::Table {
             }
             return tt;
         }
+        Runner::FileOps(e) => return super::fileops::target_table(j, e, path),
         Runner::Psync => "psync",
         Runner::IoUring => "io-uring",
     };

@@ -7,20 +7,6 @@ use super::engines::Runner;
 use super::job::Job;
 use super::parse::{Entry, LineError, parse_bool};
 
-/// The job's priority options, as given.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct PrioOptions {
-    /// `prioclass` (1 realtime, 2 best effort, 3 idle) and `prio` (0-7).
-    pub class: Option<u8>,
-    pub level: Option<u8>,
-    /// `cmdprio_percentage`, `cmdprio_class` (default 1) and `cmdprio` (default 0), and the
-    /// line of the percentage.
-    pub cmd_percent: Option<(u8, usize)>,
-    pub cmd_class: Option<u8>,
-    pub cmd_level: Option<u8>,
-    pub log_prio: bool,
-}
-
 fn need(e: &Entry) -> Result<&str, String> {
     e.value
         .as_deref()

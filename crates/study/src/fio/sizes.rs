@@ -397,7 +397,7 @@ pub fn notes(job: &Job) -> Vec<String> {
         notes.push(format!(
             "job `{name}`: thinktime: the pause comes before the I/O after every thinktime_blocks I/Os, not after the job's last I/O (fio pauses after it too)"
         ));
-        if !o.think_on_issue && job.iodepth > 1 && job.engine.runs_on() != super::Runner::Psync {
+        if !o.think_on_issue && job.iodepth > 1 && !job.engine.runs_on().one_at_a_time() {
             notes.push(format!(
                 "job `{name}`: thinktime_blocks_type=complete with iodepth={}: storlab counts issued I/Os (fio's `issue`); fio counts completions, so its pauses come a few I/Os later",
                 job.iodepth

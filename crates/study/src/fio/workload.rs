@@ -3,7 +3,6 @@
 //! buffers, syncs, verify, seed and CPU placement. Every job of a group whose table equals
 //! the group's first job's shares its workload; `needs_own_workload` says which may not.
 
-use super::engines::Runner;
 use super::job::{Job, Rw};
 
 /// What a job's workload table holds (the same for every job of a group).
@@ -14,7 +13,7 @@ pub(super) fn workload_table(job: &Job) -> toml::Table {
         Rw::Write | Rw::RandWrite => 0.0,
         Rw::ReadWrite | Rw::RandRw => job.rwmixread as f64 / 100.0,
     };
-    let qd = if job.engine.runs_on() == Runner::Psync {
+    let qd = if job.engine.runs_on().one_at_a_time() {
         1
     } else {
         job.iodepth

@@ -61,7 +61,7 @@ pub(super) fn check_poll_queues(path: &Path) -> Result<(), TargetError> {
 
 /// Lays a file out from `from` to `to`: incompressible data written (so that later reads see
 /// real blocks), or blocks allocated, or a sparse extension.
-pub(super) fn lay_out(
+pub(crate) fn lay_out(
     path: &Path,
     from: u64,
     to: u64,
