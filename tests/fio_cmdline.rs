@@ -42,6 +42,7 @@ const COMMANDS: &[&str] = &[
     "--name=zones --rw=read --bs=4k --size=2m --zonemode=strided --zonesize=64k --zoneskip=128k",
     "--name=prio --ioengine=libaio --iodepth=8 --rw=randread --bs=4k --direct=1 --size=2m --prioclass=3 --cmdprio_percentage=20 --cmdprio_class=1",
     "--filename=wf.dat --filesize=1m --threads=1 --name=w --rw=write --bs=64k --name=r --new_group --wait_for=w --rw=randread --bs=4k",
+    "--filename=shared.dat --size=2m --bs=4k --name=w --rw=write --name=r --rw=randread",
 ];
 
 /// fio's JSON per job name: per direction (read, write), (io_bytes, total_ios).

@@ -355,6 +355,31 @@ fn groups(jobs: &[Job], starts: &[usize]) -> Vec<Group> {
     groups
 }
 
+/// How a job's file may be shared with other jobs of its group running at the same time, as
+/// fio's jobs share a `filename` (examples/flow.fio: one writes, one reads): each job is a
+/// target of its own on the path, laid out once (the targets are prepared one after
+/// another). Not with verify (each target keeps its own table of written blocks) nor a set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sharing {
+    /// fio's file engines: with each other.
+    FileOps,
+    /// Plain reads and writes of one file.
+    Plain,
+    No,
+}
+
+impl Sharing {
+    fn of(j: &Job) -> Sharing {
+        if matches!(j.engine.runs_on(), Runner::FileOps(_)) {
+            Sharing::FileOps
+        } else if j.verify || j.files.set() {
+            Sharing::No
+        } else {
+            Sharing::Plain
+        }
+    }
+}
+
 /// The warm-up, duration and operations that bound a job (see [`bounds`]).
 type Bounds = (String, Option<String>, Option<u64>);
 
@@ -378,7 +403,8 @@ struct GroupStep<'a> {
     targets: Vec<toml::Value>,
     /// Each target's path, and whether its job runs on the fileops target (fio's file
     /// engines: such jobs may share a file, as falloc.fio's allocating and punching jobs do).
-    paths_seen: Vec<(PathBuf, bool)>,
+    /// The paths of the group's jobs so far, and how each may share its file.
+    paths_seen: Vec<(PathBuf, Sharing)>,
     drop: bool,
     target_workloads: toml::Table,
 }
@@ -516,20 +542,21 @@ impl GroupStep<'_> {
             ));
             return None;
         }
-        let file_ops = matches!(j.engine.runs_on(), Runner::FileOps(_));
-        let clash = |(p, ops): &(PathBuf, bool)| p == path && !(file_ops && *ops);
+        let sharing = Sharing::of(j);
+        let clash =
+            |(p, s): &(PathBuf, Sharing)| p == path && (*s != sharing || sharing == Sharing::No);
         if !null && self.paths_seen.iter().any(clash) {
             errors.push(err(
                 j,
                 format!(
-                    "job `{}` uses {} at the same time as another job of its group: not supported by storlab fio (use numjobs, or stonewall)",
+                    "job `{}` uses {} at the same time as another job of its group: not supported by storlab fio with verify or a set of files, or across engines (use numjobs, or stonewall)",
                     j.name,
                     path.display()
                 ),
             ));
             return None;
         }
-        self.paths_seen.push((path.to_path_buf(), file_ops));
+        self.paths_seen.push((path.to_path_buf(), sharing));
         let size = if null {
             j.size
         } else if j.files.set() {
