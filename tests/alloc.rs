@@ -115,6 +115,7 @@ fn loop_allocations_paced(
         source: workload.source(region, 0, 1),
         recorder,
         rate_changes,
+        flow: None,
     };
     let params = SessionParams {
         worker: 0,

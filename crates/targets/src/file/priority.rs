@@ -178,7 +178,7 @@ impl CommandDraw {
 
     /// The next operation's priority: the command priority, or 0 (the thread's own).
     #[inline]
-    pub fn next(&mut self) -> u16 {
+    pub fn next_priority(&mut self) -> u16 {
         self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
         if storlab_model::seed::splitmix64(self.state) < self.below {
             self.value
@@ -215,7 +215,7 @@ mod tests {
             level: 0,
         };
         let mut d = CommandDraw::new(c, 7);
-        let high = (0..100_000).filter(|_| d.next() == 1 << 13).count();
+        let high = (0..100_000).filter(|_| d.next_priority() == 1 << 13).count();
         assert!((19_000..21_000).contains(&high), "{high}");
         assert!(check(None, Some(CommandPriority { percent: 0, ..c })).is_err());
     }

@@ -437,7 +437,7 @@ impl Session for UringSession {
         let ptr = self.buf.slot_ptr(slot);
         let fixed_buffers = self.fixed_buffers.is_ok();
         // 0: the thread's own priority.
-        let ioprio = self.command.as_mut().map_or(0, |c| c.next());
+        let ioprio = self.command.as_mut().map_or(0, |c| c.next_priority());
         let entry = match op {
             Op::Read { offset, len } => {
                 let len = len as u32; // a transfer fits 32 bits (block-size <= 64 MiB)
