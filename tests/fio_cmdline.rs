@@ -78,6 +78,24 @@ fn run_fio(dir: &Path, args: &[&str]) -> Option<serde_json::Value> {
     Some(serde_json::from_str(&out[at..]).expect("fio's JSON"))
 }
 
+/// `storlab fio` on `args` in a folder of its own: its JSON document. It must succeed and
+/// write nothing on stderr.
+fn run_storlab(args: &[&str]) -> serde_json::Value {
+    let lab = Lab::new();
+    let out = lab.path().join("out.json");
+    let o = lab
+        .cmd()
+        .arg("fio")
+        .args(args)
+        .args(["--output-format=json", "--output", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let (_, err) = text(&o);
+    assert!(o.status.success(), "storlab fio {args:?}: {err}");
+    assert_eq!(err, "", "storlab fio {args:?}: stderr");
+    serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap()
+}
+
 #[test]
 fn one_line_commands_move_what_fio_moves() {
     for line in COMMANDS {
@@ -86,20 +104,7 @@ fn one_line_commands_move_what_fio_moves() {
         let Some(want) = run_fio(fio_lab.path(), &args) else {
             return;
         };
-        let lab = Lab::new();
-        let out = lab.path().join("out.json");
-        let o = lab
-            .cmd()
-            .arg("fio")
-            .args(&args)
-            .args(["--output-format=json", "--output", out.to_str().unwrap()])
-            .output()
-            .unwrap();
-        let (_, err) = text(&o);
-        assert!(o.status.success(), "storlab fio {line}: {err}");
-        assert_eq!(err, "", "storlab fio {line}: stderr");
-        let got: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        let got = run_storlab(&args);
         let (want, got) = (per_job(&want), per_job(&got));
         assert_eq!(
             want.keys().collect::<Vec<_>>(),
@@ -245,18 +250,7 @@ fn flow_keeps_the_weights_proportion() {
     let Some(want) = run_fio(fio_lab.path(), &args) else {
         return;
     };
-    let lab = Lab::new();
-    let out = lab.path().join("out.json");
-    let o = lab
-        .cmd()
-        .arg("fio")
-        .args(args)
-        .args(["--output-format=json", "--output", out.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", text(&o).1);
-    let got: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let got = run_storlab(&args);
     for (who, doc) in [("fio", &want), ("storlab", &got)] {
         let ios = per_job(doc);
         let n = |j: &str| (ios[j][0].1 + ios[j][1].1) as f64;
