@@ -351,6 +351,7 @@ fn nfs() -> Option<Setup> {
 conformance! {
     null: "null" => Some(Setup::new(String::new()));
     file: "file" => Some(Setup::new("path = \"{lab}/data.bin\"\nsize = \"8MiB\"".into()));
+    fileops: "fileops" => Some(Setup::new("path = \"{lab}/ops.bin\"\nsize = \"8MiB\"\noperation = \"allocate\"".into()));
     rocksdb: "rocksdb" => Some(Setup::new("path = \"{lab}/rocksdb\"".into()));
     redis: "redis" => super::redis();
     postgres: "postgres" => super::postgres();

@@ -183,9 +183,9 @@ fn refused_job_files_name_the_option_and_line() {
         (
             "zoned.fio",
             &[
-                "zoned.fio:4: option `zonemode` is not supported by storlab fio",
+                "zoned.fio:4: zonemode=zbd: storlab fio does not drive zoned block devices",
                 "zoned.fio:5: option `max_open_zones` is not supported by storlab fio",
-                "zoned.fio:14: option `zonesize` is not supported by storlab fio",
+                "zoned.fio:14: job `write`: zonesize without zonemode=strided",
             ],
         ),
         (

@@ -382,6 +382,8 @@ pub struct ZoneOptions {
     /// The line of `zonemode` (0: not given).
     pub line: usize,
     pub size: Option<u64>,
+    /// The line of `zonesize` (0: not given).
+    pub size_line: usize,
     pub range: Option<u64>,
     pub skip: u64,
 }

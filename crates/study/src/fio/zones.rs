@@ -37,7 +37,10 @@ pub fn apply_zones(job: &mut Job, e: &Entry, canonical: &str, kb: u64) -> Result
             };
             z.line = e.line;
         }
-        "zonesize" => z.size = Some(bytes(e)?).filter(|&b| b > 0),
+        "zonesize" => {
+            z.size = Some(bytes(e)?).filter(|&b| b > 0);
+            z.size_line = e.line;
+        }
         "zonerange" => z.range = Some(bytes(e)?).filter(|&b| b > 0),
         "zoneskip" => z.skip = bytes(e)?,
         _ => return Ok(false),
@@ -59,25 +62,28 @@ pub fn strided(job: &Job) -> Option<(u64, u64, u64)> {
 /// What fio itself refuses of the zone options, and what storlab cannot honour.
 pub fn check(job: &Job) -> Vec<LineError> {
     let z = &job.zones;
-    let line = if z.line > 0 { z.line } else { job.line };
-    let refuse = |message: String| LineError {
+    // The line to blame: the option that is wrong, else the job's.
+    let at = |line: usize| if line > 0 { line } else { job.line };
+    let refuse = |line: usize, message: String| LineError {
         file: job.file.clone(),
-        line,
+        line: at(line),
         message: format!("job `{}`: {message}", job.name),
     };
     let mut errors = Vec::new();
     match (z.mode, z.size) {
         (ZoneMode::None, Some(_)) => errors.push(refuse(
-            "zonemode=none with zonesize: fio 3.33 refuses them together (\"not compatible\")"
-                .into(),
+            z.size_line,
+            "zonesize without zonemode=strided: fio 3.33 refuses it (\"--zonemode=none and --zonesize are not compatible\"; none is its default)".into(),
         )),
         (ZoneMode::Strided, None) => errors.push(refuse(
+            z.line,
             "zonemode=strided needs zonesize (fio 3.33: \"--zonesize must be specified\")".into(),
         )),
         _ => {}
     }
     if strided(job).is_some() && (job.rw.random() || job.sizes_opts.modifier.is_some()) {
         errors.push(refuse(
+            z.line,
             "strided zones with random I/O or `rw=...:N` are not supported by storlab fio: its zones stride sequential I/O".into(),
         ));
     }
