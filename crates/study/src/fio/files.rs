@@ -13,15 +13,8 @@ fn flag(e: &Entry) -> Result<bool, String> {
         .map_err(|m| format!("{}={}: {m}", e.name, e.value.as_deref().unwrap_or("")))
 }
 
-fn value(e: &Entry) -> Result<&str, String> {
-    e.value
-        .as_deref()
-        .map(str::trim)
-        .ok_or_else(|| format!("option `{}` needs a value", e.name))
-}
-
 fn whole(e: &Entry) -> Result<u64, String> {
-    let v = value(e)?;
+    let v = e.needed()?;
     v.parse()
         .map_err(|_| format!("{}={v}: expected a whole number", e.name))
 }
@@ -38,7 +31,7 @@ pub fn apply_files(job: &mut Job, e: &Entry, canonical: &str, kb: u64) -> Result
             f.nrfiles = Some(n as u32);
         }
         "filesize" => {
-            let v = value(e)?;
+            let v = e.needed()?;
             let (lo, hi) = v.split_once('-').unwrap_or((v, v));
             let size = |s: &str| parse_size(s, kb).map_err(|m| format!("filesize={v}: {m}"));
             let (lo, hi) = (size(lo)?, size(hi)?);
@@ -49,7 +42,7 @@ pub fn apply_files(job: &mut Job, e: &Entry, canonical: &str, kb: u64) -> Result
         }
         "openfiles" => f.openfiles = Some((whole(e)? as u32, e.line)),
         "file_service_type" => {
-            let v = value(e)?;
+            let v = e.needed()?;
             let (kind, _) = v.split_once(':').unwrap_or((v, ""));
             if matches!(kind, "zipf" | "pareto" | "normal" | "gauss") {
                 return Err(format!(
@@ -77,7 +70,7 @@ pub fn apply_files(job: &mut Job, e: &Entry, canonical: &str, kb: u64) -> Result
             f.fdatasync = (n > 0).then_some((n, e.line));
         }
         "fallocate" => {
-            f.fallocate = match value(e)? {
+            f.fallocate = match e.needed()? {
                 "native" => Fallocate::Native,
                 "posix" | "1" => Fallocate::Posix,
                 "keep" => Fallocate::Keep,
@@ -91,7 +84,7 @@ pub fn apply_files(job: &mut Job, e: &Entry, canonical: &str, kb: u64) -> Result
             }
         }
         "sync" => {
-            f.sync = match value(e)? {
+            f.sync = match e.needed()? {
                 "none" | "0" => None,
                 "sync" | "1" => Some("sync"),
                 "dsync" => Some("dsync"),

@@ -48,6 +48,16 @@ pub struct Entry {
     pub line: usize,
 }
 
+impl Entry {
+    /// The value, trimmed; an option given without one is an error naming it.
+    pub fn needed(&self) -> Result<&str, String> {
+        self.value
+            .as_deref()
+            .map(str::trim)
+            .ok_or_else(|| format!("option `{}` needs a value", self.name))
+    }
+}
+
 /// A `[section]` and its lines, in file order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Section {

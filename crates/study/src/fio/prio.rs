@@ -7,16 +7,9 @@ use super::engines::Runner;
 use super::job::Job;
 use super::parse::{Entry, LineError, parse_bool};
 
-fn need(e: &Entry) -> Result<&str, String> {
-    e.value
-        .as_deref()
-        .map(str::trim)
-        .ok_or_else(|| format!("option `{}` needs a value", e.name))
-}
-
 /// One value, or a `read,write` pair of equal values (fio's per-direction form).
 fn one(e: &Entry, low: u8, high: u8) -> Result<u8, String> {
-    let v = need(e)?;
+    let v = e.needed()?;
     let values: Vec<&str> = v.split(',').map(str::trim).collect();
     if values.iter().any(|x| *x != values[0]) {
         return Err(format!(

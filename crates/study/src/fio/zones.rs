@@ -7,24 +7,17 @@
 use super::job::{Job, ZoneMode};
 use super::parse::{Entry, LineError, parse_size};
 
-fn need(e: &Entry) -> Result<&str, String> {
-    e.value
-        .as_deref()
-        .map(str::trim)
-        .ok_or_else(|| format!("option `{}` needs a value", e.name))
-}
-
 /// Applies one zone option; false when `e` is none of them.
 pub fn apply_zones(job: &mut Job, e: &Entry, canonical: &str, kb: u64) -> Result<bool, String> {
     let z = &mut job.zones;
     let name = e.name.as_str();
     let bytes = |e: &Entry| {
-        let v = need(e)?;
+        let v = e.needed()?;
         parse_size(v, kb).map_err(|m| format!("{name}={v}: {m}"))
     };
     match canonical {
         "zonemode" => {
-            z.mode = match need(e)? {
+            z.mode = match e.needed()? {
                 "none" => ZoneMode::None,
                 "strided" => ZoneMode::Strided,
                 "zbd" => {
