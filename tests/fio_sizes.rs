@@ -4,7 +4,8 @@
 //! `rw=read:-8k` (backwards), strided zones (`zonesize`, `zonerange`, `zoneskip`) and
 //! `rw=randread:N` with
 //! `rw_sequencer` (fio's `write_iolog` and storlab's generator for the same job), the block
-//! sizes of `bsrange`, `bs=A-B` and `bs_unaligned` (the same sizes, in fio's proportions),
+//! sizes of `bsrange`, `bs=A-B`, `bs_unaligned` and a `bssplit` per direction (the same
+//! sizes, in fio's proportions),
 //! and `thinktime`'s pauses. Skipped when fio is not installed, unless
 //! `STORLAB_REQUIRE_SERVERS` is set (as tests/fio_latency.rs).
 
@@ -247,8 +248,42 @@ fn block_sizes_are_drawn_as_fios() {
     }
     // Per direction: reads in 1k-4k, writes in 8k-16k.
     let body = "[j]\nioengine=null\nsize=8m\nrw=randrw\nbsrange=1k-4k,8k-16k\nnorandommap\n";
-    let (job, _) = logged(&lab, "dirs", body).expect("fio");
-    let log = std::fs::read_to_string(lab.path().join("dirs.log")).unwrap();
+    let ((ours, _), (theirs, _)) = by_direction(&lab, "dirs", body).expect("fio");
+    let keys = |m: &BTreeMap<u64, f64>| m.keys().copied().collect::<Vec<_>>();
+    assert_eq!(keys(&ours[0]), keys(&theirs[0]));
+    assert_eq!(keys(&ours[1]), keys(&theirs[1]));
+    assert_eq!(keys(&ours[0]), [1024, 2048, 3072, 4096]);
+    // A split per direction (fio's bssplit=READS,WRITES): each direction's sizes in its
+    let body =
+        "[j]\nioengine=null\nsize=8m\nrw=randrw\nbssplit=4k/30:64k/70,16k/40:32k/60\nnorandommap\n";
+    let ((ours, n_ours), (theirs, n_theirs)) = by_direction(&lab, "split-dirs", body).expect("fio");
+    assert_eq!(keys(&ours[0]), [4096, 65536]);
+    assert_eq!(keys(&ours[1]), [16384, 32768]);
+    for d in 0..2 {
+        assert_eq!(keys(&ours[d]), keys(&theirs[d]));
+        let n = (n_theirs[d] as f64, n_ours[d] as f64);
+        for (l, share) in &theirs[d] {
+            let sd = (share * (1.0 - share) * (1.0 / n.0 + 1.0 / n.1)).sqrt();
+            assert!(
+                (ours[d][l] - share).abs() < 4.0 * sd,
+                "{d} {l}: fio {share} of {}, storlab {} of {}",
+                n.0,
+                ours[d][l],
+                n.1
+            );
+        }
+    }
+}
+
+/// Each direction's share of each size, and its I/Os.
+type BySize = ([BTreeMap<u64, f64>; 2], [usize; 2]);
+
+/// The share of each size among the reads and among the writes, and how many there are:
+/// storlab's generator's first 2000 I/Os for job file `body`, and those of fio's
+/// `write_iolog` (None without fio).
+fn by_direction(lab: &Lab, name: &str, body: &str) -> Option<(BySize, BySize)> {
+    let (job, _) = logged(lab, name, body)?;
+    let log = std::fs::read_to_string(lab.path().join(format!("{name}.log"))).unwrap();
     let plan = storlab_study::fio::load(std::slice::from_ref(&job)).unwrap();
     let study = storlab_study::parse("fio.toml", &plan.study_text).unwrap();
     let w = &study.runs[0].targets[0].workload;
@@ -260,27 +295,26 @@ fn block_sizes_are_drawn_as_fios() {
         0,
         1,
     );
-    let mut ours = (BTreeMap::new(), BTreeMap::new());
+    let mut ours = [Vec::new(), Vec::new()];
     for _ in 0..2000 {
         match s.next_op() {
-            Some(Op::Read { len, .. }) => *ours.0.entry(len).or_insert(0) += 1,
-            Some(Op::Write { len, .. }) => *ours.1.entry(len).or_insert(0) += 1,
+            Some(Op::Read { len, .. }) => ours[0].push((0, len)),
+            Some(Op::Write { len, .. }) => ours[1].push((0, len)),
             other => panic!("{other:?}"),
         }
     }
-    let mut theirs = (BTreeMap::new(), BTreeMap::new());
+    let mut theirs = [Vec::new(), Vec::new()];
     for l in log.lines() {
         let f: Vec<&str> = l.split_whitespace().collect();
         match f.as_slice() {
-            [_, _, "read", _, n] => *theirs.0.entry(n.parse::<u64>().unwrap()).or_insert(0) += 1,
-            [_, _, "write", _, n] => *theirs.1.entry(n.parse::<u64>().unwrap()).or_insert(0) += 1,
+            [_, _, "read", _, n] => theirs[0].push((0, n.parse::<u64>().unwrap())),
+            [_, _, "write", _, n] => theirs[1].push((0, n.parse::<u64>().unwrap())),
             _ => {}
         }
     }
-    let keys = |m: &BTreeMap<u64, u32>| m.keys().copied().collect::<Vec<_>>();
-    assert_eq!(keys(&ours.0), keys(&theirs.0));
-    assert_eq!(keys(&ours.1), keys(&theirs.1));
-    assert_eq!(keys(&ours.0), [1024, 2048, 3072, 4096]);
+    let share =
+        |v: &[Vec<(u64, u64)>; 2]| ([shares(&v[0]), shares(&v[1])], [v[0].len(), v[1].len()]);
+    Some((share(&ours), share(&theirs)))
 }
 
 #[test]

@@ -118,7 +118,7 @@ pub const TYPE: TargetType = TargetType {
         ),
         (
             "command-priority",
-            "io-uring: { percent = P, class = ..., level = N }: P percent of the operations, drawn per operation, carry this priority in their submission (fio's cmdprio_percentage, cmdprio_class, cmdprio); class default realtime",
+            "io-uring: { percent = P, class = ..., level = N }: P percent of the operations, drawn per operation, carry this priority in their submission (fio's cmdprio_percentage, cmdprio_class, cmdprio); class default realtime. An array of such rules with direction = \"read\" | \"write\" and size = \"64KiB\" gives each direction and transfer size its own (fio's cmdprio_bssplit); rules of one direction and size share their draw, their percents adding up to at most 100",
         ),
     ],
     parse,
@@ -188,9 +188,13 @@ pub struct FileConfig {
     /// Each worker thread's I/O priority.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<priority::IoPriority>,
-    /// io-uring: a drawn share of operations with this priority.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub command_priority: Option<priority::CommandPriority>,
+    /// io-uring: drawn shares of operations with these priorities.
+    #[serde(
+        default,
+        deserialize_with = "priority::one_or_many",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub command_priority: Option<Vec<priority::CommandPriority>>,
 }
 
 fn parse(table: toml::Table) -> Result<TargetConfig, OptionError> {
@@ -214,7 +218,7 @@ fn parse(table: toml::Table) -> Result<TargetConfig, OptionError> {
             message: "with direct = true the offset must be a multiple of 512 bytes".into(),
         });
     }
-    priority::check(c.priority, c.command_priority)?;
+    priority::check(c.priority, c.command_priority.as_deref())?;
     if c.engine == Engine::Psync {
         for (key, set) in [
             ("command-priority", c.command_priority.is_some()),
@@ -704,6 +708,7 @@ impl FileConfig {
                     options: self.uring_options(),
                     command: self
                         .command_priority
+                        .as_deref()
                         .map(|c| priority::CommandDraw::new(c, worker_seed ^ 0x9e10)),
                 })
                 .map_err(|e| {

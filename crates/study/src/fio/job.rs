@@ -63,6 +63,9 @@ pub struct Job {
     pub bs: u64,
     /// (bytes, percent) pairs, percents filled in.
     pub bssplit: Vec<(u64, u32)>,
+    /// The writes' split when `bssplit=READS,WRITES` gives one of their own (`bssplit` is
+    /// then the reads').
+    pub bssplit_write: Option<Vec<(u64, u32)>>,
     pub blockalign: Option<u64>,
     pub direct: bool,
     pub engine: Engine,
@@ -124,6 +127,7 @@ impl Job {
             rwmixread: 50,
             bs: 4096,
             bssplit: Vec::new(),
+            bssplit_write: None,
             blockalign: None,
             direct: false,
             // fio 3.33's default on Linux.
@@ -172,7 +176,11 @@ impl Job {
         } else if self.bssplit.is_empty() {
             vec![self.bs]
         } else {
-            self.bssplit.iter().map(|(b, _)| *b).collect()
+            self.bssplit
+                .iter()
+                .chain(self.bssplit_write.iter().flatten())
+                .map(|(b, _)| *b)
+                .collect()
         }
     }
 
@@ -186,10 +194,13 @@ impl Job {
         } else if self.bssplit.is_empty() {
             self.bs as f64
         } else {
-            self.bssplit
-                .iter()
-                .map(|(b, p)| *b as f64 * *p as f64 / 100.0)
-                .sum()
+            let mean = |s: &[(u64, u32)]| -> f64 {
+                s.iter().map(|(b, p)| *b as f64 * *p as f64 / 100.0).sum()
+            };
+            let reads = mean(&self.bssplit);
+            let writes = self.bssplit_write.as_deref().map_or(reads, mean);
+            let r = self.read_share();
+            r * reads + (1.0 - r) * writes
         }
     }
 }
@@ -358,12 +369,25 @@ pub struct PrioOptions {
     /// `prioclass` (1 realtime, 2 best effort, 3 idle) and `prio` (0-7).
     pub class: Option<u8>,
     pub level: Option<u8>,
-    /// `cmdprio_percentage`, `cmdprio_class` (default 1) and `cmdprio` (default 0), and the
-    /// line of the percentage.
-    pub cmd_percent: Option<(u8, usize)>,
-    pub cmd_class: Option<u8>,
-    pub cmd_level: Option<u8>,
+    /// `cmdprio_percentage` per direction (reads, writes), and its line.
+    pub cmd_percent: Option<([u8; 2], usize)>,
+    /// `cmdprio_class` (default 1) and `cmdprio` (default 0) per direction.
+    pub cmd_class: Option<[u8; 2]>,
+    pub cmd_level: Option<[u8; 2]>,
+    /// `cmdprio_bssplit` per direction (reads, writes), and its line.
+    pub cmd_bssplit: Option<([Vec<SizePriority>; 2], usize)>,
+    /// `cmdprio_bssplit` gave priority hints (a fifth field), which fio 3.33 ignores.
+    pub cmd_hints: bool,
     pub log_prio: bool,
+}
+
+/// One entry of `cmdprio_bssplit`: the I/Os of `bytes` that carry a priority, with
+/// `percent` percent; the priority is (class, level), or `cmdprio_class`/`cmdprio`'s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SizePriority {
+    pub bytes: u64,
+    pub percent: u8,
+    pub prio: Option<(u8, u8)>,
 }
 
 /// fio's `zonemode`.

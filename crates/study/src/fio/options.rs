@@ -303,15 +303,31 @@ fn one_bs(e: &Entry, kb: u64) -> Result<u64, String> {
     }
 }
 
-fn bssplit(e: &Entry, kb: u64) -> Result<Vec<(u64, u32)>, String> {
+/// A bssplit's (bytes, percent) entries, percents filled in.
+type Split = Vec<(u64, u32)>;
+
+/// `bssplit=READS[,WRITES[,TRIMS]]` as fio's `str_split_parse` reads it: one split for
+/// every direction, or the reads' then the writes' (the trims' is taken: storlab's block
+/// workloads do not trim). Returns the reads' split and the writes' when it differs.
+fn bssplit(e: &Entry, kb: u64) -> Result<(Split, Option<Split>), String> {
     let v = need(e)?;
-    if v.contains(',') {
+    let parts: Vec<&str> = v.split(',').map(str::trim).collect();
+    if parts.len() > 3 || parts.iter().take(2).any(|p| p.is_empty()) {
         return Err(format!(
-            "bssplit={v}: separate read and write splits are not supported by storlab fio"
+            "bssplit={v}: give one split, or the reads' and the writes' (READS,WRITES); storlab fio takes no empty part"
         ));
     }
+    let reads = split_of(v, parts[0], kb)?;
+    let writes = match parts.get(1) {
+        Some(w) => Some(split_of(v, w, kb)?).filter(|w| *w != reads),
+        None => None,
+    };
+    Ok((reads, writes))
+}
+
+fn split_of(v: &str, part: &str, kb: u64) -> Result<Vec<(u64, u32)>, String> {
     let mut parts: Vec<(u64, Option<u32>)> = Vec::new();
-    for item in v.split(':').filter(|s| !s.is_empty()) {
+    for item in part.split(':').filter(|s| !s.is_empty()) {
         let (b, p) = match item.split_once('/') {
             Some((b, p)) => (b, p.trim()),
             None => (item, ""),
@@ -368,7 +384,7 @@ fn apply(job: &mut Job, e: &Entry, kb: &mut u64) -> Result<(), String> {
         || super::distribution::apply_distribution(job, e, super::names::canonical(&e.name), *kb)?
         || super::sizes::apply_sizes(job, e, super::names::canonical(&e.name), *kb)?
         || super::zones::apply_zones(job, e, super::names::canonical(&e.name), *kb)?
-        || super::prio::apply_prio(job, e, super::names::canonical(&e.name))?
+        || super::prio::apply_prio(job, e, super::names::canonical(&e.name), *kb)?
     {
         return Ok(());
     }
@@ -461,7 +477,7 @@ fn apply_io(job: &mut Job, e: &Entry, kb: u64) -> Result<bool, String> {
         }
         "bs" => super::sizes::apply_bs(job, e, kb, false)?,
         "bssplit" => {
-            job.bssplit = bssplit(e, kb)?;
+            (job.bssplit, job.bssplit_write) = bssplit(e, kb)?;
             job.sizes_opts.range = None;
         }
         "ba" => job.blockalign = Some(one_bs(e, kb)?),
@@ -658,6 +674,21 @@ mod tests {
             .unwrap();
         assert_eq!(j[0].rwmixread, 70);
         assert_eq!(j[0].bssplit, vec![(4096, 10), (65536, 50), (32768, 40)]);
+        assert_eq!(j[0].bssplit_write, None);
+        // READS,WRITES (and a trim split, taken): fio's examples/cmdprio-bssplit.fio.
+        let k = jobs("[a]\nrw=randrw\nbssplit=64k/40:1024k/60,1024k/100,4k\n[b]\nbssplit=4k/50:8k/50,4k/50:8k/50\n").unwrap();
+        assert_eq!(k[0].bssplit, vec![(65536, 40), (1 << 20, 60)]);
+        assert_eq!(k[0].bssplit_write, Some(vec![(1 << 20, 100)]));
+        assert!(
+            (k[0].mean_bs() - 0.5 * (0.4 * 65536.0 + 0.6 * 1048576.0) - 0.5 * 1048576.0).abs()
+                < 1e-6
+        );
+        assert_eq!(k[1].bssplit_write, None);
+        assert!(
+            jobs("[a]\nbssplit=,4k/100\n").unwrap_err()[0]
+                .message
+                .contains("no empty part")
+        );
         assert_eq!(j[0].runtime, Some(Duration::from_secs(120)));
         assert_eq!(j[0].ramp, Duration::from_millis(500));
         let j = jobs("[global]\nkb_base=1000\n[a]\nbs=4k\n").unwrap();

@@ -84,6 +84,7 @@ pub fn apply_bs(job: &mut Job, e: &Entry, kb: u64, range: bool) -> Result<(), St
         }
     }
     job.bssplit.clear();
+    job.bssplit_write = None;
     if dirs[0] == dirs[1] && dirs[0].0 == dirs[0].1 {
         job.bs = dirs[0].0;
         job.sizes_opts.range = None;
@@ -367,14 +368,20 @@ pub fn notes(job: &Job) -> Vec<String> {
     let name = &job.name;
     let mut notes = Vec::new();
     let size_bounded = !job.time_based;
-    if o.range.is_some() && job.rw.random() {
+    let what = if o.range.is_some() {
+        "block size range"
+    } else {
+        "bssplit"
+    };
+    let drawn = o.range.is_some() || !job.bssplit.is_empty();
+    if drawn && job.rw.random() {
         notes.push(format!(
-            "job `{name}`: block size range in random I/O: sizes drawn as fio draws them with norandommap; without it fio's random map cuts an I/O that would overlap blocks already done, so its sizes fall toward the smallest"
+            "job `{name}`: {what} in random I/O: sizes drawn as fio draws them with norandommap; without it fio's random map cuts an I/O that would overlap blocks already done, so its sizes fall toward the smallest"
         ));
     }
-    if o.range.is_some() && size_bounded {
+    if drawn && size_bounded {
         notes.push(format!(
-            "job `{name}`: block size range: the job is bounded by {} I/Os, its bytes over the mean of fio's size draw ({:.0} bytes); fio stops at the bytes themselves",
+            "job `{name}`: {what}: the job is bounded by {} I/Os, its bytes over the mean of fio's size draw ({:.0} bytes); fio stops at the bytes themselves",
             job.size.map_or(0, |s| transfers(job, s)),
             job.mean_bs()
         ));

@@ -35,17 +35,10 @@ pub(super) fn workload_table(job: &Job) -> toml::Table {
     }
     if !job.bssplit.is_empty() {
         // fio's draw per I/O (storlab's pattern source), with the job's distribution.
-        let split: Vec<toml::Value> = job
-            .bssplit
-            .iter()
-            .map(|(b, p)| {
-                let mut e = toml::Table::new();
-                e.insert("size".into(), (*b as i64).into());
-                e.insert("percent".into(), i64::from(*p).into());
-                toml::Value::Table(e)
-            })
-            .collect();
-        w.insert("block-size-split".into(), split.into());
+        w.insert("block-size-split".into(), split_value(&job.bssplit));
+        if let Some(writes) = &job.bssplit_write {
+            w.insert("write-block-size-split".into(), split_value(writes));
+        }
         w.remove("block-size");
     }
     super::sizes::workload_keys(job, &mut w);
@@ -104,4 +97,18 @@ pub(super) fn workload_table(job: &Job) -> toml::Table {
 /// its own clones, and storlab deals a workload's over its threads in the run.
 pub(super) fn needs_own_workload(job: &Job) -> bool {
     job.control.cpus.is_some() && !job.control.cpus_policy.is_shared()
+}
+
+/// A split's `[{ size, percent }, ...]`.
+fn split_value(split: &[(u64, u32)]) -> toml::Value {
+    split
+        .iter()
+        .map(|(b, p)| {
+            let mut e = toml::Table::new();
+            e.insert("size".into(), (*b as i64).into());
+            e.insert("percent".into(), i64::from(*p).into());
+            toml::Value::Table(e)
+        })
+        .collect::<Vec<toml::Value>>()
+        .into()
 }

@@ -437,7 +437,11 @@ impl Session for UringSession {
         let ptr = self.buf.slot_ptr(slot);
         let fixed_buffers = self.fixed_buffers.is_ok();
         // 0: the thread's own priority.
-        let ioprio = self.command.as_mut().map_or(0, |c| c.next_priority());
+        let ioprio = match (self.command.as_mut(), op) {
+            (Some(c), Op::Read { len, .. }) => c.next_priority(false, len),
+            (Some(c), Op::Write { len, .. }) => c.next_priority(true, len),
+            _ => 0,
+        };
         let entry = match op {
             Op::Read { offset, len } => {
                 let len = len as u32; // a transfer fits 32 bits (block-size <= 64 MiB)

@@ -150,6 +150,10 @@ pub struct BlockWorkload {
     /// largest (the buffers'). See [`self::size_draw`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub block_size_split: Vec<self::size_draw::SplitEntry>,
+    /// The writes' split when it differs from the reads' (fio's `bssplit=READS,WRITES`):
+    /// `block-size-split` is then the reads'.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub write_block_size_split: Vec<self::size_draw::SplitEntry>,
     /// Sequential I/O with holes (fio's `rw=read:8k`): bytes skipped after each I/O.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offset_skip: Option<Bytes>,
@@ -291,7 +295,13 @@ impl BlockWorkload {
             }
             w.block_size = Bytes(r.largest());
         }
-        if let Some(largest) = w.block_size_split.iter().map(|e| e.size.0).max() {
+        if let Some(largest) = w
+            .block_size_split
+            .iter()
+            .chain(&w.write_block_size_split)
+            .map(|e| e.size.0)
+            .max()
+        {
             if table_has_block_size && w.block_size.0 != largest {
                 return Err(err(
                     "block-size",

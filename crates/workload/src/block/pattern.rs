@@ -210,11 +210,16 @@ pub fn validate(w: &BlockWorkload) -> Result<(), OptionError> {
     Ok(())
 }
 
-/// `block-size-split`'s entries: 1 to 64 (fio's most), sizes from 512 bytes to 64MiB,
-/// percents adding up to 100; not with `block-size-range`.
+/// `block-size-split`'s entries (and `write-block-size-split`'s): 1 to 64 (fio's most),
+/// sizes from 512 bytes to 64MiB, percents adding up to 100; not with `block-size-range`.
 fn validate_split(w: &BlockWorkload) -> Result<(), OptionError> {
-    let split = &w.block_size_split;
-    if split.is_empty() {
+    if w.block_size_split.is_empty() {
+        if !w.write_block_size_split.is_empty() {
+            return Err(err(
+                "write-block-size-split",
+                "write-block-size-split needs block-size-split (the reads' sizes)",
+            ));
+        }
         return Ok(());
     }
     if w.block_size_range.is_some() {
@@ -223,13 +228,20 @@ fn validate_split(w: &BlockWorkload) -> Result<(), OptionError> {
             "give either block-size-range or block-size-split, not both",
         ));
     }
-    let sizes_ok = split.iter().all(|e| (512..=64 << 20).contains(&e.size.0));
-    let total: u64 = split.iter().map(|e| u64::from(e.percent)).sum();
-    if split.len() > SPLIT_MAX || !sizes_ok || total != 100 {
-        return Err(err(
-            "block-size-split",
-            "block-size-split: at most 64 entries, each size from 512 bytes to 64MiB, the percents adding up to 100",
-        ));
+    for (key, split) in [
+        ("block-size-split", &w.block_size_split),
+        ("write-block-size-split", &w.write_block_size_split),
+    ] {
+        let sizes_ok = split.iter().all(|e| (512..=64 << 20).contains(&e.size.0));
+        let total: u64 = split.iter().map(|e| u64::from(e.percent)).sum();
+        if split.len() > SPLIT_MAX || !sizes_ok || (total != 100 && !split.is_empty()) {
+            return Err(err(
+                key,
+                format!(
+                    "{key}: at most 64 entries, each size from 512 bytes to 64MiB, the percents adding up to 100"
+                ),
+            ));
+        }
     }
     Ok(())
 }

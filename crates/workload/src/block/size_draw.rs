@@ -122,12 +122,12 @@ pub struct SizeDraw {
     /// (min, max) of reads and of writes.
     sizes: [(u64, u64); 2],
     unaligned: bool,
-    /// A split's entries with a percent, as (bytes, running sum of percents), percent
-    /// ascending; `split_len` of them (none: a range, or one size).
-    split: [(u64, u64); SPLIT_MAX],
-    split_len: usize,
-    /// The split's sum of percents.
-    total: u64,
+    /// Per direction (reads, writes), a split's entries with a percent, as (bytes, running
+    /// sum of percents), percent ascending; `split_len` of them (none: a range, or one size).
+    split: [[(u64, u64); SPLIT_MAX]; 2],
+    split_len: [usize; 2],
+    /// Each direction's sum of percents.
+    total: [u64; 2],
     /// Offsets are multiples of this.
     pub align: u64,
     /// Offsets are drawn uniformly (else from a skewed distribution, sequentially, or by
@@ -141,9 +141,9 @@ impl SizeDraw {
         SizeDraw {
             sizes: [(block, block); 2],
             unaligned: false,
-            split: [(0, 0); SPLIT_MAX],
-            split_len: 0,
-            total: 0,
+            split: [[(0, 0); SPLIT_MAX]; 2],
+            split_len: [0; 2],
+            total: [0; 2],
             align: block.max(1),
             uniform: false,
         }
@@ -160,38 +160,52 @@ impl SizeDraw {
 
     /// Sizes of a split of `(bytes, weight)` entries (at most [`SPLIT_MAX`] are kept).
     pub fn split(entries: &[(u64, u64)], unaligned: bool) -> SizeDraw {
-        let min = entries.iter().map(|e| e.0).min().unwrap_or(512);
-        let max = entries.iter().map(|e| e.0).max().unwrap_or(min);
-        let mut d = SizeDraw {
-            sizes: [(min, max); 2],
-            unaligned,
-            ..SizeDraw::fixed(min)
+        SizeDraw::split_by_direction([entries, entries], unaligned)
+    }
+
+    /// Reads' and writes' sizes from their own splits (fio's `bssplit=READS,WRITES`).
+    pub fn split_by_direction(entries: [&[(u64, u64)]; 2], unaligned: bool) -> SizeDraw {
+        let bounds = |e: &[(u64, u64)]| {
+            let min = e.iter().map(|e| e.0).min().unwrap_or(512);
+            (min, e.iter().map(|e| e.0).max().unwrap_or(min))
         };
-        let mut sorted = [(0u64, 0u64); SPLIT_MAX];
-        let mut n = 0;
-        for e in entries.iter().filter(|e| e.1 > 0).take(SPLIT_MAX) {
-            sorted[n] = *e;
-            n += 1;
+        let sizes = [bounds(entries[0]), bounds(entries[1])];
+        let mut d = SizeDraw {
+            sizes,
+            unaligned,
+            ..SizeDraw::fixed(sizes[0].0.min(sizes[1].0))
+        };
+        for (dir, entries) in entries.iter().enumerate() {
+            let mut sorted = [(0u64, 0u64); SPLIT_MAX];
+            let mut n = 0;
+            for e in entries.iter().filter(|e| e.1 > 0).take(SPLIT_MAX) {
+                sorted[n] = *e;
+                n += 1;
+            }
+            // A stable sort by weight, smallest first (fio's qsort of its bssplit).
+            sorted[..n].sort_by_key(|e| e.1);
+            for (i, (bytes, weight)) in sorted[..n].iter().enumerate() {
+                d.total[dir] += weight;
+                d.split[dir][i] = (*bytes, d.total[dir]);
+            }
+            d.split_len[dir] = n;
         }
-        // A stable sort by weight, smallest first (fio's qsort of its bssplit).
-        sorted[..n].sort_by_key(|e| e.1);
-        for (i, (bytes, weight)) in sorted[..n].iter().enumerate() {
-            d.total += weight;
-            d.split[i] = (*bytes, d.total);
-        }
-        d.split_len = n;
         d
     }
 
     /// The draw of block workload `w`'s sizes and placement of its offsets.
     pub fn of(w: &BlockWorkload) -> SizeDraw {
         let mut d = if !w.block_size_split.is_empty() {
-            let entries: Vec<(u64, u64)> = w
-                .block_size_split
-                .iter()
-                .map(|e| (e.size.0, u64::from(e.percent)))
-                .collect();
-            SizeDraw::split(&entries, false)
+            let entries = |s: &[SplitEntry]| -> Vec<(u64, u64)> {
+                s.iter().map(|e| (e.size.0, u64::from(e.percent))).collect()
+            };
+            let reads = entries(&w.block_size_split);
+            let writes = if w.write_block_size_split.is_empty() {
+                reads.clone()
+            } else {
+                entries(&w.write_block_size_split)
+            };
+            SizeDraw::split_by_direction([&reads, &writes], false)
         } else if let Some(r) = &w.block_size_range {
             SizeDraw::range(r)
         } else if w.iometer_model() {
@@ -238,13 +252,14 @@ impl SizeDraw {
     /// not fit: the caller draws again).
     #[inline]
     fn once(&self, write: bool, bits: u64, room: u64) -> u64 {
-        let (min, max) = self.sizes[write as usize];
-        if self.split_len == 0 {
+        let dir = write as usize;
+        let (min, max) = self.sizes[dir];
+        if self.split_len[dir] == 0 {
             return draw_size(min, max, self.unaligned, bits);
         }
-        let drawn = ((bits as u128 * self.total as u128) >> 64) as u64;
+        let drawn = ((bits as u128 * self.total[dir] as u128) >> 64) as u64;
         let mut len = min;
-        for &(bytes, sum) in &self.split[..self.split_len] {
+        for &(bytes, sum) in &self.split[dir][..self.split_len[dir]] {
             len = bytes;
             if drawn < sum && bytes <= room {
                 break;
@@ -323,6 +338,21 @@ mod tests {
                 .collect::<Vec<_>>(),
             [4096]
         );
+    }
+
+    #[test]
+    fn reads_and_writes_draw_from_their_own_splits() {
+        // fio's bssplit=64k/40:1024k/60,1024k/100.
+        let d =
+            SizeDraw::split_by_direction([&[(65536, 40), (1 << 20, 60)], &[(1 << 20, 100)]], false);
+        let s = shares(&d, u64::MAX, 100_000);
+        assert!((s[&65536] - 0.4).abs() < 0.008, "{s:?}");
+        let mut rng = SmallRng::seed_from_u64(9);
+        for _ in 0..1000 {
+            assert_eq!(d.fitting(true, u64::MAX, || rng.next_u64()), Some(1 << 20));
+        }
+        assert_eq!((d.min(false), d.min(true)), (65536, 1 << 20));
+        assert_eq!((d.smallest(), d.largest()), (65536, 1 << 20));
     }
 
     #[test]
