@@ -829,6 +829,78 @@ fn buffer_options_write_data_that_compresses_as_fios() {
     }
 }
 
+/// fio's dedupe working set (`dedupe_mode=working_set`), per job and shared by two jobs
+/// (`dedupe_global`, fio's `examples/dedupe-global.fio` at 8 MiB a file): the distinct 4 KiB
+/// blocks of each file and of both together are fio 3.33's, within four standard deviations
+/// of the difference of two draws (each block is a repeat with probability 1/2, so a
+/// file's count of unique writes has a standard deviation of sqrt(blocks / 4); both tools
+/// seed deterministically, so this is not a flaky bound). Shared, each file alone keeps
+/// far more distinct blocks than half its blocks (about 2/3), and both together about half:
+/// one job's repeats are the other's blocks.
+#[test]
+fn a_dedupe_working_set_shared_by_two_jobs_dedupes_across_files_as_fios() {
+    let lab = Lab::new();
+    for global in [0, 1] {
+        let body = format!(
+            "[global]\nioengine=libaio\niodepth=16\nsize=8m\ndedupe_mode=working_set\ndedupe_global={global}\ndedupe_percentage=50\nblocksize=4k\nrw=write\nbuffer_compress_percentage=50\ndedupe_working_set_percentage=50\n"
+        );
+        let mut distinct = Vec::new();
+        for tool in ["fio", "storlab"] {
+            let dir = lab.path().join(format!("{tool}-{global}"));
+            std::fs::create_dir_all(&dir).unwrap();
+            let job = lab.write(
+                &format!("{tool}-{global}.fio"),
+                &format!("{body}directory={}\n[a]\n[b]\n", dir.display()),
+            );
+            if tool == "fio" {
+                let o = std::process::Command::new("fio")
+                    .arg("--output=/dev/null")
+                    .arg(&job)
+                    .output()
+                    .expect("fio (scripts/setup.sh installs it)");
+                assert!(o.status.success(), "fio: {}", text(&o).1);
+            } else {
+                let (ok, _, err) = fio(&lab, &["--output=/dev/null", job.to_str().unwrap()]);
+                assert!(ok, "{err}");
+            }
+            let (a, b) = (dir.join("a.0.0"), dir.join("b.0.0"));
+            let both = dir.join("both");
+            let mut all = std::fs::read(&a).unwrap();
+            all.extend(std::fs::read(&b).unwrap());
+            std::fs::write(&both, all).unwrap();
+            distinct.push([
+                distinct_blocks(&a),
+                distinct_blocks(&b),
+                distinct_blocks(&both),
+            ]);
+        }
+        let (theirs, ours) = (distinct[0], distinct[1]);
+        eprintln!(
+            "dedupe_global={global}: distinct blocks of a, b, both: fio {theirs:?}, storlab {ours:?}"
+        );
+        for (i, blocks) in [2048.0, 2048.0, 4096.0_f64].into_iter().enumerate() {
+            let bound = 4.0 * (2.0 * blocks / 4.0).sqrt();
+            assert!(
+                (ours[i] as f64 - theirs[i] as f64).abs() < bound,
+                "dedupe_global={global}: fio {theirs:?}, storlab {ours:?}"
+            );
+        }
+        // 2048 blocks a file, half of them repeats: per job, each file keeps about half
+        // and both together the sum; shared, each file about 2/3, both together half.
+        if global == 1 {
+            assert!(
+                ours[0] > 1250 && ours[1] > 1250 && ours[2] < 2 * 1150,
+                "{ours:?}"
+            );
+        } else {
+            assert!(
+                ours[0] < 1150 && ours[1] < 1150 && ours[2] > 2 * 900,
+                "{ours:?}"
+            );
+        }
+    }
+}
+
 /// rate: bytes per second paced as I/Os; rate_process=poisson runs at the same mean;
 /// rate_iops_min that the rate cannot meet fails the command with fio's message; rate_min
 /// that is met does not.

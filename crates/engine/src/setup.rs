@@ -277,6 +277,7 @@ pub fn plan_workers(
         worker_index: 0,
         split_next: BTreeMap::new(),
         flows: flows(run),
+        dedupe: DedupePlaces::of(run),
     };
     for ti in 0..run.targets.len() {
         b.add_target(ti);
@@ -317,6 +318,53 @@ struct Builder<'a> {
     split_next: BTreeMap<String, usize>,
     /// fio's flow control: what the workers of each flow id share.
     flows: BTreeMap<u32, Arc<crate::worker::flow::FlowShared>>,
+    /// Each target's first place among the run's global dedupe participants.
+    dedupe: DedupePlaces,
+}
+
+/// The places of the run's workers that share one dedupe working set (fio's
+/// `dedupe_global`): each participating target's threads in turn, target after target.
+struct DedupePlaces {
+    first: Vec<Option<u32>>,
+    count: u32,
+    /// The first participant's seed, shared by all.
+    seed: u64,
+}
+
+impl DedupePlaces {
+    fn of(run: &RunPlan) -> DedupePlaces {
+        let mut d = DedupePlaces {
+            first: Vec::new(),
+            count: 0,
+            seed: 0,
+        };
+        for t in &run.targets {
+            let global = t
+                .workload
+                .as_block()
+                .and_then(|b| b.write_buffers.as_ref())
+                .and_then(|w| w.dedupe_working_set)
+                .is_some_and(|ws| ws.global);
+            if global && d.count == 0 {
+                d.seed = t.seed;
+            }
+            d.first.push(global.then_some(d.count));
+            if global {
+                d.count += t.workload.threads();
+            }
+        }
+        d
+    }
+
+    /// Thread `thread` of target `ti`'s place, if it participates.
+    fn place(&self, ti: usize, thread: u32) -> Option<storlab_workload::working_set::Participant> {
+        let first = self.first.get(ti).copied().flatten()?;
+        Some(storlab_workload::working_set::Participant {
+            index: first + thread,
+            count: self.count,
+            seed: self.seed,
+        })
+    }
 }
 
 /// The flows of the run's block workloads: each id's weights summed over every thread.
@@ -367,13 +415,17 @@ impl Builder<'_> {
             kv: self.kv_tables.get(ti).and_then(|t| t.clone()),
             ledger: self.ledgers.get(ti).and_then(|l| l.clone()),
         };
+        let mut workload = WorkloadParams::of(w, thread.unwrap_or(0), tables);
+        if let WorkloadParams::Block(b) = &mut workload {
+            b.dedupe_place = self.dedupe.place(ti, thread.unwrap_or(0));
+        }
         SessionParams {
             worker,
             writes: w.writes(),
             region: self.regions[ti],
             queue_depth: w.queue_depth(),
             seed: run.targets[ti].seed,
-            workload: WorkloadParams::of(w, thread.unwrap_or(0), tables),
+            workload,
         }
     }
 

@@ -670,7 +670,7 @@ impl FileConfig {
         };
         let pages = self.buffer_pages.unwrap_or_default();
         let worker_seed = p.seed ^ (u64::from(p.worker) << 32);
-        let buf = AlignedBuf::new(slots, b, worker_seed, pages)?;
+        let buf = AlignedBuf::new(slots, b, worker_seed, pages, p.region.size_bytes)?;
         // Held until the session's worker loop returns: the thread's priority restored then.
         let _priority = self
             .priority
@@ -830,7 +830,7 @@ mod tests {
     #[test]
     fn buffers_of_blocks_above_a_page_sit_in_huge_pages_and_say_what_they_got() {
         let thp = std::path::Path::new("/sys/kernel/mm/transparent_hugepage/enabled").exists();
-        let b = AlignedBuf::new(16, &BlockParams::zeros(128 << 10), 1, BufferPages::Huge).unwrap();
+        let b = AlignedBuf::new(16, &BlockParams::zeros(128 << 10), 1, BufferPages::Huge, 0).unwrap();
         assert_eq!(b.ptr as usize % (2 << 20), 0);
         if thp {
             // "huge", or how much of it the kernel gave: never claimed without reading back.
@@ -838,9 +838,9 @@ mod tests {
         } else {
             assert!(b.pages.starts_with("base (madvise"), "{}", b.pages);
         }
-        let b = AlignedBuf::new(16, &BlockParams::zeros(128 << 10), 1, BufferPages::Base).unwrap();
+        let b = AlignedBuf::new(16, &BlockParams::zeros(128 << 10), 1, BufferPages::Base, 0).unwrap();
         assert_eq!(b.pages, "base (asked)");
-        let b = AlignedBuf::new(16, &BlockParams::zeros(4096), 1, BufferPages::Huge).unwrap();
+        let b = AlignedBuf::new(16, &BlockParams::zeros(4096), 1, BufferPages::Huge, 0).unwrap();
         assert!(b.pages.starts_with("base (blocks of at most 4 KiB"), "{}", b.pages);
         let c = parse_text("path = \"f\"\nbuffer-pages = \"base\"").unwrap();
         assert_eq!(c.buffer_pages, Some(BufferPages::Base));

@@ -146,6 +146,9 @@ pub struct BlockParams {
     pub write_buffers: Option<storlab_workload::buffers::WriteBuffers>,
     /// Verified writes: the table of acknowledged generations and this worker's stripe.
     pub verify: Option<storlab_verify::VerifyParams>,
+    /// The worker's place among the run's workers sharing a dedupe working set (fio's
+    /// `dedupe_global`), given by the run.
+    pub dedupe_place: Option<storlab_workload::working_set::Participant>,
 }
 
 /// What a session of db_bench's key-value workload needs.
@@ -191,6 +194,7 @@ impl WorkloadParams {
                 pattern: b.write_pattern,
                 write_buffers: b.write_buffers.clone(),
                 verify: tables.blocks,
+                dedupe_place: None,
             })),
             Workload::DbBench(k) => WorkloadParams::Kv(KvParams {
                 shape: k.shape(),
@@ -218,6 +222,7 @@ impl BlockParams {
             pattern: 0,
             write_buffers: None,
             verify: None,
+            dedupe_place: None,
         }
     }
 }

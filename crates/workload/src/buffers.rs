@@ -11,6 +11,7 @@
 //! golden ratio (`__fill_random_buf`), from seeds made as fio makes them (the product of two draws of its default
 //! 32-bit tausworthe generator). With `dedupe-percentage` D, each block reuses the previous block's seed stream
 //! with probability D% (fio's `get_buf_state`, "repeat" mode): the block repeats another.
+//! With a `dedupe-working-set`, a repeated block is a page of it instead ([`crate::working_set`]).
 //! Without either, a block is the pattern repeated, zeros, or random bytes from one seed.
 //! `refill`: every write is filled afresh; else the buffers are filled once and, with
 //! `scramble`, each write has its offset and the time written into every 512-byte sector
@@ -49,6 +50,10 @@ pub struct WriteBuffers {
     /// `scramble_buffers` when fio would scramble).
     #[serde(default)]
     pub scramble: bool,
+    /// With `dedupe-percentage`: a repeated block is a page of this working set, not the
+    /// previous block (fio's `dedupe_mode=working_set`; see [`crate::working_set`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dedupe_working_set: Option<crate::working_set::WorkingSet>,
 }
 
 fn default_chunk() -> Bytes {
@@ -75,6 +80,17 @@ impl WriteBuffers {
         }
         if self.compress_chunk.0 > u32::MAX as u64 {
             return Err(err("compress-chunk", "at most 4 GiB"));
+        }
+        if let Some(ws) = self.dedupe_working_set {
+            if !(1..=100).contains(&ws.percent) {
+                return Err(err("dedupe-working-set", "percent from 1 to 100"));
+            }
+            if self.dedupe_percentage == 0 {
+                return Err(err(
+                    "dedupe-working-set",
+                    "needs a dedupe-percentage (the share of blocks drawn from it)",
+                ));
+            }
         }
         Ok(())
     }
@@ -138,15 +154,18 @@ pub fn fill_percentage(buf: &mut [u8], seed: u64, percentage: u32, pattern: &[u8
     fill_pattern(p, pattern);
 }
 
+/// What each draw of a [`Stream`] adds to its counter.
+pub(crate) const STREAM_STEP: u64 = 0x9E37_79B9_7F4A_7C15;
+
 /// A copyable random stream (splitmix64), so that a block's stream can be repeated as fio
-/// copies its `frand_state`.
+/// copies its `frand_state`; a counter, so that its state `n` draws on is `n` steps on.
 #[derive(Debug, Clone, Copy)]
-struct Stream(u64);
+pub struct Stream(pub(crate) u64);
 
 impl Stream {
     #[inline]
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    pub(crate) fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(STREAM_STEP);
         storlab_model::seed::splitmix64(self.0)
     }
     /// A seed as fio's `__get_next_seed` makes one on a 64-bit machine from its default
@@ -165,6 +184,8 @@ pub struct BufferFiller {
     state: Stream,
     prev: Stream,
     dedupe: Stream,
+    /// The pages a repeated block is drawn from (`dedupe-working-set`).
+    working_set: Option<crate::working_set::Pages>,
 }
 
 impl BufferFiller {
@@ -175,7 +196,38 @@ impl BufferFiller {
             state,
             prev: state,
             dedupe: Stream(storlab_model::seed::mix_seed(seed, &[0xded0])),
+            working_set: None,
         }
+    }
+
+    /// The filler of a session over `region_bytes` whose smallest write is `page_bytes`:
+    /// with the spec's `dedupe-working-set`, its pages; a global one's from the worker's
+    /// `place` among the run's participants (its unique stream then starts there too).
+    pub fn with_working_set(
+        mut self,
+        region_bytes: u64,
+        page_bytes: u64,
+        place: Option<crate::working_set::Participant>,
+        seed: u64,
+    ) -> BufferFiller {
+        let Some(ws) = self.spec.dedupe_working_set else {
+            return self;
+        };
+        let place = place.filter(|_| ws.global);
+        if let Some(p) = place {
+            self.state = Stream(crate::working_set::Participant::start(p.seed, p.index));
+            self.prev = self.state;
+        }
+        let chunk = self.spec.compress_chunk.0;
+        self.working_set = Some(crate::working_set::Pages::new(
+            ws,
+            self.state.0,
+            region_bytes,
+            (page_bytes, chunk),
+            place,
+            seed,
+        ));
+        self
     }
 
     /// Whether every write is filled afresh (else the buffers are filled once, at the start).
@@ -193,7 +245,11 @@ impl BufferFiller {
             if d == 100 {
                 self.prev = self.state;
             }
-            let mut copy = self.prev;
+            // fio's working set: a page drawn uniformly; else the previous block's stream.
+            let mut copy = match self.working_set.as_mut() {
+                Some(ws) if repeat => ws.draw(),
+                _ => self.prev,
+            };
             let chunk = match s.compress_chunk.0 as usize {
                 0 => buf.len().max(1),
                 c => c,
@@ -270,6 +326,7 @@ mod tests {
             zero: false,
             refill: true,
             scramble: false,
+            dedupe_working_set: None,
         }
     }
 
@@ -349,6 +406,40 @@ mod tests {
         all.fill(&mut a);
         all.fill(&mut c);
         assert_eq!(a, c);
+    }
+
+    #[test]
+    fn a_working_set_repeat_is_one_of_the_first_unique_blocks() {
+        // 1 MiB region, a quarter of it the working set: 64 pages of 4 KiB.
+        let spec = WriteBuffers {
+            dedupe_percentage: 50,
+            dedupe_working_set: Some(crate::working_set::WorkingSet {
+                percent: 25,
+                global: false,
+            }),
+            ..spec()
+        };
+        let mut f = BufferFiller::new(spec, 3).with_working_set(1 << 20, 4096, None, 3);
+        let mut b = vec![0u8; 4096];
+        let mut blocks = Vec::new();
+        for _ in 0..2000 {
+            f.fill(&mut b);
+            blocks.push(b.clone());
+        }
+        // The unique blocks in order; every repeat is one of the first 64 of them.
+        let mut unique: Vec<&Vec<u8>> = Vec::new();
+        for b in &blocks {
+            if !unique.contains(&b) {
+                unique.push(b);
+            }
+        }
+        let first: std::collections::HashSet<&Vec<u8>> = unique.iter().take(64).copied().collect();
+        let repeats = blocks.len() - unique.len();
+        assert!((900..1100).contains(&repeats), "{repeats}");
+        assert!(unique.len() > 900, "{}", unique.len());
+        let in_set = blocks.iter().filter(|b| first.contains(b)).count();
+        // The first 64 unique blocks, plus the repeats of them.
+        assert!(in_set >= repeats, "{in_set} {repeats}");
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub mod icf;
 pub mod kv;
 pub mod pgbench;
 
+pub mod working_set;
 pub mod ycsb;
 
 use serde::Serialize;

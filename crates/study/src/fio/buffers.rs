@@ -1,6 +1,7 @@
 //! fio's buffer options: what written blocks hold. `buffer_compress_percentage`,
 //! `buffer_compress_chunk`, `buffer_pattern`, `zero_buffers`, `refill_buffers`,
-//! `scramble_buffers`, `dedupe_percentage` (and `dedupe_mode=repeat`, fio's default), read in
+//! `scramble_buffers`, `dedupe_percentage`, `dedupe_mode` (`repeat`, fio's default, or
+//! `working_set` with `dedupe_working_set_percentage` and `dedupe_global`), read in
 //! order with fio 3.33's side effects (options.c: `buffer_pattern` turns scrambling and zero
 //! buffers off and refills when the job reads or compresses; `dedupe_percentage` refills;
 //! init.c: a compress percentage of 100 is zero buffers, any other refills unless
@@ -10,9 +11,10 @@
 //! and a generation), as before.
 
 use super::job::{Buffers, Job};
-use super::parse::{Entry, parse_bool, parse_size};
+use super::parse::{Entry, LineError, parse_bool, parse_size};
 use storlab_model::units::Bytes;
 use storlab_workload::buffers::WriteBuffers;
+use storlab_workload::working_set::WorkingSet;
 
 fn value(e: &Entry) -> Result<&str, String> {
     e.value
@@ -124,14 +126,19 @@ pub fn apply_buffers(job: &mut Job, e: &Entry, canonical: &str, kb: u64) -> Resu
             b.refill.0 = true;
         }
         "dedupe_mode" => {
-            if value(e)? != "repeat" {
-                return Err(format!(
-                    "{}={}: only fio's default, repeat, is supported by storlab fio (a working set is not)",
-                    e.name,
-                    value(e)?
-                ));
+            b.dedupe_working_set = match value(e)? {
+                "repeat" => None,
+                "working_set" => Some(e.line),
+                v => {
+                    return Err(format!(
+                        "{}={v}: fio's modes are repeat and working_set",
+                        e.name
+                    ));
+                }
             }
         }
+        "dedupe_working_set_percentage" => b.dedupe_working_set_percent = Some(percent(e)?),
+        "dedupe_global" => b.dedupe_global = flag(e)?,
         "buffer_pattern" => {
             let v = value(e)?;
             b.pattern = parse_pattern(v).map_err(|m| format!("{}={v}: {m}", e.name))?;
@@ -203,8 +210,60 @@ impl Buffers {
             zero,
             refill,
             scramble,
+            dedupe_working_set: self.working_set(),
         })
     }
+
+    /// The working set of `dedupe_mode=working_set` (with a dedupe percentage).
+    fn working_set(&self) -> Option<WorkingSet> {
+        self.dedupe_working_set
+            .filter(|_| self.dedupe_percentage > 0)
+            .map(|_| WorkingSet {
+                percent: self.dedupe_working_set_percent.unwrap_or(5),
+                global: self.dedupe_global,
+            })
+    }
+}
+
+/// What fio 3.33 refuses of a dedupe working set (init.c `fixup_options`): no `size`, more
+/// than one file, or a working set and a dedupe percentage above 100 together.
+pub fn check(job: &Job) -> Vec<LineError> {
+    let b = &job.buffers;
+    let (Some(line), Some(ws)) = (b.dedupe_working_set, b.working_set()) else {
+        return Vec::new();
+    };
+    let problem = if job.size.is_none() {
+        Some("a dedupe working set needs size (fio: \"pregenerated dedupe working set requires size to be set\")".to_string())
+    } else if job.files.set() {
+        Some("a dedupe working set takes one file per job, as fio's".to_string())
+    } else if ws.percent + b.dedupe_percentage > 100 {
+        Some(format!(
+            "dedupe_percentage={} and dedupe_working_set_percentage={} add up to above 100: the working set's pages are unique (fio: \"impossible to reach expected dedupe percentage\")",
+            b.dedupe_percentage, ws.percent
+        ))
+    } else {
+        None
+    };
+    problem
+        .map(|m| LineError {
+            file: job.file.clone(),
+            line,
+            message: format!("job `{}`: {m}", job.name),
+        })
+        .into_iter()
+        .collect()
+}
+
+/// What storlab does otherwise than fio with the job's buffers.
+pub fn notes(job: &Job) -> Vec<String> {
+    let b = &job.buffers;
+    if b.dedupe_global && b.working_set().is_none() {
+        return vec![format!(
+            "job `{}`: dedupe_global taken: it acts only with dedupe_mode=working_set and a dedupe_percentage, as in fio",
+            job.name
+        )];
+    }
+    Vec::new()
 }
 
 #[cfg(test)]
@@ -308,12 +367,40 @@ mod tests {
         let e = resolve(
             &parse(
                 "job.fio",
-                "[a]\ndedupe_mode=working_set\ndedupe_percentage=101\n",
+                "[a]\ndedupe_mode=other\ndedupe_percentage=101\n",
                 &|_| None,
             )
             .unwrap(),
         )
         .unwrap_err();
         assert_eq!(e.len(), 2);
+    }
+
+    #[test]
+    fn a_dedupe_working_set_is_taken_and_refused_where_fio_refuses_it() {
+        let b = buffers("[a]\nrw=write\nsize=1m\ndedupe_percentage=50\ndedupe_mode=working_set\ndedupe_global=1\n").unwrap();
+        let ws = b.dedupe_working_set.unwrap();
+        assert_eq!((ws.percent, ws.global), (5, true));
+        let b = buffers(
+            "[a]\nrw=write\nsize=1m\ndedupe_percentage=50\ndedupe_working_set_percentage=30\n",
+        )
+        .unwrap();
+        assert_eq!(b.dedupe_working_set, None, "repeat, fio's default");
+        let refused = |text: &str| {
+            resolve(&parse("job.fio", text, &|_| None).unwrap()).unwrap_err()[0]
+                .message
+                .clone()
+        };
+        let ws = "dedupe_mode=working_set\ndedupe_percentage=60\n";
+        assert!(refused(&format!("[a]\n{ws}")).contains("needs size"));
+        assert!(refused(&format!("[a]\nsize=1m\nnrfiles=2\n{ws}")).contains("one file"));
+        assert!(
+            refused(&format!(
+                "[a]\nsize=1m\n{ws}dedupe_working_set_percentage=50\n"
+            ))
+            .contains("above 100")
+        );
+        let j = resolve(&parse("job.fio", "[a]\ndedupe_global=1\n", &|_| None).unwrap()).unwrap();
+        assert!(notes(&j[0])[0].contains("acts only with dedupe_mode=working_set"));
     }
 }

@@ -215,6 +215,12 @@ pub struct Buffers {
     pub(super) compress_percentage: u32,
     pub(super) chunk: Option<u64>,
     pub(super) dedupe_percentage: u32,
+    /// `dedupe_mode=working_set`, and its line.
+    pub(super) dedupe_working_set: Option<usize>,
+    /// `dedupe_working_set_percentage` (fio's default 5).
+    pub(super) dedupe_working_set_percent: Option<u32>,
+    /// `dedupe_global`.
+    pub(super) dedupe_global: bool,
     pub(super) pattern: Vec<u8>,
     /// (value, given in the job file).
     pub(super) refill: (bool, bool),

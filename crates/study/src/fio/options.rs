@@ -74,7 +74,7 @@ pub const SUPPORTED: &[(&str, &str)] = &[
         "fio's search for the largest iodepth whose windows keep the percentile under the target; its answer printed as fio's `latency :` line, its windows in the results",
     ),
     (
-        "buffer_compress_percentage / buffer_compress_chunk / buffer_pattern / zero_buffers / refill_buffers / scramble_buffers / dedupe_percentage / dedupe_mode=repeat",
+        "buffer_compress_percentage / buffer_compress_chunk / buffer_pattern / zero_buffers / refill_buffers / scramble_buffers / dedupe_percentage / dedupe_mode / dedupe_working_set_percentage / dedupe_global",
         "written blocks filled by fio's algorithms (the workload's write-buffers)",
     ),
     ("fsync", "fsync after every N writes"),
@@ -235,6 +235,7 @@ pub fn resolve_with(f: &JobFile, inherited: &[Entry]) -> Result<Vec<Job>, Vec<Li
         errors.extend(super::sizes::check(&job));
         errors.extend(super::zones::check(&job));
         errors.extend(super::prio::check(&job));
+        errors.extend(super::buffers::check(&job));
         jobs.push(job);
     }
     if jobs.is_empty() && errors.is_empty() {

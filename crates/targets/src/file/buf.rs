@@ -29,12 +29,14 @@ unsafe impl Send for AlignedBuf {}
 impl AlignedBuf {
     /// `slots` blocks of `b`'s size and contents (`seed`: the worker's). With `write-buffers`
     /// (fio's buffer contents), each slot's block is filled by fio's algorithms, as fio fills
-    /// each of its buffers before the first write.
+    /// each of its buffers before the first write; a dedupe working set is a share of
+    /// `region_bytes`.
     pub(super) fn new(
         slots: usize,
         b: &BlockParams,
         seed: u64,
         pages: BufferPages,
+        region_bytes: u64,
     ) -> Result<AlignedBuf, TargetError> {
         let block = b.block_bytes as usize;
         let huge = pages == BufferPages::Huge && block > BUF_ALIGN;
@@ -65,7 +67,11 @@ impl AlignedBuf {
         } else {
             Ok(())
         };
-        let filler = b.write_buffers.clone().map(|w| BufferFiller::new(w, seed));
+        // fio's working set pages are blocks of the smallest write.
+        let page_bytes = b.size_draw.map_or(u64::from(b.block_bytes), |d| d.min(true));
+        let filler = b.write_buffers.clone().map(|w| {
+            BufferFiller::new(w, seed).with_working_set(region_bytes, page_bytes, b.dedupe_place, seed)
+        });
         let mut buf = AlignedBuf {
             ptr,
             layout,

@@ -611,7 +611,7 @@ mod tests {
         std::fs::write(&path, vec![7u8; 1 << 16]).unwrap();
         let file = std::fs::File::open(&path).unwrap();
         let block = crate::BlockParams::zeros(4096);
-        let buf = AlignedBuf::new(4, &block, 1, crate::file::BufferPages::Huge).unwrap();
+        let buf = AlignedBuf::new(4, &block, 1, crate::file::BufferPages::Huge, 0).unwrap();
         UringSession::new(UringSetup {
             files: super::super::set::Files {
                 files: vec![file],
