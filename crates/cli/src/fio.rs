@@ -187,7 +187,8 @@ fn showcmd(cmd: &CommandLine) -> i32 {
     if !cmd.jobs.sections.is_empty() {
         println!("{}", cmdline::show(&cmd.jobs));
     }
-    let env = |n: &str| std::env::var(n).ok();
+    // A variable that is not set is expanded to nothing, as fio's --showcmd expands it.
+    let env = |n: &str| Some(std::env::var(n).unwrap_or_default());
     let mut errors = Vec::new();
     for p in &cmd.job_files {
         let name = p.display().to_string();

@@ -60,7 +60,14 @@ pub fn load(paths: &[std::path::PathBuf]) -> Result<FioPlan, Vec<LineError>> {
 /// its jobs run in one group with that file's first jobs (fio's later files each start a
 /// group). Every problem of every source comes back together.
 pub fn load_sources(src: &Sources) -> Result<FioPlan, Vec<LineError>> {
-    let env = |n: &str| std::env::var(n).ok();
+    // fio expands a variable that is not set to nothing; storlab too, and says so.
+    let unset = std::cell::RefCell::new(std::collections::BTreeSet::new());
+    let env = |n: &str| {
+        std::env::var(n).ok().or_else(|| {
+            unset.borrow_mut().insert(n.to_string());
+            Some(String::new())
+        })
+    };
     let mut errors = Vec::new();
     let mut files: Vec<plan::JobFile> = Vec::new();
     let cmd = keep_sections(src.command_line.jobs.clone(), &src.sections);
@@ -135,7 +142,13 @@ pub fn load_sources(src: &Sources) -> Result<FioPlan, Vec<LineError>> {
     if !errors.is_empty() {
         return Err(errors);
     }
-    plan::build(files)
+    let mut plan = plan::build(files)?;
+    for name in unset.into_inner() {
+        plan.notes.push(format!(
+            "`${{{name}}}`: environment variable {name} is not set: expanded to nothing, as fio expands it"
+        ));
+    }
+    Ok(plan)
 }
 
 /// fio's `--section`: the file without the jobs not named (its `[global]`s kept).
@@ -419,5 +432,26 @@ mod tests {
         let study = crate::parse("fio.toml", &p.study_text).unwrap();
         assert_eq!(study.runs.len(), 1);
         assert_eq!(study.runs[0].targets.len(), 2);
+    }
+
+    #[test]
+    fn a_variable_that_is_not_set_is_expanded_to_nothing_and_said() {
+        let dir = std::env::temp_dir().join(format!("storlab-env-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let job = dir.join("env.fio");
+        std::fs::write(
+            &job,
+            "[t]\nioengine=null\nsize=1m${STORLAB_TEST_SURELY_UNSET}\n",
+        )
+        .unwrap();
+        let p = load(std::slice::from_ref(&job)).unwrap();
+        assert!(
+            p.notes
+                .iter()
+                .any(|n| n.contains("STORLAB_TEST_SURELY_UNSET is not set: expanded to nothing")),
+            "{:?}",
+            p.notes
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
