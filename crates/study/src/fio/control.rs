@@ -26,6 +26,8 @@ impl Default for Control {
             exec_prerun: None,
             exec_postrun: None,
             cpus: None,
+            numa_cpus: false,
+            numa_mem: None,
             cpus_policy: CpuPolicy::Shared,
             seed: None,
             verify_type: None,
@@ -105,8 +107,17 @@ pub fn apply_control(job: &mut Job, e: &Entry, canonical: &str) -> Result<bool, 
             c.verify_backlog = Some(n);
         }
         "exec_postrun" => c.exec_postrun = Some(need(e)?.to_string()),
-        "cpus_allowed" => c.cpus = Some(allowed_here(CpuList::parse(need(e)?), e)?),
-        "cpumask" => c.cpus = Some(allowed_here(CpuList::from_mask(need(e)?), e)?),
+        "cpus_allowed" | "cpumask" => {
+            let read = match canonical {
+                "cpus_allowed" => CpuList::parse(need(e)?),
+                _ => CpuList::from_mask(need(e)?),
+            };
+            let cpus = allowed_here(read, e)?;
+            // numa_cpu_nodes wins: fio applies it after the CPU mask.
+            if !c.numa_cpus {
+                c.cpus = Some(cpus);
+            }
+        }
         "cpus_allowed_policy" => {
             c.cpus_policy = match need(e)? {
                 "shared" => CpuPolicy::Shared,

@@ -256,8 +256,13 @@ pub struct Control {
     pub exec_prerun: Option<String>,
     /// `exec_postrun`: a shell command run after the job's group.
     pub exec_postrun: Option<String>,
-    /// `cpus_allowed` or `cpumask` (the last given): the CPUs the job's threads run on.
+    /// `cpus_allowed` or `cpumask` (the last given), or `numa_cpu_nodes`' CPUs: the CPUs the
+    /// job's threads run on.
     pub cpus: Option<CpuList>,
+    /// `numa_cpu_nodes` gave `cpus` (it wins over `cpus_allowed`, as fio applies it last).
+    pub numa_cpus: bool,
+    /// `numa_mem_policy` as written, taken on a machine of one node.
+    pub numa_mem: Option<String>,
     /// `cpus_allowed_policy`.
     pub cpus_policy: CpuPolicy,
     /// With randrepeat=0: the seed drawn for this invocation (see

@@ -16,6 +16,7 @@ pub mod latency;
 pub mod logs;
 pub mod measure;
 pub mod names;
+pub mod numa;
 pub mod options;
 pub mod parse;
 pub mod plan;

@@ -386,6 +386,7 @@ fn apply(job: &mut Job, e: &Entry, kb: &mut u64) -> Result<(), String> {
         || super::sizes::apply_sizes(job, e, super::names::canonical(&e.name), *kb)?
         || super::zones::apply_zones(job, e, super::names::canonical(&e.name), *kb)?
         || super::prio::apply_prio(job, e, super::names::canonical(&e.name), *kb)?
+        || super::numa::apply_numa(job, e, super::names::canonical(&e.name))?
     {
         return Ok(());
     }
@@ -619,7 +620,7 @@ mod tests {
 
     #[test]
     fn every_unsupported_option_is_refused_by_name_and_line() {
-        let e = jobs("[global]\nzonecapacity=1m\n[a]\nrw=randread\nnuma_cpu_nodes=0\nss=iops_median:10%\nrw=trim\nbs=4k,4k,4k\n")
+        let e = jobs("[global]\nzonecapacity=1m\n[a]\nrw=randread\nread_iolog=x.log\nss=iops_median:10%\nrw=trim\nbs=4k,4k,4k\n")
             .unwrap_err();
         let text: Vec<String> = e.iter().map(|e| e.to_string()).collect();
         assert_eq!(
@@ -628,7 +629,7 @@ mod tests {
         );
         assert_eq!(
             text[1],
-            "job.fio:5: option `numa_cpu_nodes` is not supported by storlab fio"
+            "job.fio:5: option `read_iolog` is not supported by storlab fio"
         );
         assert!(
             text[2].starts_with("job.fio:6: ss=iops_median:10%"),

@@ -204,6 +204,7 @@ pub fn build(files: Vec<JobFile>) -> Result<FioPlan, Vec<LineError>> {
     notes.extend(jobs.iter().flat_map(super::zones::notes));
     notes.extend(jobs.iter().flat_map(super::prio::notes));
     notes.extend(jobs.iter().flat_map(super::buffers::notes));
+    notes.extend(jobs.iter().flat_map(super::numa::notes));
     let groups = groups(&jobs, &starts);
     let mut doc = StudyDoc::default();
     for g in &groups {
