@@ -261,3 +261,64 @@ fn flow_keeps_the_weights_proportion() {
         );
     }
 }
+
+/// The MiB of `path` that hold written data (not zeros).
+fn written_mib(path: &Path) -> Vec<usize> {
+    let data = std::fs::read(path).unwrap();
+    data.chunks(1 << 20)
+        .enumerate()
+        .filter(|(_, c)| c.iter().any(|b| *b != 0))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// offset_increment: each clone of a job on one file starts its increment further (in bytes,
+/// or a share of the file's size), each reported apart, as fio 3.33 places and reports them.
+#[test]
+fn offset_increment_places_each_clone_where_fio_does() {
+    let lab = Lab::new();
+    for (name, inc) in [
+        ("bytes", "--offset_increment=8m"),
+        ("share", "--offset_increment=25%"),
+    ] {
+        let mut placed = Vec::new();
+        for tool in ["fio", "storlab"] {
+            let file = lab.path().join(format!("{name}-{tool}.dat"));
+            // A 20 MiB file of zeros: the share is of its size.
+            std::fs::write(&file, vec![0u8; 20 << 20]).unwrap();
+            let filename = format!("--filename={}", file.display());
+            let args = [
+                "--name=t",
+                filename.as_str(),
+                "--rw=write",
+                "--bs=64k",
+                "--size=1m",
+                "--numjobs=3",
+                inc,
+            ];
+            let doc = if tool == "fio" {
+                match run_fio(lab.path(), &args) {
+                    Some(d) => d,
+                    None => return,
+                }
+            } else {
+                run_storlab(&args)
+            };
+            let bytes: Vec<u64> = doc["jobs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|j| j["write"]["io_bytes"].as_u64().unwrap())
+                .collect();
+            placed.push((written_mib(&file), bytes));
+        }
+        assert_eq!(placed[0], placed[1], "{name}: fio, then storlab");
+        let want = if name == "bytes" {
+            [0, 8, 16]
+        } else {
+            [0, 5, 10]
+        };
+        assert_eq!(placed[1].0, want, "{name}");
+        assert_eq!(placed[1].1, [1 << 20; 3], "{name}");
+    }
+}

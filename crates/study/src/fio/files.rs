@@ -4,7 +4,7 @@
 //! `overwrite`, `create_on_open`), removed (`unlink`) and synced (`end_fsync`,
 //! `fsync_on_close`, `fdatasync`, `sync`).
 
-use super::job::{Fallocate, FileOptions, Job, Rw};
+use super::job::{Fallocate, FileOptions, Increment, Job, Rw};
 use super::parse::{Entry, LineError, parse_bool, parse_size};
 use storlab_targets::file::FileService;
 
@@ -176,6 +176,9 @@ pub fn check(job: &Job) -> Vec<LineError> {
         if job.offset > 0 {
             errors.push(set("offset"));
         }
+        if job.offset_increment.is_some() {
+            errors.push(set("offset_increment"));
+        }
         if job.verify && f.count() > 1 {
             errors.push(set("verify (storlab verifies one file per target)"));
         }
@@ -331,6 +334,49 @@ pub fn notes(job: &Job) -> Vec<String> {
     notes
 }
 
+/// The size of an existing file or block device (None: missing, or an empty file).
+pub fn existing_size(path: &std::path::Path) -> Option<u64> {
+    use std::os::unix::fs::FileTypeExt;
+    let m = std::fs::metadata(path).ok()?;
+    if m.file_type().is_block_device() {
+        let f = std::fs::File::open(path).ok()?;
+        use std::io::Seek;
+        let mut f = f;
+        return f.seek(std::io::SeekFrom::End(0)).ok();
+    }
+    m.is_file().then_some(m.len()).filter(|l| *l > 0)
+}
+
+/// Where clone `clone` of job `j` starts in `path`: `offset`, plus `clone` increments
+/// (fio's `get_start_offset`); an increment in percent is a share of the file's size, the
+/// offset then rounded up to a multiple of the smallest block, as fio rounds it. Such a share
+/// needs the file to exist (fio takes the size it finds).
+/// The error comes with the line of `offset_increment`.
+pub fn clone_offset(j: &Job, path: &std::path::Path, clone: u64) -> Result<u64, (usize, String)> {
+    let Some((inc, line)) = j.offset_increment.filter(|_| clone > 0) else {
+        return Ok(j.offset);
+    };
+    let (step, align) = match inc {
+        Increment::Bytes(b) => (b, false),
+        Increment::Percent(p) => {
+            let size = existing_size(path).ok_or_else(|| {
+                let m = format!(
+                    "offset_increment={p}% is a share of {}'s size, which does not exist yet: give the increment in bytes",
+                    path.display()
+                );
+                (line, m)
+            })?;
+            (p * size / 100, true)
+        }
+    };
+    let offset = j.offset + clone * step;
+    if !align {
+        return Ok(offset);
+    }
+    let min = j.sizes().into_iter().min().unwrap_or(j.bs).max(1);
+    Ok(offset.div_ceil(min) * min)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -341,6 +387,23 @@ mod tests {
         resolve(&parse("job.fio", text, &|_| None).unwrap())
             .unwrap()
             .remove(0)
+    }
+
+    #[test]
+    fn each_clone_starts_its_increments_further() {
+        let j = job(
+            "[a]\nfilename=/nonexistent/x\nsize=1m\nnumjobs=3\noffset=4k\noffset_increment=2m\n",
+        );
+        let p = std::path::Path::new("/nonexistent/x");
+        let at: Vec<u64> = (0..3).map(|c| clone_offset(&j, p, c).unwrap()).collect();
+        assert_eq!(at, [4096, 4096 + (2 << 20), 4096 + (4 << 20)]);
+        assert!(!j.clones_as_threads());
+        // A share of a file that does not exist: said with the option's line.
+        let j = job("[a]\nfilename=/nonexistent/x\nsize=1m\nnumjobs=2\noffset_increment=10%\n");
+        assert_eq!(clone_offset(&j, p, 0), Ok(0));
+        let (line, m) = clone_offset(&j, p, 1).unwrap_err();
+        assert_eq!(line, 5);
+        assert!(m.contains("give the increment in bytes"), "{m}");
     }
 
     #[test]

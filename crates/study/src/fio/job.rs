@@ -53,6 +53,8 @@ pub struct Job {
     pub directory: Option<String>,
     pub size: Option<u64>,
     pub offset: u64,
+    /// `offset_increment`: clone N starts N increments after `offset`; and its line.
+    pub offset_increment: Option<(Increment, usize)>,
     pub rw: Rw,
     /// rw=trim or randtrim, and its line: the job's writes are trims (only falloc's punch
     /// holes are taken).
@@ -121,6 +123,7 @@ impl Job {
             directory: None,
             size: None,
             offset: 0,
+            offset_increment: None,
             rw: Rw::Read,
             trim: None,
             stat_call: None,
@@ -167,6 +170,12 @@ impl Job {
             Rw::Write | Rw::RandWrite => 0.0,
             Rw::ReadWrite | Rw::RandRw => self.rwmixread as f64 / 100.0,
         }
+    }
+
+    /// The clones share one target, as threads: a `filename` without `offset_increment`
+    /// (with it, each clone has a target of its own at its offset).
+    pub fn clones_as_threads(&self) -> bool {
+        self.filename.is_some() && self.offset_increment.is_none()
     }
 
     /// Transfer sizes: bssplit's or bs.
@@ -372,6 +381,13 @@ pub enum RwModifier {
     Back(u64),
     /// Random: a new random offset every N I/Os.
     Every(u32),
+}
+
+/// fio's `offset_increment`: bytes, or a share of the file's size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Increment {
+    Bytes(u64),
+    Percent(u64),
 }
 
 /// The job's priority options, as given.

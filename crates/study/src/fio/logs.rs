@@ -72,7 +72,7 @@ pub fn notes(job: &Job, interval_ms: u64) -> Vec<String> {
             "job `{name}`: write_lat_log: storlab times each I/O from submission to completion: its _clat and _lat logs both hold that time, and its _slat logs are empty (as fio's for engines without a submission latency)"
         ));
     }
-    if l.any() && job.filename.is_some() && job.numjobs > 1 {
+    if l.any() && job.clones_as_threads() && job.numjobs > 1 {
         notes.push(format!(
             "job `{name}`: its {} clones share one file and storlab measures them together: each clone's log holds the mean clone (bandwidth and IOPS over {}, the clones' latency, histogram counts shared out)",
             job.numjobs, job.numjobs

@@ -4,7 +4,7 @@
 //! and line; all refusals of a file come back together.
 
 pub use super::engines::{Engine, Runner};
-use super::job::{Job, Rw};
+use super::job::{Increment, Job, Rw};
 use super::parse::{Entry, JobFile, LineError, parse_bool, parse_size, parse_time};
 
 /// The options storlab implements, with what they become.
@@ -430,6 +430,23 @@ fn apply_job_file(job: &mut Job, e: &Entry, kb: u64) -> Result<bool, String> {
         "offset" => {
             let v = need(e)?;
             job.offset = parse_size(v, kb).map_err(|m| format!("offset={v}: {m}"))?;
+        }
+        "offset_increment" => {
+            let v = need(e)?;
+            let inc = match v.trim().strip_suffix('%') {
+                Some(p) => Increment::Percent(
+                    p.trim()
+                        .parse::<u64>()
+                        .ok()
+                        .filter(|p| *p <= 100)
+                        .ok_or_else(|| format!("offset_increment={v}: a percent from 0 to 100"))?,
+                ),
+                None => Increment::Bytes(
+                    parse_size(v, kb).map_err(|m| format!("offset_increment={v}: {m}"))?,
+                ),
+            };
+            job.offset_increment = Some((inc, e.line))
+                .filter(|(i, _)| !matches!(i, Increment::Bytes(0) | Increment::Percent(0)));
         }
         _ => return Ok(false),
     }

@@ -124,7 +124,7 @@ fn bounds(job: &Job, size: Option<u64>) -> Result<(String, Option<String>, Optio
     let Some(size) = size else {
         return Err("the job needs a size (or a filename that exists), as fio needs one".into());
     };
-    let threads = if job.filename.is_some() {
+    let threads = if job.clones_as_threads() {
         job.numjobs as u64
     } else {
         1
@@ -161,18 +161,6 @@ fn steady(job: &Job) -> Result<Option<(String, f64, f64)>, String> {
         ));
     }
     Ok(Some((ss.clone(), secs, job.ss_ramp.as_secs_f64())))
-}
-
-fn existing_size(path: &Path) -> Option<u64> {
-    use std::os::unix::fs::FileTypeExt;
-    let m = std::fs::metadata(path).ok()?;
-    if m.file_type().is_block_device() {
-        let f = std::fs::File::open(path).ok()?;
-        use std::io::Seek;
-        let mut f = f;
-        return f.seek(std::io::SeekFrom::End(0)).ok();
-    }
-    m.is_file().then_some(m.len()).filter(|l| *l > 0)
 }
 
 /// A job file: its name, its jobs and its `[global]` options as written.
@@ -261,6 +249,20 @@ fn job_targets(jobs: &[Job]) -> Vec<JobTargets> {
         };
         let dir = j.directory.clone().map(PathBuf::from);
         let t = match &j.filename {
+            // offset_increment: a target per clone on the one file, each at its offset.
+            Some(f) if j.offset_increment.is_some() && j.numjobs > 1 => {
+                let p = PathBuf::from(f);
+                let path = match &dir {
+                    Some(d) if p.is_relative() => d.join(p),
+                    _ => p,
+                };
+                JobTargets {
+                    names: (0..j.numjobs)
+                        .map(|c| unique(format!("{base}.{c}")))
+                        .collect(),
+                    paths: vec![path; j.numjobs as usize],
+                }
+            }
             Some(f) => {
                 let p = PathBuf::from(f);
                 let path = match &dir {
@@ -397,6 +399,14 @@ struct StudyDoc {
     interval_ms: Option<i64>,
 }
 
+/// One target of a job: its clone's number (its target's, with a target per clone), name and
+/// file.
+struct Place<'a> {
+    clone: u64,
+    name: &'a str,
+    path: &'a Path,
+}
+
 /// One group's step as it is built, job target by job target.
 struct GroupStep<'a> {
     /// The group's first job, whose workload and bounds the step has.
@@ -460,8 +470,13 @@ impl StudyDoc {
             };
             step.drop |= j.invalidate && !j.direct && j.engine.runs_on() != Runner::Null;
             let t = &targets[ji];
-            for (name, path) in t.names.iter().zip(&t.paths) {
-                if let Some(tt) = step.add_target(j, name, path, job_workload.as_deref(), errors) {
+            for (clone, (name, path)) in t.names.iter().zip(&t.paths).enumerate() {
+                let at = Place {
+                    clone: clone as u64,
+                    name,
+                    path,
+                };
+                if let Some(tt) = step.add_target(j, at, job_workload.as_deref(), errors) {
                     self.targets.insert(name.clone(), tt.into());
                 }
             }
@@ -518,11 +533,11 @@ impl GroupStep<'_> {
     fn add_target(
         &mut self,
         j: &Job,
-        name: &str,
-        path: &Path,
+        at: Place,
         job_workload: Option<&str>,
         errors: &mut Vec<LineError>,
     ) -> Option<toml::Table> {
+        let (name, path) = (at.name, at.path);
         let null = j.engine.runs_on() == Runner::Null;
         if null && j.verify {
             errors.push(err(
@@ -565,7 +580,7 @@ impl GroupStep<'_> {
             let sizes = super::files::sizes(j);
             Some(super::files::io_bytes(j, &sizes)).filter(|_| sizes.iter().any(|s| *s > 0))
         } else {
-            j.size.or_else(|| existing_size(path))
+            j.size.or_else(|| super::files::existing_size(path))
         };
         if size.is_none() && null {
             errors.push(err(
@@ -614,7 +629,22 @@ impl GroupStep<'_> {
             self.target_workloads
                 .insert(name.to_string(), w.to_string().into());
         }
-        Some(target_table(j, path))
+        let offset = match super::files::clone_offset(j, path, at.clone) {
+            Ok(o) => o,
+            Err((line, m)) => {
+                let e = LineError {
+                    file: j.file.clone(),
+                    line,
+                    message: format!("job `{}`: {m}", j.name),
+                };
+                // Said once, not for every clone.
+                if !errors.contains(&e) {
+                    errors.push(e);
+                }
+                return None;
+            }
+        };
+        Some(target_table(j, path, offset))
     }
 
     /// The step's table: its workload and targets, bounds, caches and steady state.
@@ -661,7 +691,7 @@ impl GroupStep<'_> {
 
 /// The target of job `j`: a `file` target on `path`, or with ioengine=null a `null` target
 /// of the job's size (fio's null engine opens no file).
-fn target_table(j: &Job, path: &Path) -> toml::Table {
+fn target_table(j: &Job, path: &Path, offset: u64) -> toml::Table {
     let mut tt = toml::Table::new();
     let engine = match j.engine.runs_on() {
         Runner::Null => {
@@ -682,8 +712,8 @@ fn target_table(j: &Job, path: &Path) -> toml::Table {
     if let Some(s) = j.size {
         tt.insert("size".into(), (s as i64).into());
     }
-    if j.offset > 0 {
-        tt.insert("offset".into(), (j.offset as i64).into());
+    if offset > 0 {
+        tt.insert("offset".into(), (offset as i64).into());
     }
     super::files::target_keys(j, path, &mut tt);
     super::buffers::target_keys(j, &mut tt);

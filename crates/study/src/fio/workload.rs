@@ -18,7 +18,7 @@ pub(super) fn workload_table(job: &Job) -> toml::Table {
     } else {
         job.iodepth
     };
-    let shared = job.filename.is_some();
+    let shared = job.clones_as_threads();
     w.insert(
         "access".into(),
         if job.rw.random() {
