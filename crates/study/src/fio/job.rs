@@ -369,6 +369,8 @@ pub struct Rates {
     pub flow: u32,
     pub flow_id: u32,
     pub flow_sleep: Duration,
+    /// The line of a rate option that gave a trim rate (a third value above 0).
+    pub trim_line: Option<usize>,
 }
 
 /// What `rw=MODE:N` adds (fio's `ddir_seq_add` or `ddir_seq_nr`).

@@ -236,6 +236,7 @@ pub fn resolve_with(f: &JobFile, inherited: &[Entry]) -> Result<Vec<Job>, Vec<Li
         errors.extend(super::zones::check(&job));
         errors.extend(super::prio::check(&job));
         errors.extend(super::buffers::check(&job));
+        errors.extend(super::rates::check(&job));
         jobs.push(job);
     }
     if jobs.is_empty() && errors.is_empty() {

@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use super::job::{Job, Pair, Rates};
-use super::parse::{Entry, parse_size};
+use super::parse::{Entry, LineError, parse_size};
 use storlab_model::rate::RateProcess;
 
 impl Default for Rates {
@@ -24,13 +24,19 @@ impl Default for Rates {
             flow: 0,
             flow_id: 0,
             flow_sleep: Duration::ZERO,
+            trim_line: None,
         }
     }
 }
 
-/// fio's `R` (both directions) or `R,W` (`,W`: writes only; `R,`: reads only); a third
-/// value, for trims, is refused (storlab does not trim); 0 is no limit.
-fn pair(e: &Entry, one: &dyn Fn(&str) -> Result<u64, String>) -> Result<Pair, String> {
+/// fio's `R` (both directions) or `R,W` (`,W`: writes only; `R,`: reads only); 0 is no
+/// limit. A third value, for trims, is taken and noted in `trims` ([`check`] refuses it for
+/// a job that trims: storlab paces falloc's trims as its writes).
+fn pair(
+    e: &Entry,
+    one: &dyn Fn(&str) -> Result<u64, String>,
+    trims: &mut Option<usize>,
+) -> Result<Pair, String> {
     let v = e
         .value
         .as_deref()
@@ -49,9 +55,14 @@ fn pair(e: &Entry, one: &dyn Fn(&str) -> Result<u64, String>) -> Result<Pair, St
             Ok([r, r])
         }
         [r, w] => Ok([value(r)?, value(w)?]),
-        [r, w, ""] => Ok([value(r)?, value(w)?]),
+        [r, w, t] => {
+            if value(t)?.is_some() {
+                *trims = Some(e.line);
+            }
+            Ok([value(r)?, value(w)?])
+        }
         _ => Err(format!(
-            "{}={v}: a trim rate is not supported by storlab fio (storlab does not trim): give `read,write`",
+            "{}={v}: at most three values (read,write,trim)",
             e.name
         )),
     }
@@ -68,10 +79,10 @@ pub fn apply_rate(job: &mut Job, e: &Entry, canonical: &str, kb: u64) -> Result<
     let size = |p: &str| parse_size(p, kb);
     let r = &mut job.rates;
     match canonical {
-        "rate" => r.bytes = pair(e, &size)?,
-        "rate_iops" => r.iops = pair(e, &whole)?,
-        "rate_min" => r.min_bytes = pair(e, &size)?,
-        "rate_iops_min" => r.min_iops = pair(e, &whole)?,
+        "rate" => r.bytes = pair(e, &size, &mut r.trim_line)?,
+        "rate_iops" => r.iops = pair(e, &whole, &mut r.trim_line)?,
+        "rate_min" => r.min_bytes = pair(e, &size, &mut r.trim_line)?,
+        "rate_iops_min" => r.min_iops = pair(e, &whole, &mut r.trim_line)?,
         "rate_process" => {
             r.process = match e.value.as_deref() {
                 Some("linear") => RateProcess::Linear,
@@ -111,6 +122,23 @@ pub fn apply_rate(job: &mut Job, e: &Entry, canonical: &str, kb: u64) -> Result<
         _ => return Ok(false),
     }
     Ok(true)
+}
+
+/// A trim rate on a job that trims (fio's falloc punching holes): storlab paces its trims
+/// as its writes, so it cannot hold a rate of their own. On any other job it paces nothing,
+/// as in fio.
+pub fn check(job: &Job) -> Vec<LineError> {
+    match job.rates.trim_line {
+        Some(line) if job.trim.is_some() => vec![LineError {
+            file: job.file.clone(),
+            line,
+            message: format!(
+                "job `{}`: a trim rate (the third value) is not supported by storlab fio: it paces falloc's trims as its writes; give the rate as the write value",
+                job.name
+            ),
+        }],
+        _ => Vec::new(),
+    }
 }
 
 /// The workload's `flow` key (fio's flow control), when the job has a weight.
@@ -210,6 +238,21 @@ mod tests {
         assert_eq!(j.rates.ops_per_second(&j), None);
         let j = job("[a]\nrw=randrw\nrate=,1m\nbs=4k\n");
         assert_eq!(j.rates.ops_per_second(&j), Some(512.0));
+        // A trim rate (fio's examples/exitwhat.fio: rate=300,300,300) paces nothing on a job
+        // that does not trim, as in fio; on one that trims it is refused by line.
+        let j = job("[a]\nrw=randrw\nrate=300,300,300\n");
+        assert_eq!(j.rates.bytes, [Some(300), Some(300)]);
+        let e = resolve(
+            &parse(
+                "job.fio",
+                "[a]\nioengine=falloc\nrw=trim\nsize=1m\nrate=1m,1m,1m\n",
+                &|_| None,
+            )
+            .unwrap(),
+        )
+        .unwrap_err();
+        assert_eq!(e[0].line, 5);
+        assert!(e[0].message.contains("trim rate"), "{e:?}");
     }
 
     #[test]
@@ -225,14 +268,14 @@ mod tests {
         let e = resolve(
             &parse(
                 "job.fio",
-                "[a]\nrate=1m,1m,1m\nrate_process=bursty\nrate_cycle=0\n",
+                "[a]\nrate=1m,1m,1m,1m\nrate_process=bursty\nrate_cycle=0\n",
                 &|_| None,
             )
             .unwrap(),
         )
         .unwrap_err();
         assert_eq!(e.len(), 3, "{e:?}");
-        assert!(e[0].message.contains("trim"), "{}", e[0]);
+        assert!(e[0].message.contains("at most three"), "{}", e[0]);
         assert!(e[1].message.contains("linear or poisson"), "{}", e[1]);
     }
 }
