@@ -73,7 +73,8 @@ pub fn apply_numa(job: &mut Job, e: &Entry, canonical: &str) -> Result<bool, Str
         "numa_mem_policy" => {
             let v = e.needed()?;
             if let Some(list) = policy_nodes(v)? {
-                nodes(list, &e.name)?;
+                nodes(list, &e.name)
+                    .map_err(|m| m.replacen(&format!("={list}:"), &format!("={v}:"), 1))?;
             }
             let machine = online().map_err(|m| format!("{}={v}: {m}", e.name))?;
             if machine.cpus().len() > 1 {
