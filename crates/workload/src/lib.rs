@@ -16,6 +16,7 @@ pub mod icf;
 pub mod kv;
 pub mod pgbench;
 
+pub mod stream;
 pub mod working_set;
 pub mod ycsb;
 

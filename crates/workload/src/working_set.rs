@@ -16,7 +16,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::buffers::Stream;
+use crate::stream::{STREAM_STEP, Stream};
 
 /// `dedupe-working-set = { percent = 50, global = true }` in `write-buffers`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -92,7 +92,7 @@ impl Pages {
             pages,
             per_participant: (pages / starts.len() as u64).max(1),
             starts,
-            page_step: (2 * chunks).wrapping_mul(crate::buffers::STREAM_STEP),
+            page_step: (2 * chunks).wrapping_mul(STREAM_STEP),
             index: Stream(storlab_model::seed::mix_seed(seed, &[0x5e7])),
         }
     }
