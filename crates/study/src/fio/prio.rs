@@ -252,11 +252,11 @@ fn command_rules(job: &Job) -> Vec<toml::Value> {
     let Some((percent, _)) = p.cmd_percent else {
         return Vec::new();
     };
+    if percent == [0, 0] {
+        return Vec::new();
+    }
     if percent[0] == percent[1] && implicit(0) == implicit(1) {
-        return vec![rule(percent[0], implicit(0), None, None)]
-            .into_iter()
-            .filter(|_| percent[0] > 0)
-            .collect();
+        return vec![rule(percent[0], implicit(0), None, None)];
     }
     (0..2)
         .filter(|d| percent[*d] > 0)
