@@ -251,15 +251,25 @@ fn flow_keeps_the_weights_proportion() {
         return;
     };
     let got = run_storlab(&args);
-    for (who, doc) in [("fio", &want), ("storlab", &got)] {
+    let ratio = |doc: &serde_json::Value| {
         let ios = per_job(doc);
         let n = |j: &str| (ios[j][0].1 + ios[j][1].1) as f64;
-        let ratio = n("heavy") / n("light");
-        assert!(
-            (7.5..8.5).contains(&ratio),
-            "{who}: heavy/light {ratio} ({ios:?})"
-        );
-    }
+        (n("heavy") / n("light"), ios)
+    };
+    // fio's gate holds a job back by sleeping, so how close fio comes to 8 depends on how
+    // its threads were scheduled (4.4 on a loaded 2-core CI machine): it must favour the
+    // heavy job, no more. storlab's gate counts operations, so it keeps the weights'
+    // proportion however the workers are scheduled.
+    let (fio_ratio, fio_ios) = ratio(&want);
+    assert!(
+        fio_ratio > 2.0,
+        "fio: heavy/light {fio_ratio} ({fio_ios:?})"
+    );
+    let (got_ratio, got_ios) = ratio(&got);
+    assert!(
+        (7.5..8.5).contains(&got_ratio),
+        "storlab: heavy/light {got_ratio} (fio {fio_ratio}; {got_ios:?})"
+    );
 }
 
 /// The MiB of `path` that hold written data (not zeros).
