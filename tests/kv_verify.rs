@@ -293,7 +293,9 @@ fn free_port() -> u16 {
 /// One thread updates keys user0, user1, ... in order (one write per key) at 1,000 ops/s
 /// for 3 s against a redis-server the study starts with `persistence`, kills with SIGKILL
 /// at 1 s and starts again at 1.5 s. Returns the run's summary.
-fn killed_redis(lab: &Lab, persistence: &[&str]) -> serde_json::Value {
+/// `expect`: the study's `verify-expect` line (the damage it declares, which then does not
+/// fail the run), or "".
+fn killed_redis(lab: &Lab, persistence: &[&str], expect: &str) -> serde_json::Value {
     let port = free_port();
     let dir = lab.path().display().to_string();
     let mut args = vec![
@@ -330,6 +332,7 @@ insert-order = "ordered"
 threads = 1
 rate-ops = 1000
 verify = true
+{expect}
 
 [[steps]]
 workload = "updates"
@@ -399,12 +402,18 @@ fn redis_killed_without_persistence_loses_every_key_acknowledged_before_the_kill
         return;
     }
     let lab = Lab::new();
-    let s = killed_redis(&lab, &["--appendonly", "no"]);
+    // The keys lost with the server are what the study expects: the run succeeds.
+    let s = killed_redis(
+        &lab,
+        &["--appendonly", "no"],
+        r#"verify-expect = ["missing"]"#,
+    );
     let v = &s["targets"][0]["verify"];
     let (ok, failed) = updates(&s);
     assert!(failed > 0, "the outage failed some updates: {s}");
     assert_eq!(v["keys-checked"].as_u64(), Some(ok), "{v}");
     let missing = keys(v, "missing");
+    assert_eq!(v["expected"], serde_json::json!(["missing"]), "{v}");
     // About 1,000 updates before the kill at 1 s; and some after the restart.
     assert!(missing > 200, "{v}");
     assert!(keys(v, "intact") > 200, "{v}");
@@ -440,7 +449,12 @@ fn redis_killed_with_appendfsync_always_loses_nothing() {
         return;
     }
     let lab = Lab::new();
-    let s = killed_redis(&lab, &["--appendonly", "yes", "--appendfsync", "always"]);
+    // Nothing declared and nothing damaged: the run succeeds.
+    let s = killed_redis(
+        &lab,
+        &["--appendonly", "yes", "--appendfsync", "always"],
+        "",
+    );
     let v = &s["targets"][0]["verify"];
     let (ok, failed) = updates(&s);
     assert!(failed > 0, "the outage failed some updates: {s}");

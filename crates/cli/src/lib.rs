@@ -71,6 +71,11 @@ enum Command {
     /// a minute).
     Brief(BriefArgs),
     /// Run a study file and store its results.
+    ///
+    /// Exit status: 0 all went well; 1 an error, or a step stopped by a failed event; 2 the
+    /// study is not valid; 3 a verify pass found damaged blocks or keys the study does not
+    /// expect (`verify-expect`); 4 the shared results store could not be reached (every run
+    /// kept in its folder); 130 interrupted (what was measured is kept).
     Run(RunArgs),
     /// Validate a study file; report every problem with its line and key.
     Check {
@@ -372,6 +377,9 @@ const EXIT_INVALID: i32 = 2;
 /// Exit code when the study ran but a shared results store could not be reached: every run is
 /// kept in its folder, to be pushed (`storlab results push`).
 const EXIT_STORE_UNREACHABLE: i32 = 4;
+/// Exit code when a verify pass found damaged blocks or keys that the study did not declare
+/// it expects (`verify-expect`), as `storlab verify` exits on damage.
+const EXIT_DAMAGED: i32 = 3;
 /// Exit code when the user interrupted (results of what ran are kept).
 const EXIT_INTERRUPTED: i32 = 130;
 
@@ -645,6 +653,9 @@ fn execute_watched(
             eprintln!("error: {m}");
         }
         1
+    } else if let Some(m) = unexpected_damage(&outcome) {
+        eprintln!("error: {m}");
+        EXIT_DAMAGED
     } else {
         0
     };
@@ -664,6 +675,35 @@ fn execute_watched(
         None => code,
     };
     Ok((outcome, code))
+}
+
+/// What the runs' verify passes found damaged that their study did not declare it expects,
+/// per run and target; None when nothing was.
+fn unexpected_damage(outcome: &StudyOutcome) -> Option<String> {
+    let found: Vec<String> = outcome
+        .summaries
+        .iter()
+        .flat_map(|s| {
+            s.targets
+                .iter()
+                .filter_map(|t| t.verify.as_ref())
+                .filter(|v| v.unexpected_damage() > 0)
+                .map(move |v| {
+                    format!(
+                        "run {} target `{}`: {} damaged",
+                        s.run_index,
+                        v.target(),
+                        v.unexpected_damage()
+                    )
+                })
+        })
+        .collect();
+    (!found.is_empty()).then(|| {
+        format!(
+            "the verify pass found damage the study does not expect (`verify-expect`): {}",
+            found.join("; ")
+        )
+    })
 }
 
 /// A shared store gets the study's own files (`raid.json`, `baseline.json`) once they are

@@ -164,7 +164,7 @@ pub(super) fn run_one(
     let (timed, failure) = m.during;
     recorded.extend(timed);
     // Read back what was written (not part of any latency figure), once the workers stopped.
-    super::verify::after_run(run, &armed.verify_tables, &mut summary);
+    super::verify::after_run(run, &armed.verify_tables, &recorded, &mut summary);
     // The after-step events (fio's exec_postrun), before the processes started are stopped.
     let (after_step, after_failure) = events::run_after(&run.events, &event_context, processes);
     recorded.extend(after_step);

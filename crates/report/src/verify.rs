@@ -83,11 +83,12 @@ fn kv_cells(run: usize, step: &str, target: &str, v: &KvVerifyReport) -> Vec<Str
     c
 }
 
-const KV_ABOUT: &str = "After each ycsb run with <code>verify = true</code>, every key with an acknowledged write (keys acknowledged) was read back (keys checked) and classified; lost writes are lost plus missing keys, acknowledged writes the store does not hold (a finding, e.g. a Redis Cluster's asynchronous replication when a master dies; not a failure of the run). Classes: intact (a write not overtaken by a later acknowledged one); lost (an older write: a lost update); missing (the key is gone); corrupt (a stamp whose checksum, key or format does not match); unreadable (the read failed). The read-back is not part of any latency figure.";
+const KV_ABOUT: &str = "After each ycsb run with <code>verify = true</code>, every key with an acknowledged write (keys acknowledged) was read back (keys checked) and classified; lost writes are lost plus missing keys, acknowledged writes the store does not hold (a failure of the run, unless its study declares them expected with <code>verify-expect</code>, as one losing a Redis Cluster master whose replication is asynchronous does). Classes: intact (a write not overtaken by a later acknowledged one); lost (an older write: a lost update); missing (the key is gone); corrupt (a stamp whose checksum, key or format does not match); unreadable (the read failed). The read-back is not part of any latency figure.";
 
-const DAMAGE: [VerifyClass; 6] = [
+const DAMAGE: [VerifyClass; 7] = [
     VerifyClass::LostDurable,
     VerifyClass::LostUnsynced,
+    VerifyClass::LostWhileUp,
     VerifyClass::Torn,
     VerifyClass::Misplaced,
     VerifyClass::Foreign,
@@ -111,7 +112,7 @@ fn first_offsets(v: &VerifyReport) -> String {
         .join("; ")
 }
 
-const HEAD: &str = "run | step | target | blocks checked | intact | lost-durable | lost-unsynced | torn | misplaced | foreign | unreadable | read back (MB/s, s) | first offsets of damaged blocks (bytes)";
+const HEAD: &str = "run | step | target | blocks checked | intact | lost-durable | lost-unsynced | lost-while-up | torn | misplaced | foreign | unreadable | read back (MB/s, s) | first offsets of damaged blocks (bytes)";
 
 fn cells(run: usize, step: &str, target: &str, v: &VerifyReport) -> Vec<String> {
     let mut c = vec![
@@ -164,7 +165,7 @@ pub fn html_section(h: &mut String, summaries: &[&RunSummary]) {
         h.push_str("</section>\n");
         return;
     }
-    h.push_str("<p>After each run with <code>verify = true</code>, every block whose last acknowledged generation storlab knows was read back and classified: intact; lost (an older generation than acknowledged: durable, after an fsync had completed, or unsynced); torn (checksum mismatch); misplaced (another offset's or target's block); foreign (no storlab header); unreadable (I/O error). The read-back is not part of any latency figure.</p><table><thead><tr>");
+    h.push_str("<p>After each run with <code>verify = true</code>, every block whose last acknowledged generation storlab knows was read back and classified: intact; lost (an older generation than acknowledged: durable, after an fsync had completed; unsynced, not yet synced when a crash or power-off came; while up, not yet synced and no crash came, which the storage may not do); torn (checksum mismatch); misplaced (another offset's or target's block); foreign (no storlab header); unreadable (I/O error). The read-back is not part of any latency figure.</p><table><thead><tr>");
     for head in HEAD.split(" | ") {
         let _ = write!(h, "<th>{}</th>", esc(head));
     }

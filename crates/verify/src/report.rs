@@ -15,8 +15,13 @@ pub enum VerifyClass {
     /// An older generation than acknowledged, whose acknowledged write was durable (an fsync
     /// after it completed).
     LostDurable,
-    /// An older generation than acknowledged, whose acknowledged write was not yet synced.
+    /// An older generation than acknowledged, whose acknowledged write was not yet synced,
+    /// after a crash or power-off (POSIX lets a crash lose what was not synced).
     LostUnsynced,
+    /// An older generation than acknowledged, whose acknowledged write was not yet synced,
+    /// with no crash or power-off before the pass: the storage lost a write it had
+    /// acknowledged while it stayed up (POSIX does not allow it).
+    LostWhileUp,
     /// The checksum does not match the block's content.
     Torn,
     /// A storlab block of another offset or another target.
@@ -28,10 +33,11 @@ pub enum VerifyClass {
 }
 
 impl VerifyClass {
-    pub const ALL: [VerifyClass; 7] = [
+    pub const ALL: [VerifyClass; 8] = [
         VerifyClass::Intact,
         VerifyClass::LostDurable,
         VerifyClass::LostUnsynced,
+        VerifyClass::LostWhileUp,
         VerifyClass::Torn,
         VerifyClass::Misplaced,
         VerifyClass::Foreign,
@@ -43,6 +49,7 @@ impl VerifyClass {
             VerifyClass::Intact => "intact",
             VerifyClass::LostDurable => "lost-durable",
             VerifyClass::LostUnsynced => "lost-unsynced",
+            VerifyClass::LostWhileUp => "lost-while-up",
             VerifyClass::Torn => "torn",
             VerifyClass::Misplaced => "misplaced",
             VerifyClass::Foreign => "foreign",
@@ -119,10 +126,14 @@ pub struct VerifyReport {
     /// Blocks with a known generation, read back and classified.
     pub blocks_checked: u64,
     pub intact: ClassResult,
-    /// Lost writes: `lost-durable` + `lost-unsynced`.
+    /// Lost writes: `lost-durable` + `lost-unsynced` + `lost-while-up`.
     pub lost: ClassResult,
     pub lost_durable: ClassResult,
     pub lost_unsynced: ClassResult,
+    /// Absent in reports written before the class existed (their unsynced losses are all
+    /// `lost-unsynced`).
+    #[serde(default)]
+    pub lost_while_up: ClassResult,
     pub torn: ClassResult,
     pub misplaced: ClassResult,
     pub foreign: ClassResult,
@@ -149,6 +160,10 @@ pub struct VerifyReport {
     /// Blocks whose write was in flight in that state.
     #[serde(default)]
     pub in_flight: InFlight,
+    /// The classes of damage the study declared it expects (`verify-expect`: a fault it
+    /// injects): found, they are reported but do not fail the run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expected: Vec<VerifyClass>,
 }
 
 impl VerifyReport {
@@ -157,6 +172,7 @@ impl VerifyReport {
             VerifyClass::Intact => &self.intact,
             VerifyClass::LostDurable => &self.lost_durable,
             VerifyClass::LostUnsynced => &self.lost_unsynced,
+            VerifyClass::LostWhileUp => &self.lost_while_up,
             VerifyClass::Torn => &self.torn,
             VerifyClass::Misplaced => &self.misplaced,
             VerifyClass::Foreign => &self.foreign,
@@ -169,6 +185,7 @@ impl VerifyReport {
             VerifyClass::Intact => &mut self.intact,
             VerifyClass::LostDurable => &mut self.lost_durable,
             VerifyClass::LostUnsynced => &mut self.lost_unsynced,
+            VerifyClass::LostWhileUp => &mut self.lost_while_up,
             VerifyClass::Torn => &mut self.torn,
             VerifyClass::Misplaced => &mut self.misplaced,
             VerifyClass::Foreign => &mut self.foreign,
@@ -186,7 +203,10 @@ impl VerifyReport {
             }
         };
         note(self.class_mut(c));
-        if matches!(c, VerifyClass::LostDurable | VerifyClass::LostUnsynced) {
+        if matches!(
+            c,
+            VerifyClass::LostDurable | VerifyClass::LostUnsynced | VerifyClass::LostWhileUp
+        ) {
             note(&mut self.lost);
         }
     }
@@ -194,6 +214,26 @@ impl VerifyReport {
     /// Blocks not intact.
     pub fn damaged(&self) -> u64 {
         self.blocks_checked - self.intact.blocks
+    }
+
+    /// No crash or power-off came before the pass: the writes lost before their sync were
+    /// lost while the storage stayed up (`lost-while-up`), not to a crash.
+    pub fn no_crash_before(&mut self) {
+        let unsynced = std::mem::take(&mut self.lost_unsynced);
+        self.lost_while_up.blocks += unsynced.blocks;
+        let room = FIRST_OFFSETS.saturating_sub(self.lost_while_up.first_offsets.len());
+        self.lost_while_up
+            .first_offsets
+            .extend(unsynced.first_offsets.into_iter().take(room));
+    }
+
+    /// Damaged blocks of the classes the study did not declare it expects.
+    pub fn unexpected_damage(&self) -> u64 {
+        VerifyClass::ALL[1..]
+            .iter()
+            .filter(|c| !self.expected.contains(c))
+            .map(|c| self.class(*c).blocks)
+            .sum()
     }
 
     /// A plain-text table: class, blocks, first offsets.
@@ -270,6 +310,37 @@ mod tests {
         assert_eq!(back.class_rows()[1], ("lost", 1, "user1".to_string()));
     }
 
+    /// Without a crash, writes lost before their sync are `lost-while-up`; only the classes
+    /// the study did not declare count as unexpected damage.
+    #[test]
+    fn unsynced_losses_without_a_crash_are_lost_while_up_and_only_undeclared_damage_counts() {
+        let mut r = VerifyReport::default();
+        r.add(VerifyClass::LostWhileUp, 0);
+        for i in 1..=20 {
+            r.add(VerifyClass::LostUnsynced, i * 4096);
+        }
+        r.add(VerifyClass::Torn, 1 << 20);
+        r.add(VerifyClass::Intact, 2 << 20);
+        r.no_crash_before();
+        assert_eq!(r.lost_unsynced, ClassResult::default());
+        assert_eq!(r.lost_while_up.blocks, 21);
+        assert_eq!(r.lost_while_up.first_offsets.len(), FIRST_OFFSETS);
+        assert_eq!(r.lost_while_up.first_offsets[..2], [0, 4096]);
+        assert_eq!(r.lost.blocks, 21, "lost is unchanged");
+        assert_eq!((r.damaged(), r.unexpected_damage()), (22, 22));
+        r.expected = vec![VerifyClass::LostWhileUp];
+        assert_eq!(r.unexpected_damage(), 1, "the torn block");
+        r.expected.push(VerifyClass::Torn);
+        assert_eq!(Verified::Block(r).unexpected_damage(), 0);
+        let mut kv = crate::kv::KvVerifyReport::default();
+        kv.add(crate::kv::KvClass::Missing, "user1");
+        kv.add(crate::kv::KvClass::Intact, "user2");
+        kv.expected = vec![crate::kv::KvClass::Lost];
+        assert_eq!(kv.unexpected_damage(), 1);
+        kv.expected.push(crate::kv::KvClass::Missing);
+        assert_eq!(kv.unexpected_damage(), 0);
+    }
+
     #[test]
     fn lost_blocks_count_in_their_kind_and_in_lost_and_offsets_stop_at_16() {
         let mut r = VerifyReport::default();
@@ -288,8 +359,10 @@ mod tests {
 }
 
 /// A verify pass of either kind, as `targets[].verify` holds it (told apart by `kind`).
+/// One per target and run, never on a hot path: the block report's size is no cost.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
+#[allow(clippy::large_enum_variant)]
 pub enum Verified {
     KeyValue(crate::kv::KvVerifyReport),
     Block(VerifyReport),
@@ -316,6 +389,15 @@ impl Verified {
         match self {
             Verified::KeyValue(r) => r.damaged(),
             Verified::Block(r) => r.damaged(),
+        }
+    }
+
+    /// Blocks or keys damaged in a class the study did not declare it expects
+    /// (`verify-expect`): a failure of the run.
+    pub fn unexpected_damage(&self) -> u64 {
+        match self {
+            Verified::KeyValue(r) => r.unexpected_damage(),
+            Verified::Block(r) => r.unexpected_damage(),
         }
     }
 

@@ -100,7 +100,12 @@ pub fn after_run_kv(
         let report = kv::after_run(t, p, table, to, &mut warnings);
         summary.warnings.extend(warnings);
         match report {
-            Ok(r) => {
+            Ok(mut r) => {
+                r.expected = t
+                    .workload
+                    .as_ycsb()
+                    .map(|y| y.verify_expect.clone())
+                    .unwrap_or_default();
                 let warning = (r.damaged() > 0).then(|| {
                     format!(
                         "target `{}`: verify found {} of {} keys damaged (lost {}, missing {}, corrupt {}, unreadable {})",
@@ -218,8 +223,10 @@ pub fn move_into_run_folder(
 pub fn after_run(
     run: &storlab_study::plan::RunPlan,
     tables: &[Option<std::sync::Arc<VerifyTable>>],
+    recorded: &[crate::events::Recorded],
     summary: &mut storlab_results::summary::RunSummary,
 ) {
+    let crashed = crash_before(run, recorded);
     let several = run.targets.len() > 1;
     for (t, table) in run.targets.iter().zip(tables) {
         let Some(table) = table else { continue };
@@ -267,6 +274,14 @@ pub fn after_run(
         match report {
             Ok(mut r) => {
                 r.state_file = state_file.map(|p| p.display().to_string());
+                if !crashed {
+                    r.no_crash_before();
+                }
+                r.expected = t
+                    .workload
+                    .as_block()
+                    .map(|b| b.verify_expect.clone())
+                    .unwrap_or_default();
                 let warning = (r.damaged() > 0).then(|| {
                     format!(
                         "target `{}`: verify found {} of {} blocks damaged (lost {}, torn {}, misplaced {}, foreign {}, unreadable {})",
@@ -287,6 +302,26 @@ pub fn after_run(
                 .push(format!("target `{}`: verify pass not run: {e}", t.name)),
         }
     }
+}
+
+/// Whether the step crashed something before its verify pass: a `power-off` event, or a
+/// `kill` with SIGKILL, that ran. Only then may a write acknowledged but not synced be lost
+/// (`lost-unsynced`); otherwise such a loss is `lost-while-up`.
+fn crash_before(run: &storlab_study::plan::RunPlan, recorded: &[crate::events::Recorded]) -> bool {
+    use storlab_study::events::Action;
+    let ran = |name: &str| {
+        recorded
+            .iter()
+            .any(|r| r.name == name && r.status == storlab_results::events::EventStatus::Ok)
+    };
+    run.events.iter().any(|e| {
+        let crash = match &e.action {
+            Action::PowerOff { .. } => true,
+            Action::Kill { signal, .. } => signal.number == libc::SIGKILL,
+            _ => false,
+        };
+        crash && ran(&e.name)
+    })
 }
 
 /// `storlab verify STATE`: loads a saved table (of blocks or keys) and reads its target back.

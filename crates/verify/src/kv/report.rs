@@ -91,6 +91,11 @@ pub struct KvVerifyReport {
     /// Where the table was saved (`verify-state`), or the state file verified.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_file: Option<String>,
+    /// The classes of damage the study declared it expects (`verify-expect`: a fault it
+    /// injects, as a Redis Cluster's asynchronous replication losing a master): found, they
+    /// are reported but do not fail the run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expected: Vec<KvClass>,
 }
 
 impl KvVerifyReport {
@@ -133,6 +138,15 @@ impl KvVerifyReport {
     /// Keys not intact.
     pub fn damaged(&self) -> u64 {
         self.keys_checked - self.intact.keys
+    }
+
+    /// Damaged keys of the classes the study did not declare it expects.
+    pub fn unexpected_damage(&self) -> u64 {
+        KvClass::ALL[1..]
+            .iter()
+            .filter(|c| !self.expected.contains(c))
+            .map(|c| self.class(*c).keys)
+            .sum()
     }
 
     /// A plain-text table: class, keys, first keys.

@@ -131,6 +131,11 @@ pub struct BlockWorkload {
     /// `storlab verify PATH` (fio's `verify_state_save`). With several targets in one run,
     /// each target's goes to `PATH.TARGET`.
     pub verify_state: Option<std::path::PathBuf>,
+    /// The classes of damage the study expects its verify pass to find (`verify-expect`: a
+    /// fault it injects, as a power loss before a sync): found, they are reported but do not
+    /// fail the run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verify_expect: Vec<storlab_verify::VerifyClass>,
     /// IOmeter's access specification: lines chosen per burst by their share, each with its
     /// transfer size, read and random shares, alignment, burst length and delay (see
     /// [`self::access_spec`]). Replaces `block-size`, `read-share`, `random-share`,
@@ -471,6 +476,18 @@ impl BlockWorkload {
         if self.verify_state.is_some() && !self.verify {
             return Err(err("verify-state", "verify-state needs verify = true"));
         }
+        if !self.verify_expect.is_empty() && !self.verify {
+            return Err(err("verify-expect", "verify-expect needs verify = true"));
+        }
+        if self
+            .verify_expect
+            .contains(&storlab_verify::VerifyClass::Intact)
+        {
+            return Err(err(
+                "verify-expect",
+                "verify-expect lists classes of damage; `intact` is none",
+            ));
+        }
         if let Some(b) = &self.write_buffers {
             b.validate()?;
             if self.verify {
@@ -802,6 +819,23 @@ mod tests {
                 .key,
             "verify-state"
         );
+        let w = workload(
+            "read-share = 0.5\nverify = true\nverify-expect = [\"lost-unsynced\", \"torn\"]",
+        )
+        .unwrap();
+        assert_eq!(
+            w.verify_expect,
+            [
+                storlab_verify::VerifyClass::LostUnsynced,
+                storlab_verify::VerifyClass::Torn
+            ]
+        );
+        for bad in [
+            "read-share = 0.5\nverify-expect = [\"torn\"]",
+            "read-share = 0.5\nverify = true\nverify-expect = [\"intact\"]",
+        ] {
+            assert_eq!(workload(bad).unwrap_err().key, "verify-expect", "{bad}");
+        }
     }
 
     #[test]

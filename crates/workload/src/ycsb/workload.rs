@@ -72,6 +72,11 @@ pub struct YcsbWorkload {
     /// Where to save the table of acknowledged writes when the run ends, for `storlab verify
     /// PATH`. With several targets in one run, `PATH.TARGET` each.
     pub verify_state: Option<PathBuf>,
+    /// The classes of damage the study expects its verify pass to find (`verify-expect`: a
+    /// fault it injects, as a Redis Cluster master lost with writes not yet replicated):
+    /// found, they are reported but do not fail the run.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub verify_expect: Vec<storlab_verify::kv::KvClass>,
     /// The core workload these resolve to.
     #[serde(skip)]
     pub core: Arc<CoreWorkload>,
@@ -281,6 +286,10 @@ impl YcsbWorkload {
             Some(toml::Value::String(s)) => Some(PathBuf::from(s)),
             Some(_) => return Err(err("verify-state", "verify-state is a path (a string)")),
         };
+        let verify_expect = match take("verify-expect") {
+            None => Vec::new(),
+            Some(v) => expected_classes(&v, verify).map_err(|m| err("verify-expect", m))?,
+        };
         let raw = match take("properties") {
             None => toml::Table::new(),
             Some(toml::Value::Table(t)) => t,
@@ -309,6 +318,7 @@ impl YcsbWorkload {
         w.workload_file = workload_file;
         w.verify = verify;
         w.verify_state = verify_state;
+        w.verify_expect = verify_expect;
         if let Some(p) = props.unclaimed().next() {
             return Err(err(
                 &key_of(p),
@@ -395,6 +405,7 @@ impl YcsbWorkload {
             quick: QuickScale::default(),
             verify: false,
             verify_state: None,
+            verify_expect: Vec::new(),
             core: Arc::new(core),
         })
     }
@@ -596,6 +607,42 @@ pub fn ack_error(e: AckError) -> OpError {
     }
 }
 
+/// `verify-expect`: an array of the key-value classes of damage (`lost`, `missing`,
+/// `corrupt`, `unreadable`), on a workload with `verify = true`.
+fn expected_classes(
+    v: &toml::Value,
+    verify: bool,
+) -> Result<Vec<storlab_verify::kv::KvClass>, String> {
+    use storlab_verify::kv::KvClass;
+    let names = || {
+        KvClass::ALL[1..]
+            .iter()
+            .map(|c| format!("`{}`", c.name()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if !verify {
+        return Err("verify-expect needs verify = true".into());
+    }
+    let Some(items) = v.as_array() else {
+        return Err(format!(
+            "verify-expect is an array of classes of damage: {}",
+            names()
+        ));
+    };
+    items
+        .iter()
+        .map(|item| {
+            let name = item.as_str().unwrap_or_default();
+            KvClass::ALL[1..]
+                .iter()
+                .copied()
+                .find(|c| c.name() == name)
+                .ok_or_else(|| format!("`{item}` is not a class of damage: {}", names()))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -639,6 +686,29 @@ mod tests {
         assert_eq!(e.key, "phase");
         let e = table("phase = \"run\"\nrecord-count = 10").unwrap_err();
         assert_eq!(e.key, "operation-count");
+    }
+
+    #[test]
+    fn verify_expect_names_classes_of_damage_on_a_verified_workload() {
+        let load = "phase = \"load\"\nrecord-count = 1000";
+        let w = table(&format!(
+            "{load}\nverify = true\nverify-expect = [\"missing\", \"lost\"]"
+        ))
+        .unwrap();
+        use storlab_verify::kv::KvClass;
+        assert_eq!(w.verify_expect, [KvClass::Missing, KvClass::Lost]);
+        for (bad, says) in [
+            ("verify-expect = [\"lost\"]", "needs verify = true"),
+            (
+                "verify = true\nverify-expect = [\"intact\"]",
+                "`\"intact\"` is not a class of damage: `lost`, `missing`",
+            ),
+            ("verify = true\nverify-expect = \"lost\"", "is an array"),
+        ] {
+            let e = table(&format!("{load}\n{bad}")).unwrap_err();
+            assert_eq!(e.key, "verify-expect", "{bad}");
+            assert!(e.message.contains(says), "{bad}: {}", e.message);
+        }
     }
 
     #[test]
