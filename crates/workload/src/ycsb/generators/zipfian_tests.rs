@@ -122,6 +122,24 @@ fn skewed_latest_draws_are_ycsbs() {
 /// once; [`zeta_approx`] (Euler-Maclaurin past 2^16 terms) agrees with direct sums to 1e-12 and
 /// with zeta(10^10, 0.99) to 40 digits (mpmath: zeta(s) - zeta(s, 10^10 + 1) is
 /// 26.46902820175147906...); YCSB's constant, summed term by term in doubles, is 1.2e-12 high.
+/// Past [`ZETA_EXACT_TERMS`] zeta is the approximation: a zipfian over 4.4e15 items (a
+/// fuzzed `recordcount` under `latest`) is built at once instead of summing for years.
+#[test]
+fn zeta_past_the_exact_terms_is_the_approximation() {
+    let huge = 4_444_444_444_444_425;
+    assert_eq!(
+        zeta(huge, 0.99).to_bits(),
+        zeta_approx(huge, 0.99).to_bits()
+    );
+    let n = ZETA_EXACT_TERMS + 1;
+    assert_eq!(zeta(n, 0.99).to_bits(), zeta_approx(n, 0.99).to_bits());
+    let latest = SkewedLatest::new(huge, 0.99, ZipfianEta::InitialCount).unwrap();
+    assert_eq!(
+        latest.zipfian().zetan().to_bits(),
+        zeta_approx(huge, 0.99).to_bits()
+    );
+}
+
 #[test]
 fn zeta_is_summed_as_ycsb_and_the_approximation_is_close() {
     let mut stepped = zeta(1000, 0.99);
