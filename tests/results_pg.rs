@@ -286,14 +286,25 @@ fn a_report_from_the_store_alone_equals_the_one_from_the_folders() {
     // Another machine: a clean folder, and the run folders gone from this one.
     std::fs::remove_dir_all(lab.results()).expect("remove the results");
     let clean = Lab::new();
+    // The study's folder name, as `results:` printed it, selects every run of the study, as
+    // the folder does.
+    let study_name = study.file_name().unwrap().to_str().unwrap().to_string();
     for (f, expected) in ["md", "html", "csv"].iter().zip(&from_folders) {
-        let got = report(&clean, &ids, f, &format!("store.{f}"), Some(&db.url));
-        assert!(
-            &got == expected,
-            "{f} differs:\n--- from the folders\n{}\n--- from the store\n{}",
-            String::from_utf8_lossy(expected),
-            String::from_utf8_lossy(&got)
-        );
+        for (how, results) in [("ids", ids.clone()), ("study", vec![study_name.clone()])] {
+            let got = report(
+                &clean,
+                &results,
+                f,
+                &format!("store-{how}.{f}"),
+                Some(&db.url),
+            );
+            assert!(
+                &got == expected,
+                "{f} by {how} differs:\n--- from the folders\n{}\n--- from the store\n{}",
+                String::from_utf8_lossy(expected),
+                String::from_utf8_lossy(&got)
+            );
+        }
     }
     // The HTML's latency charts came from the HDR log the store kept.
     let html = String::from_utf8_lossy(&from_folders[1]).to_string();

@@ -346,6 +346,11 @@ pub fn load_result_at(arg: &str, location: &StoreLocation) -> Result<Vec<StoredR
         return Err(LoadError::NotFound(arg.into()));
     }
     let store = Store::open_location(location)?;
+    // A study's folder name selects all its runs, as its folder does.
+    let study = store.study_run_ids(arg)?;
+    if !study.is_empty() {
+        return study.iter().map(|id| load_run_by_id(&store, id)).collect();
+    }
     match store.run_id(arg) {
         Ok(run_id) => Ok(vec![load_run_by_id(&store, &run_id)?]),
         Err(StoreError::NoSuchRun(_)) => Err(LoadError::NotFound(arg.into())),

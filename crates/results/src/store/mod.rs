@@ -61,6 +61,21 @@ pub enum StoreError {
     },
     #[error("no run `{0}` in the results store (see `storlab results list`)")]
     NoSuchRun(String),
+    /// A name that more than one run's id starts or ends with.
+    #[error(
+        "`{name}` names {} runs{}: {}; give one run's id (`storlab results list`){}",
+        matches.len(),
+        if *study { " of one study" } else { "" },
+        listed(matches),
+        if *study { ", or report the study's runs together (`storlab report NAME`)" } else { "" }
+    )]
+    Ambiguous {
+        name: String,
+        /// The ids, the newest first (at most 1,001).
+        matches: Vec<String>,
+        /// They are the runs of the study folder `name`.
+        study: bool,
+    },
     #[error("run `{run}` has a summary that cannot be read: {source}")]
     BadSummary {
         run: String,
@@ -297,18 +312,44 @@ impl Store {
 
     /// A run's stored summary. Accepts a full run id or a unique suffix/prefix of one.
     pub fn summary(&self, run: &str) -> Result<RunSummary, StoreError> {
-        each!(&self.backend, s => s.summary(run))
+        let id = self.run_id(run)?;
+        each!(&self.backend, s => s.summary(&id))
     }
 
     /// A run's folder (on the machine that ran or pushed it). Accepts a full run id or a
     /// unique suffix/prefix of one, like [`Store::summary`].
     pub fn folder(&self, run: &str) -> Result<PathBuf, StoreError> {
-        each!(&self.backend, s => s.folder(run))
+        let id = self.run_id(run)?;
+        each!(&self.backend, s => s.folder(&id))
     }
 
-    /// The full id of the run RUN names (an id, or a unique start or end of one).
+    /// The full id of the run RUN names: an id, or the start or end of exactly one. A name
+    /// that more runs start or end with is refused, listing them ([`StoreError::Ambiguous`]).
     pub fn run_id(&self, run: &str) -> Result<String, StoreError> {
-        each!(&self.backend, s => s.run_id(run))
+        let ids = each!(&self.backend, s => s.matching_ids(run))?;
+        match ids.as_slice() {
+            [] => Err(StoreError::NoSuchRun(run.into())),
+            [first, ..] if first == run => Ok(first.clone()),
+            [one] => Ok(one.clone()),
+            _ => Err(StoreError::Ambiguous {
+                name: run.into(),
+                study: study_runs(run, &ids).len() == ids.len(),
+                matches: ids,
+            }),
+        }
+    }
+
+    /// The ids of the runs of the study folder named NAME (`NAME-r001`...), by run index;
+    /// empty when NAME is no study's folder name (or is itself a run's id).
+    pub fn study_run_ids(&self, name: &str) -> Result<Vec<String>, StoreError> {
+        let ids = each!(&self.backend, s => s.matching_ids(name))?;
+        if ids.first().is_some_and(|id| id == name) {
+            return Ok(Vec::new());
+        }
+        let mut runs: Vec<String> = study_runs(name, &ids).into_iter().cloned().collect();
+        // By run index (r999 before r1000).
+        runs.sort_by_key(|id| (id.len(), id.clone()));
+        Ok(runs)
     }
 
     /// Stores (or replaces) files of the run `run_id`.
@@ -320,6 +361,32 @@ impl Store {
     pub fn files(&self, run_id: &str) -> Result<RunFiles, StoreError> {
         each!(&self.backend, s => s.files(run_id))
     }
+}
+
+/// The ids among `ids` of runs of the study folder `name`: `NAME-rNNN`.
+fn study_runs<'a>(name: &str, ids: &'a [String]) -> Vec<&'a String> {
+    ids.iter()
+        .filter(|id| {
+            id.strip_prefix(name)
+                .and_then(|rest| rest.strip_prefix("-r"))
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .collect()
+}
+
+/// `a, b, c and 22 more`: at most 8 ids.
+fn listed(ids: &[String]) -> String {
+    const SHOWN: usize = 8;
+    let mut s = ids
+        .iter()
+        .take(SHOWN)
+        .map(|id| format!("`{id}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if ids.len() > SHOWN {
+        s.push_str(&format!(" and {} more", ids.len() - SHOWN));
+    }
+    s
 }
 
 /// Whether the storlab with this pid (on this machine) still runs.

@@ -318,32 +318,35 @@ impl PgStore {
             .collect())
     }
 
-    /// The row (id, summary, folder) of the run RUN names.
-    fn matching(&self, run: &str) -> Result<(String, Option<String>, String), StoreError> {
-        let sql = format!(
-            "SELECT run_id, summary, folder FROM runs WHERE {} {}",
-            schema::MATCH_RUN,
-            schema::MATCH_ORDER
-        );
-        let rows = self.query(&sql, &[&run])?;
-        let r = rows
+    /// The stored summary of the run `run_id` (exactly).
+    pub(super) fn summary(&self, run_id: &str) -> Result<RunSummary, StoreError> {
+        let rows = self.query("SELECT summary FROM runs WHERE run_id = ?1", &[&run_id])?;
+        let json: Option<String> = rows
             .first()
-            .ok_or_else(|| StoreError::NoSuchRun(run.into()))?;
-        Ok((r.get(0), r.get(1), r.get(2)))
+            .ok_or_else(|| StoreError::NoSuchRun(run_id.into()))?
+            .get(0);
+        let json = json.ok_or_else(|| StoreError::NoSuchRun(run_id.into()))?;
+        serde_json::from_str(&json).map_err(|source| StoreError::BadSummary {
+            run: run_id.into(),
+            source,
+        })
     }
 
-    pub(super) fn summary(&self, run: &str) -> Result<RunSummary, StoreError> {
-        let (id, summary, _) = self.matching(run)?;
-        let json = summary.ok_or_else(|| StoreError::NoSuchRun(run.into()))?;
-        serde_json::from_str(&json).map_err(|source| StoreError::BadSummary { run: id, source })
+    /// The folder of the run `run_id` (exactly).
+    pub(super) fn folder(&self, run_id: &str) -> Result<PathBuf, StoreError> {
+        let rows = self.query("SELECT folder FROM runs WHERE run_id = ?1", &[&run_id])?;
+        let folder: String = rows
+            .first()
+            .ok_or_else(|| StoreError::NoSuchRun(run_id.into()))?
+            .get(0);
+        Ok(PathBuf::from(folder))
     }
 
-    pub(super) fn folder(&self, run: &str) -> Result<PathBuf, StoreError> {
-        Ok(PathBuf::from(self.matching(run)?.2))
-    }
-
-    pub(super) fn run_id(&self, run: &str) -> Result<String, StoreError> {
-        Ok(self.matching(run)?.0)
+    /// The ids RUN may name (see [`schema::MATCHING_IDS`]).
+    pub(super) fn matching_ids(&self, run: &str) -> Result<Vec<String>, StoreError> {
+        let (starts, ends) = schema::like_patterns(run);
+        let rows = self.query(schema::MATCHING_IDS, &[&run, &starts, &ends])?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
     }
 
     pub(super) fn put_files(&mut self, run_id: &str, files: &RunFiles) -> Result<(), StoreError> {

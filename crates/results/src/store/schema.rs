@@ -108,10 +108,25 @@ pub(super) const UPSERT_RUN: &str = " ON CONFLICT (run_id) DO UPDATE SET study =
 pub(super) const UPSERT_FILE: &str = "INSERT INTO run_files (run_id, name, bytes) VALUES (?1, ?2, ?3) \
     ON CONFLICT (run_id, name) DO UPDATE SET bytes = excluded.bytes";
 
-/// The runs matching RUN (`?1`): its id, or a unique start or end of one; with
-/// [`MATCH_ORDER`], the run of that id first, else the newest.
-pub(super) const MATCH_RUN: &str = "run_id = ?1 OR run_id LIKE ?1 || '%' OR run_id LIKE '%' || ?1";
-pub(super) const MATCH_ORDER: &str = "ORDER BY (run_id = ?1) DESC, started_at DESC LIMIT 1";
+/// The ids of the runs RUN may name: RUN itself (`?1`), or ids starting or ending with it
+/// (`?2`, `?3`: RUN with LIKE's wildcards escaped, see [`like_patterns`]), the exact one
+/// first, then the newest; at most 1,001 (a study of more runs than that is not resolved by
+/// its name).
+pub(super) const MATCHING_IDS: &str = "SELECT run_id FROM runs WHERE run_id = ?1 \
+    OR run_id LIKE ?2 ESCAPE '\\' OR run_id LIKE ?3 ESCAPE '\\' \
+    ORDER BY (run_id = ?1) DESC, started_at DESC LIMIT 1001";
+
+/// RUN as the start and as the end of a LIKE pattern, its `%`, `_` and `\` taken literally.
+pub(super) fn like_patterns(run: &str) -> (String, String) {
+    let mut escaped = String::with_capacity(run.len());
+    for c in run.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            escaped.push('\\');
+        }
+        escaped.push(c);
+    }
+    (format!("{escaped}%"), format!("%{escaped}"))
+}
 
 /// `?N` parameters as PostgreSQL's `$N`.
 pub(super) fn for_postgres(sql: &str) -> String {

@@ -18,6 +18,17 @@ impl SqliteStore {
     /// Opens (creating if needed) the store in the database file `path`.
     pub(super) fn open_file(path: &Path) -> Result<SqliteStore, StoreError> {
         let path = path.to_path_buf();
+        // storlab writes its schema in the transaction that creates the file: an empty file
+        // is damage (a copy cut short, a truncation), not a store to write a fresh schema into.
+        if std::fs::metadata(&path).is_ok_and(|m| m.is_file() && m.len() == 0) {
+            return Err(StoreError::Damaged {
+                path,
+                source: rusqlite::Error::SqliteFailure(
+                    rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_NOTADB),
+                    Some("the file is empty (0 bytes)".into()),
+                ),
+            });
+        }
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
         loop {
             match open_at(&path) {
@@ -251,52 +262,54 @@ impl SqliteStore {
         rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.sql(e))
     }
 
-    /// A run's stored summary. Accepts a full run id or a unique suffix/prefix of one.
-    pub(super) fn summary(&self, run: &str) -> Result<RunSummary, StoreError> {
-        let found: Option<(String, Option<String>)> = self
+    /// The stored summary of the run `run_id` (exactly).
+    pub(super) fn summary(&self, run_id: &str) -> Result<RunSummary, StoreError> {
+        let found: Option<Option<String>> = self
             .conn
             .query_row(
-                "SELECT run_id, summary FROM runs WHERE run_id = ?1 OR run_id LIKE ?1 || '%' OR run_id LIKE '%' || ?1 ORDER BY (run_id = ?1) DESC, started_at DESC LIMIT 1",
-                params![run],
-                |r| Ok((r.get(0)?, r.get(1)?)),
+                "SELECT summary FROM runs WHERE run_id = ?1",
+                params![run_id],
+                |r| r.get(0),
             )
             .optional()
             .map_err(|e| self.sql(e))?;
-        let Some((id, Some(json))) = found else {
-            return Err(StoreError::NoSuchRun(run.into()));
+        let Some(Some(json)) = found else {
+            return Err(StoreError::NoSuchRun(run_id.into()));
         };
-        serde_json::from_str(&json).map_err(|source| StoreError::BadSummary { run: id, source })
+        serde_json::from_str(&json).map_err(|source| StoreError::BadSummary {
+            run: run_id.into(),
+            source,
+        })
     }
 
-    /// A run's folder. Accepts a full run id or a unique suffix/prefix of one, like
-    /// [`super::Store::summary`].
-    pub(super) fn folder(&self, run: &str) -> Result<PathBuf, StoreError> {
+    /// The folder of the run `run_id` (exactly).
+    pub(super) fn folder(&self, run_id: &str) -> Result<PathBuf, StoreError> {
         let found: Option<String> = self
             .conn
             .query_row(
-                "SELECT folder FROM runs WHERE run_id = ?1 OR run_id LIKE ?1 || '%' OR run_id LIKE '%' || ?1 ORDER BY (run_id = ?1) DESC, started_at DESC LIMIT 1",
-                params![run],
+                "SELECT folder FROM runs WHERE run_id = ?1",
+                params![run_id],
                 |r| r.get(0),
             )
             .optional()
             .map_err(|e| self.sql(e))?;
         found
             .map(PathBuf::from)
-            .ok_or_else(|| StoreError::NoSuchRun(run.into()))
+            .ok_or_else(|| StoreError::NoSuchRun(run_id.into()))
     }
 
-    /// The id of the run RUN names (see [`schema::MATCH_RUN`]).
-    pub(super) fn run_id(&self, run: &str) -> Result<String, StoreError> {
-        let sql = format!(
-            "SELECT run_id FROM runs WHERE {} {}",
-            schema::MATCH_RUN,
-            schema::MATCH_ORDER
-        );
-        self.conn
-            .query_row(&sql, params![run], |r| r.get(0))
-            .optional()
-            .map_err(|e| self.sql(e))?
-            .ok_or_else(|| StoreError::NoSuchRun(run.into()))
+    /// The ids RUN may name (see [`schema::MATCHING_IDS`]).
+    pub(super) fn matching_ids(&self, run: &str) -> Result<Vec<String>, StoreError> {
+        let (starts, ends) = schema::like_patterns(run);
+        let mut stmt = self
+            .conn
+            .prepare(schema::MATCHING_IDS)
+            .map_err(|e| self.sql(e))?;
+        let rows = stmt
+            .query_map(params![run, starts, ends], |r| r.get(0))
+            .map_err(|e| self.sql(e))?;
+        rows.collect::<Result<Vec<String>, _>>()
+            .map_err(|e| self.sql(e))
     }
 
     /// Stores (or replaces) the files of a run.
@@ -388,6 +401,9 @@ fn store_error(path: &Path, source: rusqlite::Error) -> StoreError {
     let path = path.to_path_buf();
     if full {
         StoreError::Full { path, source }
+    } else if is_damaged(&source) {
+        // "database disk image is malformed" met by a statement, not at the open.
+        StoreError::Damaged { path, source }
     } else {
         StoreError::Sql { path, source }
     }
@@ -442,6 +458,100 @@ mod tests {
             .collect::<Result<_, _>>()
             .unwrap();
         assert_eq!(versions, (1..=schema::VERSION).collect::<Vec<_>>());
+    }
+
+    /// A name resolves to one run only: its id, or the start or end of exactly one; more are
+    /// refused with the matches; a study's folder name selects its runs; LIKE's wildcards are
+    /// taken literally.
+    #[test]
+    fn a_name_of_several_runs_is_refused_and_a_study_name_selects_its_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let sqlite = SqliteStore::open_file(&dir.path().join(STORE_FILE)).unwrap();
+        for (i, id) in [
+            "a-r001", "a-r002", "b-r001", "ab-r001", "c_1-r001", "d-r001", "d-r002",
+        ]
+        .iter()
+        .enumerate()
+        {
+            sqlite
+                .conn
+                .execute(
+                    "INSERT INTO runs (run_id, study, step, run_index, run_count, repetition, parameters, status, started_at, folder, pid) VALUES (?1, 's', 'x', 1, 1, 1, '', 'ok', ?2, ?1, 0)",
+                    params![id, format!("2026-11-29T00:00:0{i}Z")],
+                )
+                .unwrap();
+        }
+        let store = crate::store::Store {
+            backend: crate::store::Backend::Sqlite(sqlite),
+        };
+        assert_eq!(store.run_id("a-r001").unwrap(), "a-r001");
+        assert_eq!(store.run_id("b-r").unwrap(), "b-r001");
+        assert_eq!(store.folder("ab-").unwrap(), PathBuf::from("ab-r001"));
+        match store.run_id("r001") {
+            Err(StoreError::Ambiguous { matches, study, .. }) => {
+                // The newest first.
+                assert_eq!(
+                    matches,
+                    ["d-r001", "c_1-r001", "ab-r001", "b-r001", "a-r001"]
+                );
+                assert!(!study);
+            }
+            other => panic!("{other:?}"),
+        }
+        let e = store.run_id("a").unwrap_err();
+        assert!(
+            matches!(e, StoreError::Ambiguous { study: false, .. }),
+            "{e:?}"
+        );
+        let e = e.to_string();
+        assert!(
+            e.contains("`a` names 3 runs:") && e.contains("`ab-r001`"),
+            "{e}"
+        );
+        let e = store.run_id("a-r00").unwrap_err().to_string();
+        assert!(e.contains("`a-r00` names 2 runs:"), "{e}");
+        let e = store.run_id("d").unwrap_err();
+        assert!(
+            matches!(e, StoreError::Ambiguous { study: true, .. }),
+            "{e:?}"
+        );
+        assert!(
+            e.to_string()
+                .contains("`d` names 2 runs of one study: `d-r002`, `d-r001`;"),
+            "{e}"
+        );
+        // `ab-r001` starts with `a` too, but is another study's run.
+        assert_eq!(store.study_run_ids("a").unwrap(), ["a-r001", "a-r002"]);
+        assert!(store.study_run_ids("a-r001").unwrap().is_empty());
+        assert!(store.study_run_ids("zz").unwrap().is_empty());
+        assert_eq!(store.run_id("c_").unwrap(), "c_1-r001");
+        for pattern in ["%", "_-r001", "c%", "a_r001"] {
+            assert!(
+                matches!(store.run_id(pattern), Err(StoreError::NoSuchRun(_))),
+                "{pattern}"
+            );
+        }
+    }
+
+    /// An empty file is damage, said with the way out; it is left as it was.
+    #[test]
+    fn an_empty_store_file_is_named_damaged_and_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(STORE_FILE);
+        std::fs::write(&path, b"").unwrap();
+        let e = SqliteStore::open_file(&path).err().expect("refused");
+        assert!(matches!(e, StoreError::Damaged { .. }), "{e:?}");
+        let text = e.to_string();
+        assert!(
+            text.contains("the results index is damaged")
+                && text.contains("storlab results reindex"),
+            "{text}"
+        );
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().len(),
+            0,
+            "nothing written"
+        );
     }
 
     #[test]
