@@ -474,6 +474,138 @@ fn a_store_lost_in_the_middle_of_a_study_stops_nothing_and_the_push_completes_it
     assert!(rows.iter().all(|r| r["status"] == "complete"), "{rows:#?}");
 }
 
+/// A listener that accepts the connection and never answers (a hung server, a half-open
+/// path): connecting gives up after the URL's connect_timeout, and the study runs on as with a
+/// store that refuses: every run in its folder with the note, exit 4. Needs no server.
+#[test]
+fn a_store_that_never_answers_the_connection_is_unreachable_after_connect_timeout() {
+    // The kernel completes the handshake into the listener's backlog; nothing reads.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = silent.local_addr().expect("addr").port();
+    let url = format!(
+        "postgres://storlab:hunter2secret@127.0.0.1:{port}/results?sslmode=disable&connect_timeout=2"
+    );
+    let lab = Lab::new();
+    let out = run_study(&lab, &["--store", &url]);
+    let text = both(&out);
+    assert_eq!(out.status.code(), Some(4), "{text}");
+    assert!(
+        text.contains("cannot be reached") && text.contains("no answer within 2 s of connecting"),
+        "{text}"
+    );
+    assert!(!text.contains("hunter2secret"), "{text}");
+    let folders = run_folders(&lab.study_folder());
+    assert_eq!(folders.len(), 2, "{text}");
+    for f in &folders {
+        assert!(f.join("summary.json").exists(), "{}", f.display());
+        assert!(f.join("store-unreachable.txt").exists(), "{}", f.display());
+    }
+    drop(silent);
+}
+
+/// A TCP relay to `to` whose forwarding stops, both ways and for good, once `frozen` is set:
+/// a server that stops answering mid-session (SIGSTOPped, hung) as its client sees it.
+fn freezing_relay(to: String, frozen: std::sync::Arc<std::sync::atomic::AtomicBool>) -> u16 {
+    use std::io::{Read, Write};
+    use std::sync::atomic::Ordering;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            let Ok(server) = std::net::TcpStream::connect(&to) else {
+                continue;
+            };
+            for (mut from, mut into) in [
+                (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                (server, client),
+            ] {
+                let frozen = frozen.clone();
+                std::thread::spawn(move || {
+                    let mut buf = [0u8; 16 << 10];
+                    while let Ok(n) = from.read(&mut buf) {
+                        // Frozen: what arrives is held, never passed on; the sockets stay open.
+                        while frozen.load(Ordering::Relaxed) {
+                            std::thread::sleep(std::time::Duration::from_millis(50));
+                        }
+                        if n == 0 || into.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+        }
+    });
+    port
+}
+
+/// A store that stops answering in the middle of a study (its server stopped, seen through a
+/// relay that stops passing anything on): the statement waiting gives up after
+/// STORLAB_STORE_TIMEOUT, the store is unreachable from then on, the study runs on and exits
+/// 4, and the push completes it once the store answers again.
+#[test]
+fn a_store_that_stops_answering_mid_study_is_unreachable_after_its_statement_timeout() {
+    let Some(base) = server("STORLAB_TEST_POSTGRES_URL") else {
+        return;
+    };
+    let db = TestDb::new(&base, "frozen");
+    let (head, _) = db.url.split_once('?').unwrap_or((&db.url, ""));
+    let after_at = &head[head.rfind('@').expect("user@host") + 1..];
+    let host_port = after_at[..after_at.find('/').expect("/db")].to_string();
+    let frozen = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let port = freezing_relay(host_port.clone(), frozen.clone());
+    let relayed = db.url.replace(&host_port, &format!("127.0.0.1:{port}"));
+    let lab = Lab::new();
+    let study = lab.write("study.toml", &STUDY.replace("500ms", "1s"));
+    let child = lab
+        .cmd()
+        .arg("run")
+        .arg(&study)
+        .args(["--quick", "-q", "--store", &relayed])
+        .env("STORLAB_STORE_TIMEOUT", "2")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // Once the first run is in the store, the server stops answering.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !db
+        .client()
+        .query("SELECT 1 FROM runs", &[])
+        .is_ok_and(|r| !r.is_empty())
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first run never began"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    frozen.store(true, std::sync::atomic::Ordering::Relaxed);
+    let out = child.wait_with_output().expect("wait");
+    let text = both(&out);
+    assert_eq!(out.status.code(), Some(4), "{text}");
+    assert!(
+        text.contains("no answer within 2 s to a statement"),
+        "{text}"
+    );
+    let folders = run_folders(&lab.study_folder());
+    assert_eq!(folders.len(), 2, "the second run ran: {text}");
+    for f in &folders {
+        assert!(f.join("summary.json").exists(), "{}", f.display());
+        assert!(f.join("store-unreachable.txt").exists(), "{}", f.display());
+    }
+    let o = lab
+        .cmd()
+        .args(["results", "push"])
+        .arg(lab.study_folder())
+        .args(["--store", &db.url])
+        .output()
+        .expect("push");
+    assert!(o.status.success(), "{}", both(&o));
+    let rows = list(&lab, &db.url);
+    assert_eq!(rows.len(), 2, "{rows:#?}");
+    assert!(rows.iter().all(|r| r["status"] == "complete"), "{rows:#?}");
+}
+
 /// mpirun's path, when this build and machine can run MPI (else skipped, or failing when
 /// STORLAB_REQUIRE_SERVERS is set).
 fn mpirun_or_skip() -> Option<PathBuf> {

@@ -215,7 +215,9 @@ struct StoreArgs {
     /// that reports need no folder), an SQLite file (*.db) or a results folder. The
     /// password is never printed or stored. A run whose PostgreSQL store cannot be reached
     /// keeps every result in its folder, says so, and exits with status 4: `storlab results
-    /// push FOLDER` uploads it later.
+    /// push FOLDER` uploads it later. A server that does not answer is unreachable too: after
+    /// the URL's connect_timeout (default 10 s) when connecting, after STORLAB_STORE_TIMEOUT
+    /// seconds (default 30) for a statement.
     #[arg(
         long,
         global = true,

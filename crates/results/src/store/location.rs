@@ -54,7 +54,7 @@ impl StoreLocation {
         };
         if text.starts_with("postgres://") || text.starts_with("postgresql://") {
             // Checked now, so that a mistyped URL is said before anything runs.
-            text.parse::<postgres::Config>()
+            text.parse::<tokio_postgres::Config>()
                 .map_err(|e| bad(crate::redact(&e.to_string())))?;
             return Ok(StoreLocation::Postgres(PgUrl(text.to_string())));
         }

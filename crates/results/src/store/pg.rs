@@ -1,13 +1,22 @@
 //! The PostgreSQL backend of the results store, which a lab's machines share. Its schema is
 //! the SQLite one ([`schema`]), applied under an advisory lock so that two storlab processes
 //! opening a new database at once apply each version once.
+//!
+//! Every call has a deadline: connecting (the socket and the whole handshake) within the URL's
+//! `connect_timeout` (default 10 s), each statement within `STORLAB_STORE_TIMEOUT` seconds
+//! (default 30, [`STATEMENT_DEADLINE`]). A server that
+//! accepts the connection and never answers (stopped, hung, a half-open path) is unreachable
+//! once its deadline passes, as one that refuses the connection: the study runs on and its runs
+//! wait in their folders. The client is tokio-postgres on a runtime of its own, each call
+//! driven under a timer, because the blocking `postgres` client waits without a limit.
 
-use std::cell::RefCell;
+use std::cell::{RefCell, RefMut};
+use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use postgres::types::ToSql;
-use postgres::{Client, NoTls};
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Client, NoTls, Row};
 
 use super::{NewRun, PgUrl, RunFiles, RunRow, StoreError, process_alive, schema};
 use crate::redact;
@@ -16,19 +25,47 @@ use crate::summary::RunSummary;
 /// How long connecting may take when the URL does not say (`connect_timeout`).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long one statement (or a transaction's begin or commit) may wait for its answer, unless
+/// `STORLAB_STORE_TIMEOUT` (seconds) says.
+pub const STATEMENT_DEADLINE: Duration = Duration::from_secs(30);
+
+/// The environment variable that sets the statement deadline, in seconds.
+pub const TIMEOUT_ENV: &str = "STORLAB_STORE_TIMEOUT";
+
+/// The statement deadline: `STORLAB_STORE_TIMEOUT` seconds when set, else [`STATEMENT_DEADLINE`].
+fn statement_deadline() -> Result<Duration, String> {
+    let Some(text) = std::env::var_os(TIMEOUT_ENV) else {
+        return Ok(STATEMENT_DEADLINE);
+    };
+    let text = text.to_string_lossy();
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s > 0.0 && *s <= 86_400.0)
+        .map(Duration::from_secs_f64)
+        .ok_or_else(|| format!("{TIMEOUT_ENV}={text}: give seconds, more than 0 and at most 86400"))
+}
+
 /// The advisory lock held while the schema is brought up to date (any number, the same in
 /// every storlab).
 const MIGRATION_LOCK: i64 = 0x5354_4f52_4c41_4201;
 
 pub(super) struct PgStore {
-    /// Queries need the client mutably; the store's readers take `&self`.
+    /// Drives the client and its connection, one call at a time.
+    runtime: tokio::runtime::Runtime,
+    /// Transactions need the client mutably; the store's readers take `&self`.
     client: RefCell<Client>,
     /// Shown in errors: the URL, redacted.
     location: String,
+    /// Set when a call outlived its deadline: the connection is in an unknown state, so every
+    /// later call is unreachable at once (this text) instead of waiting again.
+    gone: RefCell<Option<String>>,
+    /// How long a statement may wait for its answer.
+    deadline: Duration,
 }
 
 /// An error and its causes, one line, redacted.
-fn error_text(e: &postgres::Error) -> String {
+fn error_text(e: &tokio_postgres::Error) -> String {
     let mut text = e.to_string();
     let mut source = std::error::Error::source(e);
     while let Some(cause) = source {
@@ -44,7 +81,7 @@ fn error_text(e: &postgres::Error) -> String {
 /// Whether the error is the connection's, not a statement's: no answer from the server, or
 /// the server ending the session (SQLSTATE class 08, connection exception; class 57,
 /// operator intervention: a shutdown, a terminated backend).
-fn connection_lost(e: &postgres::Error) -> bool {
+fn connection_lost(e: &tokio_postgres::Error) -> bool {
     match e.code() {
         None => e.as_db_error().is_none(),
         Some(code) => {
@@ -57,30 +94,93 @@ fn connection_lost(e: &postgres::Error) -> bool {
 impl PgStore {
     pub(super) fn connect(url: &PgUrl) -> Result<PgStore, StoreError> {
         let location = url.to_string();
-        let mut config: postgres::Config =
+        let mut config: tokio_postgres::Config =
             url.secret_text()
                 .parse()
-                .map_err(|e: postgres::Error| StoreError::BadLocation {
+                .map_err(|e: tokio_postgres::Error| StoreError::BadLocation {
                     location: location.clone(),
                     detail: error_text(&e),
                 })?;
-        if config.get_connect_timeout().is_none() {
-            config.connect_timeout(CONNECT_TIMEOUT);
-        }
-        let client = config.connect(NoTls).map_err(|e| StoreError::Unreachable {
+        let statement_deadline =
+            statement_deadline().map_err(|detail| StoreError::BadLocation {
+                location: location.clone(),
+                detail,
+            })?;
+        let deadline = config
+            .get_connect_timeout()
+            .copied()
+            .unwrap_or(CONNECT_TIMEOUT);
+        config.connect_timeout(deadline);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .enable_time()
+            .build()
+            .map_err(|e| StoreError::Unreachable {
+                location: location.clone(),
+                detail: format!("starting the client: {e}"),
+            })?;
+        let unreachable = |detail: String| StoreError::Unreachable {
             location: location.clone(),
-            detail: error_text(&e),
-        })?;
+            detail,
+        };
+        let (client, connection) = runtime
+            .block_on(tokio::time::timeout(deadline, config.connect(NoTls)))
+            .map_err(|_| {
+                unreachable(format!(
+                    "no answer within {} s of connecting (connect_timeout)",
+                    deadline.as_secs_f64()
+                ))
+            })?
+            .map_err(|e| unreachable(error_text(&e)))?;
+        // Polled whenever a call is driven; ends with the client.
+        runtime.spawn(connection);
         let store = PgStore {
+            runtime,
             client: RefCell::new(client),
             location,
+            gone: RefCell::new(None),
+            deadline: statement_deadline,
         };
         store.migrate()?;
         Ok(store)
     }
 
+    /// Drives one call of the client to its answer, at most the statement deadline.
+    fn call<T>(
+        &self,
+        future: impl Future<Output = Result<T, tokio_postgres::Error>>,
+    ) -> Result<T, StoreError> {
+        if let Some(detail) = self.gone.borrow().clone() {
+            return Err(StoreError::Unreachable {
+                location: self.location.clone(),
+                detail,
+            });
+        }
+        match self
+            .runtime
+            .block_on(tokio::time::timeout(self.deadline, future))
+        {
+            Ok(answer) => answer.map_err(|e| self.pg(e)),
+            Err(_) => {
+                let detail = format!(
+                    "no answer within {} s to a statement ({TIMEOUT_ENV}; a stopped or hung server, or a broken path)",
+                    self.deadline.as_secs_f64()
+                );
+                *self.gone.borrow_mut() = Some(detail.clone());
+                Err(StoreError::Unreachable {
+                    location: self.location.clone(),
+                    detail,
+                })
+            }
+        }
+    }
+
+    fn client_mut(&self) -> RefMut<'_, Client> {
+        self.client.borrow_mut()
+    }
+
     /// A database's refusal, or a connection that broke (unreachable).
-    fn pg(&self, e: postgres::Error) -> StoreError {
+    fn pg(&self, e: tokio_postgres::Error) -> StoreError {
         let (location, detail) = (self.location.clone(), error_text(&e));
         if connection_lost(&e) {
             StoreError::Unreachable { location, detail }
@@ -91,48 +191,36 @@ impl PgStore {
 
     /// Brings the schema to the newest version, one storlab at a time.
     fn migrate(&self) -> Result<(), StoreError> {
-        let mut client = self.client.borrow_mut();
-        let mut tx = client.transaction().map_err(|e| self.pg(e))?;
-        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
-            .map_err(|e| self.pg(e))?;
-        tx.batch_execute(schema::VERSIONS_TABLE)
-            .map_err(|e| self.pg(e))?;
-        let current: i64 = tx
-            .query_one(
+        let mut client = self.client_mut();
+        let tx = self.call(client.transaction())?;
+        self.call(tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK]))?;
+        self.call(tx.batch_execute(schema::VERSIONS_TABLE))?;
+        let current: i64 = self
+            .call(tx.query_one(
                 "SELECT COALESCE(MAX(version), 0)::BIGINT FROM schema_version",
                 &[],
-            )
-            .map_err(|e| self.pg(e))?
+            ))?
             .get(0);
         for version in current + 1..=schema::VERSION {
             for statement in schema::statements(version) {
-                tx.batch_execute(statement).map_err(|e| self.pg(e))?;
+                self.call(tx.batch_execute(statement))?;
             }
-            tx.execute(
+            self.call(tx.execute(
                 "INSERT INTO schema_version (version, applied_at) VALUES ($1, $2)",
                 &[&version, &crate::rfc3339(SystemTime::now())],
-            )
-            .map_err(|e| self.pg(e))?;
+            ))?;
         }
-        tx.commit().map_err(|e| self.pg(e))
+        self.call(tx.commit())
     }
 
     fn execute(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64, StoreError> {
-        self.client
-            .borrow_mut()
-            .execute(schema::for_postgres(sql).as_str(), params)
-            .map_err(|e| self.pg(e))
+        let client = self.client.borrow();
+        self.call(client.execute(schema::for_postgres(sql).as_str(), params))
     }
 
-    fn query(
-        &self,
-        sql: &str,
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<Vec<postgres::Row>, StoreError> {
-        self.client
-            .borrow_mut()
-            .query(schema::for_postgres(sql).as_str(), params)
-            .map_err(|e| self.pg(e))
+    fn query(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, StoreError> {
+        let client = self.client.borrow();
+        self.call(client.query(schema::for_postgres(sql).as_str(), params))
     }
 
     pub(super) fn insert_run(&mut self, r: &NewRun, replace: bool) -> Result<(), StoreError> {
@@ -170,12 +258,11 @@ impl PgStore {
             run: run_id.into(),
             source,
         })?;
-        let mut client = self.client.borrow_mut();
-        let mut tx = client.transaction().map_err(|e| self.pg(e))?;
-        let mut exec = |sql: &str, params: &[&(dyn ToSql + Sync)]| {
-            tx.execute(schema::for_postgres(sql).as_str(), params)
+        let mut client = self.client_mut();
+        let tx = self.call(client.transaction())?;
+        let exec = |sql: &str, params: &[&(dyn ToSql + Sync)]| {
+            self.call(tx.execute(schema::for_postgres(sql).as_str(), params))
                 .map(|_| ())
-                .map_err(|e| self.pg(e))
         };
         exec(
             "UPDATE runs SET status = ?2, ended_at = ?3, summary = ?4 WHERE run_id = ?1",
@@ -252,7 +339,7 @@ impl PgStore {
                 ],
             )?;
         }
-        tx.commit().map_err(|e| self.pg(e))
+        self.call(tx.commit())
     }
 
     pub(super) fn mark_incomplete(&mut self, folder: &Path, note: &str) -> Result<(), StoreError> {
@@ -350,14 +437,13 @@ impl PgStore {
     }
 
     pub(super) fn put_files(&mut self, run_id: &str, files: &RunFiles) -> Result<(), StoreError> {
-        let mut client = self.client.borrow_mut();
-        let mut tx = client.transaction().map_err(|e| self.pg(e))?;
+        let mut client = self.client_mut();
+        let tx = self.call(client.transaction())?;
         let sql = schema::for_postgres(schema::UPSERT_FILE);
         for (name, bytes) in files {
-            tx.execute(sql.as_str(), &[&run_id, name, bytes])
-                .map_err(|e| self.pg(e))?;
+            self.call(tx.execute(sql.as_str(), &[&run_id, name, bytes]))?;
         }
-        tx.commit().map_err(|e| self.pg(e))
+        self.call(tx.commit())
     }
 
     pub(super) fn files(&self, run_id: &str) -> Result<RunFiles, StoreError> {
