@@ -244,7 +244,7 @@ mod tests {
         assert!(h.contains("torn: 8192"), "{h}");
         let mut m = String::new();
         markdown_section(&mut m, &[&s]);
-        assert!(m.contains("| 1 | w | ssd | 2 | 1 | 0 | 0 | 1 |"), "{m}");
+        assert!(m.contains("| 1 | w | ssd | 2 | 1 | 0 | 0 | 0 | 1 |"), "{m}");
     }
 
     #[test]

@@ -124,7 +124,8 @@ impl PgStore {
             detail,
         };
         let (client, connection) = runtime
-            .block_on(tokio::time::timeout(deadline, config.connect(NoTls)))
+            // The timer is made inside the runtime: tokio's timers need its context.
+            .block_on(async { tokio::time::timeout(deadline, config.connect(NoTls)).await })
             .map_err(|_| {
                 unreachable(format!(
                     "no answer within {} s of connecting (connect_timeout)",
@@ -158,7 +159,7 @@ impl PgStore {
         }
         match self
             .runtime
-            .block_on(tokio::time::timeout(self.deadline, future))
+            .block_on(async { tokio::time::timeout(self.deadline, future).await })
         {
             Ok(answer) => answer.map_err(|e| self.pg(e)),
             Err(_) => {
