@@ -50,7 +50,7 @@ cmd_install() {
   lock_tools
   local t
   t="$(now)"
-  apt_install postgresql-15 postgresql-client-15 redis-server redis-tools memcached python3
+  apt_install postgresql-15 postgresql-client-15 redis-server redis-tools memcached python3 openssl
   log "Debian packages present ($(elapsed "$t") s)"
   [ -x "$PG_BIN/initdb" ] || die "PostgreSQL 15 binaries not found in $PG_BIN"
   if ferretdb_cached; then
@@ -131,13 +131,16 @@ start_postgres() {
   password="$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
   echo "$password" >"$root/password"
   chmod 600 "$root/password"
+  make_tls "$root/tls"
   (cd "$root" && as_pg "$PG_BIN/initdb" -D "$data" -U postgres -E UTF8 --locale=C \
     --auth-local=trust --auth-host=scram-sha-256 >"$root/initdb.log" 2>&1) ||
     fail_server PostgreSQL "$root/initdb.log" "initdb failed"
   # Local connections only through the socket in a directory only the cluster owner can enter;
   # TCP only on loopback, with a password (scram-sha-256).
+  # The role storlab_tls may connect over TLS only (tests of the store's sslmode).
   as_pg tee "$data/pg_hba.conf" >/dev/null <<EOF
 local all all trust
+hostnossl all storlab_tls 127.0.0.1/32 reject
 host all all 127.0.0.1/32 scram-sha-256
 EOF
   as_pg tee -a "$data/postgresql.conf" >/dev/null <<EOF
@@ -147,18 +150,46 @@ listen_addresses = '127.0.0.1'
 port = $port
 unix_socket_directories = '$sock'
 password_encryption = 'scram-sha-256'
+ssl = on
+ssl_cert_file = '$root/tls/server.crt'
+ssl_key_file = '$root/tls/server.key'
 EOF
   (cd "$root" && as_pg "$PG_BIN/pg_ctl" -D "$data" -l "$logfile" -w -t "$START_TIMEOUT" start >"$root/pg_ctl.log" 2>&1) ||
     fail_server PostgreSQL "$logfile" "did not start on 127.0.0.1:$port (pg_ctl output: $root/pg_ctl.log)"
   # CREATEDB: tests of a results store in PostgreSQL make a database of their own each.
   (cd "$root" && as_pg "$PG_BIN/psql" -X -q -h "$sock" -p "$port" -U postgres -d postgres -v ON_ERROR_STOP=1 \
     -c "CREATE ROLE $PG_USER LOGIN CREATEDB PASSWORD '$password'" \
-    -c "CREATE DATABASE $PG_DB OWNER $PG_USER" >"$root/setup.log" 2>&1) ||
+    -c "CREATE DATABASE $PG_DB OWNER $PG_USER" \
+    -c "CREATE ROLE storlab_tls LOGIN CREATEDB PASSWORD '$password'" \
+    -c "CREATE DATABASE storlab_tls OWNER storlab_tls" >"$root/setup.log" 2>&1) ||
     fail_server PostgreSQL "$root/setup.log" "could not create user $PG_USER and database $PG_DB"
   local url="postgres://$PG_USER:$password@127.0.0.1:$port/$PG_DB?sslmode=disable"
   "$PG_BIN/psql" -X -q -At -d "$url" -c 'SELECT 1' >/dev/null 2>>"$root/setup.log" ||
     fail_server PostgreSQL "$root/setup.log" "does not accept $PG_USER with its password on 127.0.0.1:$port"
   echo "$url" >"$root/url"
+  echo "postgres://storlab_tls:$password@127.0.0.1:$port/storlab_tls?sslmode=verify-full&sslrootcert=$root/tls/ca.crt" >"$root/tls_url"
+}
+
+# A certificate authority of this run and a server certificate it signed for 127.0.0.1 and
+# localhost (ECDSA P-256, 30 days), in DIR: ca.crt for clients, server.crt and server.key
+# (readable by the cluster's owner only) for PostgreSQL.
+make_tls() {
+  local tls="$1"
+  mkdir -p "$tls"
+  (
+    cd "$tls" &&
+      openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 30 \
+        -subj "/CN=storlab test CA" -keyout ca.key -out ca.crt \
+        -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" &&
+      openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+        -subj "/CN=localhost" -keyout server.key -out server.csr &&
+      printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n' >server.ext &&
+      openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 30 \
+        -extfile server.ext -out server.crt
+  ) >"$tls/openssl.log" 2>&1 || die "PostgreSQL: making the TLS certificates failed (see $tls/openssl.log)"
+  rm -f "$tls/ca.key" "$tls/server.csr"
+  chmod 600 "$tls/server.key"
+  if is_root; then chown postgres:postgres "$tls/server.key" "$tls/server.crt"; fi
 }
 
 start_redis() {
@@ -284,6 +315,7 @@ cmd_start() {
     # Values have no quotes or spaces (DIR is checked, the password is hex): plain single quotes.
     printf "export STORLAB_SERVERS_DIR='%s'\n" "$dir"
     printf "export STORLAB_TEST_POSTGRES_URL='%s'\n" "$(cat "$dir/postgres/url")"
+    printf "export STORLAB_TEST_POSTGRES_TLS_URL='%s'\n" "$(cat "$dir/postgres/tls_url")"
     printf "export STORLAB_TEST_REDIS_URL='%s'\n" "$(cat "$dir/redis/url")"
     printf "export STORLAB_TEST_MONGODB_URL='%s'\n" "$(cat "$dir/ferretdb/url")"
     printf "export STORLAB_TEST_POSTGRES_PID='%s'\n" "$(pidfile_pid "$dir/postgres/data/postmaster.pid")"

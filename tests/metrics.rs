@@ -1,8 +1,9 @@
 //! Live metrics (`--metrics`) of a real run on the null target, scraped over loopback during
 //! the run and once its summary is stored (the endpoint stays up for
 //! `--metrics-linger-seconds`): the text parses as OpenMetrics (every sample of a declared
-//! family, units matching names, `# EOF` last) and, after the run, its counters equal the
-//! stored summary's.
+//! family, units matching names, `# EOF` last), every sample carries the run's labels, after the
+//! run its counters equal the stored summary's, and asked for Prometheus's text format the
+//! endpoint serves that, which `promtool check metrics` accepts.
 
 mod common;
 
@@ -156,11 +157,19 @@ fn parse_openmetrics(text: &str) -> Vec<Sample> {
 
 /// GET /metrics over loopback: (status line, content type, body).
 fn scrape(addr: &str) -> (String, String, String) {
+    scrape_accepting(addr, None)
+}
+
+/// A scrape with an `Accept` header, when given.
+fn scrape_accepting(addr: &str, accept: Option<&str>) -> (String, String, String) {
     let mut s = TcpStream::connect(addr).expect("connect to the metrics endpoint");
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let accept = accept
+        .map(|a| format!("Accept: {a}\r\n"))
+        .unwrap_or_default();
     write!(
         s,
-        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\n{accept}Connection: close\r\n\r\n"
     )
     .unwrap();
     let mut raw = String::new();
@@ -176,6 +185,42 @@ fn scrape(addr: &str) -> (String, String, String) {
         })
         .unwrap_or_default();
     (status, ctype, body.to_string())
+}
+
+/// `promtool check metrics` (Debian's prometheus package, scripts/setup.sh) on `text`: exits 0
+/// with nothing to say. Skipped without promtool unless STORLAB_REQUIRE_SERVERS is set.
+fn promtool_accepts(text: &str) {
+    let child = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let Ok(mut child) = child else {
+        assert!(
+            std::env::var_os("STORLAB_REQUIRE_SERVERS").is_none(),
+            "promtool is not installed and STORLAB_REQUIRE_SERVERS is set"
+        );
+        eprintln!("skipped: promtool is not installed (scripts/setup.sh installs prometheus)");
+        return;
+    };
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && said.trim().is_empty(),
+        "promtool check metrics: {:?} {said}\n{text}",
+        out.status.code()
+    );
 }
 
 fn value(samples: &[Sample], name: &str, op: &str) -> f64 {
@@ -275,6 +320,31 @@ fn metrics_are_served_during_the_run_and_match_the_stored_summary() {
     let summary = summary_path;
     let (_, _, body) = scrape(&addr);
     let after = parse_openmetrics(&body);
+    // Every sample carries the run's labels.
+    let run_id = summary["run-id"].as_str().unwrap();
+    for (name, labels, _) in &after {
+        assert_eq!(
+            labels.get("study").map(String::as_str),
+            Some("metrics"),
+            "{name}"
+        );
+        assert_eq!(
+            labels.get("run").map(String::as_str),
+            Some(run_id),
+            "{name}"
+        );
+    }
+    assert!(
+        after
+            .iter()
+            .any(|(n, l, _)| n == "storlab_interval_latency_seconds" && l["quantile"] == "0.99"),
+        "the last interval's quantiles: {body}"
+    );
+    // Asked for Prometheus's text format, the endpoint serves it, and promtool accepts it.
+    let (status, ctype, prom) = scrape_accepting(&addr, Some("text/plain; version=0.0.4"));
+    assert!(status.contains(" 200 "), "{status}");
+    assert_eq!(ctype, "text/plain; version=0.0.4; charset=utf-8");
+    promtool_accepts(&prom);
     let target = &summary["targets"][0];
     assert_eq!(target["name"], "n");
     let mut ops_total = 0.0;

@@ -4,8 +4,8 @@
 //! Prometheus's HTTP API (`/api/v1/query`):
 //!
 //! - during the run: `storlab_operations_total` has a series per target and operation, with
-//!   exactly the labels storlab gives (plus Prometheus's `job` and `instance`) and operations
-//!   counted;
+//!   exactly the labels storlab gives (the run's study, run id, step and host; target and
+//!   operation; plus Prometheus's `job` and `instance`) and operations counted;
 //! - after the run, at an instant at least one scrape interval after `summary.json` was
 //!   written (the collector publishes its final snapshot before the summary is written, and
 //!   the endpoint keeps it for `--metrics-linger-seconds`): every counter of every target and
@@ -263,10 +263,25 @@ fn prometheus_scrapes_a_run_and_every_dashboard_query_has_data() {
         keys.sort_unstable();
         assert_eq!(
             keys,
-            ["__name__", "instance", "job", "operation", "target"],
+            [
+                "__name__",
+                "host",
+                "instance",
+                "job",
+                "operation",
+                "run",
+                "step",
+                "study",
+                "target"
+            ],
             "{labels:?}"
         );
         assert_eq!(labels["job"], "storlab");
+        assert_eq!(labels["study"], "prom");
+        assert!(
+            labels["run"].as_str().unwrap().ends_with("-r001"),
+            "{labels:?}"
+        );
     }
 
     // After the run: a scrape that began after the summary was written holds the final

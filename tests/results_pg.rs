@@ -378,6 +378,13 @@ fn a_run_whose_store_is_down_keeps_its_folders_says_so_and_is_pushed_later() {
         let note = std::fs::read_to_string(f.join("store-unreachable.txt")).expect("the note");
         assert!(note.contains("storlab results push"), "{note}");
         assert!(!note.contains("hunter2secret"), "{note}");
+        // The command pastes as it is: the URL without a password, no `***`.
+        assert!(
+            note.contains(&format!(
+                "--store 'postgres://storlab@127.0.0.1:{port}/results?sslmode=disable'"
+            )),
+            "{note}"
+        );
     }
     // Nothing anywhere in the folder holds the password (the command line is redacted).
     for f in common::walk(&lab.results()) {
@@ -388,15 +395,28 @@ fn a_run_whose_store_is_down_keeps_its_folders_says_so_and_is_pushed_later() {
             f.display()
         );
     }
-    // Later, the store up: the push uploads them.
+    // Later, the store up: the push uploads them, its URL without a password on the command
+    // line (the password from PGPASSWORD, as libpq takes it), and removes the notes.
+    let secret = password(&db.url);
+    let bare = db.url.replacen(&format!(":{secret}@"), "@", 1);
+    assert!(!bare.contains(&secret), "{bare}");
     let o = lab
         .cmd()
         .args(["results", "push"])
         .arg(&study)
-        .args(["--store", &db.url])
+        .args(["--store", &bare])
+        .env("PGPASSWORD", &secret)
         .output()
         .expect("push");
     assert!(o.status.success(), "{}", both(&o));
+    assert!(
+        both(&o).contains("removed 2 store-unreachable.txt notes"),
+        "{}",
+        both(&o)
+    );
+    for f in &folders {
+        assert!(!f.join("store-unreachable.txt").exists(), "{}", f.display());
+    }
     let rows = list(&lab, &db.url);
     assert_eq!(rows.len(), 2, "{rows:#?}");
     assert!(rows.iter().all(|r| r["status"] == "complete"), "{rows:#?}");
@@ -604,6 +624,45 @@ fn a_store_that_stops_answering_mid_study_is_unreachable_after_its_statement_tim
     let rows = list(&lab, &db.url);
     assert_eq!(rows.len(), 2, "{rows:#?}");
     assert!(rows.iter().all(|r| r["status"] == "complete"), "{rows:#?}");
+}
+
+/// A store over TLS, with libpq's `sslmode` and `sslrootcert` (the role `storlab_tls` of
+/// scripts/servers.sh may connect over TLS only, so a connection that works was encrypted):
+/// `verify-full` against the servers' own CA connects; `require` connects without checking
+/// the certificate; `disable` is refused by the server; `verify-full` against the system's
+/// roots refuses the certificate the test CA signed.
+#[test]
+fn a_store_over_tls_is_verified_as_libpq_says() {
+    let Some(tls_url) = server("STORLAB_TEST_POSTGRES_TLS_URL") else {
+        return;
+    };
+    let lab = Lab::new();
+    let list = |url: &str| {
+        lab.cmd()
+            .args(["results", "list", "--store", url])
+            .output()
+            .expect("storlab results list")
+    };
+    assert!(
+        tls_url.contains("sslmode=verify-full&sslrootcert="),
+        "{tls_url}"
+    );
+    let o = list(&tls_url);
+    assert!(o.status.success(), "verify-full: {}", both(&o));
+    let head = tls_url.split_once('?').expect("a query").0;
+    let o = list(&format!("{head}?sslmode=require"));
+    assert!(o.status.success(), "require: {}", both(&o));
+    let o = list(&format!("{head}?sslmode=disable"));
+    assert!(!o.status.success(), "disable was let in: {}", both(&o));
+    assert!(both(&o).contains("no encryption"), "{}", both(&o));
+    let o = list(&format!("{head}?sslmode=verify-full&sslrootcert=system"));
+    assert!(
+        !o.status.success(),
+        "an unknown CA was trusted: {}",
+        both(&o)
+    );
+    assert!(both(&o).contains("certificate"), "{}", both(&o));
+    assert!(!both(&o).contains(&password(&tls_url)), "{}", both(&o));
 }
 
 /// mpirun's path, when this build and machine can run MPI (else skipped, or failing when

@@ -395,3 +395,89 @@ fn in_chromium(addr: &str, filter: &str, filtered: &str, a: &str, b: &str) {
         eprintln!("screenshot: {}", shot.display());
     }
 }
+
+/// GET `path` with `headers` (each `Name: value`): (status code, response head).
+fn get_with(addr: &str, path: &str, headers: &[&str]) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).expect("connect to storlab serve");
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let extra: String = headers.iter().map(|h| format!("{h}\r\n")).collect();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{extra}Connection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).unwrap();
+    let raw = String::from_utf8_lossy(&raw).to_string();
+    let head = raw.split_once("\r\n\r\n").map_or(raw.as_str(), |(h, _)| h);
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("status line: {head}"));
+    (status, head.to_string())
+}
+
+/// Serving beyond loopback needs a token; with one, a request without it is refused (401,
+/// with the challenge a browser answers by asking for it), one with it answered.
+#[test]
+fn beyond_loopback_serve_needs_a_token_and_every_request_carries_it() {
+    let lab = Lab::new();
+    let out = lab.run(&["serve", "--listen", "0.0.0.0:0"]);
+    let (_, err) = text(&out);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("--listen 0.0.0.0:0 is not a loopback address")
+            && err.contains("--token FILE"),
+        "{err}"
+    );
+    let token = lab.write("token", "s3cret-token-of-24-chars\n");
+    let mut child = lab
+        .cmd()
+        .args(["serve", "--listen", "127.0.0.1:0", "--token"])
+        .arg(&token)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start storlab serve");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("the address line");
+    let server = Server {
+        addr: line
+            .split("http://")
+            .nth(1)
+            .and_then(|rest| rest.split('/').next())
+            .unwrap_or_else(|| panic!("no address in {line:?}"))
+            .to_string(),
+        child,
+    };
+    let (status, head) = get_with(&server.addr, "/", &[]);
+    assert_eq!(status, 401, "{head}");
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("www-authenticate: basic realm=\"storlab\""),
+        "{head}"
+    );
+    let (status, _) = get_with(
+        &server.addr,
+        "/",
+        &["Authorization: Bearer wrong-token-of-24-chars"],
+    );
+    assert_eq!(status, 401);
+    // With the token: served (no store yet: the page says so, not 401).
+    let (status, head) = get_with(
+        &server.addr,
+        "/",
+        &["Authorization: Bearer s3cret-token-of-24-chars"],
+    );
+    assert_ne!(status, 401, "{head}");
+    // A browser's Basic authentication, the token as the password.
+    let (status, head) = get_with(
+        &server.addr,
+        "/",
+        &["Authorization: Basic dXNlcjpzM2NyZXQtdG9rZW4tb2YtMjQtY2hhcnM="],
+    );
+    assert_ne!(status, 401, "{head}");
+}

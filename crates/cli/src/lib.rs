@@ -211,9 +211,12 @@ struct StoreArgs {
     #[arg(long, global = true, env = "STORLAB_RESULTS", value_name = "FOLDER")]
     results: Option<PathBuf>,
     /// The results store, when not results.db in --results: a PostgreSQL database a lab
-    /// shares (postgres://USER:PASSWORD@HOST:PORT/DB; it also keeps every run's files, so
-    /// that reports need no folder), an SQLite file (*.db) or a results folder. The
-    /// password is never printed or stored. A run whose PostgreSQL store cannot be reached
+    /// shares (postgres://USER@HOST:PORT/DB, its password from PGPASSWORD or ~/.pgpass as
+    /// libpq takes it, or in the URL; it also keeps every run's files, so that reports need
+    /// no folder), an SQLite file (*.db) or a results folder. The password is never printed
+    /// or stored. TLS as libpq: ?sslmode=require (encrypted), verify-ca or verify-full (the
+    /// server's certificate checked against sslrootcert=CA.pem, or =system; verify-full also
+    /// its name); PGSSLMODE and PGSSLROOTCERT where the URL says nothing. A run whose PostgreSQL store cannot be reached
     /// keeps every result in its folder, says so, and exits with status 4: `storlab results
     /// push FOLDER` uploads it later. A server that does not answer is unreachable too: after
     /// the URL's connect_timeout (default 10 s) when connecting, after STORLAB_STORE_TIMEOUT
@@ -257,11 +260,15 @@ struct CommonRunArgs {
     /// Name the exact device; repeat for several. Mounted devices are always refused.
     #[arg(long, value_name = "DEVICE")]
     allow_destroy: Vec<PathBuf>,
-    /// Serve live metrics (OpenMetrics text) on GET http://ADDR/metrics while running, e.g.
-    /// 127.0.0.1:9464 (port 0: any free port, printed). A non-loopback address exposes them
-    /// to the network: storlab warns.
+    /// Serve live metrics (OpenMetrics, or Prometheus's text format when asked for) on GET
+    /// http://ADDR/metrics while running, e.g. 127.0.0.1:9464 (port 0: any free port,
+    /// printed). A non-loopback address needs --metrics-token.
     #[arg(long, value_name = "ADDR")]
     metrics: Option<std::net::SocketAddr>,
+    /// A file whose first line is a token (16 characters or more) that every scrape must
+    /// carry (`Authorization: Bearer TOKEN`; Prometheus's `authorization: credentials_file`).
+    #[arg(long, value_name = "FILE", requires = "metrics")]
+    metrics_token: Option<PathBuf>,
     /// Keep the metrics endpoint up this long after the last run, so that a scraper gets
     /// the final figures.
     #[arg(
@@ -587,12 +594,18 @@ fn execute_watched(
     let interrupted = install_interrupt()?;
     let metrics = match args.metrics {
         Some(addr) => {
-            let exporter = storlab_engine::metrics::Exporter::start(addr)?;
-            if !addr.ip().is_loopback() {
-                eprintln!(
-                    "WARNING: --metrics {addr} is not a loopback address: the run's metrics are exposed to the network"
-                );
-            }
+            let token = args
+                .metrics_token
+                .as_deref()
+                .map(|p| storlab_engine::access::Token::read(p, "--metrics-token"))
+                .transpose()?;
+            storlab_engine::access::check_exposure(
+                addr,
+                token.as_ref(),
+                "--metrics",
+                "--metrics-token",
+            )?;
+            let exporter = storlab_engine::metrics::Exporter::start(addr, token)?;
             eprintln!("metrics: OpenMetrics on http://{}/metrics", exporter.addr());
             Some(Arc::new(exporter))
         }
@@ -664,9 +677,10 @@ fn execute_watched(
     let code = match &outcome.store_unreachable {
         Some(why) => {
             eprintln!(
-                "error: {why}\nevery run is kept in {}: `storlab results push {} --store STORE` uploads it later",
+                "error: {why}\nevery run is kept in {}: `storlab results push {} --store '{}'` uploads it later (the password from PGPASSWORD or ~/.pgpass)",
                 outcome.folder.display(),
-                outcome.folder.display()
+                outcome.folder.display(),
+                opts.store.for_command()
             );
             if code == 0 {
                 EXIT_STORE_UNREACHABLE

@@ -69,6 +69,16 @@ fn results_push(location: &StoreLocation, folders: &[PathBuf]) -> Result<i32> {
         "pushed into {location}: {} runs, {} incomplete (no summary.json); {} files, {} bytes",
         p.runs, p.incomplete, p.files, p.bytes
     );
+    if p.notes_removed > 0 {
+        println!(
+            "removed {} {} notes: the store has those runs now",
+            p.notes_removed,
+            storlab_results::push::UNREACHABLE_NOTE_FILE
+        );
+    }
+    for left in &p.notes_left {
+        eprintln!("warning: a note that the store lacked the run was not removed: {left}");
+    }
     Ok(0)
 }
 

@@ -79,13 +79,22 @@ pub struct Live<'a> {
     pub metrics: Option<&'a super::metrics::Exporter>,
 }
 
+/// One shape's and op kind's last completed interval, for the live metrics.
+#[derive(Debug, Clone, Copy, Default)]
+struct LastInterval {
+    rate_ops: f64,
+    rate_bytes: f64,
+    /// Service-time quantiles (the metrics' [`super::metrics::QUANTILES`]), ns.
+    quantiles_ns: Option<[u64; 4]>,
+}
+
 /// Publishes the run's metrics: the measured totals so far and each shape's last interval
-/// rates (`rates[shape][kind]` = [ops/s, bytes/s]).
+/// (`last[shape][kind]`).
 fn publish_metrics(
     m: &super::metrics::Exporter,
     targets: &[TargetShape],
     out: &Collected,
-    rates: &[Vec<[f64; 2]>],
+    last: &[Vec<LastInterval>],
 ) {
     let mut rows = Vec::new();
     for (t, shape) in targets.iter().enumerate() {
@@ -101,18 +110,19 @@ fn publish_metrics(
                 .filter_map(|(_, w)| w[*k as usize].as_ref())
                 .map(|w| w.service_sum_ns)
                 .sum();
-            let [rate_ops, rate_bytes] = rates[t][*k as usize];
+            let l = last[t][*k as usize];
             rows.push(super::metrics::Row {
                 target: &shape.name,
                 operation: k.name(),
                 totals,
                 service_sum_ns,
-                rate_ops,
-                rate_bytes,
+                rate_ops: l.rate_ops,
+                rate_bytes: l.rate_bytes,
+                interval_quantiles_ns: l.quantiles_ns,
             });
         }
     }
-    m.publish(super::metrics::render(&rows, &m.marks()));
+    m.publish(&rows);
 }
 
 struct Pending {
@@ -356,7 +366,7 @@ struct Merger<'a> {
     /// Workers that have sent their last interval.
     finished: usize,
     /// Per shape, per kind: the last interval's rates, for the metrics.
-    rates: Vec<Vec<[f64; 2]>>,
+    rates: Vec<Vec<LastInterval>>,
 }
 
 impl<'a> Merger<'a> {
@@ -380,7 +390,7 @@ impl<'a> Merger<'a> {
             steady: None,
         };
         Merger {
-            rates: vec![vec![[0.0; 2]; OpKind::COUNT]; targets.len()],
+            rates: vec![vec![LastInterval::default(); OpKind::COUNT]; targets.len()],
             targets,
             worker_group,
             out,
@@ -479,7 +489,7 @@ fn percentile<C: hdrhistogram::Counter>(h: &Histogram<C>, pct: f64) -> u64 {
 
 /// Each shape's and kind's rates over the interval `p`, into `rates` (an interval too short
 /// to show, as `write_second` skips it, leaves them as they were).
-fn last_rates(p: &Pending, interval_ns: u64, rates: &mut [Vec<[f64; 2]>]) {
+fn last_rates(p: &Pending, interval_ns: u64, last: &mut [Vec<LastInterval>]) {
     let span_ns = p.end_ns.saturating_sub(p.start_ns).min(interval_ns);
     if span_ns < interval_ns / 100 {
         return;
@@ -488,7 +498,14 @@ fn last_rates(p: &Pending, interval_ns: u64, rates: &mut [Vec<[f64; 2]>]) {
     for (t, kinds) in p.per_target.iter().enumerate() {
         for (k, kt) in kinds.iter().enumerate() {
             if let Some(kt) = kt {
-                rates[t][k] = [kt.ops as f64 / secs, kt.bytes as f64 / secs];
+                let quantiles_ns = (!kt.service.is_empty()).then(|| {
+                    super::metrics::QUANTILES.map(|(_, pct)| kt.service.value_at_percentile(pct))
+                });
+                last[t][k] = LastInterval {
+                    rate_ops: kt.ops as f64 / secs,
+                    rate_bytes: kt.bytes as f64 / secs,
+                    quantiles_ns,
+                };
             }
         }
     }

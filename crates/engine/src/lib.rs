@@ -5,6 +5,7 @@
 //! Ctrl-C stops issuing, lets what is in flight finish, and stores the run as partial; later
 //! runs of the study are skipped. A second Ctrl-C exits at once (see `cli`).
 
+pub mod access;
 mod after;
 pub mod collector;
 pub mod distributed;

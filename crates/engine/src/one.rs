@@ -100,7 +100,7 @@ pub(super) fn run_one(
     }
     let flags = Flags::new(opts.interrupted.clone());
     if let Some(m) = &opts.metrics {
-        m.begin_run();
+        m.begin_run(&metrics_labels(plan, run, study_folder));
     }
     let event_context = events::Context {
         clock: &flags.clock,
@@ -164,7 +164,8 @@ pub(super) fn run_one(
     let (timed, failure) = m.during;
     recorded.extend(timed);
     // Read back what was written (not part of any latency figure), once the workers stopped.
-    super::verify::after_run(run, &armed.verify_tables, &recorded, &mut summary);
+    let crashed = events::crash_before(run, &recorded);
+    super::verify::after_run(run, &armed.verify_tables, crashed, &mut summary);
     // The after-step events (fio's exec_postrun), before the processes started are stopped.
     let (after_step, after_failure) = events::run_after(&run.events, &event_context, processes);
     recorded.extend(after_step);
@@ -197,6 +198,37 @@ pub(super) fn run_one(
 
 /// Opens the run's folder, writes its system capture there and begins it in the results
 /// store. Returns where it is stored and the system capture.
+/// A run's id: its study folder's name and its index (`NAME-r001`).
+fn run_id(study_folder: &Path, run: &RunPlan) -> String {
+    format!(
+        "{}-r{:03}",
+        study_folder
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("run"),
+        run.index
+    )
+}
+
+/// The labels of a run's live metrics: study, run id, step, host and its sweep parameters.
+fn metrics_labels(plan: &Plan, run: &RunPlan, study_folder: &Path) -> Vec<(String, String)> {
+    let mut labels = vec![
+        ("study".to_string(), plan.study.clone()),
+        ("run".to_string(), run_id(study_folder, run)),
+        ("step".to_string(), run.step.clone()),
+        (
+            "host".to_string(),
+            storlab_results::system::hostname().unwrap_or_default(),
+        ),
+    ];
+    labels.extend(
+        run.parameters
+            .iter()
+            .map(|(k, v)| (super::metrics::parameter_label(k), v.clone())),
+    );
+    labels
+}
+
 fn begin(
     plan: &Plan,
     run: &RunPlan,
@@ -206,14 +238,7 @@ fn begin(
     armed: &Armed,
 ) -> Result<(Stored, serde_json::Value), RunError> {
     let started = SystemTime::now();
-    let run_id = format!(
-        "{}-r{:03}",
-        study_folder
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("run"),
-        run.index
-    );
+    let run_id = run_id(study_folder, run);
     // In the store first, so that a folder that cannot be written is marked incomplete.
     let folder_path = study_folder.join(format!("run-{:03}", run.index));
     store.begin_run(

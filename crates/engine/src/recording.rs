@@ -13,7 +13,7 @@ use storlab_results::summary::RunSummary;
 use storlab_study::plan::RunPlan;
 
 /// The note a run folder holds when the store did not get its run.
-pub const UNREACHABLE_NOTE_FILE: &str = "store-unreachable.txt";
+pub use storlab_results::push::UNREACHABLE_NOTE_FILE;
 
 /// The store a study writes to, or why it stopped writing to it.
 pub(crate) struct Recording {
@@ -78,11 +78,12 @@ impl Recording {
         let why = self.unreachable.as_deref().unwrap_or("unknown");
         let text = format!(
             "This run is not in the results store {}: {why}\n\
-             Its results are all in this folder. Upload it with:\n  \
+             Its results are all in this folder. Upload it with (the password from PGPASSWORD\n\
+             or ~/.pgpass, as libpq takes it; the push removes this note):\n  \
              storlab results push {} --store '{}'\n",
             self.location,
             folder.display(),
-            self.location
+            self.location.for_command()
         );
         let _ = storlab_results::write::write_file(
             &folder.join(UNREACHABLE_NOTE_FILE),

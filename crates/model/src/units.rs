@@ -228,6 +228,11 @@ pub fn rfc3339(t: std::time::SystemTime) -> String {
     humantime::format_rfc3339_seconds(t).to_string()
 }
 
+/// An RFC 3339 time as storlab writes it (UTC, `Z`), with or without fractions of a second.
+pub fn parse_rfc3339(text: &str) -> Option<std::time::SystemTime> {
+    humantime::parse_rfc3339_weak(text.trim()).ok()
+}
+
 /// `20261120-230102` for folder names.
 pub fn timestamp_for_path(t: std::time::SystemTime) -> String {
     rfc3339(t)

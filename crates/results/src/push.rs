@@ -7,9 +7,17 @@ use std::path::{Path, PathBuf};
 use crate::store::files::read_run_files;
 use crate::store::{RunFiles, Store, StoreError};
 
+/// The note a run folder holds when a shared store did not get its run (written by the
+/// engine); a push that stores the run removes it.
+pub const UNREACHABLE_NOTE_FILE: &str = "store-unreachable.txt";
+
 /// What a push uploaded.
 #[derive(Debug, Default)]
 pub struct Pushed {
+    /// Notes that a store did not get a run, removed now that it has it; and those that could
+    /// not be removed, with why.
+    pub notes_removed: usize,
+    pub notes_left: Vec<String>,
     pub runs: usize,
     /// Run folders without a readable summary, stored `incomplete`.
     pub incomplete: usize,
@@ -86,6 +94,13 @@ pub fn push(store: &mut Store, folders: &[PathBuf]) -> Result<Pushed, StoreError
             // A shared store took them when the run was finished.
             if !(indexed.complete && store.is_shared()) {
                 store.put_files(&indexed.run_id, &files)?;
+            }
+            let note = run.join(UNREACHABLE_NOTE_FILE);
+            if note.exists() {
+                match std::fs::remove_file(&note) {
+                    Ok(()) => pushed.notes_removed += 1,
+                    Err(e) => pushed.notes_left.push(format!("{}: {e}", note.display())),
+                }
             }
         }
     }

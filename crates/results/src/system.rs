@@ -136,6 +136,11 @@ pub fn set_git_commit(commit: Option<&'static str>) {
     let _ = GIT_COMMIT.set(commit);
 }
 
+/// This machine's host name (uname's nodename), if it can be read.
+pub fn hostname() -> Option<String> {
+    uname().and_then(|[hostname, ..]| hostname)
+}
+
 /// Captures the system description, inspecting the storage of each target.
 pub fn capture(target_paths: &[PathBuf]) -> SystemInfo {
     let uts = uname().unwrap_or_default();

@@ -47,23 +47,29 @@ pub(super) struct ServeArgs {
     /// Requests handled at once.
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
     threads: u16,
+    /// A file whose first line is a token (16 characters or more) that every request must
+    /// carry: `Authorization: Bearer TOKEN`, or, in a browser, as the password it asks for
+    /// (any user name). Needed to listen on an address other than loopback.
+    #[arg(long, value_name = "FILE")]
+    token: Option<std::path::PathBuf>,
     #[command(flatten)]
     store: super::StoreArgs,
 }
 
 /// `storlab serve`: serves until killed.
 pub(super) fn serve(args: ServeArgs) -> Result<i32> {
+    let token = args
+        .token
+        .as_deref()
+        .map(|p| storlab_engine::access::Token::read(p, "--token"))
+        .transpose()?;
+    storlab_engine::access::check_exposure(args.listen, token.as_ref(), "--listen", "--token")?;
     let server = tiny_http::Server::http(args.listen)
         .map_err(|e| anyhow::anyhow!("listening on {}: {e}", args.listen))?;
     let bound = server
         .server_addr()
         .to_ip()
         .context("listening: not an IP address")?;
-    if !bound.ip().is_loopback() {
-        eprintln!(
-            "WARNING: --listen {bound} is not a loopback address: the results are shown to the network"
-        );
-    }
     let location = args.store.location()?;
     println!("storlab serve: http://{bound}/ (results: {location})");
     use std::io::Write as _;
@@ -71,10 +77,10 @@ pub(super) fn serve(args: ServeArgs) -> Result<i32> {
     let server = std::sync::Arc::new(server);
     let workers: Vec<_> = (0..args.threads)
         .map(|i| {
-            let (server, location) = (server.clone(), location.clone());
+            let (server, location, token) = (server.clone(), location.clone(), token.clone());
             std::thread::Builder::new()
                 .name(format!("storlab-serve-{i}"))
-                .spawn(move || take_requests(&server, &location))
+                .spawn(move || take_requests(&server, &location, token.as_ref()))
         })
         .collect::<Result<_, _>>()
         .context("starting the server's threads")?;
@@ -85,13 +91,33 @@ pub(super) fn serve(args: ServeArgs) -> Result<i32> {
 }
 
 /// Answers requests until the server stops; a handler's panic answers 500, not the thread.
-fn take_requests(server: &tiny_http::Server, store: &StoreLocation) {
+fn take_requests(
+    server: &tiny_http::Server,
+    store: &StoreLocation,
+    token: Option<&storlab_engine::access::Token>,
+) {
     for request in server.incoming_requests() {
         let method = request.method().clone();
         let url = request.url().to_string();
-        let answer = guarded(|| answer(&method, &url, store));
+        let authorization = request
+            .headers()
+            .iter()
+            .find(|h| h.field.equiv("Authorization"))
+            .map(|h| h.value.as_str().to_string());
+        let admitted = token.is_none_or(|t| t.admits(authorization.as_deref()));
+        let answer = if admitted {
+            guarded(|| answer(&method, &url, store))
+        } else {
+            Failure::Unauthorized.page()
+        };
         let mut response =
             tiny_http::Response::from_string(answer.body).with_status_code(answer.status);
+        if !admitted
+            && let Ok(h) =
+                tiny_http::Header::from_bytes("WWW-Authenticate", storlab_engine::access::CHALLENGE)
+        {
+            response.add_header(h);
+        }
         for (name, value) in [
             ("Content-Type", "text/html; charset=utf-8"),
             ("Cache-Control", "no-store"),
@@ -130,6 +156,8 @@ enum Failure {
     StoreDown(String),
     Broken(String),
     Method(String),
+    /// A request without the token (`--token`).
+    Unauthorized,
 }
 
 impl From<BadInput> for Failure {
@@ -145,6 +173,11 @@ impl Failure {
             Failure::NotFound(d) => (404, "not found", d.clone()),
             Failure::StoreDown(d) => (503, "the results store cannot be read", d.clone()),
             Failure::Broken(d) => (500, "cannot show this", d.clone()),
+            Failure::Unauthorized => (
+                401,
+                "a token is needed",
+                "this storlab serve was started with --token: send Authorization: Bearer TOKEN, or give the token as the password".to_string(),
+            ),
             Failure::Method(m) => (
                 405,
                 "method not allowed",
@@ -191,6 +224,16 @@ fn open_store(location: &StoreLocation) -> Result<Store, Failure> {
     {
         return Err(Failure::StoreDown(format!(
             "no results store at {} (runs store their results there; start storlab serve with --results, --store or STORLAB_STORE)",
+            file.display()
+        )));
+    }
+    // An empty file is no store (storlab writes its schema as it makes one; a copy cut
+    // short, a truncation): said, with the way out, and not written into.
+    if let StoreLocation::Sqlite(file) = location
+        && std::fs::metadata(file).is_ok_and(|m| m.len() == 0)
+    {
+        return Err(Failure::StoreDown(format!(
+            "{} is empty (0 bytes): no results index; `storlab results reindex` rebuilds it from the run folders beside it",
             file.display()
         )));
     }
@@ -419,6 +462,32 @@ mod tests {
             })
             .status,
             200
+        );
+    }
+
+    /// An empty results.db is said, with the way out, and left as it was (serve does not
+    /// write a schema into it).
+    #[test]
+    fn an_empty_store_file_is_said_and_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("results.db");
+        std::fs::write(&file, b"").unwrap();
+        let page = answer(
+            &tiny_http::Method::Get,
+            "/",
+            &StoreLocation::in_folder(dir.path()),
+        );
+        assert_eq!(page.status, 503);
+        assert!(
+            page.body.contains("is empty (0 bytes)")
+                && page.body.contains("storlab results reindex"),
+            "{}",
+            page.body
+        );
+        assert_eq!(
+            std::fs::metadata(&file).unwrap().len(),
+            0,
+            "nothing written"
         );
     }
 

@@ -465,6 +465,26 @@ fn signal_event(
     }
 }
 
+/// Whether the step crashed something before its verify pass: a `power-off` event, or a
+/// `kill` with SIGKILL, that ran. Only then may a write acknowledged but not synced be lost
+/// (`lost-unsynced`); otherwise such a loss is `lost-while-up`.
+pub fn crash_before(run: &storlab_study::plan::RunPlan, recorded: &[Recorded]) -> bool {
+    use storlab_study::events::Action;
+    let ran = |name: &str| {
+        recorded
+            .iter()
+            .any(|r| r.name == name && r.status == storlab_results::events::EventStatus::Ok)
+    };
+    run.events.iter().any(|e| {
+        let crash = match &e.action {
+            Action::PowerOff { .. } => true,
+            Action::Kill { signal, .. } => signal.number == libc::SIGKILL,
+            _ => false,
+        };
+        crash && ran(&e.name)
+    })
+}
+
 /// The events of a run as stored: start and end relative to `measure_start_ns` (run clock);
 /// events that did not run are placed at `end_seconds`, the end of measurement.
 pub fn to_summary(recorded: &[Recorded], measure_start_ns: u64, end_seconds: f64) -> Vec<Event> {

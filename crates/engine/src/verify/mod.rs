@@ -218,15 +218,16 @@ pub fn move_into_run_folder(
 }
 
 /// After a run's workers stopped: for each target with a table, marks its mapped state clean
-/// (or, on the heap, saves it where `verify-state` says) and runs the verify pass, into the target's result. A failure to save
+/// (or, on the heap, saves it where `verify-state` says) and runs the verify pass, into the target's result.
+/// `crashed`: a crash came before the pass ([`crate::events::crash_before`]); without one, a
+/// write lost before its sync is `lost-while-up`. A failure to save
 /// or to read back is a warning of the run (and no `verify` object), never silent.
 pub fn after_run(
     run: &storlab_study::plan::RunPlan,
     tables: &[Option<std::sync::Arc<VerifyTable>>],
-    recorded: &[crate::events::Recorded],
+    crashed: bool,
     summary: &mut storlab_results::summary::RunSummary,
 ) {
-    let crashed = crash_before(run, recorded);
     let several = run.targets.len() > 1;
     for (t, table) in run.targets.iter().zip(tables) {
         let Some(table) = table else { continue };
@@ -302,26 +303,6 @@ pub fn after_run(
                 .push(format!("target `{}`: verify pass not run: {e}", t.name)),
         }
     }
-}
-
-/// Whether the step crashed something before its verify pass: a `power-off` event, or a
-/// `kill` with SIGKILL, that ran. Only then may a write acknowledged but not synced be lost
-/// (`lost-unsynced`); otherwise such a loss is `lost-while-up`.
-fn crash_before(run: &storlab_study::plan::RunPlan, recorded: &[crate::events::Recorded]) -> bool {
-    use storlab_study::events::Action;
-    let ran = |name: &str| {
-        recorded
-            .iter()
-            .any(|r| r.name == name && r.status == storlab_results::events::EventStatus::Ok)
-    };
-    run.events.iter().any(|e| {
-        let crash = match &e.action {
-            Action::PowerOff { .. } => true,
-            Action::Kill { signal, .. } => signal.number == libc::SIGKILL,
-            _ => false,
-        };
-        crash && ran(&e.name)
-    })
 }
 
 /// `storlab verify STATE`: loads a saved table (of blocks or keys) and reads its target back.

@@ -1,6 +1,7 @@
 //! A [`Table`] as a Parquet file, through the `parquet` crate's column writers (no Arrow):
 //! one row group, every column optional (nulls as definition levels), text as UTF-8
-//! `BYTE_ARRAY` (logical type String), integers as `INT64`, floats as `DOUBLE`; uncompressed.
+//! `BYTE_ARRAY` (logical type String), integers as `INT64`, floats as `DOUBLE`, times as
+//! `INT64` timestamps (microseconds, UTC); uncompressed.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -26,6 +27,13 @@ pub fn write(table: &Table, path: &Path) -> Result<(), ExportError> {
             Kind::Text => (Physical::BYTE_ARRAY, Some(LogicalType::String)),
             Kind::Int => (Physical::INT64, None),
             Kind::Float => (Physical::DOUBLE, None),
+            Kind::Timestamp => (
+                Physical::INT64,
+                Some(LogicalType::timestamp(
+                    true,
+                    parquet::basic::TimeUnit::MICROS,
+                )),
+            ),
         };
         let field = Type::primitive_type_builder(name, physical)
             .with_repetition(Repetition::OPTIONAL)
@@ -61,10 +69,10 @@ pub fn write(table: &Table, path: &Path) -> Result<(), ExportError> {
                     .typed::<ByteArrayType>()
                     .write_batch(&v, Some(&def), None)
             }
-            Kind::Int => {
+            Kind::Int | Kind::Timestamp => {
                 let v: Vec<i64> = cells
                     .filter_map(|c| match c {
-                        Cell::Int(i) => Some(*i),
+                        Cell::Int(i) | Cell::Timestamp(i, _) => Some(*i),
                         _ => None,
                     })
                     .collect();

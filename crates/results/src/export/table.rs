@@ -10,6 +10,9 @@ pub enum Kind {
     Text,
     Int,
     Float,
+    /// A UTC instant: microseconds since the Unix epoch in Parquet (a timestamp), the RFC
+    /// 3339 text in CSV.
+    Timestamp,
 }
 
 /// One value; `Null` where a row has none.
@@ -19,6 +22,8 @@ pub enum Cell {
     Text(String),
     Int(i64),
     Float(f64),
+    /// Microseconds since the Unix epoch, and the time as it was written.
+    Timestamp(i64, String),
 }
 
 impl Cell {
@@ -28,6 +33,7 @@ impl Cell {
             Cell::Text(_) => Some(Kind::Text),
             Cell::Int(_) => Some(Kind::Int),
             Cell::Float(_) => Some(Kind::Float),
+            Cell::Timestamp(..) => Some(Kind::Timestamp),
         }
     }
 }
@@ -99,6 +105,31 @@ impl Table {
         self.set(name, Cell::Float(v));
     }
 
+    /// An RFC 3339 time; a text that is none is left null (the column is declared).
+    pub fn timestamp(&mut self, name: &str, text: &str) {
+        self.declare(name, Kind::Timestamp);
+        let micros = storlab_model::units::parse_rfc3339(text)
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .and_then(|d| i64::try_from(d.as_micros()).ok());
+        if let Some(m) = micros {
+            self.set(name, Cell::Timestamp(m, text.to_string()));
+        }
+    }
+
+    /// A value as text, or as an integer or a number when `kind` says the column holds those
+    /// (a sweep parameter whose every value is one).
+    pub fn value(&mut self, name: &str, kind: Kind, v: &str) {
+        self.declare(name, kind);
+        let cell = match kind {
+            Kind::Int => v.parse().map(Cell::Int).ok(),
+            Kind::Float => v.parse().map(Cell::Float).ok(),
+            Kind::Text | Kind::Timestamp => Some(Cell::Text(v.to_string())),
+        };
+        if let Some(c) = cell {
+            self.set(name, c);
+        }
+    }
+
     /// The cell of `row` in column `col` (null past a short row's end).
     pub fn cell(&self, row: usize, col: usize) -> &Cell {
         self.rows
@@ -120,6 +151,7 @@ impl Table {
                     Cell::Int(i) => i.to_string(),
                     Cell::Float(f) if f.is_finite() => f.to_string(),
                     Cell::Float(_) => "NaN".into(),
+                    Cell::Timestamp(_, text) => csv_field(text),
                 })
                 .collect();
             writeln!(out, "{}", fields.join(","))?;

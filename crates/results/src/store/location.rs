@@ -18,6 +18,43 @@ impl PgUrl {
     }
 }
 
+impl PgUrl {
+    /// The URL with its password taken out (`postgres://lab@db:5432/results`), for a command
+    /// to paste: the password then comes from PGPASSWORD or the password file, as libpq takes
+    /// it. Query parameters other than a password are kept.
+    pub fn without_password(&self) -> String {
+        let text = &self.0;
+        let Some(scheme_end) = text.find("://").map(|i| i + 3) else {
+            return crate::redact(text);
+        };
+        let rest = &text[scheme_end..];
+        let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+        let (authority, tail) = rest.split_at(authority_end);
+        let authority = match authority.rsplit_once('@') {
+            Some((userinfo, host)) => {
+                let user = userinfo.split_once(':').map_or(userinfo, |(u, _)| u);
+                format!("{user}@{host}")
+            }
+            None => authority.to_string(),
+        };
+        let tail = match tail.split_once('?') {
+            Some((path, query)) => {
+                let kept: Vec<&str> = query
+                    .split('&')
+                    .filter(|kv| !kv.starts_with("password="))
+                    .collect();
+                if kept.is_empty() {
+                    path.to_string()
+                } else {
+                    format!("{path}?{}", kept.join("&"))
+                }
+            }
+            None => tail.to_string(),
+        };
+        format!("{}{authority}{tail}", &text[..scheme_end])
+    }
+}
+
 impl std::fmt::Display for PgUrl {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&crate::redact(&self.0))
@@ -54,7 +91,9 @@ impl StoreLocation {
         };
         if text.starts_with("postgres://") || text.starts_with("postgresql://") {
             // Checked now, so that a mistyped URL is said before anything runs.
-            text.parse::<tokio_postgres::Config>()
+            let (tokio_url, _) = super::pg_tls::split(text).map_err(bad)?;
+            tokio_url
+                .parse::<tokio_postgres::Config>()
                 .map_err(|e| bad(crate::redact(&e.to_string())))?;
             return Ok(StoreLocation::Postgres(PgUrl(text.to_string())));
         }
@@ -80,6 +119,15 @@ impl StoreLocation {
         match store {
             Some(text) => StoreLocation::parse(text),
             None => Ok(StoreLocation::in_folder(results_dir)),
+        }
+    }
+
+    /// The location as a command should name it: a PostgreSQL URL without its password
+    /// ([`PgUrl::without_password`]), a path as it is.
+    pub fn for_command(&self) -> String {
+        match self {
+            StoreLocation::Sqlite(path) => path.display().to_string(),
+            StoreLocation::Postgres(url) => url.without_password(),
         }
     }
 
@@ -116,6 +164,24 @@ mod tests {
         };
         assert_eq!(u.secret_text(), url);
         assert!(StoreLocation::parse("postgresql://h/db").is_ok());
+    }
+
+    #[test]
+    fn a_command_names_a_url_without_its_password() {
+        for (url, want) in [
+            (
+                "postgres://lab:s3cret@db.example:5432/results?sslmode=disable",
+                "postgres://lab@db.example:5432/results?sslmode=disable",
+            ),
+            (
+                "postgresql://lab@db/results?password=s3cret&connect_timeout=5",
+                "postgresql://lab@db/results?connect_timeout=5",
+            ),
+            ("postgres://db/results?password=x", "postgres://db/results"),
+        ] {
+            let l = StoreLocation::parse(url).expect("url");
+            assert_eq!(l.for_command(), want);
+        }
     }
 
     #[test]

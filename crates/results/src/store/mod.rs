@@ -12,6 +12,8 @@
 pub mod files;
 mod location;
 mod pg;
+mod pg_tls;
+mod pgpass;
 mod schema;
 mod sqlite;
 
@@ -355,6 +357,11 @@ impl Store {
     /// Stores (or replaces) files of the run `run_id`.
     pub fn put_files(&mut self, run_id: &str, files: &RunFiles) -> Result<(), StoreError> {
         each!(&mut self.backend, s => s.put_files(run_id, files))
+    }
+
+    /// One file stored of the run `run_id` (None when the store does not keep it).
+    pub fn file(&self, run_id: &str, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        each!(&self.backend, s => s.file(run_id, name))
     }
 
     /// The files stored of the run `run_id` (none when only its folder holds them).

@@ -91,16 +91,82 @@ fn connection_lost(e: &tokio_postgres::Error) -> bool {
     }
 }
 
+/// A URL without a password takes it as libpq does (see [`super::pgpass`]); without a user,
+/// the login name (`USER`), as libpq does. A password file skipped for its permissions is
+/// said on stderr, as libpq says it.
+fn with_libpq_password(config: &mut tokio_postgres::Config) {
+    if config.get_user().is_none()
+        && let Some(user) = std::env::var_os("USER")
+    {
+        config.user(user.to_string_lossy().as_ref());
+    }
+    if config.get_password().is_some() {
+        return;
+    }
+    let host = match config.get_hosts().first() {
+        Some(tokio_postgres::config::Host::Tcp(h)) => h.clone(),
+        _ => "localhost".to_string(),
+    };
+    let user = config.get_user().unwrap_or_default().to_string();
+    let database = config.get_dbname().unwrap_or(&user).to_string();
+    let wanted = super::pgpass::Wanted {
+        host: &host,
+        port: config.get_ports().first().copied().unwrap_or(5432),
+        database: &database,
+        user: &user,
+    };
+    let mut warnings = Vec::new();
+    let found = super::pgpass::find(&wanted, &mut warnings);
+    for w in warnings {
+        eprintln!("storlab: warning: {w}");
+    }
+    if let Some((_, password)) = found {
+        config.password(password);
+    }
+}
+
+/// Connects with `tls` within `deadline` (the socket and the whole handshake), and leaves the
+/// connection to `runtime`, which polls it whenever a call is driven.
+fn connect_with<T>(
+    runtime: &tokio::runtime::Runtime,
+    config: &tokio_postgres::Config,
+    deadline: Duration,
+    tls: T,
+) -> Result<Client, String>
+where
+    T: tokio_postgres::tls::MakeTlsConnect<tokio_postgres::Socket>,
+    T::Stream: Send + 'static,
+{
+    // The timer is made inside the runtime: tokio's timers need its context.
+    let (client, connection) = runtime
+        .block_on(async { tokio::time::timeout(deadline, config.connect(tls)).await })
+        .map_err(|_| {
+            format!(
+                "no answer within {} s of connecting (connect_timeout)",
+                deadline.as_secs_f64()
+            )
+        })?
+        .map_err(|e| error_text(&e))?;
+    runtime.spawn(connection);
+    Ok(client)
+}
+
 impl PgStore {
     pub(super) fn connect(url: &PgUrl) -> Result<PgStore, StoreError> {
         let location = url.to_string();
+        let bad = |detail: String| StoreError::BadLocation {
+            location: location.clone(),
+            detail,
+        };
+        let (tokio_url, tls) = super::pg_tls::split(url.secret_text()).map_err(bad)?;
         let mut config: tokio_postgres::Config =
-            url.secret_text()
+            tokio_url
                 .parse()
                 .map_err(|e: tokio_postgres::Error| StoreError::BadLocation {
                     location: location.clone(),
                     detail: error_text(&e),
                 })?;
+        with_libpq_password(&mut config);
         let statement_deadline =
             statement_deadline().map_err(|detail| StoreError::BadLocation {
                 location: location.clone(),
@@ -123,18 +189,18 @@ impl PgStore {
             location: location.clone(),
             detail,
         };
-        let (client, connection) = runtime
-            // The timer is made inside the runtime: tokio's timers need its context.
-            .block_on(async { tokio::time::timeout(deadline, config.connect(NoTls)).await })
-            .map_err(|_| {
-                unreachable(format!(
-                    "no answer within {} s of connecting (connect_timeout)",
-                    deadline.as_secs_f64()
-                ))
-            })?
-            .map_err(|e| unreachable(error_text(&e)))?;
-        // Polled whenever a call is driven; ends with the client.
-        runtime.spawn(connection);
+        let client = if tls.mode == super::pg_tls::SslMode::Disable {
+            connect_with(&runtime, &config, deadline, NoTls)
+        } else {
+            let rustls = super::pg_tls::client_config(&tls).map_err(bad)?;
+            connect_with(
+                &runtime,
+                &config,
+                deadline,
+                tokio_postgres_rustls::MakeRustlsConnect::new(rustls),
+            )
+        }
+        .map_err(unreachable)?;
         let store = PgStore {
             runtime,
             client: RefCell::new(client),
@@ -445,6 +511,14 @@ impl PgStore {
             self.call(tx.execute(sql.as_str(), &[&run_id, name, bytes]))?;
         }
         self.call(tx.commit())
+    }
+
+    pub(super) fn file(&self, run_id: &str, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let rows = self.query(
+            "SELECT bytes FROM run_files WHERE run_id = ?1 AND name = ?2",
+            &[&run_id, &name],
+        )?;
+        Ok(rows.first().map(|r| r.get(0)))
     }
 
     pub(super) fn files(&self, run_id: &str) -> Result<RunFiles, StoreError> {

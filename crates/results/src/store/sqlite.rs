@@ -18,17 +18,6 @@ impl SqliteStore {
     /// Opens (creating if needed) the store in the database file `path`.
     pub(super) fn open_file(path: &Path) -> Result<SqliteStore, StoreError> {
         let path = path.to_path_buf();
-        // storlab writes its schema in the transaction that creates the file: an empty file
-        // is damage (a copy cut short, a truncation), not a store to write a fresh schema into.
-        if std::fs::metadata(&path).is_ok_and(|m| m.is_file() && m.len() == 0) {
-            return Err(StoreError::Damaged {
-                path,
-                source: rusqlite::Error::SqliteFailure(
-                    rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_NOTADB),
-                    Some("the file is empty (0 bytes)".into()),
-                ),
-            });
-        }
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
         loop {
             match open_at(&path) {
@@ -337,6 +326,17 @@ impl SqliteStore {
         rows.collect::<Result<RunFiles, _>>()
             .map_err(|e| self.sql(e))
     }
+
+    pub(super) fn file(&self, run_id: &str, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT bytes FROM run_files WHERE run_id = ?1 AND name = ?2",
+                params![run_id, name],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.sql(e))
+    }
 }
 
 /// Opens the database and brings its schema to the newest version (see [`schema`]), one
@@ -531,27 +531,6 @@ mod tests {
                 "{pattern}"
             );
         }
-    }
-
-    /// An empty file is damage, said with the way out; it is left as it was.
-    #[test]
-    fn an_empty_store_file_is_named_damaged_and_left_alone() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(STORE_FILE);
-        std::fs::write(&path, b"").unwrap();
-        let e = SqliteStore::open_file(&path).err().expect("refused");
-        assert!(matches!(e, StoreError::Damaged { .. }), "{e:?}");
-        let text = e.to_string();
-        assert!(
-            text.contains("the results index is damaged")
-                && text.contains("storlab results reindex"),
-            "{text}"
-        );
-        assert_eq!(
-            std::fs::metadata(&path).unwrap().len(),
-            0,
-            "nothing written"
-        );
     }
 
     #[test]

@@ -381,6 +381,45 @@ impl BlockWorkload {
         Ok(())
     }
 
+    /// The verified writes' keys: `verify` on a model it can check, `verify-state` and
+    /// `verify-expect` only with it.
+    fn validate_verify(&self) -> Result<(), OptionError> {
+        if self.verify && self.iometer_model() {
+            return Err(err(
+                "verify",
+                "verify needs storlab's own access model: remove random-share and access-spec",
+            ));
+        }
+        if self.verify && self.read_share >= 1.0 {
+            return Err(err(
+                "verify",
+                "verify checks written blocks: lower read-share below 1.0",
+            ));
+        }
+        if self.verify && self.alignment_bytes() != self.block_size.0 {
+            return Err(err(
+                "alignment",
+                "with verify = true, blocks are whole: alignment must equal block-size",
+            ));
+        }
+        if self.verify_state.is_some() && !self.verify {
+            return Err(err("verify-state", "verify-state needs verify = true"));
+        }
+        if !self.verify_expect.is_empty() && !self.verify {
+            return Err(err("verify-expect", "verify-expect needs verify = true"));
+        }
+        if self
+            .verify_expect
+            .contains(&storlab_verify::VerifyClass::Intact)
+        {
+            return Err(err(
+                "verify-expect",
+                "verify-expect lists classes of damage; `intact` is none",
+            ));
+        }
+        Ok(())
+    }
+
     fn validate(&self) -> Result<(), OptionError> {
         if !(0.0..=1.0).contains(&self.read_share) {
             return Err(err(
@@ -455,39 +494,7 @@ impl BlockWorkload {
                 "burst-delay paces a closed loop, as in IOmeter: remove rate-ops or the delays",
             ));
         }
-        if self.verify && self.iometer_model() {
-            return Err(err(
-                "verify",
-                "verify needs storlab's own access model: remove random-share and access-spec",
-            ));
-        }
-        if self.verify && self.read_share >= 1.0 {
-            return Err(err(
-                "verify",
-                "verify checks written blocks: lower read-share below 1.0",
-            ));
-        }
-        if self.verify && self.alignment_bytes() != self.block_size.0 {
-            return Err(err(
-                "alignment",
-                "with verify = true, blocks are whole: alignment must equal block-size",
-            ));
-        }
-        if self.verify_state.is_some() && !self.verify {
-            return Err(err("verify-state", "verify-state needs verify = true"));
-        }
-        if !self.verify_expect.is_empty() && !self.verify {
-            return Err(err("verify-expect", "verify-expect needs verify = true"));
-        }
-        if self
-            .verify_expect
-            .contains(&storlab_verify::VerifyClass::Intact)
-        {
-            return Err(err(
-                "verify-expect",
-                "verify-expect lists classes of damage; `intact` is none",
-            ));
-        }
+        self.validate_verify()?;
         if let Some(b) = &self.write_buffers {
             b.validate()?;
             if self.verify {
