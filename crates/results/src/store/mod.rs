@@ -61,6 +61,16 @@ pub enum StoreError {
         path: PathBuf,
         source: rusqlite::Error,
     },
+    /// A store of another schema version than this storlab reads, opened to read only.
+    #[error(
+        "{}: a results store of schema version {version}, where this storlab reads version {reads}: `storlab results list` (which may write) brings an older one up to date",
+        path.display()
+    )]
+    OtherSchema {
+        path: PathBuf,
+        version: i64,
+        reads: i64,
+    },
     #[error("no run `{0}` in the results store (see `storlab results list`)")]
     NoSuchRun(String),
     /// A name that more than one run's id starts or ends with.
@@ -235,6 +245,22 @@ impl Store {
                 backend: Backend::Postgres(pg::PgStore::connect(url)?),
             }),
         }
+    }
+
+    /// Opens the store at `location` to read only (`storlab serve`): an SQLite store is
+    /// opened read-only and never made or brought up to date; a PostgreSQL store's session
+    /// is read-only.
+    pub fn open_to_read(location: &StoreLocation) -> Result<Store, StoreError> {
+        Ok(Store {
+            backend: match location {
+                StoreLocation::Sqlite(file) => {
+                    Backend::Sqlite(sqlite::SqliteStore::open_to_read(file)?)
+                }
+                StoreLocation::Postgres(url) => {
+                    Backend::Postgres(pg::PgStore::connect_to_read(url)?)
+                }
+            },
+        })
     }
 
     /// Whether the store is shared (PostgreSQL): it then keeps each run's files too.

@@ -152,7 +152,23 @@ where
 }
 
 impl PgStore {
+    /// Connects to read only: the schema is not touched and the session is read-only.
+    pub(super) fn connect_to_read(url: &PgUrl) -> Result<PgStore, StoreError> {
+        let store = PgStore::open(url)?;
+        let client = store.client.borrow();
+        store.call(client.batch_execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY"))?;
+        drop(client);
+        Ok(store)
+    }
+
+    /// Connects and brings the schema to the newest version.
     pub(super) fn connect(url: &PgUrl) -> Result<PgStore, StoreError> {
+        let store = PgStore::open(url)?;
+        store.migrate()?;
+        Ok(store)
+    }
+
+    fn open(url: &PgUrl) -> Result<PgStore, StoreError> {
         let location = url.to_string();
         let bad = |detail: String| StoreError::BadLocation {
             location: location.clone(),
@@ -208,7 +224,6 @@ impl PgStore {
             gone: RefCell::new(None),
             deadline: statement_deadline,
         };
-        store.migrate()?;
         Ok(store)
     }
 

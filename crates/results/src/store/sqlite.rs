@@ -33,6 +33,36 @@ impl SqliteStore {
         }
     }
 
+    /// Opens the store at `path` to read only: nothing is written into it (no schema made or
+    /// brought up to date). A file that is no store, or one of another schema version, is
+    /// said, with the way out.
+    pub(super) fn open_to_read(path: &Path) -> Result<SqliteStore, StoreError> {
+        let path = path.to_path_buf();
+        let flags =
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let opened = Connection::open_with_flags(&path, flags).and_then(|conn| {
+            conn.busy_timeout(std::time::Duration::from_secs(10))?;
+            let version: i64 = conn.query_row(
+                "SELECT COALESCE(MAX(version), 0) FROM schema_version",
+                [],
+                |r| r.get(0),
+            )?;
+            Ok((conn, version))
+        });
+        match opened {
+            Ok((conn, version)) if version == schema::VERSION => Ok(SqliteStore { conn, path }),
+            Ok((_, version)) => Err(StoreError::OtherSchema {
+                path,
+                version,
+                reads: schema::VERSION,
+            }),
+            Err(source) if is_damaged(&source) || is_missing_table(&source) => {
+                Err(StoreError::Damaged { path, source })
+            }
+            Err(source) => Err(store_error(&path, source)),
+        }
+    }
+
     fn sql(&self, source: rusqlite::Error) -> StoreError {
         store_error(&self.path, source)
     }
@@ -416,6 +446,11 @@ fn is_busy(e: &rusqlite::Error) -> bool {
     )
 }
 
+/// "no such table": a database that is not a storlab store (or an empty file).
+fn is_missing_table(e: &rusqlite::Error) -> bool {
+    matches!(e, rusqlite::Error::SqliteFailure(_, Some(m)) if m.starts_with("no such table"))
+}
+
 fn is_damaged(e: &rusqlite::Error) -> bool {
     matches!(
         e.sqlite_error_code(),
@@ -531,6 +566,36 @@ mod tests {
                 "{pattern}"
             );
         }
+    }
+
+    /// Opened to read, a store is never written: an empty file stays empty (said damaged),
+    /// one of an older schema is said, not brought up to date; a current one reads.
+    #[test]
+    fn a_store_opened_to_read_is_never_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(STORE_FILE);
+        std::fs::write(&path, b"").unwrap();
+        let e = SqliteStore::open_to_read(&path).err().expect("empty");
+        assert!(matches!(e, StoreError::Damaged { .. }), "{e:?}");
+        assert!(e.to_string().contains("storlab results reindex"), "{e}");
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
+        drop(SqliteStore::open_file(&path).unwrap());
+        SqliteStore::open_to_read(&path)
+            .unwrap()
+            .conn
+            .execute("DELETE FROM schema_version WHERE version = 2", [])
+            .expect_err("read only");
+        {
+            let c = Connection::open(&path).unwrap();
+            c.execute("DELETE FROM schema_version WHERE version = 2", [])
+                .unwrap();
+        }
+        let e = SqliteStore::open_to_read(&path).err().expect("older");
+        assert!(
+            e.to_string().contains("schema version 1")
+                && e.to_string().contains("storlab results list"),
+            "{e}"
+        );
     }
 
     #[test]
