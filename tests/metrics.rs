@@ -337,7 +337,7 @@ fn metrics_are_served_during_the_run_and_match_the_stored_summary() {
     assert!(
         after
             .iter()
-            .any(|(n, l, _)| n == "storlab_interval_latency_seconds" && l["quantile"] == "0.99"),
+            .any(|(n, l, _)| n == "storlab_interval_latency_seconds" && l["percentile"] == "99"),
         "the last interval's quantiles: {body}"
     );
     // Asked for Prometheus's text format, the endpoint serves it, and promtool accepts it.

@@ -11,8 +11,9 @@
 //! latency as a summary `storlab_latency_seconds` (quantiles 0.5, 0.9, 0.99, 0.999 from the
 //! merged HDR histograms, exact `_sum` and `_count`) and `storlab_latency_max_seconds`.
 //! Counters start again at each run of a study (a counter reset, as for a restarted process).
-//! The last interval's latency quantiles are the gauge `storlab_interval_latency_seconds`
-//! (service time, quantile label), from that interval's merged histograms.
+//! The last interval's latency percentiles are the gauge `storlab_interval_latency_seconds`
+//! (service time; label `percentile`: 50, 90, 99, 99.9), from that interval's merged
+//! histograms.
 //!
 //! Every sample carries the run's labels: `study`, `run` (its id), `step`, `host`, and each
 //! sweep parameter of the run (its name with `-` and `.` as `_`; `param_` before a name that
@@ -311,7 +312,7 @@ fn render_labels(labels: &[(String, String)]) -> String {
 
 /// Labels every sample has besides the run's: a sweep parameter of one of these names gets
 /// `param_` before it.
-const RESERVED_LABELS: [&str; 8] = [
+const RESERVED_LABELS: [&str; 9] = [
     "study",
     "run",
     "step",
@@ -319,6 +320,7 @@ const RESERVED_LABELS: [&str; 8] = [
     "target",
     "operation",
     "quantile",
+    "percentile",
     "kind",
 ];
 
@@ -500,10 +502,12 @@ impl Exposition {
                 continue;
             };
             let l = self.labels(r);
-            for ((q, _), v) in QUANTILES.iter().zip(q_ns) {
+            // `percentile`, not `quantile`: Prometheus keeps that label to summaries, and a
+            // gauge is what this is (the interval's, not a running summary).
+            for ((_, pct), v) in QUANTILES.iter().zip(q_ns) {
                 let _ = writeln!(
                     self.out,
-                    "{name}{{{l},quantile=\"{q}\"}} {}",
+                    "{name}{{{l},percentile=\"{pct}\"}} {}",
                     float(secs(v))
                 );
             }
@@ -648,7 +652,7 @@ mod tests {
             format!(
                 "storlab_event_timestamp_seconds{{{run},kind=\"kill\",event=\"crash\"}} 1700000000.25"
             ),
-            format!("storlab_interval_latency_seconds{{{l},quantile=\"0.9\"}} 0.000003"),
+            format!("storlab_interval_latency_seconds{{{l},percentile=\"90\"}} 0.000003"),
         ] {
             assert!(text.lines().any(|x| x == line), "missing {line} in\n{text}");
         }
