@@ -51,9 +51,15 @@ impl Drop for Server {
 }
 
 fn start_server(lab: &Lab) -> Server {
+    start_server_with(lab, &[])
+}
+
+/// `storlab serve` on a free loopback port, with `extra` arguments.
+fn start_server_with(lab: &Lab, extra: &[&str]) -> Server {
     let mut child = lab
         .cmd()
         .args(["serve", "--listen", "127.0.0.1:0"])
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -432,27 +438,7 @@ fn beyond_loopback_serve_needs_a_token_and_every_request_carries_it() {
         "{err}"
     );
     let token = lab.write("token", "s3cret-token-of-24-chars\n");
-    let mut child = lab
-        .cmd()
-        .args(["serve", "--listen", "127.0.0.1:0", "--token"])
-        .arg(&token)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start storlab serve");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("the address line");
-    let server = Server {
-        addr: line
-            .split("http://")
-            .nth(1)
-            .and_then(|rest| rest.split('/').next())
-            .unwrap_or_else(|| panic!("no address in {line:?}"))
-            .to_string(),
-        child,
-    };
+    let server = start_server_with(&lab, &["--token", token.to_str().unwrap()]);
     let (status, head) = get_with(&server.addr, "/", &[]);
     assert_eq!(status, 401, "{head}");
     assert!(
