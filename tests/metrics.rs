@@ -10,6 +10,7 @@ mod common;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
+use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -392,4 +393,61 @@ fn metrics_are_served_during_the_run_and_match_the_stored_summary() {
     child.kill().ok();
     child.wait().ok();
     let _ = rest.join();
+}
+
+/// With `--metrics-tls-cert` and `--metrics-tls-key` the endpoint is https: a scraper that
+/// trusts the certificate gets the exposition; the address printed says https.
+#[test]
+fn metrics_over_tls_are_scraped_by_a_client_that_trusts_the_certificate() {
+    let lab = Lab::new();
+    let study = lab.write("s.toml", STUDY);
+    let made = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let cert = lab.write("m.crt", &made.cert.pem());
+    let key = lab.write("m.key", &made.signing_key.serialize_pem());
+    let mut child = lab
+        .cmd()
+        .args(["run", "--quiet", "--json", "--metrics", "127.0.0.1:0"])
+        .args(["--metrics-linger-seconds", "20", "--metrics-tls-cert"])
+        .args([&cert, Path::new("--metrics-tls-key"), &key, &study])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start storlab");
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    let mut addr = None;
+    while stderr.read_line(&mut line).unwrap() > 0 {
+        if let Some(rest) = line.trim().strip_prefix("metrics: OpenMetrics on https://") {
+            addr = rest.strip_suffix("/metrics").map(str::to_string);
+            break;
+        }
+        line.clear();
+    }
+    let addr = addr.unwrap_or_else(|| panic!("no https metrics address on stderr: {line}"));
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(made.cert.der().clone()).unwrap();
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let tls =
+        rustls::ClientConnection::new(std::sync::Arc::new(config), "localhost".try_into().unwrap())
+            .unwrap();
+    let tcp = TcpStream::connect(&addr).expect("connect to the metrics endpoint");
+    tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut s = rustls::StreamOwned::new(tls, tcp);
+    write!(
+        s,
+        "GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut raw = String::new();
+    let read = s.read_to_string(&mut raw);
+    let _ = child.kill();
+    let _ = child.wait();
+    read.expect("a whole answer over TLS");
+    assert!(raw.starts_with("HTTP/1.1 200"), "{raw}");
+    assert!(raw.trim_end().ends_with("# EOF"), "{raw}");
 }

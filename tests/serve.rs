@@ -69,7 +69,7 @@ fn start_server_with(lab: &Lab, extra: &[&str]) -> Server {
         .read_line(&mut line)
         .expect("the address line");
     let addr = line
-        .split("http://")
+        .split("://")
         .nth(1)
         .and_then(|rest| rest.split('/').next())
         .unwrap_or_else(|| panic!("no address in {line:?}"))
@@ -466,4 +466,96 @@ fn beyond_loopback_serve_needs_a_token_and_every_request_carries_it() {
         &["Authorization: Basic dXNlcjpzM2NyZXQtdG9rZW4tb2YtMjQtY2hhcnM="],
     );
     assert_ne!(status, 401, "{head}");
+}
+
+/// A TLS client of `addr` trusting `root` only, for localhost.
+fn tls_client(
+    addr: &str,
+    root: &rustls::pki_types::CertificateDer<'static>,
+) -> rustls::StreamOwned<rustls::ClientConnection, TcpStream> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(root.clone()).unwrap();
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let name = "localhost".try_into().unwrap();
+    let tls = rustls::ClientConnection::new(std::sync::Arc::new(config), name).unwrap();
+    let tcp = TcpStream::connect(addr).expect("connect to storlab serve");
+    tcp.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    rustls::StreamOwned::new(tls, tcp)
+}
+
+/// With a certificate and its key, serve speaks TLS only: a client that trusts the
+/// certificate gets the pages (the token asked for as without TLS), plain HTTP gets none.
+#[test]
+fn with_a_certificate_serve_answers_over_tls_only() {
+    let lab = Lab::new();
+    let made = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let cert = lab.write("lab.crt", &made.cert.pem());
+    let key = lab.write("lab.key", &made.signing_key.serialize_pem());
+    let token = lab.write("token", "s3cret-token-of-24-chars\n");
+    let path = |p: &Path| p.to_str().unwrap().to_string();
+    let args = [
+        "--token".to_string(),
+        path(&token),
+        "--tls-cert".to_string(),
+        path(&cert),
+        "--tls-key".to_string(),
+        path(&key),
+    ];
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let server = start_server_with(&lab, &args);
+    let ask = |authorization: &str| {
+        let mut s = tls_client(&server.addr, made.cert.der());
+        write!(
+            s,
+            "GET / HTTP/1.1\r\nHost: localhost\r\n{authorization}Connection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut raw = String::new();
+        s.read_to_string(&mut raw)
+            .expect("a whole answer, closed with TLS's close_notify");
+        raw
+    };
+    let refused = ask("");
+    assert!(refused.starts_with("HTTP/1.1 401"), "{refused}");
+    let page = ask("Authorization: Bearer s3cret-token-of-24-chars\r\n");
+    assert!(page.starts_with("HTTP/1.1 "), "{page}");
+    assert!(!page.starts_with("HTTP/1.1 401"), "{page}");
+    assert!(page.contains("</html>"), "{page}");
+    let mut plain = TcpStream::connect(&server.addr).unwrap();
+    plain
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    write!(
+        plain,
+        "GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut raw = Vec::new();
+    let _ = plain.read_to_end(&mut raw);
+    let raw = String::from_utf8_lossy(&raw);
+    assert!(!raw.contains("HTTP/1."), "plain HTTP got an answer: {raw}");
+    // A key that is not the certificate's: refused before listening, naming both files.
+    let other = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let wrong_key = lab.write("other.key", &other.signing_key.serialize_pem());
+    let out = lab.run(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--tls-cert",
+        &path(&cert),
+        "--tls-key",
+        &path(&wrong_key),
+    ]);
+    let (_, err) = text(&out);
+    assert!(!out.status.success());
+    assert!(
+        err.contains(&format!("--tls-cert {}", cert.display()))
+            && err.contains(&format!("--tls-key {}", wrong_key.display())),
+        "{err}"
+    );
 }

@@ -269,6 +269,13 @@ struct CommonRunArgs {
     /// carry (`Authorization: Bearer TOKEN`; Prometheus's `authorization: credentials_file`).
     #[arg(long, value_name = "FILE", requires = "metrics")]
     metrics_token: Option<PathBuf>,
+    /// Serve metrics over TLS (https) with this certificate chain (PEM, the server's
+    /// certificate first); with --metrics-tls-key.
+    #[arg(long, value_name = "FILE", requires_all = ["metrics", "metrics_tls_key"])]
+    metrics_tls_cert: Option<PathBuf>,
+    /// The private key (PEM) of --metrics-tls-cert.
+    #[arg(long, value_name = "FILE", requires = "metrics_tls_cert")]
+    metrics_tls_key: Option<PathBuf>,
     /// Keep the metrics endpoint up this long after the last run, so that a scraper gets
     /// the final figures.
     #[arg(
@@ -594,19 +601,28 @@ fn execute_watched(
     let interrupted = install_interrupt()?;
     let metrics = match args.metrics {
         Some(addr) => {
-            let token = args
-                .metrics_token
+            let flags = storlab_engine::access::AccessFlags {
+                listen: "--metrics",
+                token: "--metrics-token",
+                tls_cert: "--metrics-tls-cert",
+                tls_key: "--metrics-tls-key",
+            };
+            let tls = args
+                .metrics_tls_cert
                 .as_deref()
-                .map(|p| storlab_engine::access::Token::read(p, "--metrics-token"))
-                .transpose()?;
-            storlab_engine::access::check_exposure(
+                .zip(args.metrics_tls_key.as_deref());
+            let access = storlab_engine::access::Access::read(
                 addr,
-                token.as_ref(),
-                "--metrics",
-                "--metrics-token",
+                args.metrics_token.as_deref(),
+                tls,
+                &flags,
             )?;
-            let exporter = storlab_engine::metrics::Exporter::start(addr, token)?;
-            eprintln!("metrics: OpenMetrics on http://{}/metrics", exporter.addr());
+            if let Some(warning) = access.clear_text_warning(addr, &flags) {
+                eprintln!("storlab: {warning}");
+            }
+            let exporter =
+                storlab_engine::metrics::Exporter::start(addr, access.token, access.tls.as_ref())?;
+            eprintln!("metrics: OpenMetrics on {}", exporter.url());
             Some(Arc::new(exporter))
         }
         None => None,

@@ -36,6 +36,8 @@ pub enum AccessError {
         token_flag: &'static str,
         addr: SocketAddr,
     },
+    #[error(transparent)]
+    Tls(#[from] crate::http::HttpError),
 }
 
 /// A bearer token read from a file.
@@ -118,6 +120,56 @@ pub fn check_exposure(
         token_flag,
         addr,
     })
+}
+
+/// The options that name a server's address, token and TLS files, for errors and warnings.
+pub struct AccessFlags {
+    pub listen: &'static str,
+    pub token: &'static str,
+    pub tls_cert: &'static str,
+    pub tls_key: &'static str,
+}
+
+/// Who a server admits and how it is reached: its token and its TLS identity.
+pub struct Access {
+    pub token: Option<Token>,
+    pub tls: Option<crate::http::TlsIdentity>,
+}
+
+impl Access {
+    /// Reads the token file and the TLS certificate and key given; refuses a non-loopback
+    /// `addr` without a token.
+    pub fn read(
+        addr: SocketAddr,
+        token: Option<&Path>,
+        tls: Option<(&Path, &Path)>,
+        flags: &AccessFlags,
+    ) -> Result<Access, AccessError> {
+        let token = token.map(|p| Token::read(p, flags.token)).transpose()?;
+        check_exposure(addr, token.as_ref(), flags.listen, flags.token)?;
+        let tls = tls
+            .map(|(cert, key)| {
+                crate::http::TlsIdentity::read(&crate::http::IdentityFiles {
+                    cert,
+                    cert_flag: flags.tls_cert,
+                    key,
+                    key_flag: flags.tls_key,
+                })
+            })
+            .transpose()?;
+        Ok(Access { token, tls })
+    }
+
+    /// What to tell the user when the token will cross a network in clear: a non-loopback
+    /// address without TLS.
+    pub fn clear_text_warning(&self, addr: SocketAddr, flags: &AccessFlags) -> Option<String> {
+        (!addr.ip().is_loopback() && self.token.is_some() && self.tls.is_none()).then(|| {
+            format!(
+                "{} {addr} without {}/{}: the token and every page cross the network in clear",
+                flags.listen, flags.tls_cert, flags.tls_key
+            )
+        })
+    }
 }
 
 /// The `WWW-Authenticate` challenge of a 401: Basic, so that a browser asks for the token

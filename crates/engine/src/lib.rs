@@ -10,6 +10,7 @@ mod after;
 pub mod collector;
 pub mod distributed;
 pub mod events;
+pub mod http;
 pub mod metrics;
 mod one;
 pub mod pacer;

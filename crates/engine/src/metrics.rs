@@ -95,8 +95,8 @@ pub const QUANTILES: [(&str, f64); 4] = [
 
 #[derive(Debug, thiserror::Error)]
 pub enum MetricsError {
-    #[error("serving metrics on {addr}: {message}")]
-    Bind { addr: SocketAddr, message: String },
+    #[error("serving metrics: {0}")]
+    Listen(#[from] crate::http::HttpError),
     #[error("starting the metrics thread: {0}")]
     Thread(std::io::Error),
 }
@@ -122,7 +122,8 @@ pub struct Exporter {
     run_labels: Mutex<String>,
     server: Arc<tiny_http::Server>,
     thread: Option<JoinHandle<()>>,
-    addr: SocketAddr,
+    /// The listener (and its TLS front), kept until the thread has ended.
+    http: crate::http::HttpServer,
 }
 
 impl Exporter {
@@ -132,19 +133,10 @@ impl Exporter {
     pub fn start(
         addr: SocketAddr,
         token: Option<crate::access::Token>,
+        tls: Option<&crate::http::TlsIdentity>,
     ) -> Result<Exporter, MetricsError> {
-        let server = tiny_http::Server::http(addr).map_err(|e| MetricsError::Bind {
-            addr,
-            message: e.to_string(),
-        })?;
-        let bound = server
-            .server_addr()
-            .to_ip()
-            .ok_or_else(|| MetricsError::Bind {
-                addr,
-                message: "not an IP listener".into(),
-            })?;
-        let server = Arc::new(server);
+        let http = crate::http::HttpServer::bind(addr, tls)?;
+        let server = http.server.clone();
         let snapshot = Arc::new(Mutex::new(Snapshot {
             openmetrics: String::from("# EOF\n"),
             prometheus: String::new(),
@@ -162,13 +154,18 @@ impl Exporter {
             run_labels: Mutex::new(String::new()),
             server,
             thread: Some(thread),
-            addr: bound,
+            http,
         })
     }
 
     /// Where it listens.
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        self.http.addr()
+    }
+
+    /// The scrape URL.
+    pub fn url(&self) -> String {
+        format!("{}://{}/metrics", self.http.scheme(), self.http.addr())
     }
 
     /// A run begins, with its labels (name, value): the marks of the one before are
@@ -583,7 +580,7 @@ mod tests {
 
     #[test]
     fn a_mark_replaces_its_earlier_self_and_a_run_forgets_the_last_ones() {
-        let e = Exporter::start("127.0.0.1:0".parse().unwrap(), None).unwrap();
+        let e = Exporter::start("127.0.0.1:0".parse().unwrap(), None, None).unwrap();
         let at = |s: u64| std::time::UNIX_EPOCH + std::time::Duration::from_millis(s);
         e.mark("warmup-start", "", at(1_000));
         e.mark("kill", "crash", at(2_500));

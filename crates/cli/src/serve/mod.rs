@@ -33,11 +33,14 @@ a target's ops/s and p99 per run over time. Every page is read from the store wh
 asked for. Plain HTML: any browser, no JavaScript needed.
 
 Listens on 127.0.0.1:8080 unless told otherwise (port 0: any free port); the address is
-printed on stdout. A non-loopback address shows the results to the network: storlab warns.
+printed on stdout. A non-loopback address needs --token FILE (every request carries it;
+a browser asks for it as a password); add --tls-cert and --tls-key (PEM files) so that the
+token and the pages cross the network encrypted (https), else storlab warns.
 
 Examples:
   storlab serve
-  storlab serve --results /lab/storlab-results --listen 127.0.0.1:9000";
+  storlab serve --results /lab/storlab-results --listen 127.0.0.1:9000
+  storlab serve --listen 0.0.0.0:8443 --token lab.token --tls-cert lab.crt --tls-key lab.key";
 
 #[derive(Args)]
 pub(super) struct ServeArgs {
@@ -52,29 +55,42 @@ pub(super) struct ServeArgs {
     /// (any user name). Needed to listen on an address other than loopback.
     #[arg(long, value_name = "FILE")]
     token: Option<std::path::PathBuf>,
+    /// Serve over TLS (https) with this certificate chain (PEM, the server's certificate
+    /// first); with --tls-key. Without it, a token given crosses the network in clear.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<std::path::PathBuf>,
+    /// The private key (PEM) of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<std::path::PathBuf>,
     #[command(flatten)]
     store: super::StoreArgs,
 }
 
 /// `storlab serve`: serves until killed.
 pub(super) fn serve(args: ServeArgs) -> Result<i32> {
-    let token = args
-        .token
-        .as_deref()
-        .map(|p| storlab_engine::access::Token::read(p, "--token"))
-        .transpose()?;
-    storlab_engine::access::check_exposure(args.listen, token.as_ref(), "--listen", "--token")?;
-    let server = tiny_http::Server::http(args.listen)
-        .map_err(|e| anyhow::anyhow!("listening on {}: {e}", args.listen))?;
-    let bound = server
-        .server_addr()
-        .to_ip()
-        .context("listening: not an IP address")?;
+    let flags = storlab_engine::access::AccessFlags {
+        listen: "--listen",
+        token: "--token",
+        tls_cert: "--tls-cert",
+        tls_key: "--tls-key",
+    };
+    let tls = args.tls_cert.as_deref().zip(args.tls_key.as_deref());
+    let access =
+        storlab_engine::access::Access::read(args.listen, args.token.as_deref(), tls, &flags)?;
+    if let Some(warning) = access.clear_text_warning(args.listen, &flags) {
+        eprintln!("storlab serve: {warning}");
+    }
+    let http = storlab_engine::http::HttpServer::bind(args.listen, access.tls.as_ref())?;
+    let token = access.token;
     let location = args.store.location()?;
-    println!("storlab serve: http://{bound}/ (results: {location})");
+    println!(
+        "storlab serve: {}://{}/ (results: {location})",
+        http.scheme(),
+        http.addr()
+    );
     use std::io::Write as _;
     std::io::stdout().flush().context("writing the address")?;
-    let server = std::sync::Arc::new(server);
+    let server = http.server.clone();
     let workers: Vec<_> = (0..args.threads)
         .map(|i| {
             let (server, location, token) = (server.clone(), location.clone(), token.clone());
