@@ -55,6 +55,7 @@ pub fn figures(runs: &[RunSummary]) -> Vec<RunFigures<'_>> {
             summary: s,
             histograms: Err("not stored".into()),
             plan: None,
+            batches: Default::default(),
         })
         .collect()
 }

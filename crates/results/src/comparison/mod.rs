@@ -15,6 +15,7 @@
 pub mod callouts;
 pub mod sides;
 pub mod systems;
+pub mod uncertainty;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -24,6 +25,7 @@ use serde::{Deserialize, Serialize};
 
 pub use callouts::{Callout, CalloutKind};
 pub use systems::SystemPoint;
+pub use uncertainty::Uncertainty;
 
 use crate::histograms::{self, Histograms, hlog_tag};
 use crate::stored::{StoredRun, target_config_json, workload_json};
@@ -89,6 +91,10 @@ pub struct TargetPoint {
     pub spread: Option<Spread>,
     /// Some run of this point was partial or failed.
     pub incomplete: bool,
+    /// How sure its figures are ([`uncertainty`]): from its repetitions, or from batches of
+    /// its one run's intervals; None without histograms or with fewer than two groups.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncertainty: Option<Uncertainty>,
     /// The target's position in its (first) run.
     #[serde(skip)]
     pub target_position: usize,
@@ -145,15 +151,41 @@ pub struct RunFigures<'a> {
     pub histograms: Result<Histograms, String>,
     /// The run's stored plan, for the workload and target configuration.
     pub plan: Option<&'a serde_json::Value>,
+    /// The run's measured intervals in batches, by tag (empty without histograms).
+    pub batches: uncertainty::Batches,
 }
 
 impl<'a> RunFigures<'a> {
     pub fn of_stored(run: &'a StoredRun) -> RunFigures<'a> {
+        let (histograms, batches) = measured(run.summary.measured_seconds, |f| {
+            run.each_latency_interval(f)
+        });
         RunFigures {
             summary: &run.summary,
-            histograms: run.latency_histograms(),
+            histograms,
             plan: run.plan.as_ref(),
+            batches,
         }
+    }
+}
+
+/// A run's measured histograms, summed and in batches, read in one pass over its intervals
+/// (`each` calls its argument for each).
+fn measured(
+    measured_seconds: f64,
+    each: impl FnOnce(
+        &mut dyn FnMut(&str, (f64, f64), Histogram<u64>) -> Result<(), String>,
+    ) -> Result<(), String>,
+) -> (Result<Histograms, String>, uncertainty::Batches) {
+    let mut sums: Histograms = BTreeMap::new();
+    let mut batcher = uncertainty::Batcher::new(measured_seconds);
+    let read = each(&mut |tag, span, h| {
+        batcher.add(tag, span, &h);
+        histograms::add(&mut sums, tag, &h).map_err(|e| format!("interval log: {e}"))
+    });
+    match read {
+        Ok(()) => (Ok(sums), batcher.finish()),
+        Err(e) => (Err(e), BTreeMap::new()),
     }
 }
 
@@ -208,10 +240,13 @@ struct Acc {
     merged: Result<(Histogram<u64>, Option<Histogram<u64>>), String>,
     /// The repetitions' own summaries (for the fallback when histograms are missing).
     summaries: Vec<(u64, LatencySummary, Option<LatencySummary>)>,
+    /// Per repetition: its batches of this target, all kinds added (empty: none stored).
+    batches: Vec<Vec<uncertainty::Group>>,
 }
 
 impl Acc {
-    fn add(&mut self, s: &RunSummary, t: &TargetResult, hists: &Result<Histograms, String>) {
+    fn add(&mut self, s: &RunSummary, t: &TargetResult, r: &RunFigures) {
+        let (hists, batches) = (&r.histograms, &r.batches);
         self.ops += t.ops;
         self.bytes += t.bytes;
         self.errors += t.errors;
@@ -222,6 +257,7 @@ impl Acc {
             .push((t.rate_ops, t.service_latency.p99_ns, t.rate_bytes));
         self.summaries
             .push((t.ops, t.service_latency.clone(), t.intended_latency.clone()));
+        self.batches.push(target_batches(batches, t));
         let run_hists = hists
             .as_ref()
             .map_err(Clone::clone)
@@ -289,7 +325,9 @@ impl Acc {
                 p99_latency_ns_max: p99s.max().unwrap_or(0),
             }
         });
+        let uncertainty = point_uncertainty(&self.batches);
         let point = TargetPoint {
+            uncertainty,
             target: self.target,
             target_type: self.target_type,
             client: self.client,
@@ -314,6 +352,46 @@ impl Acc {
             config: self.config,
         };
         (point, histogram)
+    }
+}
+
+/// A target's batches in one run: its kinds' batches added, batch by batch.
+fn target_batches(batches: &uncertainty::Batches, t: &TargetResult) -> Vec<uncertainty::Group> {
+    let mut out: Vec<uncertainty::Group> = Vec::new();
+    for op in t.kinds.keys() {
+        let Some(kind) = batches.get(&hlog_tag(&t.name, op)) else {
+            continue;
+        };
+        out.resize(out.len().max(kind.len()), uncertainty::Group::default());
+        for (sum, b) in out.iter_mut().zip(kind) {
+            sum.add(b);
+        }
+    }
+    out
+}
+
+/// A point's uncertainty: from its repetitions when it has two or more (each repetition's
+/// batches added into one group), else from its one run's batches. None when some
+/// repetition has no batches.
+fn point_uncertainty(reps: &[Vec<uncertainty::Group>]) -> Option<Uncertainty> {
+    use uncertainty::{Group, GroupsFrom};
+    if reps.iter().any(Vec::is_empty) {
+        return None;
+    }
+    match reps {
+        [] => None,
+        [one] => Uncertainty::of_groups(GroupsFrom::Batches, one),
+        _ => {
+            let groups: Vec<Group> = reps
+                .iter()
+                .map(|batches| {
+                    let mut g = Group::default();
+                    batches.iter().for_each(|b| g.add(b));
+                    g
+                })
+                .collect();
+            Uncertainty::of_groups(GroupsFrom::Repetitions, &groups)
+        }
     }
 }
 
@@ -414,11 +492,12 @@ pub fn compare_all(runs: &[RunFigures]) -> Vec<StepComparison> {
                         per_rep: Vec::new(),
                         merged: Err(String::new()),
                         summaries: Vec::new(),
+                        batches: Vec::new(),
                     });
                     accs.len() - 1
                 }
             };
-            accs[ai].add(s, t, &r.histograms);
+            accs[ai].add(s, t, r);
         }
     }
     let servers = file_servers(runs);
@@ -512,10 +591,15 @@ pub fn compare_all_in_folder(study_folder: &Path, summaries: &[RunSummary]) -> V
             let timeline = std::fs::read_to_string(folder.join("timeline.csv"))
                 .map(|t| crate::timeline::parse_timeline(&t))
                 .map_err(|e| format!("{}: {e}", folder.join("timeline.csv").display()));
+            let (histograms, batches) = measured(s.measured_seconds, |f| {
+                let rows = timeline?.rows;
+                histograms::read_each_measured_interval(&folder, &rows, f)
+            });
             RunFigures {
                 summary: s,
-                histograms: timeline.and_then(|t| histograms::read_measured(&folder, &t.rows)),
+                histograms,
                 plan: plan.as_ref(),
+                batches,
             }
         })
         .collect();
@@ -531,16 +615,22 @@ pub fn compare_in_folder(study: &str, study_folder: &Path, summaries: &[RunSumma
 pub(crate) mod tests {
     use super::*;
     use crate::fixtures::{figures, summary};
-    use crate::histograms::{sum_measured_intervals, tests::log_of};
+    use crate::histograms::tests::log_of;
 
     /// Each run's figures from its interval log (`logs[i]` is run i's), without a plan.
     pub(crate) fn figures_of<'a>(runs: &'a [RunSummary], logs: &[Vec<u8>]) -> Vec<RunFigures<'a>> {
         runs.iter()
             .zip(logs)
-            .map(|(s, log)| RunFigures {
-                summary: s,
-                histograms: sum_measured_intervals(log, &[]),
-                plan: None,
+            .map(|(s, log)| {
+                let (histograms, batches) = measured(s.measured_seconds, |f| {
+                    crate::histograms::each_measured_interval(log, &[], f)
+                });
+                RunFigures {
+                    summary: s,
+                    histograms,
+                    plan: None,
+                    batches,
+                }
             })
             .collect()
     }
@@ -659,5 +749,63 @@ pub(crate) mod tests {
         assert_eq!(t.latency_from, LatencyFrom::WorstRepetition);
         assert_eq!(t.p99_latency_ns, p99s[1]);
         assert!(t.latency_note.as_deref().unwrap().contains("not stored"));
+    }
+
+    /// A run of ten 1-second intervals: its point's interval comes from ten batches; two
+    /// repetitions of it: from the two repetitions. A run without histograms has none.
+    #[test]
+    fn a_points_uncertainty_comes_from_its_batches_or_its_repetitions() {
+        let log_of_run = |slow: u64| {
+            let per_second: Vec<Vec<(u64, u64)>> = (0..10)
+                .map(|i| vec![(100_000 + i * 1_000, 1000 + i * 10), (slow, 10)])
+                .collect();
+            let intervals: Vec<_> = per_second
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (i as i64, "a.read", v.as_slice()))
+                .collect();
+            log_of(&intervals)
+        };
+        let run = |i: usize| {
+            let mut s = summary(i, "r", &[], &[("a", 1000.0, 100_000)]);
+            s.measured_seconds = 10.0;
+            s.repetition = i as u32;
+            s.targets[0].kinds.insert(
+                "read".into(),
+                crate::summary::KindResult {
+                    ops: 10_000,
+                    ..Default::default()
+                },
+            );
+            s
+        };
+        let one = [run(1)];
+        let logs = [log_of_run(5_000_000)];
+        let steps = compare_all(&figures_of(&one, &logs));
+        let u = steps[0].points[0].targets[0].uncertainty.as_ref().unwrap();
+        assert_eq!((u.from, u.groups), (uncertainty::GroupsFrom::Batches, 10));
+        assert!(u.spread(uncertainty::Figure::RateOps).unwrap() > 0.0);
+        let two = [run(1), run(2)];
+        let logs = [log_of_run(5_000_000), log_of_run(9_000_000)];
+        let steps = compare_all(&figures_of(&two, &logs));
+        let t = &steps[0].points[0].targets[0];
+        let u = t.uncertainty.as_ref().unwrap();
+        assert_eq!(
+            (u.from, u.groups),
+            (uncertainty::GroupsFrom::Repetitions, 2)
+        );
+        // Same rates, different tails: no spread of ops/s, a spread of p99.9.
+        assert_eq!(u.spread(uncertainty::Figure::RateOps), Some(0.0));
+        assert!(u.spread(uncertainty::Figure::P999Latency).unwrap() > 0.1);
+        let interval = u
+            .interval(
+                uncertainty::Figure::P999Latency,
+                t.service_latency.p99_9_ns as f64,
+                0.95,
+            )
+            .unwrap();
+        assert!(interval.low < interval.value && interval.value < interval.high);
+        let steps = compare_all(&super::tests::figures(&two));
+        assert!(steps[0].points[0].targets[0].uncertainty.is_none());
     }
 }

@@ -348,6 +348,7 @@ mod tests {
             run_indexes: vec![0],
             spread: None,
             incomplete: false,
+            uncertainty: None,
             target_position: 0,
             workload: Some(workload),
             config: None,

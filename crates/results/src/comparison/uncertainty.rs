@@ -1,0 +1,585 @@
+//! How sure a figure is: a confidence interval on each figure of a point (ops/s, mean and
+//! percentile latencies), and on the ratio of two points' figures, with a verdict.
+//!
+//! The method, the same for every figure (docs/metrics.md, "How sure a figure is"):
+//!
+//! - **Groups.** A point with two repetitions or more is split into its repetitions; a point
+//!   measured once into [`BATCHES`] consecutive batches of its measured intervals (batch
+//!   means: neighbouring intervals are correlated, batches a tenth of a run long much less).
+//!   Each group keeps its measured time and its latency histogram, as (value, count) pairs.
+//! - **Spread.** A delete-one-group jackknife: the figure of all groups but one, for each
+//!   group, each from the histograms of those groups ADDED (a percentile is never averaged),
+//!   its ops/s all their operations over all their time. Their variance gives the standard
+//!   error of the figure's logarithm, with `groups - 1` degrees of freedom. A percentile's
+//!   error is never below the histogram's own resolution (its bucket's relative width).
+//! - **Intervals.** value x exp(+-t se), t from Student's distribution: honest with 3 or 5
+//!   repetitions, where a bootstrap over so few groups is too narrow. No random draw: the same
+//!   results give the same interval every time.
+//! - **Ratios.** B/A, its log's error the two sides' combined and Welch's degrees of freedom:
+//!   the interval of the ratio; B is better or worse than A when the interval excludes 1, else
+//!   there is no difference beyond the noise.
+//!
+//! Batches only see the noise within one run: what differs from one run to the next (a CPU's
+//! clock, a cache, a file's placement) is not in them. [`GroupsFrom`] says which, and reports
+//! say it beside the interval.
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+use statrs::distribution::{ContinuousCDF, StudentsT};
+
+/// Batches a single run's measured intervals are split into.
+pub const BATCHES: usize = 10;
+
+/// The relative width of a histogram bucket at storlab's precision (3 significant digits: at
+/// most 1 in 1024): a percentile cannot be known better than that.
+const BUCKET_RELATIVE_WIDTH: f64 = 1.0 / 1024.0;
+
+/// A latency histogram as the (value, count) pairs of its recorded buckets, ascending by
+/// value; each value is its bucket's highest equivalent, as hdrhistogram reports percentiles.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Sparse {
+    pub counts: Vec<(u64, u64)>,
+}
+
+impl Sparse {
+    pub fn of(h: &Histogram<u64>) -> Sparse {
+        Sparse {
+            counts: h
+                .iter_recorded()
+                .map(|v| (v.value_iterated_to(), v.count_at_value()))
+                .collect(),
+        }
+    }
+
+    /// Adds `other`'s counts (a merge of two ascending lists).
+    pub fn add(&mut self, other: &Sparse) {
+        if other.counts.is_empty() {
+            return;
+        }
+        let (a, b) = (&self.counts, &other.counts);
+        let mut out = Vec::with_capacity(a.len() + b.len());
+        let (mut i, mut j) = (0, 0);
+        while i < a.len() && j < b.len() {
+            match a[i].0.cmp(&b[j].0) {
+                std::cmp::Ordering::Less => {
+                    out.push(a[i]);
+                    i += 1;
+                }
+                std::cmp::Ordering::Greater => {
+                    out.push(b[j]);
+                    j += 1;
+                }
+                std::cmp::Ordering::Equal => {
+                    out.push((a[i].0, a[i].1 + b[j].1));
+                    i += 1;
+                    j += 1;
+                }
+            }
+        }
+        out.extend_from_slice(&a[i..]);
+        out.extend_from_slice(&b[j..]);
+        self.counts = out;
+    }
+
+    pub fn total(&self) -> u64 {
+        self.counts.iter().map(|c| c.1).sum()
+    }
+}
+
+/// One group of a point: a repetition, or a batch of one run's intervals.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Group {
+    pub seconds: f64,
+    /// Service latency of every operation measured in it (its count is the operations).
+    pub latency: Sparse,
+}
+
+impl Group {
+    pub fn add(&mut self, other: &Group) {
+        self.seconds += other.seconds;
+        self.latency.add(&other.latency);
+    }
+}
+
+/// One run's measured intervals in [`BATCHES`] consecutive batches, per tag (`target.op`;
+/// the intended-start tags left out): an interval's batch is where its start falls in the
+/// run's measured time.
+pub type Batches = std::collections::BTreeMap<String, Vec<Group>>;
+
+/// Puts a run's intervals into their batches, one at a time.
+pub struct Batcher {
+    measured_seconds: f64,
+    /// Per tag: the first interval's start, and the batches so far.
+    tags: std::collections::BTreeMap<String, (f64, Vec<Group>)>,
+}
+
+impl Batcher {
+    pub fn new(measured_seconds: f64) -> Batcher {
+        Batcher {
+            measured_seconds,
+            tags: Default::default(),
+        }
+    }
+
+    /// Adds the interval of `tag` that starts at `span.0` s and lasts `span.1` s.
+    pub fn add(&mut self, tag: &str, span: (f64, f64), h: &Histogram<u64>) {
+        if tag.ends_with(".intended") || self.measured_seconds <= 0.0 {
+            return;
+        }
+        let (first, batches) = self
+            .tags
+            .entry(tag.to_string())
+            .or_insert_with(|| (span.0, vec![Group::default(); BATCHES]));
+        let at = ((span.0 - *first) / self.measured_seconds * BATCHES as f64).floor();
+        let i = (at.max(0.0) as usize).min(BATCHES - 1);
+        batches[i].add(&Group {
+            seconds: span.1,
+            latency: Sparse::of(h),
+        });
+    }
+
+    pub fn finish(self) -> Batches {
+        self.tags.into_iter().map(|(t, (_, b))| (t, b)).collect()
+    }
+}
+
+/// What a point's groups are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GroupsFrom {
+    /// Its repetitions: the noise from one run to the next included.
+    Repetitions,
+    /// Batches of one run's intervals: the noise within that run only.
+    Batches,
+}
+
+impl GroupsFrom {
+    /// For a report: `from 5 repetitions`, `from 10 batches of one run`.
+    pub fn describe(self, groups: usize) -> String {
+        match self {
+            GroupsFrom::Repetitions => format!("from {groups} repetitions"),
+            GroupsFrom::Batches => {
+                format!("from {groups} batches of one run: within-run noise only")
+            }
+        }
+    }
+}
+
+/// The figures that carry an interval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Figure {
+    RateOps,
+    MeanLatency,
+    P50Latency,
+    P99Latency,
+    P999Latency,
+}
+
+impl Figure {
+    pub const ALL: [Figure; 5] = [
+        Figure::RateOps,
+        Figure::MeanLatency,
+        Figure::P50Latency,
+        Figure::P99Latency,
+        Figure::P999Latency,
+    ];
+
+    /// As the comparison tables name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Figure::RateOps => "ops/s",
+            Figure::MeanLatency => "mean",
+            Figure::P50Latency => "p50",
+            Figure::P99Latency => "p99",
+            Figure::P999Latency => "p99.9",
+        }
+    }
+
+    pub fn higher_is_better(self) -> bool {
+        self == Figure::RateOps
+    }
+
+    fn percentile(self) -> Option<f64> {
+        match self {
+            Figure::P50Latency => Some(50.0),
+            Figure::P99Latency => Some(99.0),
+            Figure::P999Latency => Some(99.9),
+            Figure::RateOps | Figure::MeanLatency => None,
+        }
+    }
+}
+
+/// One figure's spread: the standard error of its logarithm.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct FigureSpread {
+    pub figure: Figure,
+    pub log_standard_error: f64,
+}
+
+/// How sure a point's figures are.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct Uncertainty {
+    pub from: GroupsFrom,
+    pub groups: usize,
+    /// The figures whose spread could be measured (a figure that is 0 without some group has
+    /// none).
+    pub figures: Vec<FigureSpread>,
+}
+
+/// A figure's value with its confidence interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct Interval {
+    pub value: f64,
+    pub low: f64,
+    pub high: f64,
+}
+
+impl Uncertainty {
+    /// The spread of each figure from `groups` (two or more with operations), or None.
+    pub fn of_groups(from: GroupsFrom, groups: &[Group]) -> Option<Uncertainty> {
+        let groups: Vec<&Group> = groups
+            .iter()
+            .filter(|g| g.seconds > 0.0 && g.latency.total() > 0)
+            .collect();
+        if groups.len() < 2 {
+            return None;
+        }
+        let pool = Pool::of(&groups);
+        let figures = Figure::ALL
+            .into_iter()
+            .filter_map(|figure| {
+                let without: Vec<f64> = (0..groups.len())
+                    .map(|i| pool.figure_without(i, figure))
+                    .collect::<Option<_>>()?;
+                let mut se = jackknife_log_se(&without)?;
+                if figure.percentile().is_some() {
+                    se = se.max(BUCKET_RELATIVE_WIDTH / 12f64.sqrt());
+                }
+                Some(FigureSpread {
+                    figure,
+                    log_standard_error: se,
+                })
+            })
+            .collect();
+        Some(Uncertainty {
+            from,
+            groups: groups.len(),
+            figures,
+        })
+    }
+
+    pub fn spread(&self, figure: Figure) -> Option<f64> {
+        self.figures
+            .iter()
+            .find(|f| f.figure == figure)
+            .map(|f| f.log_standard_error)
+    }
+
+    fn degrees_of_freedom(&self) -> f64 {
+        (self.groups - 1) as f64
+    }
+
+    /// `value`'s interval at `confidence` (0.95 for 95%).
+    pub fn interval(&self, figure: Figure, value: f64, confidence: f64) -> Option<Interval> {
+        let se = self.spread(figure)?;
+        let t = t_quantile(confidence, self.degrees_of_freedom())?;
+        Some(Interval {
+            value,
+            low: value * (-t * se).exp(),
+            high: value * (t * se).exp(),
+        })
+    }
+}
+
+/// What a comparison of B with A says of one figure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// B is better than A beyond the noise (more ops/s, lower latency).
+    Better,
+    /// B is worse than A beyond the noise.
+    Worse,
+    /// The interval of the ratio holds 1.
+    NoDifference,
+}
+
+impl Verdict {
+    pub fn text(self) -> &'static str {
+        match self {
+            Verdict::Better => "better",
+            Verdict::Worse => "worse",
+            Verdict::NoDifference => "no difference beyond the noise",
+        }
+    }
+}
+
+/// B/A of one figure with its interval and the verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct RatioVerdict {
+    pub figure: Figure,
+    pub ratio: Interval,
+    pub verdict: Verdict,
+}
+
+/// The figure's value from each side, with each side's spread.
+pub struct Sides<'a> {
+    pub a_value: f64,
+    pub a: &'a Uncertainty,
+    pub b_value: f64,
+    pub b: &'a Uncertainty,
+}
+
+impl Sides<'_> {
+    /// B/A with its interval at `confidence`, and the verdict; None where a side lacks the
+    /// figure's spread or a value is not positive.
+    pub fn ratio(&self, figure: Figure, confidence: f64) -> Option<RatioVerdict> {
+        if self.a_value <= 0.0 || self.b_value <= 0.0 {
+            return None;
+        }
+        let (sa, sb) = (self.a.spread(figure)?, self.b.spread(figure)?);
+        let (va, vb) = (sa * sa, sb * sb);
+        let se = (va + vb).sqrt();
+        let (da, db) = (self.a.degrees_of_freedom(), self.b.degrees_of_freedom());
+        // Welch-Satterthwaite; with no spread at all on both sides, the smaller count.
+        let df = if va + vb > 0.0 {
+            (va + vb).powi(2) / (va * va / da + vb * vb / db)
+        } else {
+            da.min(db)
+        };
+        let t = t_quantile(confidence, df)?;
+        let ratio = self.b_value / self.a_value;
+        let interval = Interval {
+            value: ratio,
+            low: ratio * (-t * se).exp(),
+            high: ratio * (t * se).exp(),
+        };
+        let up = figure.higher_is_better();
+        let verdict = if interval.low > 1.0 {
+            if up { Verdict::Better } else { Verdict::Worse }
+        } else if interval.high < 1.0 {
+            if up { Verdict::Worse } else { Verdict::Better }
+        } else {
+            Verdict::NoDifference
+        };
+        Some(RatioVerdict {
+            figure,
+            ratio: interval,
+            verdict,
+        })
+    }
+}
+
+/// Student's t quantile for a two-sided interval at `confidence`.
+pub fn t_quantile(confidence: f64, degrees_of_freedom: f64) -> Option<f64> {
+    if !(0.0..1.0).contains(&confidence) || degrees_of_freedom.is_nan() || degrees_of_freedom <= 0.0
+    {
+        return None;
+    }
+    let t = StudentsT::new(0.0, 1.0, degrees_of_freedom).ok()?;
+    Some(t.inverse_cdf(0.5 + confidence / 2.0))
+}
+
+/// The delete-one jackknife's standard error of log(figure), from the figure without each
+/// group; None when one is not positive.
+fn jackknife_log_se(without: &[f64]) -> Option<f64> {
+    if without.iter().any(|v| !(*v > 0.0 && v.is_finite())) {
+        return None;
+    }
+    let logs: Vec<f64> = without.iter().map(|v| v.ln()).collect();
+    let k = logs.len() as f64;
+    let mean = logs.iter().sum::<f64>() / k;
+    let sum_sq: f64 = logs.iter().map(|l| (l - mean).powi(2)).sum();
+    Some(((k - 1.0) / k * sum_sq).sqrt())
+}
+
+/// Every group's latency counts over the values any group recorded, and their sums.
+struct Pool<'a> {
+    groups: &'a [&'a Group],
+    values: Vec<u64>,
+    /// Per group: (index into `values`, count).
+    indexed: Vec<Vec<(usize, u64)>>,
+    total: Vec<u64>,
+    seconds: f64,
+}
+
+impl<'a> Pool<'a> {
+    fn of(groups: &'a [&'a Group]) -> Pool<'a> {
+        let mut values: Vec<u64> = groups
+            .iter()
+            .flat_map(|g| g.latency.counts.iter().map(|c| c.0))
+            .collect();
+        values.sort_unstable();
+        values.dedup();
+        let mut total = vec![0u64; values.len()];
+        let indexed = groups
+            .iter()
+            .map(|g| {
+                g.latency
+                    .counts
+                    .iter()
+                    .map(|&(v, n)| {
+                        let i = values.partition_point(|&x| x < v);
+                        total[i] += n;
+                        (i, n)
+                    })
+                    .collect()
+            })
+            .collect();
+        Pool {
+            groups,
+            values,
+            indexed,
+            total,
+            seconds: groups.iter().map(|g| g.seconds).sum(),
+        }
+    }
+
+    /// The figure of every group but `left_out`.
+    fn figure_without(&self, left_out: usize, figure: Figure) -> Option<f64> {
+        let mut counts = self.total.clone();
+        for &(i, n) in &self.indexed[left_out] {
+            counts[i] -= n;
+        }
+        let ops: u64 = counts.iter().sum();
+        let seconds = self.seconds - self.groups[left_out].seconds;
+        if ops == 0 || seconds <= 0.0 {
+            return None;
+        }
+        Some(match figure {
+            Figure::RateOps => ops as f64 / seconds,
+            Figure::MeanLatency => {
+                let sum: f64 = counts
+                    .iter()
+                    .zip(&self.values)
+                    .map(|(n, v)| *n as f64 * *v as f64)
+                    .sum();
+                sum / ops as f64
+            }
+            _ => value_at_percentile(&counts, &self.values, figure.percentile()?) as f64,
+        })
+    }
+}
+
+/// hdrhistogram's `value_at_percentile` over counts of ascending bucket values: the first
+/// value whose cumulative count reaches ceil(percentile/100 x total).
+fn value_at_percentile(counts: &[u64], values: &[u64], percentile: f64) -> u64 {
+    let total: u64 = counts.iter().sum();
+    let quantile = (percentile / 100.0).min(1.0);
+    let rank = ((quantile * total as f64).ceil() as u64).max(1);
+    let mut seen = 0u64;
+    for (n, v) in counts.iter().zip(values) {
+        seen += n;
+        if seen >= rank {
+            return *v;
+        }
+    }
+    0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn histogram(values: &[(u64, u64)]) -> Histogram<u64> {
+        let mut h = storlab_record::new_histogram::<u64>();
+        for &(v, n) in values {
+            h.record_n(v, n).unwrap();
+        }
+        h
+    }
+
+    fn group(seconds: f64, values: &[(u64, u64)]) -> Group {
+        Group {
+            seconds,
+            latency: Sparse::of(&histogram(values)),
+        }
+    }
+
+    /// The percentile over sparse counts is hdrhistogram's own, value for value.
+    #[test]
+    fn percentiles_of_sparse_counts_are_hdrhistograms() {
+        let h = histogram(&[(1_000, 500), (12_345, 480), (99_999, 19), (5_000_000, 1)]);
+        let s = Sparse::of(&h);
+        let (values, counts): (Vec<u64>, Vec<u64>) = s.counts.iter().copied().unzip();
+        for p in [0.1, 50.0, 90.0, 95.0, 98.0, 99.0, 99.9, 99.99, 100.0] {
+            assert_eq!(
+                value_at_percentile(&counts, &values, p),
+                h.value_at_percentile(p),
+                "p{p}"
+            );
+        }
+        let mut merged = s.clone();
+        merged.add(&Sparse::of(&histogram(&[(12_345, 20), (7, 3)])));
+        let dense = {
+            let mut d = h.clone();
+            d.add(histogram(&[(12_345, 20), (7, 3)])).unwrap();
+            d
+        };
+        assert_eq!(
+            merged,
+            Sparse::of(&dense),
+            "adding sparse = adding histograms"
+        );
+    }
+
+    /// Groups with the same figures have no spread (a percentile keeps its bucket's width);
+    /// groups that differ have, and a ratio between such points says so.
+    #[test]
+    fn the_spread_follows_the_groups_and_the_verdict_the_ratio() {
+        let same: Vec<Group> = (0..5).map(|_| group(1.0, &[(100_000, 1000)])).collect();
+        let u = Uncertainty::of_groups(GroupsFrom::Repetitions, &same).unwrap();
+        assert_eq!(u.groups, 5);
+        assert_eq!(u.spread(Figure::RateOps), Some(0.0));
+        let p99 = u.spread(Figure::P99Latency).unwrap();
+        assert!(p99 > 0.0 && p99 < 0.001, "{p99}");
+        let noisy: Vec<Group> = [950, 1000, 1050, 980, 1020]
+            .iter()
+            .map(|&n| group(1.0, &[(100_000, n)]))
+            .collect();
+        let a = Uncertainty::of_groups(GroupsFrom::Repetitions, &noisy).unwrap();
+        let se = a.spread(Figure::RateOps).unwrap();
+        // The rates' own spread: sd ~ 39.5 ops/s over 5 groups, relative to 1000.
+        assert!((se - 0.0177).abs() < 0.002, "{se}");
+        let interval = a.interval(Figure::RateOps, 1000.0, 0.95).unwrap();
+        assert!(
+            interval.low < 960.0 && interval.high > 1040.0,
+            "{interval:?}"
+        );
+        // 10% more ops/s than A's noise allows: better; 1% more: no difference.
+        let sides = |b_value| Sides {
+            a_value: 1000.0,
+            a: &a,
+            b_value,
+            b: &a,
+        };
+        let r = sides(1100.0).ratio(Figure::RateOps, 0.95).unwrap();
+        assert_eq!(r.verdict, Verdict::Better);
+        assert!(r.ratio.low > 1.0 && r.ratio.high > 1.1, "{r:?}");
+        let r = sides(1010.0).ratio(Figure::RateOps, 0.95).unwrap();
+        assert_eq!(r.verdict, Verdict::NoDifference);
+        // Latency: higher is worse.
+        let r = sides(1100.0).ratio(Figure::MeanLatency, 0.95).unwrap();
+        assert_eq!(r.verdict, Verdict::Worse);
+    }
+
+    /// One group, or groups without operations, have no interval.
+    #[test]
+    fn fewer_than_two_groups_have_no_interval() {
+        assert!(Uncertainty::of_groups(GroupsFrom::Batches, &[group(1.0, &[(5, 5)])]).is_none());
+        let empty = [group(1.0, &[(5, 5)]), Group::default()];
+        assert!(Uncertainty::of_groups(GroupsFrom::Batches, &empty).is_none());
+    }
+
+    #[test]
+    fn t_quantiles_are_students() {
+        assert!((t_quantile(0.95, 4.0).unwrap() - 2.776).abs() < 1e-3);
+        assert!((t_quantile(0.99, 9.0).unwrap() - 3.250).abs() < 1e-3);
+        assert!((t_quantile(0.95, 1e6).unwrap() - 1.960).abs() < 1e-3);
+        assert!(t_quantile(1.0, 3.0).is_none());
+    }
+}
