@@ -756,3 +756,100 @@ fn brief_ends_by_writing_its_html_brief_and_printing_the_path() {
     assert_eq!(html.matches("<tr data-run=").count(), 13, "one row per run");
     assert!(html.contains("Appendix: full disclosure"));
 }
+
+/// `[targets.disk]` as given, one step of 4 KiB reads repeated three times.
+fn repeated_reads(target: &str) -> String {
+    format!(
+        r#"
+name = "verdicts"
+interval = "100ms"
+
+[targets.disk]
+{target}
+
+[workloads.reads]
+block-size = "4KiB"
+read-share = 1.0
+
+[[steps]]
+name = "reads"
+workload = "reads"
+targets = ["disk"]
+warmup = "100ms"
+duration = "500ms"
+repetitions = 3
+"#
+    )
+}
+
+/// compare gives each figure the ratio's interval and a verdict, from the repetitions; with
+/// --fail-on-regression it exits 5 when B is worse beyond the noise and the threshold, and 0
+/// for a study against itself; --json says the same to a machine.
+#[test]
+fn compare_gives_intervals_and_verdicts_and_fails_on_a_regression() {
+    let lab = Lab::new();
+    let fast = lab.write("fast.toml", &repeated_reads(r#"type = "null""#));
+    let file = lab.path().join("disk.dat");
+    let slow_target = format!(
+        "type = \"file\"\npath = \"{}\"\nsize = \"16MiB\"",
+        file.display()
+    );
+    let slow = lab.write("slow.toml", &repeated_reads(&slow_target));
+    for (study, folder) in [(&fast, "fast"), (&slow, "slow")] {
+        let results = lab.path().join(folder);
+        let out = lab.run(
+            &["run", "-q", study.to_str().unwrap(), "--results"]
+                .into_iter()
+                .chain([results.to_str().unwrap()])
+                .collect::<Vec<_>>(),
+        );
+        assert!(out.status.success(), "{}", text(&out).1);
+    }
+    let study_folder = |name: &str| {
+        let dir = lab.path().join(name);
+        std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.is_dir())
+            .unwrap_or_else(|| panic!("no study folder in {}", dir.display()))
+    };
+    let (a, b) = (study_folder("fast"), study_folder("slow"));
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    // The null target is many times faster than a file: B is worse beyond any noise.
+    let out = lab.run(&["compare", a, b, "--fail-on-regression", "5%"]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(5), "{stdout}{stderr}");
+    let ops = stdout
+        .lines()
+        .find(|l| l.contains(" ops/s "))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(ops.trim_end().ends_with("x worse"), "{ops}");
+    assert!(
+        stdout.contains("intervals: A: from 3 repetitions"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("REGRESSION: ") && stderr.contains("ops/s"),
+        "{stderr}"
+    );
+    // A study against itself: no regression, whatever the noise.
+    let out = lab.run(&["compare", a, a, "--fail-on-regression", "5%", "--json"]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    let json: Value = serde_json::from_str(&stdout).expect("JSON");
+    assert_eq!(json["regressions"], serde_json::json!([]));
+    let verdicts = &json["rows"][0]["against-a"][0]["verdicts"];
+    let ops = verdicts
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["figure"] == "rate-ops")
+        .unwrap_or_else(|| panic!("{verdicts}"));
+    assert_eq!(ops["verdict"], "no-difference", "{ops}");
+    assert_eq!(ops["ratio"]["value"], 1.0);
+    // A confidence out of range is refused, naming it.
+    let out = lab.run(&["compare", a, b, "--confidence", "120"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).1.contains("between 50% and 99.99%"));
+}

@@ -210,11 +210,19 @@ pair is compared only when its resolved workloads are the same; otherwise storla
 that they are not comparable and what differs. Differences that do not prevent comparing (the
 target's path or engine, the step name) are listed as notes.
 
-Exit status: 0 when something was compared, 3 when nothing was comparable.
+Each figure with an interval (ops/s, mean, p50, p99, p99.9) gets the ratio's confidence
+interval and a verdict: better, worse, or no difference beyond the noise. Intervals come
+from a point's repetitions when it has several (a study's `repetitions`), else from ten
+batches of its one run's intervals, which hold the noise within that run only; the output
+says which (docs/metrics.md, \"How sure a figure is\").
+
+Exit status: 0 when something was compared, 3 when nothing was comparable, 5 when
+--fail-on-regression found a figure worse beyond the noise and by more than its threshold.
 
 Examples:
   storlab compare RUN_ID_1 RUN_ID_2
-  storlab compare STUDY_FOLDER_A STUDY_FOLDER_B --html compare.html";
+  storlab compare STUDY_FOLDER_A STUDY_FOLDER_B --html compare.html
+  storlab compare main/ branch/ --fail-on-regression 5% --confidence 99";
 
 #[derive(Args)]
 pub(super) struct CompareArgs {
@@ -224,9 +232,56 @@ pub(super) struct CompareArgs {
     /// Also write the comparison as a self-contained HTML page.
     #[arg(long, value_name = "FILE")]
     html: Option<PathBuf>,
+    /// The confidence of the intervals and verdicts, in percent.
+    #[arg(long, value_name = "PERCENT", default_value = "95", value_parser = parse_confidence)]
+    confidence: f64,
+    /// Exit 5 when a figure of B (C...) is worse than A's beyond the noise and by more than
+    /// this (`5%`: ops/s below 0.95x of A, or a latency above 1.05x), naming each.
+    #[arg(long, value_name = "PERCENT", value_parser = parse_threshold)]
+    fail_on_regression: Option<f64>,
+    /// Print the comparison as JSON (figures, intervals, verdicts, regressions) instead of
+    /// the table.
+    #[arg(long)]
+    json: bool,
     #[command(flatten)]
     store: StoreArgs,
 }
+
+/// `95`, `95%` or `99.9` as a fraction, between 50% and 99.99%.
+fn parse_confidence(text: &str) -> Result<f64, String> {
+    let p = percent(text)?;
+    if !(50.0..=99.99).contains(&p) {
+        return Err(format!("{text}: give a confidence between 50% and 99.99%"));
+    }
+    Ok(p / 100.0)
+}
+
+/// `5%` or `5` as a fraction, from 0% up to 100%.
+fn parse_threshold(text: &str) -> Result<f64, String> {
+    let p = percent(text)?;
+    if !(0.0..100.0).contains(&p) {
+        return Err(format!("{text}: give a percentage from 0% up to 100%"));
+    }
+    Ok(p / 100.0)
+}
+
+/// 0.05 as `5%`, 0.125 as `12.5%`.
+fn percent_text(fraction: f64) -> String {
+    let text = format!("{:.2}", fraction * 100.0);
+    format!("{}%", text.trim_end_matches('0').trim_end_matches('.'))
+}
+
+fn percent(text: &str) -> Result<f64, String> {
+    let number = text.trim().trim_end_matches('%').trim();
+    number
+        .parse::<f64>()
+        .ok()
+        .filter(|p| p.is_finite())
+        .ok_or_else(|| format!("{text}: not a percentage (e.g. 5%)"))
+}
+
+/// Exit code of `compare --fail-on-regression` when a figure regressed.
+pub(super) const EXIT_REGRESSION: i32 = 5;
 
 /// Exit code of `compare` when nothing was comparable.
 pub(super) const EXIT_NOT_COMPARABLE: i32 = 3;
@@ -295,17 +350,44 @@ pub(super) fn compare_command(args: CompareArgs) -> Result<i32> {
         });
     }
     let c = storlab_results::comparison::sides::compare_sides(&sides);
-    print!("{}", report::compare::render_text(&c));
+    let regressions = args
+        .fail_on_regression
+        .map(|threshold| c.regressions(args.confidence, threshold));
+    if args.json {
+        let json = c.json(args.confidence, regressions.clone());
+        println!("{}", serde_json::to_string_pretty(&json)?);
+    } else {
+        print!("{}", report::compare::render_text(&c, args.confidence));
+    }
     if let Some(path) = &args.html {
-        std::fs::write(path, report::compare::render_html(&c))
+        std::fs::write(path, report::compare::render_html(&c, args.confidence))
             .with_context(|| format!("writing {}", path.display()))?;
         eprintln!("html: {}", path.display());
     }
-    Ok(if c.any_comparable() {
-        0
-    } else {
-        EXIT_NOT_COMPARABLE
-    })
+    if !c.any_comparable() {
+        return Ok(EXIT_NOT_COMPARABLE);
+    }
+    match (&regressions, args.fail_on_regression) {
+        (Some(found), Some(threshold)) if !found.is_empty() => {
+            for r in found {
+                eprintln!("REGRESSION: {}", r.text(args.confidence));
+            }
+            eprintln!(
+                "storlab compare: {} figure(s) worse than A beyond the noise and by more than {}",
+                found.len(),
+                percent_text(threshold)
+            );
+            Ok(EXIT_REGRESSION)
+        }
+        (Some(_), Some(threshold)) => {
+            eprintln!(
+                "storlab compare: no figure worse than A beyond the noise by more than {}",
+                percent_text(threshold)
+            );
+            Ok(0)
+        }
+        _ => Ok(0),
+    }
 }
 
 /// Writes `brief.html` into a study folder from its stored runs, its headline beside

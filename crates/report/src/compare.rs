@@ -12,6 +12,7 @@ use storlab_model::units::format_ns;
 use storlab_results::comparison::sides::{
     METRICS, Metrics, Row, SidesComparison as Comparison, or_dash, ratio_and_diff,
 };
+use storlab_results::comparison::uncertainty::{Figure, RatioVerdict, Verdict};
 use storlab_results::comparison::{Comparison as StudyComparison, parameters_text};
 use storlab_results::redact;
 
@@ -131,8 +132,58 @@ fn letter(i: usize) -> String {
         .unwrap_or_else(|| format!("#{}", i + 1))
 }
 
-/// The terminal text.
-pub fn render_text(c: &Comparison) -> String {
+/// The figure of a row of [`METRICS`] that carries an interval.
+fn figure_of(metric: usize) -> Option<Figure> {
+    Figure::ALL
+        .into_iter()
+        .find(|f| f.name() == METRICS.get(metric).map_or("", |m| m.0))
+}
+
+/// The verdict cell of a side's figure: `0.91-0.96x worse`, or `-` without an interval.
+fn verdict_cell(verdicts: &[RatioVerdict], metric: usize) -> String {
+    let Some(figure) = figure_of(metric) else {
+        return String::new();
+    };
+    match verdicts.iter().find(|v| v.figure == figure) {
+        Some(v) => format!(
+            "{:.3}-{:.3}x {}",
+            v.ratio.low,
+            v.ratio.high,
+            match v.verdict {
+                Verdict::NoDifference => "no difference",
+                other => other.text(),
+            }
+        ),
+        None => "-".into(),
+    }
+}
+
+/// Where each side's intervals come from (`A: from 10 batches of one run...`), each once,
+/// and what a side measured once leaves out.
+fn interval_sources(c: &Comparison) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, _) in c.labels.iter().enumerate() {
+        let mut seen: Vec<String> = Vec::new();
+        for u in c.rows.iter().filter_map(|r| r.uncertainty.get(i)) {
+            let text = u
+                .as_ref()
+                .map_or("no interval (no histograms, or one group)".into(), |u| {
+                    u.from.describe(u.groups)
+                });
+            if !seen.contains(&text) {
+                seen.push(text);
+            }
+        }
+        if !seen.is_empty() {
+            out.push(format!("{}: {}", letter(i), seen.join("; ")));
+        }
+    }
+    out
+}
+
+/// The terminal text: each figure of A and of each side, the ratio to A, and the ratio's
+/// interval at `confidence` with the verdict.
+pub fn render_text(c: &Comparison, confidence: f64) -> String {
     let mut out = String::new();
     for (i, l) in c.labels.iter().enumerate() {
         let _ = writeln!(out, "{} = {}", letter(i), l);
@@ -150,6 +201,7 @@ pub fn render_text(c: &Comparison) -> String {
         header.push(l.clone());
         header.push(format!("{l}/A"));
         header.push(format!("{l} vs A"));
+        header.push(format!("{l}/A {:.0}% CI, verdict", confidence * 100.0));
     }
     let mut table: Vec<Vec<String>> = Vec::new();
     let mut problems = Vec::new();
@@ -179,6 +231,15 @@ pub fn render_text(c: &Comparison) -> String {
             continue;
         }
         let Some(a) = row.metrics[0] else { continue };
+        let verdicts: Vec<Vec<RatioVerdict>> = (0..n)
+            .map(|i| {
+                if i == 0 {
+                    Vec::new()
+                } else {
+                    row.verdicts(i, confidence)
+                }
+            })
+            .collect();
         for (mi, (name, _)) in METRICS.iter().enumerate() {
             let av = a.values()[mi];
             let target = match row
@@ -198,14 +259,14 @@ pub fn render_text(c: &Comparison) -> String {
                 name.to_string(),
                 show(mi, av),
             ];
-            for i in 1..n {
+            for (i, side) in verdicts.iter().enumerate().skip(1) {
                 match row.metrics[i].filter(|_| row.comparable(i)) {
                     Some(m) => {
                         let v = m.values()[mi];
                         let (r, d) = ratio_and_diff(av, v);
-                        cells.extend([show(mi, v), r, d]);
+                        cells.extend([show(mi, v), r, d, verdict_cell(side, mi)]);
                     }
-                    None => cells.extend(["n/c".into(), "".into(), "".into()]),
+                    None => cells.extend(["n/c".into(), "".into(), "".into(), "".into()]),
                 }
             }
             table.push(cells);
@@ -214,6 +275,9 @@ pub fn render_text(c: &Comparison) -> String {
     let hdr: Vec<&str> = header.iter().map(String::as_str).collect();
     if !table.is_empty() {
         out.push_str(&render(&hdr, &table));
+        for line in interval_sources(c) {
+            let _ = writeln!(out, "intervals: {line}");
+        }
     }
     if !c.any_comparable() {
         out.push_str("NOT COMPARABLE: these results ran different workloads, so their figures cannot be set side by side.\n");
@@ -227,8 +291,9 @@ pub fn render_text(c: &Comparison) -> String {
     redact(&out)
 }
 
-/// The HTML page.
-pub fn render_html(c: &Comparison) -> String {
+/// The HTML page: as the text, a side's difference coloured only where it is beyond the
+/// noise at `confidence`.
+pub fn render_html(c: &Comparison, confidence: f64) -> String {
     let mut h = format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>storlab compare</title><style>{}</style></head><body><h1>storlab compare</h1><ul>",
         crate::html::STYLE
@@ -245,7 +310,11 @@ pub fn render_html(c: &Comparison) -> String {
     h.push_str("<table class=\"compare\"><thead><tr><th>step</th><th>point</th><th>target</th><th>metric</th><th>A</th>");
     for i in 1..n {
         let l = letter(i);
-        let _ = write!(h, "<th>{l}</th><th>{l}/A</th><th>{l} vs A</th>");
+        let _ = write!(
+            h,
+            "<th>{l}</th><th>{l}/A</th><th>{l} vs A</th><th>{l}/A {:.0}% CI, verdict</th>",
+            confidence * 100.0
+        );
     }
     h.push_str("</tr></thead><tbody>\n");
     let mut x_values = Vec::new();
@@ -264,9 +333,12 @@ pub fn render_html(c: &Comparison) -> String {
         );
         x_values.push(x.clone());
         bars.push((x.clone(), 0, a.rate_ops));
-        metric_rows(&mut h, row, &a, n, &x, &mut bars);
+        metric_rows(&mut h, row, &a, (n, confidence), &x, &mut bars);
     }
     h.push_str("</tbody></table>\n");
+    for line in interval_sources(c) {
+        let _ = write!(h, "<p class=\"note\">intervals: {}</p>", esc(&line));
+    }
     if !x_values.is_empty() {
         let series: Vec<String> = (0..n).map(letter).collect();
         let chart = svg::BarChart {
@@ -321,17 +393,27 @@ fn row_problems(row: &Row, n: usize, problems: &mut Vec<String>) {
     }
 }
 
-/// One table row per metric of `row`: A's figure, then each side's with its ratio and
-/// difference to A (green when better, red when worse); each side's ops/s goes to `bars`
-/// under `x`.
+/// One table row per metric of `row`: A's figure, then each side's with its ratio,
+/// difference to A and the ratio's interval (green when better beyond the noise at the
+/// confidence, red when worse; a figure without an interval, green or red as it goes, as
+/// before intervals); each side's ops/s goes to `bars` under `x`.
 fn metric_rows(
     h: &mut String,
     row: &Row,
     a: &Metrics,
-    n: usize,
+    (n, confidence): (usize, f64),
     x: &str,
     bars: &mut Vec<(String, usize, f64)>,
 ) {
+    let verdicts: Vec<Vec<RatioVerdict>> = (0..n)
+        .map(|i| {
+            if i == 0 {
+                Vec::new()
+            } else {
+                row.verdicts(i, confidence)
+            }
+        })
+        .collect();
     for (mi, (name, higher)) in METRICS.iter().enumerate() {
         let av = a.values()[mi];
         let _ = write!(
@@ -343,7 +425,7 @@ fn metric_rows(
             name,
             esc(&show(mi, av))
         );
-        for i in 1..n {
+        for (i, side) in verdicts.iter().enumerate().skip(1) {
             match row.metrics[i].filter(|_| row.comparable(i)) {
                 Some(m) => {
                     let v = m.values()[mi];
@@ -351,23 +433,31 @@ fn metric_rows(
                         bars.push((x.to_string(), i, v));
                     }
                     let (r, d) = ratio_and_diff(av, v);
-                    let better = if *higher { v > av } else { v < av };
-                    let color = if v == av {
-                        ""
-                    } else if better {
-                        " style=\"color:#007a3d\""
-                    } else {
-                        " style=\"color:#b00\""
+                    let verdict = figure_of(mi)
+                        .and_then(|f| side.iter().find(|x| x.figure == f))
+                        .map(|x| x.verdict);
+                    let better = match verdict {
+                        Some(Verdict::Better) => Some(true),
+                        Some(Verdict::Worse) => Some(false),
+                        Some(Verdict::NoDifference) => None,
+                        None if v == av => None,
+                        None => Some(if *higher { v > av } else { v < av }),
+                    };
+                    let color = match better {
+                        None => "",
+                        Some(true) => " style=\"color:#007a3d\"",
+                        Some(false) => " style=\"color:#b00\"",
                     };
                     let _ = write!(
                         h,
-                        "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\"{color}>{}</td>",
+                        "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\"{color}>{}</td><td class=\"n\">{}</td>",
                         esc(&show(mi, v)),
                         r,
-                        d
+                        d,
+                        esc(&verdict_cell(side, mi))
                     );
                 }
-                None => h.push_str("<td>n/c</td><td></td><td></td>"),
+                None => h.push_str("<td>n/c</td><td></td><td></td><td></td>"),
             }
         }
         h.push_str("</tr>\n");

@@ -351,7 +351,9 @@ fn compare(ids: &[String], location: &StoreLocation) -> Result<String, Failure> 
         })
         .collect::<Result<Vec<_>, Failure>>()?;
     let c = storlab_results::comparison::sides::compare_sides(&sides);
-    Ok(pages::with_nav(&storlab_report::compare::render_html(&c)))
+    Ok(pages::with_nav(&storlab_report::compare::render_html(
+        &c, 0.95,
+    )))
 }
 
 fn history(q: &HistoryQuery, location: &StoreLocation) -> Result<String, Failure> {

@@ -4,6 +4,9 @@
 //! target (or by position when they differ). A pair is comparable only when its resolved
 //! workloads (from the stored plans) are equal; what differs is said plainly when they are not.
 
+use serde::Serialize;
+
+use crate::comparison::uncertainty::{Figure, RatioVerdict, Sides, Uncertainty, Verdict};
 use crate::comparison::{RunFigures, TargetPoint, compare_all, parameters_text};
 use crate::stored::StoredRun;
 
@@ -14,7 +17,8 @@ pub struct Side {
 }
 
 /// The figures compared.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub struct Metrics {
     pub rate_ops: f64,
     pub rate_bytes: f64,
@@ -50,6 +54,17 @@ impl Metrics {
             p99_9_ns: l.p99_9_ns as f64,
             max_ns: l.max_ns as f64,
             errors: t.errors as f64,
+        }
+    }
+
+    /// The value of a figure that carries an interval.
+    pub fn figure(&self, figure: Figure) -> f64 {
+        match figure {
+            Figure::RateOps => self.rate_ops,
+            Figure::MeanLatency => self.mean_ns,
+            Figure::P50Latency => self.p50_ns,
+            Figure::P99Latency => self.p99_ns,
+            Figure::P999Latency => self.p99_9_ns,
         }
     }
 
@@ -131,6 +146,8 @@ pub struct Row {
     pub workload_differences: Vec<Vec<String>>,
     /// Per side after the first: other differences worth knowing (target configuration, step).
     pub notes: Vec<Vec<String>>,
+    /// Per side: how sure its figures are (None: no histograms, or one group).
+    pub uncertainty: Vec<Option<Uncertainty>>,
 }
 
 impl Row {
@@ -139,6 +156,71 @@ impl Row {
         self.metrics[0].is_some()
             && self.metrics[i].is_some()
             && self.workload_differences[i - 1].is_empty()
+    }
+
+    /// Side `i` (>= 1) against A, figure by figure, at `confidence`: the ratio's interval
+    /// and the verdict, for the figures both sides have a spread for.
+    pub fn verdicts(&self, i: usize, confidence: f64) -> Vec<RatioVerdict> {
+        let (Some(a), Some(b)) = (self.metrics[0], self.metrics[i]) else {
+            return Vec::new();
+        };
+        let (Some(ua), Some(ub)) = (&self.uncertainty[0], &self.uncertainty[i]) else {
+            return Vec::new();
+        };
+        if !self.comparable(i) {
+            return Vec::new();
+        }
+        Figure::ALL
+            .into_iter()
+            .filter_map(|f| {
+                let sides = Sides {
+                    a_value: a.figure(f),
+                    a: ua,
+                    b_value: b.figure(f),
+                    b: ub,
+                };
+                sides.ratio(f, confidence)
+            })
+            .collect()
+    }
+
+    /// `step [point] target`, for messages.
+    pub fn label(&self) -> String {
+        format!(
+            "{} [{}] {}",
+            self.step,
+            or_dash(&self.params),
+            self.targets[0].clone().unwrap_or_default()
+        )
+    }
+}
+
+/// A figure worse on a side than on A beyond the noise, and by more than the threshold.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct Regression {
+    /// `step [point] target`.
+    pub at: String,
+    /// The side's label.
+    pub side: String,
+    #[serde(flatten)]
+    pub verdict: RatioVerdict,
+}
+
+impl Regression {
+    /// `B: fill [-] disk: ops/s 0.91x of A (95% CI 0.88-0.94x)`.
+    pub fn text(&self, confidence: f64) -> String {
+        let r = &self.verdict.ratio;
+        format!(
+            "{}: {}: {} {:.3}x of A ({:.0}% CI {:.3}-{:.3}x)",
+            self.side,
+            self.at,
+            self.verdict.figure.name(),
+            r.value,
+            confidence * 100.0,
+            r.low,
+            r.high
+        )
     }
 }
 
@@ -149,11 +231,114 @@ pub struct SidesComparison {
 }
 
 impl SidesComparison {
+    /// The figures worse than A beyond the noise at `confidence` and by more than
+    /// `threshold` (0.05: ops/s below 0.95x, a latency above 1.05x).
+    pub fn regressions(&self, confidence: f64, threshold: f64) -> Vec<Regression> {
+        let mut out = Vec::new();
+        for row in &self.rows {
+            for i in 1..self.labels.len() {
+                for v in row.verdicts(i, confidence) {
+                    let r = v.ratio.value;
+                    let beyond = if v.figure.higher_is_better() {
+                        r < 1.0 - threshold
+                    } else {
+                        r > 1.0 + threshold
+                    };
+                    if v.verdict == Verdict::Worse && beyond {
+                        out.push(Regression {
+                            at: row.label(),
+                            side: self.labels[i].clone(),
+                            verdict: v,
+                        });
+                    }
+                }
+            }
+        }
+        out
+    }
+
     /// Whether anything at all can be compared.
     pub fn any_comparable(&self) -> bool {
         self.rows
             .iter()
             .any(|r| (1..self.labels.len()).any(|i| r.comparable(i)))
+    }
+}
+
+/// `storlab compare --json`: the sides, each row's figures and, per side against A, the
+/// verdicts.
+#[derive(Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct ComparisonJson<'a> {
+    pub sides: &'a [String],
+    pub confidence: f64,
+    pub rows: Vec<RowJson<'a>>,
+    /// With `--fail-on-regression`: what fails the comparison.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub regressions: Option<Vec<Regression>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct RowJson<'a> {
+    pub step: &'a str,
+    pub point: &'a str,
+    /// Per side (null: missing).
+    pub targets: &'a [Option<String>],
+    pub figures: &'a [Option<Metrics>],
+    pub repetitions: &'a [usize],
+    /// Per side: where its intervals come from (null: none).
+    pub intervals_from: Vec<Option<String>>,
+    /// Per side after A.
+    pub against_a: Vec<AgainstA>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct AgainstA {
+    pub comparable: bool,
+    pub workload_differences: Vec<String>,
+    pub notes: Vec<String>,
+    pub verdicts: Vec<RatioVerdict>,
+}
+
+impl SidesComparison {
+    /// The JSON view at `confidence`, with the regressions when a threshold was given.
+    pub fn json(
+        &self,
+        confidence: f64,
+        regressions: Option<Vec<Regression>>,
+    ) -> ComparisonJson<'_> {
+        let rows = self
+            .rows
+            .iter()
+            .map(|r| RowJson {
+                step: &r.step,
+                point: &r.params,
+                targets: &r.targets,
+                figures: &r.metrics,
+                repetitions: &r.repetitions,
+                intervals_from: r
+                    .uncertainty
+                    .iter()
+                    .map(|u| u.as_ref().map(|u| u.from.describe(u.groups)))
+                    .collect(),
+                against_a: (1..self.labels.len())
+                    .map(|i| AgainstA {
+                        comparable: r.comparable(i),
+                        workload_differences: r.workload_differences[i - 1].clone(),
+                        notes: r.notes[i - 1].clone(),
+                        verdicts: r.verdicts(i, confidence),
+                    })
+                    .collect(),
+            })
+            .collect();
+        ComparisonJson {
+            sides: &self.labels,
+            confidence,
+            rows,
+            regressions,
+        }
     }
 }
 
@@ -182,6 +367,7 @@ pub fn compare_sides(sides: &[Side]) -> SidesComparison {
             repetitions: vec![b.point.repetitions],
             workload_differences: Vec::new(),
             notes: Vec::new(),
+            uncertainty: vec![b.point.uncertainty.clone()],
         };
         for (si, other) in all.iter().enumerate().skip(1) {
             // By step, sweep point and target name; else by step, sweep point and the
@@ -234,6 +420,7 @@ pub fn compare_sides(sides: &[Side]) -> SidesComparison {
                     row.repetitions.push(o.point.repetitions);
                     row.workload_differences.push(wd);
                     row.notes.push(notes);
+                    row.uncertainty.push(o.point.uncertainty.clone());
                 }
                 None => {
                     row.targets.push(None);
@@ -247,6 +434,7 @@ pub fn compare_sides(sides: &[Side]) -> SidesComparison {
                         sides[si].label
                     )]);
                     row.notes.push(vec![]);
+                    row.uncertainty.push(None);
                 }
             }
         }
@@ -290,5 +478,56 @@ mod tests {
         );
         assert_eq!(ratio_and_diff(0.52, 0.24).1, "-53.8%");
         assert_eq!(ratio_and_diff(0.0, 1.0).0, "-");
+    }
+
+    /// A figure worse beyond the noise counts as a regression only past the threshold; one
+    /// within the noise never.
+    #[test]
+    fn regressions_are_worse_beyond_the_noise_and_past_the_threshold() {
+        use crate::comparison::uncertainty::{FigureSpread, GroupsFrom};
+        let spread = |se| Uncertainty {
+            from: GroupsFrom::Repetitions,
+            groups: 10,
+            figures: vec![FigureSpread {
+                figure: Figure::RateOps,
+                log_standard_error: se,
+            }],
+        };
+        let metrics = |rate_ops| Metrics {
+            rate_ops,
+            rate_bytes: 0.0,
+            mean_ns: 0.0,
+            p50_ns: 0.0,
+            p99_ns: 0.0,
+            p99_9_ns: 0.0,
+            max_ns: 0.0,
+            errors: 0.0,
+        };
+        let comparison = |b_rate, se| SidesComparison {
+            labels: vec!["a".into(), "b".into()],
+            rows: vec![Row {
+                step: "s".into(),
+                params: String::new(),
+                targets: vec![Some("t".into()), Some("t".into())],
+                metrics: vec![Some(metrics(1000.0)), Some(metrics(b_rate))],
+                repetitions: vec![10, 10],
+                workload_differences: vec![vec![]],
+                notes: vec![vec![]],
+                uncertainty: vec![Some(spread(se)), Some(spread(se))],
+            }],
+        };
+        // 8% fewer ops/s with 1% noise: a regression past 5%, not past 10%.
+        let c = comparison(920.0, 0.01);
+        assert_eq!(c.regressions(0.95, 0.05).len(), 1);
+        assert!(c.regressions(0.95, 0.10).is_empty());
+        let text = c.regressions(0.95, 0.05)[0].text(0.95);
+        assert!(
+            text.starts_with("b: s [-] t: ops/s 0.920x of A (95% CI 0."),
+            "{text}"
+        );
+        // The same 8% within 10% noise: no verdict of worse, so no regression.
+        assert!(comparison(920.0, 0.10).regressions(0.95, 0.05).is_empty());
+        // Faster is never a regression.
+        assert!(comparison(1200.0, 0.01).regressions(0.95, 0.0).is_empty());
     }
 }
