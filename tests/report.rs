@@ -848,6 +848,29 @@ fn compare_gives_intervals_and_verdicts_and_fails_on_a_regression() {
         .unwrap_or_else(|| panic!("{verdicts}"));
     assert_eq!(ops["verdict"], "no-difference", "{ops}");
     assert_eq!(ops["ratio"]["value"], 1.0);
+    // Both targets in one study: the call-out says how sure it is, from the repetitions.
+    let both = repeated_reads(&format!("type = \"null\"\n[targets.file]\n{slow_target}"))
+        .replace(r#"targets = ["disk"]"#, r#"targets = ["disk", "file"]"#);
+    let both = lab.write("both.toml", &both);
+    let results = lab.path().join("both");
+    let out = lab.run(&[
+        "run",
+        "-q",
+        both.to_str().unwrap(),
+        "--results",
+        results.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out).1);
+    let comparison: Value = serde_json::from_str(
+        &std::fs::read_to_string(study_folder("both").join("comparison.json")).unwrap(),
+    )
+    .unwrap();
+    let callout = &comparison["steps"][0]["largest-ops-ratio"];
+    assert_eq!(callout["best"], "disk", "{callout}");
+    assert_eq!(callout["interval"]["within-one-run"], false, "{callout}");
+    assert_eq!(callout["interval"]["beyond-noise"], true, "{callout}");
+    let text_of = callout["text"].as_str().unwrap();
+    assert!(text_of.contains("ops/s of file (95% CI "), "{text_of}");
     // A confidence out of range is refused, naming it.
     let out = lab.run(&["compare", a, b, "--confidence", "120"]);
     assert_eq!(out.status.code(), Some(2));

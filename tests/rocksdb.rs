@@ -308,6 +308,18 @@ fn rocksdb_scaling_study_runs_quick_on_loop_device_filesystems() {
             "{ratio}"
         );
         assert!(step["largest-p99-improvement"]["value"].as_f64().unwrap() >= 0.0);
+        // Each call-out says how sure it is: quick runs last one interval, too little for an
+        // interval, and the text says so.
+        for c in [ratio, &step["largest-p99-improvement"]] {
+            let text = c["text"].as_str().unwrap();
+            match c.get("interval") {
+                Some(i) => assert!(text.contains("95% CI") && i["confidence"] == 0.95, "{c}"),
+                None => assert!(
+                    text.ends_with("(no interval: too little measured to tell how sure)"),
+                    "{c}"
+                ),
+            }
+        }
     }
 
     // Each readrandom run found every key the load put, and the page cache was dropped first.

@@ -95,14 +95,14 @@ pub fn comparison_text(c: &StudyComparison) -> String {
         if let Some(c) = &s.largest_ops_ratio {
             let _ = writeln!(
                 out,
-                "  call-out: {}: {} ({:.0} vs {:.0} ops/s)",
+                "  call-out: {}: {}: {:.0} vs {:.0} ops/s",
                 s.step, c.text, c.best_value, c.worst_value
             );
         }
         if let Some(c) = &s.largest_p99_improvement {
             let _ = writeln!(
                 out,
-                "  call-out: {}: {} ({} vs {})",
+                "  call-out: {}: {}: {} vs {}",
                 s.step,
                 c.text,
                 format_ns(c.best_value),
@@ -485,7 +485,7 @@ mod tests {
         assert!(text.contains("616344"), "{text}");
         assert!(
             text.contains(
-                "call-out: rr: micron: 59% more ops/s than a at threads=64 (616344 vs 388751 ops/s)"
+                "call-out: rr: micron: 59% more ops/s than a at threads=64 (no interval: too little measured to tell how sure): 616344 vs 388751 ops/s"
             ),
             "{text}"
         );

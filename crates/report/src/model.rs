@@ -333,9 +333,15 @@ pub(crate) mod tests {
             ),
             ("7500", "A", "64")
         );
-        assert_eq!(c[0].text, "7500: 59% more ops/s than A at threads=64");
+        assert_eq!(
+            c[0].text,
+            "7500: 59% more ops/s than A at threads=64 (no interval: too little measured to tell how sure)"
+        );
         assert_eq!(c[1].kind, CalloutKind::P99);
-        assert_eq!(c[1].text, "7500: p99 54% lower than A at threads=16");
+        assert_eq!(
+            c[1].text,
+            "7500: p99 54% lower than A at threads=16 (no interval: too little measured to tell how sure)"
+        );
         assert!((c[1].value - (1.0 - 0.24 / 0.52)).abs() < 1e-9);
     }
 
@@ -359,8 +365,14 @@ pub(crate) mod tests {
         let g = &group_runs(&figures(&runs))[0];
         assert_eq!(g.series, ["A", "M"]);
         let c = callouts(g);
-        assert_eq!(c[0].text, "M: 2.1x the ops/s of A at threads=96");
-        assert_eq!(c[1].text, "M: p99 49% lower than A at threads=96");
+        assert_eq!(
+            c[0].text,
+            "M: 2.1x the ops/s of A at threads=96 (no interval: too little measured to tell how sure)"
+        );
+        assert_eq!(
+            c[1].text,
+            "M: p99 49% lower than A at threads=96 (no interval: too little measured to tell how sure)"
+        );
         // One series: no call-outs, but peaks.
         let one = vec![
             summary(1, "x", &[("queue-depth", "1")], &[("f", 10.0, 5)]),
@@ -418,7 +430,10 @@ pub(crate) mod tests {
                 .iter()
                 .any(|l| l.starts_with("tog a: latency percentiles are the WORST repetition's"))
         );
-        assert_eq!(callouts(t)[0].text, "a: 3.0x the ops/s of b");
+        assert_eq!(
+            callouts(t)[0].text,
+            "a: 3.0x the ops/s of b (no interval: too little measured to tell how sure)"
+        );
     }
 
     #[test]

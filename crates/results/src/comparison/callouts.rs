@@ -14,7 +14,11 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::comparison::uncertainty::{Figure, GroupsFrom, Sides, Verdict};
 use crate::comparison::{Point, SystemPoint, parameters_text};
+
+/// The confidence of a call-out's interval.
+pub const CALLOUT_CONFIDENCE: f64 = 0.95;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -42,9 +46,89 @@ pub struct Callout {
     /// ops/s, or p99 in ns.
     pub best_value: f64,
     pub worst_value: f64,
-    /// A sentence for reports: `7500: 59% more ops/s than A at threads=64`.
+    /// A sentence for reports: `7500: 59% more ops/s than A at threads=64 (95% CI 52-66%)`.
     pub text: String,
+    /// How sure `value` is; None when a side has no interval (said in `text`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<CalloutInterval>,
 }
+
+/// A call-out's `value` at [`CALLOUT_CONFIDENCE`]: its low and high ends, whether it is
+/// beyond the noise (the ratio's interval excludes 1), and whether a side's interval held the
+/// noise within one run only.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct CalloutInterval {
+    pub confidence: f64,
+    pub low: f64,
+    pub high: f64,
+    pub beyond_noise: bool,
+    pub within_one_run: bool,
+}
+
+impl CalloutInterval {
+    /// Of `better` against `worse` for `figure`: ops/s as better/worse, p99 as the
+    /// improvement 1 - better/worse.
+    fn of(figure: Figure, better: (f64, &SystemPoint), worse: (f64, &SystemPoint)) -> Option<Self> {
+        let sides = Sides {
+            a_value: worse.0,
+            a: worse.1.uncertainty.as_ref()?,
+            b_value: better.0,
+            b: better.1.uncertainty.as_ref()?,
+        };
+        let r = sides.ratio(figure, CALLOUT_CONFIDENCE)?;
+        let (low, high) = match figure {
+            Figure::RateOps => (r.ratio.low, r.ratio.high),
+            _ => (1.0 - r.ratio.high, 1.0 - r.ratio.low),
+        };
+        Some(CalloutInterval {
+            confidence: CALLOUT_CONFIDENCE,
+            low,
+            high,
+            beyond_noise: r.verdict != Verdict::NoDifference,
+            within_one_run: [sides.a, sides.b]
+                .iter()
+                .any(|u| u.from == GroupsFrom::Batches),
+        })
+    }
+
+    /// ` (95% CI 52-66%)`, ` (95% CI 1.8-2.2x)`, or ` (no difference beyond the noise: 95%
+    /// CI -3% to +6%)`, with `; within-run noise only` when so. `ratio`: the value is a
+    /// ratio (ops/s), else a fraction (the p99 improvement).
+    fn text(&self, ratio: bool) -> String {
+        let c = format!("{:.0}% CI", self.confidence * 100.0);
+        let range = if !self.beyond_noise {
+            let signed = |v: f64| format!("{:+.0}%", v * 100.0);
+            let shift = if ratio { 1.0 } else { 0.0 };
+            format!(
+                "no difference beyond the noise: {c} {} to {}",
+                signed(self.low - shift),
+                signed(self.high - shift)
+            )
+        } else if ratio && self.low >= 2.0 {
+            format!("{c} {:.1}-{:.1}x", self.low, self.high)
+        } else if ratio {
+            format!("{c} {}-{}", bare(self.low - 1.0), percent(self.high - 1.0))
+        } else {
+            format!("{c} {}-{}", bare(self.low), percent(self.high))
+        };
+        let noise = if self.within_one_run {
+            "; within-run noise only"
+        } else {
+            ""
+        };
+        format!(" ({range}{noise})")
+    }
+}
+
+/// [`percent`] without its sign.
+fn bare(f: f64) -> String {
+    percent(f).trim_end_matches('%').to_string()
+}
+
+/// What a call-out says when a side has no interval (no histograms stored, or fewer than two
+/// groups with operations).
+const NO_INTERVAL: &str = " (no interval: too little measured to tell how sure)";
 
 /// Percent as the reference brief rounds it: `59%`; with a decimal near 100% (`99.9%`), so
 /// that a large improvement never reads as "100% lower".
@@ -89,6 +173,11 @@ pub fn of_points(points: &[Point]) -> (Option<Callout>, Option<Callout>) {
                 } else {
                     format!("{} more ops/s than", percent(ratio - 1.0))
                 };
+                let interval =
+                    CalloutInterval::of(Figure::RateOps, (hi.rate_ops, hi), (lo.rate_ops, lo));
+                let sure = interval
+                    .as_ref()
+                    .map_or_else(|| NO_INTERVAL.to_string(), |i| i.text(true));
                 best_ratio = Some(Callout {
                     kind: CalloutKind::Throughput,
                     parameters: p.parameters.clone(),
@@ -97,7 +186,13 @@ pub fn of_points(points: &[Point]) -> (Option<Callout>, Option<Callout>) {
                     value: ratio,
                     best_value: hi.rate_ops,
                     worst_value: lo.rate_ops,
-                    text: format!("{}: {how} {}{}", hi.system, lo.system, at(&p.parameters)),
+                    text: format!(
+                        "{}: {how} {}{}{sure}",
+                        hi.system,
+                        lo.system,
+                        at(&p.parameters)
+                    ),
+                    interval,
                 });
             }
         }
@@ -112,6 +207,14 @@ pub fn of_points(points: &[Point]) -> (Option<Callout>, Option<Callout>) {
         ) {
             let improvement = 1.0 - *fast_p99 as f64 / *slow_p99 as f64;
             if improvement > 0.0 && best_p99.as_ref().is_none_or(|c| improvement > c.value) {
+                let interval = CalloutInterval::of(
+                    Figure::P99Latency,
+                    (*fast_p99 as f64, fast),
+                    (*slow_p99 as f64, slow),
+                );
+                let sure = interval
+                    .as_ref()
+                    .map_or_else(|| NO_INTERVAL.to_string(), |i| i.text(false));
                 best_p99 = Some(Callout {
                     kind: CalloutKind::P99,
                     parameters: p.parameters.clone(),
@@ -121,12 +224,13 @@ pub fn of_points(points: &[Point]) -> (Option<Callout>, Option<Callout>) {
                     best_value: *fast_p99 as f64,
                     worst_value: *slow_p99 as f64,
                     text: format!(
-                        "{}: p99 {} lower than {}{}",
+                        "{}: p99 {} lower than {}{}{sure}",
                         fast.system,
                         percent(improvement),
                         slow.system,
                         at(&p.parameters)
                     ),
+                    interval,
                 });
             }
         }
@@ -143,6 +247,33 @@ mod tests {
         assert_eq!(
             (percent(0.9998), percent(0.994), percent(1.0)),
             ("99.9%".into(), "99%".into(), "100%".into())
+        );
+    }
+
+    #[test]
+    fn a_callouts_interval_reads_as_the_brief_writes_it() {
+        let i = |low, high, beyond_noise, within_one_run| CalloutInterval {
+            confidence: 0.95,
+            low,
+            high,
+            beyond_noise,
+            within_one_run,
+        };
+        assert_eq!(i(1.52, 1.66, true, false).text(true), " (95% CI 52-66%)");
+        assert_eq!(i(1.8, 2.25, true, false).text(true), " (95% CI 80-125%)");
+        assert_eq!(
+            i(2.1, 2.3, true, true).text(true),
+            " (95% CI 2.1-2.3x; within-run noise only)"
+        );
+        assert_eq!(
+            i(0.97, 1.06, false, false).text(true),
+            " (no difference beyond the noise: 95% CI -3% to +6%)"
+        );
+        // A p99 improvement is a fraction: 48% to 59% lower.
+        assert_eq!(i(0.48, 0.59, true, false).text(false), " (95% CI 48-59%)");
+        assert_eq!(
+            i(-0.02, 0.05, false, false).text(false),
+            " (no difference beyond the noise: 95% CI -2% to +5%)"
         );
     }
 }

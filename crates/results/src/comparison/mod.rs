@@ -283,8 +283,9 @@ impl Acc {
         };
     }
 
-    /// The point's figures, and its merged service-latency histogram when it has one.
-    fn finish(self) -> (TargetPoint, Option<Histogram<u64>>) {
+    /// The point's figures, its merged service-latency histogram when it has one, and the
+    /// groups its interval comes from.
+    fn finish(self) -> (TargetPoint, Measured) {
         let secs = self.seconds;
         let repetitions = self.run_indexes.len();
         // One repetition: its rates as the run computed them (from the exact measured time,
@@ -325,7 +326,10 @@ impl Acc {
                 p99_latency_ns_max: p99s.max().unwrap_or(0),
             }
         });
-        let uncertainty = point_uncertainty(&self.batches);
+        let groups = point_groups(&self.batches);
+        let uncertainty = groups
+            .as_ref()
+            .and_then(|(from, g)| Uncertainty::of_groups(*from, g));
         let point = TargetPoint {
             uncertainty,
             target: self.target,
@@ -351,7 +355,7 @@ impl Acc {
             workload: self.workload,
             config: self.config,
         };
-        (point, histogram)
+        (point, Measured { histogram, groups })
     }
 }
 
@@ -370,17 +374,27 @@ fn target_batches(batches: &uncertainty::Batches, t: &TargetResult) -> Vec<uncer
     out
 }
 
-/// A point's uncertainty: from its repetitions when it has two or more (each repetition's
-/// batches added into one group), else from its one run's batches. None when some
-/// repetition has no batches.
-fn point_uncertainty(reps: &[Vec<uncertainty::Group>]) -> Option<Uncertainty> {
+/// What a target point keeps of its measurements for the systems it makes up.
+pub struct Measured {
+    /// Its service-latency histogram, all repetitions added (None: not read).
+    pub histogram: Option<Histogram<u64>>,
+    /// The groups its interval comes from.
+    pub groups: Option<(uncertainty::GroupsFrom, Vec<uncertainty::Group>)>,
+}
+
+/// A point's groups: its repetitions when it has two or more (each repetition's batches
+/// added into one group), else its one run's batches. None when some repetition has no
+/// batches.
+fn point_groups(
+    reps: &[Vec<uncertainty::Group>],
+) -> Option<(uncertainty::GroupsFrom, Vec<uncertainty::Group>)> {
     use uncertainty::{Group, GroupsFrom};
     if reps.iter().any(Vec::is_empty) {
         return None;
     }
     match reps {
         [] => None,
-        [one] => Uncertainty::of_groups(GroupsFrom::Batches, one),
+        [one] => Some((GroupsFrom::Batches, one.clone())),
         _ => {
             let groups: Vec<Group> = reps
                 .iter()
@@ -390,7 +404,7 @@ fn point_uncertainty(reps: &[Vec<uncertainty::Group>]) -> Option<Uncertainty> {
                     g
                 })
                 .collect();
-            Uncertainty::of_groups(GroupsFrom::Repetitions, &groups)
+            Some((GroupsFrom::Repetitions, groups))
         }
     }
 }
@@ -508,10 +522,10 @@ pub fn compare_all(runs: &[RunFigures]) -> Vec<StepComparison> {
             let points: Vec<Point> = points
                 .into_iter()
                 .map(|(parameters, accs)| {
-                    let (targets, histograms): (Vec<TargetPoint>, Vec<_>) =
+                    let (targets, measured): (Vec<TargetPoint>, Vec<_>) =
                         accs.into_iter().map(Acc::finish).unzip();
                     Point {
-                        systems: systems::of_targets(&targets, &histograms, &name),
+                        systems: systems::of_targets(&targets, &measured, &name),
                         parameters,
                         targets,
                     }

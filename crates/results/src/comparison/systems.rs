@@ -7,10 +7,10 @@
 //! are never averaged). Every other target is a system of its own, with its own figures.
 //! Call-outs set systems against each other, never replicas of one system.
 
-use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use super::TargetPoint;
+use super::uncertainty::Group;
+use super::{Measured, TargetPoint, Uncertainty};
 use storlab_record::summary::LatencySummary;
 
 /// What makes targets replicas of one system: a file-server target type and its server.
@@ -73,16 +73,22 @@ pub struct SystemPoint {
     /// From its targets' merged histograms; None without any operation, or when a target's
     /// histograms could not be read.
     pub p99_latency_ns: Option<u64>,
+    /// How sure its figures are: its target's, for a system of one target; for a file
+    /// server's shares, from their groups added group by group (the same repetitions, or
+    /// the same stretches of one run); None without histograms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncertainty: Option<super::Uncertainty>,
     /// Its first target's position among the point's targets (for its workload).
     #[serde(skip)]
     pub first: usize,
 }
 
-/// The systems of a point's targets, in order of first appearance. `histograms` are the
-/// targets' merged service-latency histograms (None: not read); `name` names a file server.
+/// The systems of a point's targets, in order of first appearance. `measured` are the
+/// targets' merged service-latency histograms (None: not read) and groups; `name` names a
+/// file server.
 pub fn of_targets(
     targets: &[TargetPoint],
-    histograms: &[Option<Histogram<u64>>],
+    measured: &[Measured],
     name: &dyn Fn(&SystemKey) -> String,
 ) -> Vec<SystemPoint> {
     // Per system: its key (None: a target of its own) and its members' positions.
@@ -103,7 +109,7 @@ pub fn of_targets(
                 Some(k) => name(k),
                 None => targets[members[0]].target.clone(),
             };
-            added(system, key.is_some(), &members, targets, histograms)
+            added(system, key.is_some(), &members, targets, measured)
         })
         .collect()
 }
@@ -114,7 +120,7 @@ fn added(
     file_server: bool,
     members: &[usize],
     targets: &[TargetPoint],
-    histograms: &[Option<Histogram<u64>>],
+    measured: &[Measured],
 ) -> SystemPoint {
     let ts: Vec<&TargetPoint> = members.iter().map(|&i| &targets[i]).collect();
     let mut clients: Vec<String> = Vec::new();
@@ -136,7 +142,7 @@ fn added(
     let p99_latency_ns = match ts.as_slice() {
         _ if ops == 0 => None,
         [one] => Some(one.p99_latency_ns),
-        _ => merged_p99(members, targets, histograms),
+        _ => merged_p99(members, targets, measured),
     };
     SystemPoint {
         system,
@@ -150,19 +156,42 @@ fn added(
         errors: ts.iter().map(|t| t.errors).sum(),
         mean_latency_ns,
         p99_latency_ns,
+        uncertainty: match ts.as_slice() {
+            [one] => one.uncertainty.clone(),
+            _ => added_uncertainty(members, measured),
+        },
         first: members[0],
     }
 }
 
+/// The interval of the members added: their groups added group by group (each member's
+/// groups are the same repetitions, or the same stretches of the one run they ran in
+/// together, and their measured time is the same: it is counted once). None when a member
+/// has no groups or theirs differ in kind or number.
+fn added_uncertainty(members: &[usize], measured: &[Measured]) -> Option<Uncertainty> {
+    let mut all = members
+        .iter()
+        .map(|&i| measured.get(i).and_then(|m| m.groups.as_ref()));
+    let (from, first) = all.next()??;
+    let mut sum: Vec<Group> = first.clone();
+    for m in all {
+        let (other_from, groups) = m?;
+        if other_from != from || groups.len() != sum.len() {
+            return None;
+        }
+        for (s, g) in sum.iter_mut().zip(groups) {
+            s.latency.add(&g.latency);
+            s.seconds = s.seconds.max(g.seconds);
+        }
+    }
+    Uncertainty::of_groups(*from, &sum)
+}
+
 /// The p99 of the members' histograms added; None when one that measured has none.
-fn merged_p99(
-    members: &[usize],
-    targets: &[TargetPoint],
-    histograms: &[Option<Histogram<u64>>],
-) -> Option<u64> {
+fn merged_p99(members: &[usize], targets: &[TargetPoint], measured: &[Measured]) -> Option<u64> {
     let mut sum = storlab_record::new_histogram::<u64>();
     for &i in members {
-        match histograms.get(i).and_then(Option::as_ref) {
+        match measured.get(i).and_then(|m| m.histogram.as_ref()) {
             Some(h) => sum.add(h).ok()?,
             None if targets[i].ops == 0 => {}
             None => return None,
@@ -221,7 +250,9 @@ mod tests {
             ("nfs-c2-s2", "nfs", "client-2", 250.0, 8_000_000),
         ];
         let both: Vec<_> = shares.iter().chain(&nfs).copied().collect();
-        let runs = [run(1, "smb-only", &shares), run(2, "smb-and-nfs", &both)];
+        let mut runs = [run(1, "smb-only", &shares), run(2, "smb-and-nfs", &both)];
+        // Ten measured seconds, a tenth of each target's operations in each.
+        runs.iter_mut().for_each(|r| r.measured_seconds = 10.0);
         let logs: Vec<Vec<u8>> = runs
             .iter()
             .map(|r| {
@@ -230,13 +261,15 @@ mod tests {
                     .iter()
                     .map(|t| {
                         let ns = t.service_latency.mean_ns as u64;
-                        (format!("{}.read", t.name), vec![(ns, t.ops)])
+                        (format!("{}.read", t.name), vec![(ns, t.ops / 10)])
                     })
                     .collect();
                 type Values<'a> = &'a [(u64, u64)];
-                let intervals: Vec<(i64, &str, Values)> = tags
-                    .iter()
-                    .map(|(tag, v)| (0, tag.as_str(), v.as_slice()))
+                let intervals: Vec<(i64, &str, Values)> = (0..10)
+                    .flat_map(|second| {
+                        tags.iter()
+                            .map(move |(tag, v)| (second, tag.as_str(), v.as_slice()))
+                    })
                     .collect();
                 log_of(&intervals)
             })
@@ -263,7 +296,13 @@ mod tests {
         assert_eq!(steps[0].largest_p99_improvement, None);
         // Two servers: SMB's total against NFS's.
         let r = steps[1].largest_ops_ratio.as_ref().unwrap();
-        assert_eq!(r.text, "smb: 4.0x the ops/s of nfs at queue-depth=12");
+        // Every second alike: no spread, so the ratio is sure; the shares' groups added.
+        assert_eq!(
+            r.text,
+            "smb: 4.0x the ops/s of nfs at queue-depth=12 (95% CI 4.0-4.0x; within-run noise only)"
+        );
+        let smb = &steps[1].points[0].systems[0];
+        assert_eq!(smb.uncertainty.as_ref().map(|u| u.groups), Some(10));
         let p99 = steps[1].largest_p99_improvement.as_ref().unwrap();
         assert_eq!((p99.best.as_str(), p99.worst.as_str()), ("smb", "nfs"));
         let nfs = &steps[1].points[0].systems[1];
