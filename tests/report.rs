@@ -876,3 +876,56 @@ fn compare_gives_intervals_and_verdicts_and_fails_on_a_regression() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out).1.contains("between 50% and 99.99%"));
 }
+
+/// `storlab results history`: each run with its interval, and the run whose target is many
+/// times slower than the four before it marked as a regression, in the table and the JSON.
+#[test]
+fn results_history_marks_the_run_that_changed() {
+    let lab = Lab::new();
+    let fast = repeated_reads(r#"type = "null""#).replace("repetitions = 3", "repetitions = 1");
+    let fast = lab.write("fast.toml", &fast);
+    let file = lab.path().join("disk.dat");
+    let slow = repeated_reads(&format!(
+        "type = \"file\"\npath = \"{}\"\nsize = \"16MiB\"",
+        file.display()
+    ))
+    .replace("repetitions = 3", "repetitions = 1");
+    let slow = lab.write("slow.toml", &slow);
+    let results = lab.path().join("results");
+    let results = results.to_str().unwrap();
+    for study in [&fast, &fast, &fast, &fast, &slow] {
+        let out = lab.run(&["run", "-q", study.to_str().unwrap(), "--results", results]);
+        assert!(out.status.success(), "{}", text(&out).1);
+    }
+    let args = [
+        "results",
+        "history",
+        "verdicts",
+        "--target",
+        "disk",
+        "--results",
+        results,
+    ];
+    let out = lab.run(&args);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    let rows: Vec<&str> = stdout.lines().filter(|l| l.contains("-r001")).collect();
+    assert_eq!(rows.len(), 5, "{stdout}");
+    assert!(
+        rows[..4].iter().all(|r| !r.contains("regression")),
+        "{stdout}"
+    );
+    assert!(rows[4].contains("ops/s regression"), "{stdout}");
+    let json: Value =
+        serde_json::from_str(&text(&lab.run(&[&args[..], &["--json"]].concat())).0).expect("JSON");
+    let runs = json.as_array().unwrap();
+    assert_eq!(runs[4]["rate-ops-change"], "regression", "{json}");
+    let i = &runs[0]["rate-ops-interval"];
+    let (low, value, high) = (
+        i["low"].as_f64().unwrap(),
+        i["value"].as_f64().unwrap(),
+        i["high"].as_f64().unwrap(),
+    );
+    assert!(low < value && value < high, "{i}");
+    assert_eq!(value, runs[0]["rate-ops"].as_f64().unwrap());
+}

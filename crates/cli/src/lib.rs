@@ -360,6 +360,23 @@ enum ResultsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// A target's ops/s and p99 run after run, each with its interval, and the runs that are
+    /// change points (a regression or an improvement against the runs before them).
+    History {
+        /// The study's name.
+        study: String,
+        /// The target to follow.
+        #[arg(long)]
+        target: String,
+        /// Only this step (default: every step, a line per step and sweep point).
+        #[arg(long)]
+        step: Option<String>,
+        /// The confidence of the intervals and change points, in percent.
+        #[arg(long, value_name = "PERCENT", default_value = "95", value_parser = reports::parse_confidence)]
+        confidence: f64,
+        #[arg(long)]
+        json: bool,
+    },
     /// Export every stored run as one table for notebooks (pandas, Polars, DuckDB): one row
     /// per run (`--kind runs`: identity, sweep parameters as `param_KEY` columns, totals and
     /// per `TARGET.OPERATION.` figures) or per timeline interval, target and operation

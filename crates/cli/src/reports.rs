@@ -11,6 +11,31 @@ pub(super) fn results(command: ResultsCommand, store: &StoreArgs) -> Result<i32>
         ResultsCommand::List { json } => results_list(&open_store(&location)?, json),
         ResultsCommand::Show { run, json } => results_show(&open_store(&location)?, &run, json),
         ResultsCommand::Push { folders } => results_push(&location, &folders),
+        ResultsCommand::History {
+            study,
+            target,
+            step,
+            confidence,
+            json,
+        } => {
+            let store = open_store(&location)?;
+            let runs = storlab_results::comparison::history::load(
+                &store,
+                &study,
+                &target,
+                step.as_deref(),
+                confidence,
+            )?;
+            if runs.is_empty() {
+                bail!("no run of study `{study}` has figures of a target `{target}`");
+            }
+            if json {
+                println!("{}", serde_json::to_string_pretty(&runs)?);
+            } else {
+                print!("{}", report::history::history_text(&runs, confidence));
+            }
+            Ok(0)
+        }
         ResultsCommand::Export {
             format,
             output,
@@ -248,7 +273,7 @@ pub(super) struct CompareArgs {
 }
 
 /// `95`, `95%` or `99.9` as a fraction, between 50% and 99.99%.
-fn parse_confidence(text: &str) -> Result<f64, String> {
+pub(super) fn parse_confidence(text: &str) -> Result<f64, String> {
     let p = percent(text)?;
     if !(50.0..=99.99).contains(&p) {
         return Err(format!("{text}: give a confidence between 50% and 99.99%"));

@@ -13,6 +13,7 @@ pub mod fio_logs;
 pub mod fio_terse;
 pub mod fio_text;
 pub mod headline;
+pub mod history;
 pub mod html;
 pub mod iometer;
 pub mod latency_search;

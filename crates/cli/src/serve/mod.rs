@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use clap::Args;
 
-use pages::{HistoryPoint, Listed};
+use pages::Listed;
 use query::{BadInput, Filters, HistoryQuery, Route};
 use storlab_results::store::{RunRow, Store, StoreError, StoreLocation};
 use storlab_results::stored::{self, LoadError, StoredRun};
@@ -357,43 +357,16 @@ fn compare(ids: &[String], location: &StoreLocation) -> Result<String, Failure> 
 }
 
 fn history(q: &HistoryQuery, location: &StoreLocation) -> Result<String, Failure> {
-    let mut points = Vec::new();
     let store = open_store(location)?;
-    let runs = store
-        .list()
-        .map_err(down)?
-        .into_iter()
-        .filter(|r| r.study == q.study && q.step.as_ref().is_none_or(|s| *s == r.step));
-    for row in runs {
-        // Runs without a summary have no figures to show.
-        let Some(s) = summary_of(&store, &row) else {
-            continue;
-        };
-        let Some(t) = s.targets.iter().find(|t| t.name == q.target) else {
-            continue;
-        };
-        if s.status == storlab_results::summary::RunStatus::Failed {
-            continue;
-        }
-        let Ok(started) = humantime::parse_rfc3339(&s.started_at) else {
-            continue;
-        };
-        let started_seconds = started
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs_f64())
-            .unwrap_or(0.0);
-        points.push(HistoryPoint {
-            run_id: row.run_id.clone(),
-            step: row.step.clone(),
-            parameters: row.parameters.clone(),
-            status: s.status.name().to_string(),
-            started_at: s.started_at.clone(),
-            started_seconds,
-            rate_ops: t.rate_ops,
-            p99_ns: t.service_latency.p99_ns,
-        });
-    }
-    if points.is_empty() {
+    let runs = storlab_results::comparison::history::load(
+        &store,
+        &q.study,
+        &q.target,
+        q.step.as_deref(),
+        HISTORY_CONFIDENCE,
+    )
+    .map_err(down)?;
+    if runs.is_empty() {
         return Err(Failure::NotFound(format!(
             "no run of study `{}`{} has figures of a target `{}`",
             q.study,
@@ -404,9 +377,11 @@ fn history(q: &HistoryQuery, location: &StoreLocation) -> Result<String, Failure
             q.target
         )));
     }
-    points.sort_by(|a, b| a.started_seconds.total_cmp(&b.started_seconds));
-    Ok(pages::history_page(q, &points))
+    Ok(pages::history_page(q, &runs, HISTORY_CONFIDENCE))
 }
+
+/// The confidence of the history page's intervals and change points.
+const HISTORY_CONFIDENCE: f64 = 0.95;
 
 #[cfg(test)]
 mod tests {

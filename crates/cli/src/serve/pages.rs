@@ -5,7 +5,9 @@
 use std::fmt::Write;
 
 use storlab_model::units::format_ns;
-use storlab_report::svg::{self, Series, XAxis, YAxis, esc};
+use storlab_report::svg::{self, Mark, Series, XAxis, YAxis, esc};
+use storlab_results::comparison::history::{Change, HistoryRun};
+use storlab_results::comparison::uncertainty::Interval;
 
 use super::query::{Filters, HistoryQuery, STATUSES};
 
@@ -173,22 +175,10 @@ pub fn url_encode(s: &str) -> String {
     o
 }
 
-/// One run of a history.
-pub struct HistoryPoint {
-    pub run_id: String,
-    pub step: String,
-    pub parameters: String,
-    pub status: String,
-    pub started_at: String,
-    /// Seconds since the Unix epoch, from `started_at`.
-    pub started_seconds: f64,
-    pub rate_ops: f64,
-    pub p99_ns: u64,
-}
-
 /// `/history`: a chart of ops/s and one of p99 per run over time (a series per step and
-/// sweep point), then the table.
-pub fn history_page(q: &HistoryQuery, points: &[HistoryPoint]) -> String {
+/// sweep point), each run with its interval as a whisker and each change point marked, then
+/// the table.
+pub fn history_page(q: &HistoryQuery, points: &[HistoryRun], confidence: f64) -> String {
     let mut h = String::new();
     let first = points
         .iter()
@@ -206,7 +196,7 @@ pub fn history_page(q: &HistoryQuery, points: &[HistoryPoint]) -> String {
         .unwrap_or("");
     let _ = writeln!(
         h,
-        "<p class=\"meta\">Target {} of study {}{}: {} runs with figures, the first at {}. Each line is one step and sweep point; each point one run (its service latency p99 and its ops/s over its measured time).</p>",
+        "<p class=\"meta\">Target {} of study {}{}: {} runs with figures, the first at {}. Each line is one step and sweep point; each point one run (its service latency p99 and its ops/s over its measured time), its whisker the run's own {:.0}% interval (from its batches or repetitions: the noise within the run). A marked run is a change point: outside the {:.0}% prediction interval of the runs of its line before it (docs/metrics.md).</p>",
         esc(&q.target),
         esc(&q.study),
         q.step
@@ -214,74 +204,158 @@ pub fn history_page(q: &HistoryQuery, points: &[HistoryPoint]) -> String {
             .map(|s| format!(", step {}", esc(s)))
             .unwrap_or_default(),
         points.len(),
-        esc(first_at)
+        esc(first_at),
+        confidence * 100.0,
+        confidence * 100.0,
     );
     let x_label = format!("{unit} since {first_at}");
-    let series = |value: &dyn Fn(&HistoryPoint) -> f64| -> Vec<Series> {
-        let mut out: Vec<Series> = Vec::new();
-        for p in points {
-            let name = format!("{} {}", p.step, p.parameters).trim().to_string();
-            let x = (p.started_seconds - first) / unit_seconds;
-            let point = (x, value(p), String::new());
-            match out.iter_mut().find(|s| s.name == name) {
-                Some(s) => s.points.push(point),
-                None => out.push(Series {
-                    name,
-                    points: vec![point],
-                    markers: true,
-                    dashed: Vec::new(),
-                    warmup: Vec::new(),
-                    color: None,
-                }),
+    let x_of = |p: &HistoryRun| (p.started_seconds - first) / unit_seconds;
+    let chart = |figure: HistoryFigure| -> String {
+        let series = history_series(points, &x_of, figure);
+        let marks: Vec<Mark> = points
+            .iter()
+            .filter_map(|p| {
+                let change = figure.change(p)?;
+                Some(Mark {
+                    x: x_of(p),
+                    label: format!("{} {}", figure.name(), change.name()),
+                })
+            })
+            .collect();
+        let max_p99 = points.iter().map(|p| p.p99_ns).max().unwrap_or(0) as f64;
+        let (y_div, y_label) = match figure {
+            HistoryFigure::Ops => (1.0, "operations per second".to_string()),
+            HistoryFigure::P99 => {
+                let (div, unit) = svg::latency_unit(max_p99);
+                (div, format!("p99 latency ({unit})"))
             }
+        };
+        svg::LineChart {
+            labels: svg::Labels {
+                id: figure.chart_id(),
+                title: &format!("{}: {} per run", q.target, figure.title()),
+                x: &x_label,
+                y: &y_label,
+            },
+            width: svg::FULL_WIDTH,
+            y_div,
+            series: &series,
+            x_axis: XAxis::Linear,
+            y_axis: YAxis::Linear,
+            marks: &marks,
+            shades: &[],
+            x_min: None,
         }
-        out
+        .svg()
     };
-    let max_p99 = points.iter().map(|p| p.p99_ns).max().unwrap_or(0) as f64;
-    let (div, lat_unit) = svg::latency_unit(max_p99);
-    h.push_str(
-        &svg::LineChart {
-            labels: svg::Labels {
-                id: "history-ops",
-                title: &format!("{}: ops/s per run", q.target),
-                x: &x_label,
-                y: "operations per second",
-            },
-            width: svg::FULL_WIDTH,
-            y_div: 1.0,
-            series: &series(&|p| p.rate_ops),
-            x_axis: XAxis::Linear,
-            y_axis: YAxis::Linear,
-            marks: &[],
-            shades: &[],
-            x_min: None,
+    h.push_str(&chart(HistoryFigure::Ops));
+    h.push_str(&chart(HistoryFigure::P99));
+    history_table(&mut h, points, confidence);
+    shell(&format!("storlab history: {} / {}", q.study, q.target), &h)
+}
+
+/// The two figures a history draws.
+#[derive(Clone, Copy)]
+enum HistoryFigure {
+    Ops,
+    P99,
+}
+
+impl HistoryFigure {
+    fn name(self) -> &'static str {
+        match self {
+            HistoryFigure::Ops => "ops/s",
+            HistoryFigure::P99 => "p99",
         }
-        .svg(),
-    );
-    h.push_str(
-        &svg::LineChart {
-            labels: svg::Labels {
-                id: "history-p99",
-                title: &format!("{}: p99 service latency per run", q.target),
-                x: &x_label,
-                y: &format!("p99 latency ({lat_unit})"),
-            },
-            width: svg::FULL_WIDTH,
-            y_div: div,
-            series: &series(&|p| p.p99_ns as f64),
-            x_axis: XAxis::Linear,
-            y_axis: YAxis::Linear,
-            marks: &[],
-            shades: &[],
-            x_min: None,
+    }
+
+    fn title(self) -> &'static str {
+        match self {
+            HistoryFigure::Ops => "ops/s",
+            HistoryFigure::P99 => "p99 service latency",
         }
-        .svg(),
-    );
-    h.push_str("<table id=\"history\"><thead><tr><th>run</th><th>started (UTC)</th><th>step</th><th>point</th><th>status</th><th>ops/s</th><th>p99</th></tr></thead><tbody>\n");
+    }
+
+    fn chart_id(self) -> &'static str {
+        match self {
+            HistoryFigure::Ops => "history-ops",
+            HistoryFigure::P99 => "history-p99",
+        }
+    }
+
+    fn value(self, p: &HistoryRun) -> f64 {
+        match self {
+            HistoryFigure::Ops => p.rate_ops,
+            HistoryFigure::P99 => p.p99_ns as f64,
+        }
+    }
+
+    fn interval(self, p: &HistoryRun) -> Option<Interval> {
+        match self {
+            HistoryFigure::Ops => p.rate_ops_interval,
+            HistoryFigure::P99 => p.p99_interval,
+        }
+    }
+
+    fn change(self, p: &HistoryRun) -> Option<Change> {
+        match self {
+            HistoryFigure::Ops => p.rate_ops_change,
+            HistoryFigure::P99 => p.p99_change,
+        }
+    }
+}
+
+/// A line per step and sweep point: each run's figure, its interval as a band.
+fn history_series(
+    points: &[HistoryRun],
+    x_of: &dyn Fn(&HistoryRun) -> f64,
+    figure: HistoryFigure,
+) -> Vec<Series> {
+    let mut out: Vec<Series> = Vec::new();
     for p in points {
+        let name = p.series();
+        let x = x_of(p);
+        let point = (x, figure.value(p), String::new());
+        let band = figure.interval(p).map(|i| (x, i.low, i.high));
+        match out.iter_mut().find(|s| s.name == name) {
+            Some(s) => {
+                s.points.push(point);
+                s.bands.extend(band);
+            }
+            None => out.push(Series {
+                name,
+                points: vec![point],
+                markers: true,
+                dashed: Vec::new(),
+                warmup: Vec::new(),
+                color: None,
+                bands: band.into_iter().collect(),
+            }),
+        }
+    }
+    out
+}
+
+/// The history's table: each run, its figures with their intervals, and its change.
+fn history_table(h: &mut String, points: &[HistoryRun], confidence: f64) {
+    let _ = writeln!(
+        h,
+        "<table id=\"history\"><thead><tr><th>run</th><th>started (UTC)</th><th>step</th><th>point</th><th>status</th><th>ops/s</th><th>ops/s {c:.0}% CI</th><th>p99</th><th>p99 {c:.0}% CI</th><th>change</th></tr></thead><tbody>",
+        c = confidence * 100.0
+    );
+    let range = |i: Option<Interval>, show: &dyn Fn(f64) -> String| {
+        i.map_or("-".to_string(), |i| {
+            format!("{}-{}", show(i.low), show(i.high))
+        })
+    };
+    for p in points {
+        let change: Vec<String> = [(p.rate_ops_change, "ops/s"), (p.p99_change, "p99")]
+            .iter()
+            .filter_map(|(c, what)| c.map(|c| format!("{what} {}", c.name())))
+            .collect();
         let _ = writeln!(
             h,
-            "<tr><td><a href=\"/run/{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{:.0}</td><td class=\"n\" data-p99-ns=\"{}\">{}</td></tr>",
+            "<tr><td><a href=\"/run/{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{:.0}</td><td class=\"n\">{}</td><td class=\"n\" data-p99-ns=\"{}\">{}</td><td class=\"n\">{}</td><td class=\"change\">{}</td></tr>",
             esc(&url_encode(&p.run_id)),
             esc(&p.run_id),
             esc(&p.started_at),
@@ -289,12 +363,14 @@ pub fn history_page(q: &HistoryQuery, points: &[HistoryPoint]) -> String {
             esc(&p.parameters),
             esc(&p.status),
             p.rate_ops,
+            range(p.rate_ops_interval, &|v| format!("{v:.0}")),
             p.p99_ns,
             esc(&format_ns(p.p99_ns as f64)),
+            esc(&range(p.p99_interval, &|v| format_ns(v))),
+            esc(&change.join(", ")),
         );
     }
     h.push_str("</tbody></table>\n");
-    shell(&format!("storlab history: {} / {}", q.study, q.target), &h)
 }
 
 /// The x axis' unit for a span of `seconds`: (seconds per unit, its name).

@@ -100,6 +100,7 @@ fn comparison_charts(h: &mut String, gi: usize, g: &Group, targets: &[String]) {
             dashed: vec![],
             warmup: vec![],
             color: Some(colors[si]),
+            bands: Vec::new(),
         })
         .collect();
     h.push_str("<div class=\"fig\">");
@@ -214,6 +215,7 @@ fn percentile_curves(g: &Group, runs: &[StoredRun]) -> (Vec<(String, Series)>, V
                     dashed: vec![],
                     warmup: vec![],
                     color: None,
+                    bands: Vec::new(),
                 },
             ));
         }
@@ -485,6 +487,7 @@ pub fn timeline_series(r: &StoredRun, colors: &[String]) -> Vec<Series> {
             dashed,
             warmup,
             color: colors.iter().position(|n| *n == t.name),
+            bands: Vec::new(),
         });
     }
     series

@@ -191,6 +191,7 @@ fn total_series(
         dashed: Vec::new(),
         warmup: ramp_up,
         color: Some(0),
+        bands: Vec::new(),
     }];
     for (i, m) in sched.moving_averages.iter().enumerate() {
         let k = (m.window_seconds / interval_s).round().max(1.0) as usize;
@@ -213,6 +214,7 @@ fn total_series(
             dashed: Vec::new(),
             warmup: Vec::new(),
             color: Some(1 + i),
+            bands: Vec::new(),
         });
     }
     series.push(Series {
@@ -225,6 +227,7 @@ fn total_series(
         dashed: Vec::new(),
         warmup: Vec::new(),
         color: Some(7),
+        bands: Vec::new(),
     });
     series
 }

@@ -18,6 +18,8 @@ pub struct Series {
     pub warmup: Vec<(f64, f64)>,
     /// Palette index (default: the series' position), to keep a target's colour across charts.
     pub color: Option<usize>,
+    /// Confidence intervals (x, low, high), drawn as whiskers in the same colour.
+    pub bands: Vec<(f64, f64, f64)>,
 }
 
 /// A vertical mark (phase change, injected fault) on a line chart.
@@ -101,6 +103,9 @@ impl LineChart<'_> {
         if series.iter().any(|s| !s.warmup.is_empty()) {
             notes.push("dotted, on grey: warm-up (in no figure)");
         }
+        if series.iter().any(|s| !s.bands.is_empty()) {
+            notes.push("whiskers: confidence interval");
+        }
         let note_text = (!notes.is_empty()).then(|| format!("({})", notes.join("; ")));
         let note = note_text.as_deref();
         let legend_h = 16.0 * legend_layout(&names, width - 100.0, note).len() as f64;
@@ -155,6 +160,7 @@ impl Extent {
                 .iter()
                 .map(|p| (p.0, p.1))
                 .chain(s.warmup.iter().copied())
+                .chain(s.bands.iter().map(|b| (b.0, b.2)))
         });
         let (mut xmax, mut ymax) = (f64::MIN, 0.0f64);
         let mut xlo = f64::MAX;
@@ -310,6 +316,26 @@ fn draw_series(svg: &mut Svg, xs: Scale, ys: Scale, si: usize, s: &Series) {
             series_dash(si)
         ),
     );
+    for &(x, low, high) in &s.bands {
+        let (x, lo, hi) = (xs.map(x), ys.map(low), ys.map(high));
+        let attrs = format!(
+            r#" stroke-width="1.2" class="band" data-series="{}" data-low="{}" data-high="{}""#,
+            esc(&s.name),
+            num_attr(low),
+            num_attr(high)
+        );
+        svg.path(&[(x, lo), (x, hi)], color, &attrs);
+        svg.path(
+            &[(x - 3.0, lo), (x + 3.0, lo)],
+            color,
+            r#" stroke-width="1.2""#,
+        );
+        svg.path(
+            &[(x - 3.0, hi), (x + 3.0, hi)],
+            color,
+            r#" stroke-width="1.2""#,
+        );
+    }
     if !s.warmup.is_empty() {
         let w: Vec<(f64, f64)> = s
             .warmup
@@ -448,6 +474,7 @@ mod tests {
             dashed: vec![],
             warmup: vec![],
             color: None,
+            bands: Vec::new(),
         };
         let svg = LineChart {
             labels: Labels {
@@ -497,6 +524,7 @@ mod tests {
             dashed: vec![],
             warmup: vec![],
             color: None,
+            bands: Vec::new(),
         };
         let svg = LineChart {
             labels: Labels {
