@@ -871,6 +871,46 @@ fn compare_gives_intervals_and_verdicts_and_fails_on_a_regression() {
     assert_eq!(callout["interval"]["beyond-noise"], true, "{callout}");
     let text_of = callout["text"].as_str().unwrap();
     assert!(text_of.contains("ops/s of file (95% CI "), "{text_of}");
+    // plan --detect reads the spread of the study's stored runs: the repetitions a 5% change
+    // needs, per target, point and figure; before any run, it says to run it first.
+    let fast_results = lab.path().join("fast");
+    let fast_results = fast_results.to_str().unwrap();
+    let out = lab.run(&[
+        "plan",
+        fast.to_str().unwrap(),
+        "--detect",
+        "5%",
+        "--results",
+        fast_results,
+    ]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    let ops = stdout
+        .lines()
+        .find(|l| l.contains(" ops/s ") && l.contains("3 repetitions"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    let needed = ops.split_whitespace().nth(7).unwrap_or_default();
+    assert!(
+        needed.parse::<usize>().is_ok_and(|n| n >= 2) || needed == "over",
+        "{ops}"
+    );
+    let unrun =
+        repeated_reads(r#"type = "null""#).replace(r#"name = "verdicts""#, r#"name = "unrun""#);
+    let unrun = lab.write("unrun.toml", &unrun);
+    let out = lab.run(&[
+        "plan",
+        unrun.to_str().unwrap(),
+        "--detect",
+        "5%",
+        "--results",
+        fast_results,
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out).1.contains("no stored run of study `unrun`"),
+        "{}",
+        text(&out).1
+    );
     // A confidence out of range is refused, naming it.
     let out = lab.run(&["compare", a, b, "--confidence", "120"]);
     assert_eq!(out.status.code(), Some(2));

@@ -95,6 +95,19 @@ enum Command {
         /// Print the plan as JSON.
         #[arg(long)]
         json: bool,
+        /// Instead of the plan: how many repetitions (or how long a run) a comparison needs
+        /// to see a change of this size in ops/s or p99, from the spread of the study's runs
+        /// in the results store (run it first).
+        #[arg(long, value_name = "PERCENT", value_parser = reports::parse_threshold)]
+        detect: Option<f64>,
+        /// With --detect: the confidence of the comparison, in percent.
+        #[arg(long, value_name = "PERCENT", default_value = "95", value_parser = reports::parse_confidence, requires = "detect")]
+        confidence: f64,
+        /// With --detect: the chance of seeing the change when it is there, in percent.
+        #[arg(long, value_name = "PERCENT", default_value = "90", value_parser = reports::parse_confidence, requires = "detect")]
+        power: f64,
+        #[command(flatten)]
+        store: StoreArgs,
     },
     /// Read the results store.
     Results {
@@ -480,10 +493,23 @@ fn dispatch(cli: Cli) -> Result<i32> {
             size,
             quick,
             json,
+            detect,
+            confidence,
+            power,
+            store,
         } => {
             let mut plan = storlab_study::load(&study, size.limits())?;
             if quick {
                 plan.make_quick();
+            }
+            if let Some(change) = detect {
+                let want = reports::Detect {
+                    change,
+                    confidence,
+                    power,
+                    json,
+                };
+                return reports::plan_detect(&plan.study, &want, &store);
             }
             if json {
                 println!("{}", serde_json::to_string_pretty(&plan)?);

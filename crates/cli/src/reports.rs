@@ -282,7 +282,7 @@ pub(super) fn parse_confidence(text: &str) -> Result<f64, String> {
 }
 
 /// `5%` or `5` as a fraction, from 0% up to 100%.
-fn parse_threshold(text: &str) -> Result<f64, String> {
+pub(super) fn parse_threshold(text: &str) -> Result<f64, String> {
     let p = percent(text)?;
     if !(0.0..100.0).contains(&p) {
         return Err(format!("{text}: give a percentage from 0% up to 100%"));
@@ -429,4 +429,56 @@ pub(super) fn write_brief_html(
     )
     .with_context(|| format!("writing {}", path.display()))?;
     Ok(path)
+}
+
+/// What `plan --detect` is asked for.
+pub(super) struct Detect {
+    pub change: f64,
+    pub confidence: f64,
+    pub power: f64,
+    pub json: bool,
+}
+
+/// `storlab plan STUDY --detect PCT`: from the stored runs of the study named `study`, what a
+/// comparison needs to see the change.
+pub(super) fn plan_detect(study: &str, want: &Detect, store: &StoreArgs) -> Result<i32> {
+    let location = store.location()?;
+    let opened = open_store(&location)?;
+    let runs = opened
+        .list()?
+        .into_iter()
+        .filter(|row| row.study == study)
+        .map(|row| storlab_results::stored::load_run_by_id(&opened, &row.run_id))
+        .collect::<Result<Vec<_>, _>>()?;
+    if runs.is_empty() {
+        bail!(
+            "no stored run of study `{study}` in {location}: run it first (storlab run), then --detect reads the spread its runs showed"
+        );
+    }
+    let figures: Vec<_> = runs
+        .iter()
+        .map(storlab_results::comparison::RunFigures::of_stored)
+        .collect();
+    let steps = storlab_results::comparison::compare_all(&figures);
+    let needs = storlab_results::comparison::detect::needs(
+        &steps,
+        want.change,
+        want.confidence,
+        want.power,
+    );
+    if needs.is_empty() {
+        bail!(
+            "the {} stored runs of study `{study}` have no spread to read (no histograms, or a single interval each): run it with `repetitions = 3` or longer",
+            runs.len()
+        );
+    }
+    if want.json {
+        println!("{}", serde_json::to_string_pretty(&needs)?);
+    } else {
+        print!(
+            "{}",
+            report::detect::detect_text(&needs, want.change, want.confidence, want.power)
+        );
+    }
+    Ok(0)
 }

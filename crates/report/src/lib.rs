@@ -7,6 +7,7 @@ pub mod baseline;
 pub mod compare;
 pub mod csv;
 pub mod dbbench;
+pub mod detect;
 pub mod events;
 pub mod fio_json;
 pub mod fio_logs;

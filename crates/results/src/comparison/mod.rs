@@ -13,6 +13,7 @@
 //! read, the point says so (`latency-from`) and why.
 
 pub mod callouts;
+pub mod detect;
 pub mod history;
 pub mod sides;
 pub mod systems;
