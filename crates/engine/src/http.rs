@@ -113,7 +113,7 @@ impl TlsIdentity {
 }
 
 /// An HTTP server listening on the address asked for: tiny_http itself, or with TLS,
-/// tiny_http on a loopback port behind a [`TlsFront`] on that address.
+/// tiny_http on a loopback port behind a TLS front on that address (see the module doc).
 pub struct HttpServer {
     /// The requests, whichever way they came.
     pub server: Arc<tiny_http::Server>,
