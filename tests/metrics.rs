@@ -156,6 +156,24 @@ fn parse_openmetrics(text: &str) -> Vec<Sample> {
     samples
 }
 
+/// The address of the metrics endpoint storlab prints on stderr (`metrics: OpenMetrics on
+/// SCHEME://ADDR/metrics`), the lines before it read.
+fn endpoint_address(stderr: &mut impl BufRead, scheme: &str) -> String {
+    let prefix = format!("metrics: OpenMetrics on {scheme}://");
+    let mut line = String::new();
+    while stderr.read_line(&mut line).unwrap() > 0 {
+        if let Some(addr) = line
+            .trim()
+            .strip_prefix(&prefix)
+            .and_then(|r| r.strip_suffix("/metrics"))
+        {
+            return addr.to_string();
+        }
+        line.clear();
+    }
+    panic!("no {scheme} metrics address on stderr")
+}
+
 /// GET /metrics over loopback: (status line, content type, body).
 fn scrape(addr: &str) -> (String, String, String) {
     scrape_accepting(addr, None)
@@ -257,16 +275,7 @@ fn metrics_are_served_during_the_run_and_match_the_stored_summary() {
         .spawn()
         .expect("start storlab");
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    let mut addr = None;
-    while stderr.read_line(&mut line).unwrap() > 0 {
-        if let Some(rest) = line.trim().strip_prefix("metrics: OpenMetrics on http://") {
-            addr = rest.strip_suffix("/metrics").map(str::to_string);
-            break;
-        }
-        line.clear();
-    }
-    let addr = addr.unwrap_or_else(|| panic!("no metrics address on stderr: {line}"));
+    let addr = endpoint_address(&mut stderr, "http");
     assert!(addr.starts_with("127.0.0.1:"), "{addr}");
     // The rest of stderr, kept for failures.
     let rest = std::thread::spawn(move || {
@@ -414,30 +423,8 @@ fn metrics_over_tls_are_scraped_by_a_client_that_trusts_the_certificate() {
         .spawn()
         .expect("start storlab");
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    let mut addr = None;
-    while stderr.read_line(&mut line).unwrap() > 0 {
-        if let Some(rest) = line.trim().strip_prefix("metrics: OpenMetrics on https://") {
-            addr = rest.strip_suffix("/metrics").map(str::to_string);
-            break;
-        }
-        line.clear();
-    }
-    let addr = addr.unwrap_or_else(|| panic!("no https metrics address on stderr: {line}"));
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add(made.cert.der().clone()).unwrap();
-    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    let tls =
-        rustls::ClientConnection::new(std::sync::Arc::new(config), "localhost".try_into().unwrap())
-            .unwrap();
-    let tcp = TcpStream::connect(&addr).expect("connect to the metrics endpoint");
-    tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let mut s = rustls::StreamOwned::new(tls, tcp);
+    let addr = endpoint_address(&mut stderr, "https");
+    let mut s = common::tls::client(&addr, made.cert.der());
     write!(
         s,
         "GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"

@@ -468,26 +468,6 @@ fn beyond_loopback_serve_needs_a_token_and_every_request_carries_it() {
     assert_ne!(status, 401, "{head}");
 }
 
-/// A TLS client of `addr` trusting `root` only, for localhost.
-fn tls_client(
-    addr: &str,
-    root: &rustls::pki_types::CertificateDer<'static>,
-) -> rustls::StreamOwned<rustls::ClientConnection, TcpStream> {
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add(root.clone()).unwrap();
-    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    let name = "localhost".try_into().unwrap();
-    let tls = rustls::ClientConnection::new(std::sync::Arc::new(config), name).unwrap();
-    let tcp = TcpStream::connect(addr).expect("connect to storlab serve");
-    tcp.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    rustls::StreamOwned::new(tls, tcp)
-}
-
 /// With a certificate and its key, serve speaks TLS only: a client that trusts the
 /// certificate gets the pages (the token asked for as without TLS), plain HTTP gets none.
 #[test]
@@ -509,7 +489,7 @@ fn with_a_certificate_serve_answers_over_tls_only() {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let server = start_server_with(&lab, &args);
     let ask = |authorization: &str| {
-        let mut s = tls_client(&server.addr, made.cert.der());
+        let mut s = common::tls::client(&server.addr, made.cert.der());
         write!(
             s,
             "GET / HTTP/1.1\r\nHost: localhost\r\n{authorization}Connection: close\r\n\r\n"

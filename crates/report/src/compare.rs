@@ -158,6 +158,19 @@ fn verdict_cell(verdicts: &[RatioVerdict], metric: usize) -> String {
     }
 }
 
+/// Each side's verdicts against A at `confidence` (none for A itself).
+fn side_verdicts(row: &Row, n: usize, confidence: f64) -> Vec<Vec<RatioVerdict>> {
+    (0..n)
+        .map(|i| {
+            if i == 0 {
+                Vec::new()
+            } else {
+                row.verdicts(i, confidence)
+            }
+        })
+        .collect()
+}
+
 /// Where each side's intervals come from (`A: from 10 batches of one run...`), each once,
 /// and what a side measured once leaves out.
 fn interval_sources(c: &Comparison) -> Vec<String> {
@@ -231,15 +244,7 @@ pub fn render_text(c: &Comparison, confidence: f64) -> String {
             continue;
         }
         let Some(a) = row.metrics[0] else { continue };
-        let verdicts: Vec<Vec<RatioVerdict>> = (0..n)
-            .map(|i| {
-                if i == 0 {
-                    Vec::new()
-                } else {
-                    row.verdicts(i, confidence)
-                }
-            })
-            .collect();
+        let verdicts = side_verdicts(row, n, confidence);
         for (mi, (name, _)) in METRICS.iter().enumerate() {
             let av = a.values()[mi];
             let target = match row
@@ -405,15 +410,7 @@ fn metric_rows(
     x: &str,
     bars: &mut Vec<(String, usize, f64)>,
 ) {
-    let verdicts: Vec<Vec<RatioVerdict>> = (0..n)
-        .map(|i| {
-            if i == 0 {
-                Vec::new()
-            } else {
-                row.verdicts(i, confidence)
-            }
-        })
-        .collect();
+    let verdicts = side_verdicts(row, n, confidence);
     for (mi, (name, higher)) in METRICS.iter().enumerate() {
         let av = a.values()[mi];
         let _ = write!(
