@@ -13,7 +13,7 @@
 
 use serde::Serialize;
 
-use super::uncertainty::{Figure, Interval, t_quantile};
+use super::uncertainty::{Figure, Interval, mean_and_sd, t_quantile};
 use super::{RunFigures, compare_all, parameters_text};
 use crate::store::{Store, StoreError};
 use crate::stored::{LoadError, load_run_by_id};
@@ -166,8 +166,7 @@ pub fn changes(values: &[f64], higher_is_better: bool, confidence: f64) -> Vec<O
         }
         let logs: Vec<f64> = before.iter().map(|b| b.ln()).collect();
         let n = logs.len() as f64;
-        let mean = logs.iter().sum::<f64>() / n;
-        let sd = (logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+        let (mean, sd) = mean_and_sd(&logs);
         let Some(t) = t_quantile(confidence, n - 1.0) else {
             continue;
         };

@@ -397,9 +397,17 @@ fn jackknife_log_se(without: &[f64]) -> Option<f64> {
     }
     let logs: Vec<f64> = without.iter().map(|v| v.ln()).collect();
     let k = logs.len() as f64;
-    let mean = logs.iter().sum::<f64>() / k;
-    let sum_sq: f64 = logs.iter().map(|l| (l - mean).powi(2)).sum();
-    Some(((k - 1.0) / k * sum_sq).sqrt())
+    let (_, sd) = mean_and_sd(&logs);
+    // (k - 1)/k times the sum of squares, which is (k - 1) sd^2.
+    Some((k - 1.0) / k.sqrt() * sd)
+}
+
+/// The mean and the sample standard deviation (n - 1) of two values or more.
+pub fn mean_and_sd(xs: &[f64]) -> (f64, f64) {
+    let n = xs.len() as f64;
+    let mean = xs.iter().sum::<f64>() / n;
+    let sd = (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+    (mean, sd)
 }
 
 /// Every group's latency counts over the values any group recorded, and their sums.
@@ -462,8 +470,7 @@ impl<'a> Pool<'a> {
             .map(|v| (v > 0.0).then(|| v.ln()))
             .collect::<Option<_>>()?;
         let k = logs.len() as f64;
-        let mean = logs.iter().sum::<f64>() / k;
-        let sd = (logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / (k - 1.0)).sqrt();
+        let (_, sd) = mean_and_sd(&logs);
         let pooled = value_at_percentile(&self.total, &self.values, percentile) as f64;
         let bucket = BUCKET_RELATIVE_WIDTH.max(1.0 / pooled.max(1.0));
         Some((sd / k.sqrt()).max(bucket / 12f64.sqrt()))
