@@ -120,6 +120,22 @@ workload = "run"
 targets = ["t"]
 "#
         ),
+        WorkloadKind::Training => format!(
+            r#"[workloads.train]
+type = "training"
+preset = "resnet50-h100"
+files = 4
+samples-per-file = 3
+record-bytes = 5000
+batch-size = 2
+read-threads = {qd}
+compute-time = "1ms"
+epochs = 2
+[[steps]]
+workload = "train"
+targets = ["t"]
+"#
+        ),
         WorkloadKind::Pgbench => format!(
             r#"[workloads.tpcb]
 type = "pgbench"
@@ -138,19 +154,6 @@ ops = 200
         .options
         .replace("{lab}", &lab.path().display().to_string());
     format!("name = \"conformance\"\n[targets.t]\ntype = \"{type_name}\"\n{options}\n{body}")
-}
-
-/// The summaries of the lab's runs, in order.
-fn summaries(lab: &Lab) -> Vec<Value> {
-    let mut files: Vec<_> = common::walk(&lab.results())
-        .into_iter()
-        .filter(|p| p.file_name().is_some_and(|n| n == "summary.json"))
-        .collect();
-    files.sort();
-    files
-        .iter()
-        .map(|p| serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap())
-        .collect()
 }
 
 /// A verify pass found every acknowledged write: blocks or keys, none lost or wrong.
@@ -181,7 +184,7 @@ fn runs_what_it_declares(type_name: &str, setup: &Setup) {
             WorkloadKind::Block => config.verify_file().is_some(),
             WorkloadKind::Ycsb => caps.reads_records_back,
             WorkloadKind::Pgbench => caps.keeps_ledger,
-            WorkloadKind::DbBench => false,
+            WorkloadKind::DbBench | WorkloadKind::Training => false,
         };
         let qd = match caps.overlap {
             Overlap::None => 1,
@@ -198,7 +201,7 @@ fn runs_what_it_declares(type_name: &str, setup: &Setup) {
             out.status.success(),
             "{type_name} {kind}: {stdout}\n{stderr}"
         );
-        let runs = summaries(&lab);
+        let runs = common::summaries(&lab);
         assert!(!runs.is_empty(), "{type_name} {kind}: no run stored");
         for s in &runs {
             let t = &s["targets"][0];
@@ -359,4 +362,5 @@ conformance! {
     smb: "smb" => super::smb();
     nfs: "nfs" => super::nfs();
     memcached: "memcached" => super::memcached();
+    dataset: "dataset" => Some(Setup::new("path = \"{lab}/datasets\"".into()));
 }

@@ -153,3 +153,16 @@ pub fn peer_fio(dir: &Path, args: &[&str]) -> Option<Output> {
     assert!(o.status.success(), "fio {args:?}: {}", text(&o).1);
     Some(o)
 }
+
+/// The summaries of the lab's runs (every `summary.json` under its results), in run order.
+pub fn summaries(lab: &Lab) -> Vec<serde_json::Value> {
+    let mut files: Vec<_> = walk(&lab.results())
+        .into_iter()
+        .filter(|p| p.file_name().is_some_and(|n| n == "summary.json"))
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .map(|p| serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap())
+        .collect()
+}

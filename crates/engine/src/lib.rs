@@ -18,6 +18,7 @@ pub mod recording;
 pub mod setup;
 pub mod steady;
 pub mod threads;
+pub mod training;
 pub mod verify;
 pub mod worker;
 

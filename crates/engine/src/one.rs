@@ -51,6 +51,8 @@ struct Measurement {
     background_names: Vec<String>,
     /// The timed events: what they did, and the one that stopped the step.
     during: (Vec<Recorded>, Option<Failure>),
+    /// Per training target (its index): what each accelerator did.
+    training: Vec<(usize, Vec<storlab_model::training::AcceleratorSteps>)>,
 }
 
 /// How one run ended without an error that stops the study.
@@ -147,6 +149,7 @@ pub(super) fn run_one(
     drop(syncer);
     check_measured(plan, run, &stored, store, &mut m)?;
     let mut summary = summarize_measured(plan, run, &stored, &m, &armed, dist0.as_ref())?;
+    summary.training = crate::training::results(run, &m.training, &armed.ready);
     summary.warnings.extend(moved_warnings);
     // Events before the run (page cache dropped) are stamped at the start of the warm-up.
     for (kind, detail) in events_before {
@@ -375,6 +378,7 @@ impl Threads<'_> {
             shapes,
             background_names,
             to_collector,
+            accelerators,
         } = workers;
         let to_collector = self.dist0.is_some().then_some(to_collector);
         let local_fg = inputs.iter().filter(|w| !w.background).count();
@@ -393,7 +397,7 @@ impl Threads<'_> {
         };
         let mut cpu_at_start = (0u64, 0u64);
         let mut start_ns = 0u64;
-        let (joined, during, collected, received) =
+        let (joined, during, collected, received, training) =
             std::thread::scope(|scope| -> Result<_, RunError> {
                 let collector = std::thread::Builder::new()
                     .name("storlab-collector".into())
@@ -415,10 +419,14 @@ impl Threads<'_> {
                 };
                 let threads =
                     spawn_workers(scope, self.run, inputs, self.handles, &gate, self.flags)?;
+                // After the readers: each has its source, so an accelerator whose readers
+                // end (or never open) learns it from its gate.
+                let accelerator_threads = crate::training::spawn(scope, &accelerators)?;
                 let ok;
                 (ok, cpu_at_start, start_ns) = self.release(&gate);
                 let event_thread = self.spawn_events(scope, ok, start_ns, processes)?;
                 let joined = join_workers(threads, self.flags);
+                let training = crate::training::join(accelerator_threads)?;
                 let during = match event_thread {
                     Some(t) => t.join().map_err(|_| {
                         RunError::Thread(std::io::Error::other("the event thread panicked"))
@@ -431,7 +439,7 @@ impl Threads<'_> {
                 let received = receiver.map(|h| h.join()).transpose().map_err(|_| {
                     RunError::Thread(std::io::Error::other("the MPI receiver panicked"))
                 })?;
-                Ok((joined, during, collected, received))
+                Ok((joined, during, collected, received, training))
             })?;
         // The process's CPU time and the wall time it was read over, from the same two
         // instants.
@@ -460,6 +468,7 @@ impl Threads<'_> {
             start_ns,
             background_names,
             during,
+            training,
         })
     }
 

@@ -28,6 +28,8 @@ pub struct Ready {
     pub handles: Vec<Prepared>,
     /// `target.software` = version, as the targets report them.
     pub software: BTreeMap<String, String>,
+    /// Per target: seconds its `prepare` took (a dataset's writing, a database's load).
+    pub prepare_seconds: Vec<f64>,
 }
 
 /// Prepares every target of the run (safety checks, layout, open databases), before any
@@ -40,6 +42,7 @@ pub fn prepare_targets(
     let mut regions = Vec::new();
     let mut handles_prepared = Vec::new();
     let mut software = BTreeMap::new();
+    let mut prepare_seconds = Vec::new();
     for t in &run.targets {
         let popts = PrepareOptions {
             allow_destroy: opts.allow_destroy.clone(),
@@ -49,6 +52,14 @@ pub fn prepare_targets(
             verbose: true,
             ycsb: t.workload.ycsb(),
             pgbench_scale: t.workload.as_pgbench().map(|p| p.scale),
+            training: t.workload.as_training().map(|w| {
+                let dataset = std::sync::Arc::new(w.build_dataset());
+                storlab_targets::TrainingPrep {
+                    read_bytes: w.read_bytes(dataset.largest_sample()),
+                    dataset,
+                    folder: w.model.clone(),
+                }
+            }),
         };
         // A client's target is prepared from its client's network namespace: connections
         // (and threads) a target opens here live there.
@@ -57,6 +68,7 @@ pub fn prepare_targets(
                 target: t.name.clone(),
                 source: TargetError::Netns(e),
             })?;
+        let began = std::time::Instant::now();
         let p = t
             .config
             .prepare(&popts)
@@ -84,6 +96,7 @@ pub fn prepare_targets(
                 )),
             });
         }
+        prepare_seconds.push(began.elapsed().as_secs_f64());
         prepared.insert(t.name.clone(), p.region);
         regions.push(p.region);
         for (name, version) in t.config.software(&p) {
@@ -96,6 +109,7 @@ pub fn prepare_targets(
         regions,
         handles: handles_prepared,
         software,
+        prepare_seconds,
     })
 }
 
@@ -234,6 +248,15 @@ pub struct Workers {
     /// Another sender to the collector (a distributed run's rank 0 feeds the other ranks'
     /// intervals through it); drop it otherwise, so that the channel closes with the workers.
     pub to_collector: SyncSender<Box<Interval>>,
+    /// Training workloads' accelerators, per target that runs one.
+    pub accelerators: Vec<Accelerators>,
+}
+
+/// The emulated accelerators of one target's training workload.
+pub struct Accelerators {
+    pub target: usize,
+    pub gates: Vec<Arc<storlab_workload::training::loader::Gate>>,
+    pub compute_ns: u64,
 }
 
 /// Builds every worker of the run. One channel to the collector, one spare channel back to
@@ -278,6 +301,7 @@ pub fn plan_workers(
         split_next: BTreeMap::new(),
         flows: flows(run),
         dedupe: DedupePlaces::of(run),
+        accelerators: Vec::new(),
     };
     for ti in 0..run.targets.len() {
         b.add_target(ti);
@@ -296,6 +320,7 @@ pub fn plan_workers(
         worker_target: b.worker_target,
         shapes: b.shapes,
         background_names,
+        accelerators: b.accelerators,
     }
 }
 
@@ -320,6 +345,7 @@ struct Builder<'a> {
     flows: BTreeMap<u32, Arc<crate::worker::flow::FlowShared>>,
     /// Each target's first place among the run's global dedupe participants.
     dedupe: DedupePlaces,
+    accelerators: Vec<Accelerators>,
 }
 
 /// The places of the run's workers that share one dedupe working set (fio's
@@ -479,7 +505,15 @@ impl Builder<'_> {
                 .map(|s| s.saturating_mul(1_000_000_000)),
             _ => None,
         });
-        let mut sources = w.sources(self.regions[ti], t.seed).into_iter();
+        let run_sources = w.sources(self.regions[ti], t.seed);
+        if let Some(tw) = w.as_training() {
+            self.accelerators.push(Accelerators {
+                target: ti,
+                gates: run_sources.accelerators,
+                compute_ns: tw.compute_time.0.as_nanos() as u64,
+            });
+        }
+        let mut sources = run_sources.sources.into_iter();
         let step_ns = run.duration.map_or(0, |d| d.0.as_nanos() as u64);
         // A rate schedule: this target's share of its group's rate, per phase, per thread.
         let scheduled = run

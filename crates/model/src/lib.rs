@@ -2,7 +2,7 @@
 //! of storlab. The operations ([`op`]: `Op`, its kinds and errors, regions, option errors),
 //! seeds ([`seed`]: the stable mixing of seeds and names that workloads and verified writes
 //! agree on), RAID geometry ([`raid`]), rate changes ([`rate`]) and the CPU sets workers are
-//! pinned to ([`cpus`]), and fio's jobs as `storlab fio` ran them, stored for its reports
+//! pinned to ([`cpus`]), what a training run's emulated accelerators did ([`training`]), and fio's jobs as `storlab fio` ran them, stored for its reports
 //! ([`fio_jobs`]).
 //!
 //! The crates above it, from the bottom: record, verify, workload, targets, study, results,
@@ -17,6 +17,7 @@ pub mod op;
 pub mod raid;
 pub mod rate;
 pub mod seed;
+pub mod training;
 pub mod units;
 
 pub use op::{

@@ -381,6 +381,8 @@ pub enum ResultKind {
     YcsbLoad,
     YcsbRun,
     Pgbench,
+    /// Emulated accelerators training on a dataset (MLPerf Storage's model).
+    Training,
     /// The total over targets, or a name this build does not know (a newer storlab's).
     #[default]
     #[serde(other)]
@@ -396,6 +398,7 @@ impl ResultKind {
             ResultKind::YcsbLoad => "ycsb-load",
             ResultKind::YcsbRun => "ycsb-run",
             ResultKind::Pgbench => "pgbench",
+            ResultKind::Training => "training",
             ResultKind::Unknown => "unknown",
         }
     }
@@ -411,6 +414,7 @@ impl ResultKind {
             ResultKind::DbBench => Some(WorkloadKind::DbBench),
             ResultKind::YcsbLoad | ResultKind::YcsbRun => Some(WorkloadKind::Ycsb),
             ResultKind::Pgbench => Some(WorkloadKind::Pgbench),
+            ResultKind::Training => Some(WorkloadKind::Training),
             ResultKind::Unknown => None,
         }
     }
@@ -425,14 +429,16 @@ pub enum WorkloadKind {
     DbBench,
     Ycsb,
     Pgbench,
+    Training,
 }
 
 impl WorkloadKind {
-    pub const ALL: [WorkloadKind; 4] = [
+    pub const ALL: [WorkloadKind; 5] = [
         WorkloadKind::Block,
         WorkloadKind::DbBench,
         WorkloadKind::Ycsb,
         WorkloadKind::Pgbench,
+        WorkloadKind::Training,
     ];
 
     /// The name a study file gives it.
@@ -442,6 +448,7 @@ impl WorkloadKind {
             WorkloadKind::DbBench => "db-bench",
             WorkloadKind::Ycsb => "ycsb",
             WorkloadKind::Pgbench => "pgbench",
+            WorkloadKind::Training => "training",
         }
     }
 
@@ -457,6 +464,7 @@ impl WorkloadKind {
             WorkloadKind::DbBench => "benchmark",
             WorkloadKind::Pgbench => "script",
             WorkloadKind::Ycsb => "type",
+            WorkloadKind::Training => "format",
         }
     }
 }

@@ -27,20 +27,6 @@ const COLUMNS: [(&str, bool); 10] = [
     ("final", false),
 ];
 
-fn text(s: impl Into<String>) -> Cell {
-    Cell {
-        shown: s.into(),
-        value: None,
-    }
-}
-
-fn num(v: f64, digits: usize) -> Cell {
-    Cell {
-        shown: format!("{v:.digits$}"),
-        value: Some(v),
-    }
-}
-
 /// Every window of every run's searches, or None when no run searched.
 pub fn search_table<'a>(runs: impl IntoIterator<Item = &'a RunSummary>) -> Option<Table> {
     let mut rows = Vec::new();
@@ -50,16 +36,16 @@ pub fn search_table<'a>(runs: impl IntoIterator<Item = &'a RunSummary>) -> Optio
                 rows.push(TableRow {
                     keys: vec![("run", s.run_index.to_string())],
                     cells: vec![
-                        num(s.run_index as f64, 0),
-                        text(r.target.clone()),
-                        num(r.worker as f64, 0),
-                        num(w.end_ns as f64 / 1e9, 3),
-                        num(w.queue_depth as f64, 0),
-                        num(w.ops as f64, 0),
-                        num(w.ops_over_target as f64, 0),
-                        num(w.percentile_latency_ns as f64 / 1e3, 1),
-                        text(if w.passed { "yes" } else { "no" }),
-                        text(if w.final_window { "yes" } else { "" }),
+                        Cell::num(s.run_index as f64, 0),
+                        Cell::text(r.target.clone()),
+                        Cell::num(r.worker as f64, 0),
+                        Cell::num(w.end_ns as f64 / 1e9, 3),
+                        Cell::num(w.queue_depth as f64, 0),
+                        Cell::num(w.ops as f64, 0),
+                        Cell::num(w.ops_over_target as f64, 0),
+                        Cell::num(w.percentile_latency_ns as f64 / 1e3, 1),
+                        Cell::text(if w.passed { "yes" } else { "no" }),
+                        Cell::text(if w.final_window { "yes" } else { "" }),
                     ],
                 });
             }

@@ -28,5 +28,6 @@ pub mod steady;
 pub mod svg;
 pub mod table;
 pub mod tested;
+pub mod training;
 pub mod verify;
 pub mod ycsb;

@@ -37,6 +37,7 @@ pub fn run_table(s: &RunSummary) -> String {
         out.push_str(&l);
         out.push('\n');
     }
+    out.push_str(&crate::training::text_lines(s));
     for v in s.targets.iter().filter_map(|t| t.verify.as_ref()) {
         out.push_str(&v.text_table());
     }

@@ -233,6 +233,24 @@ pub struct Cell {
     pub value: Option<f64>,
 }
 
+impl Cell {
+    /// A cell of text (no figure behind it).
+    pub fn text(s: impl Into<String>) -> Cell {
+        Cell {
+            shown: s.into(),
+            value: None,
+        }
+    }
+
+    /// A figure shown with `digits` decimals.
+    pub fn num(v: f64, digits: usize) -> Cell {
+        Cell {
+            shown: format!("{v:.digits$}"),
+            value: Some(v),
+        }
+    }
+}
+
 /// A column of the shown results table.
 pub struct Column {
     pub name: &'static str,

@@ -105,6 +105,7 @@ pub fn failed_summary(
         schedule: None,
         distributed: None,
         latency_search: Vec::new(),
+        training: Vec::new(),
         steady_state: None,
         error_samples: Vec::new(),
     }
@@ -286,6 +287,7 @@ pub fn summarize(plan: &Plan, run: &RunPlan, m: &Measured<'_>) -> RunSummary {
         schedule: None,
         distributed: None,
         latency_search: Vec::new(),
+        training: Vec::new(),
         steady_state: None,
         error_samples: error_samples(run, m),
     }

@@ -256,6 +256,9 @@ pub struct RunSummary {
     /// A workload with `latency-target`: each worker's search, its answer and its windows.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub latency_search: Vec<storlab_model::latency_target::LatencySearchResult>,
+    /// A training workload: per target, what its emulated accelerators did and the AU.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub training: Vec<storlab_model::training::TrainingResult>,
 }
 
 fn is_zero(n: &u64) -> bool {

@@ -63,12 +63,18 @@ impl Plan {
             }
             r.ops = r.ops.map(|o| o.min(20_000));
             let mut ycsb = false;
+            let mut training_unbounded = false;
             for t in &mut r.targets {
                 if let Workload::DbBench(w) = &mut t.workload {
                     w.num = w.num.min(QUICK_KEYS);
                 }
                 if let Workload::Pgbench(w) = &mut t.workload {
                     w.make_quick();
+                }
+                if let Workload::Training(w) = &mut t.workload {
+                    // A smaller dataset and fewer epochs: the epochs bound the step.
+                    w.make_quick();
+                    training_unbounded |= full_duration.is_none();
                 }
                 if let Workload::Block(w) = &mut t.workload {
                     w.make_quick();
@@ -98,6 +104,9 @@ impl Plan {
             }
             for t in &mut r.targets {
                 t.config.make_quick();
+            }
+            if training_unbounded {
+                r.duration = None;
             }
             if ycsb {
                 r.ops = None;

@@ -99,7 +99,11 @@ impl<'a> Declared<'a> {
             self.interval,
             errors,
         );
-        let bounded_by_workload = wtable.get("type").and_then(|t| t.as_str()) == Some("ycsb");
+        // YCSB's operation count, a training workload's epochs.
+        let bounded_by_workload = matches!(
+            wtable.get("type").and_then(|t| t.as_str()),
+            Some("ycsb" | "training")
+        );
         check_bounds(src, step, &step_key, bounded_by_workload, errors);
         let reps = self.repetitions(s, &step_key, errors);
         let sweep = swept_parameters(src, s, &step_key, wtable, &target_workloads, errors);
@@ -225,7 +229,8 @@ impl<'a> Declared<'a> {
     }
 }
 
-/// A step is bounded by `duration`, `ops` or its workload (YCSB's operation count), and each
+/// A step is bounded by `duration`, `ops` or its workload (YCSB's operation count, training's
+/// epochs), and each
 /// bound it sets is above 0.
 fn check_bounds(
     src: &Source,

@@ -27,6 +27,7 @@ registry::registry! {
     Nfs => nfs::NfsConfig,
     Smb => smb::SmbConfig,
     Memcached => memcached::MemcachedConfig,
+    Dataset => dataset::DatasetConfig,
 }
 
 pub use registry::{LedgerKeeper, ReadBackFile, Target, TargetType, YcsbBinding, check_workload};
@@ -128,6 +129,7 @@ pub enum WorkloadParams {
     Kv(KvParams),
     Ycsb(YcsbParams),
     Pgbench(PgbenchParams),
+    Training,
 }
 
 /// What a session of a block workload needs: its blocks' size and contents, and the verify
@@ -208,6 +210,8 @@ impl WorkloadParams {
                 client,
                 ledger: tables.ledger,
             }),
+            // A training reader's session takes all it needs from its target's dataset.
+            Workload::Training(_) => WorkloadParams::Training,
         }
     }
 }
@@ -319,4 +323,17 @@ pub struct PrepareOptions {
     /// A pgbench workload's scale: the target initializes pgbench's tables in `prepare` (or
     /// reuses them at that scale).
     pub pgbench_scale: Option<u32>,
+    /// A training workload's dataset (the dataset target writes it in `prepare`, or finds
+    /// it).
+    pub training: Option<TrainingPrep>,
+}
+
+/// What a dataset target needs of a training workload to prepare.
+#[derive(Debug, Clone)]
+pub struct TrainingPrep {
+    pub dataset: std::sync::Arc<storlab_workload::training::dataset::Dataset>,
+    /// The readers' largest read, bytes.
+    pub read_bytes: u64,
+    /// The folder under the target's path that holds this dataset (the model's name).
+    pub folder: String,
 }

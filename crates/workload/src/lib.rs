@@ -17,6 +17,7 @@ pub mod kv;
 pub mod pgbench;
 
 pub mod stream;
+pub mod training;
 pub mod working_set;
 pub mod ycsb;
 
@@ -58,10 +59,11 @@ pub enum Workload {
     DbBench(kv::KvWorkload),
     Ycsb(ycsb::workload::YcsbWorkload),
     Pgbench(pgbench::PgbenchWorkload),
+    Training(training::TrainingWorkload),
 }
 
 /// The workload types, for messages.
-pub const TYPES: &[&str] = &["block", "db-bench", "ycsb", "pgbench"];
+pub const TYPES: &[&str] = &["block", "db-bench", "ycsb", "pgbench", "training"];
 
 use storlab_model::WorkloadKind;
 
@@ -75,6 +77,8 @@ pub enum Source {
     Kv(kv::KvSource),
     Ycsb(ycsb::workload::YcsbSource),
     Pgbench(pgbench::PgbenchSource),
+    /// A training accelerator's reader.
+    Training(training::loader::TrainingSource),
     /// A block workload with fio's pattern options (size ranges, holes, think time).
     Pattern(block::pattern::PatternSource),
 }
@@ -92,6 +96,7 @@ impl Source {
             Source::Kv(s) => Some(s.next_op()),
             Source::Ycsb(s) => s.next_op(),
             Source::Pgbench(s) => Some(s.next_op()),
+            Source::Training(s) => s.next_op(),
             Source::Pattern(s) => Some(s.next_op()),
         }
     }
@@ -106,6 +111,7 @@ impl Source {
             | Source::AccessSpec(_)
             | Source::Kv(_)
             | Source::Pgbench(_)
+            | Source::Training(_)
             | Source::Pattern(_) => Ok(()),
         }
     }
@@ -139,6 +145,13 @@ impl Source {
     }
 }
 
+/// A run's operation sources, one per foreground thread, and a training workload's
+/// accelerators.
+pub struct RunSources {
+    pub sources: Vec<Source>,
+    pub accelerators: Vec<std::sync::Arc<training::loader::Gate>>,
+}
+
 /// A worker that runs beside a target's threads and stops when they do; its figures are kept
 /// apart (readwhilewriting's writer).
 pub struct Background {
@@ -166,6 +179,7 @@ impl Workload {
             "db-bench" => kv::KvWorkload::from_table(table).map(Workload::DbBench),
             "ycsb" => ycsb::workload::YcsbWorkload::from_table(table).map(Workload::Ycsb),
             "pgbench" => pgbench::PgbenchWorkload::from_table(table).map(Workload::Pgbench),
+            "training" => training::TrainingWorkload::from_table(table).map(Workload::Training),
             other => Err(err(
                 "type",
                 format!(
@@ -182,6 +196,7 @@ impl Workload {
             Some("db-bench") => kv::SWEEPABLE,
             Some("ycsb") => ycsb::workload::SWEEPABLE,
             Some("pgbench") => pgbench::SWEEPABLE,
+            Some("training") => training::SWEEPABLE,
             _ => SWEEPABLE,
         }
     }
@@ -192,6 +207,7 @@ impl Workload {
             Workload::DbBench(_) => WorkloadKind::DbBench,
             Workload::Ycsb(_) => WorkloadKind::Ycsb,
             Workload::Pgbench(_) => WorkloadKind::Pgbench,
+            Workload::Training(_) => WorkloadKind::Training,
         }
     }
 
@@ -211,6 +227,7 @@ impl Workload {
                 ycsb::workload::Phase::Run => ResultKind::YcsbRun,
             },
             Workload::Pgbench(_) => ResultKind::Pgbench,
+            Workload::Training(_) => ResultKind::Training,
         }
     }
 
@@ -220,6 +237,7 @@ impl Workload {
             Workload::DbBench(w) => w.threads,
             Workload::Ycsb(w) => w.threads,
             Workload::Pgbench(w) => w.threads,
+            Workload::Training(w) => w.threads(),
         }
     }
 
@@ -231,6 +249,8 @@ impl Workload {
             Workload::DbBench(w) => w.threads = threads,
             Workload::Ycsb(w) => w.threads = threads,
             Workload::Pgbench(w) => w.threads = threads,
+            // Its threads are its accelerators' readers: a schedule does not change them.
+            Workload::Training(_) => {}
         }
         w
     }
@@ -240,7 +260,7 @@ impl Workload {
             Workload::Block(w) => w.queue_depth,
             Workload::DbBench(_) => 1,
             Workload::Ycsb(w) => w.queue_depth,
-            Workload::Pgbench(_) => 1,
+            Workload::Pgbench(_) | Workload::Training(_) => 1,
         }
     }
 
@@ -249,7 +269,10 @@ impl Workload {
     pub fn block_bytes(&self) -> u64 {
         match self {
             Workload::Block(w) => w.block_size.0,
-            Workload::DbBench(_) | Workload::Ycsb(_) | Workload::Pgbench(_) => 0,
+            Workload::DbBench(_)
+            | Workload::Ycsb(_)
+            | Workload::Pgbench(_)
+            | Workload::Training(_) => 0,
         }
     }
 
@@ -259,6 +282,7 @@ impl Workload {
             Workload::DbBench(w) => w.rate_per_thread(),
             Workload::Ycsb(w) => w.rate_per_thread(),
             Workload::Pgbench(w) => w.rate_per_thread(),
+            Workload::Training(_) => None,
         }
     }
 
@@ -269,13 +293,17 @@ impl Workload {
             Workload::DbBench(w) => w.benchmark.writes() || w.has_writer(),
             Workload::Ycsb(w) => w.writes(),
             Workload::Pgbench(w) => w.script.writes(),
+            Workload::Training(_) => false,
         }
     }
 
     /// The workload starts from an empty database.
     pub fn fresh(&self) -> bool {
         match self {
-            Workload::Block(_) | Workload::Ycsb(_) | Workload::Pgbench(_) => false,
+            Workload::Block(_)
+            | Workload::Ycsb(_)
+            | Workload::Pgbench(_)
+            | Workload::Training(_) => false,
             Workload::DbBench(w) => w.benchmark.fresh(),
         }
     }
@@ -287,6 +315,7 @@ impl Workload {
             Workload::DbBench(w) => vec![w.benchmark.kind()],
             Workload::Ycsb(w) => w.kinds(),
             Workload::Pgbench(w) => vec![w.script.kind()],
+            Workload::Training(_) => vec![OpKind::Read],
         }
     }
 
@@ -304,7 +333,10 @@ impl Workload {
 
     pub fn kv_shape(&self) -> Option<kv::KvShape> {
         match self {
-            Workload::Block(_) | Workload::Ycsb(_) | Workload::Pgbench(_) => None,
+            Workload::Block(_)
+            | Workload::Ycsb(_)
+            | Workload::Pgbench(_)
+            | Workload::Training(_) => None,
             Workload::DbBench(w) => Some(w.shape()),
         }
     }
@@ -347,6 +379,9 @@ impl Workload {
                 w.seed,
                 &[place[0], place[1], place[2], name_hash(w.script.name())],
             ),
+            Workload::Training(w) => {
+                mix_seed(w.seed, &[place[0], place[1], place[2], name_hash(&w.model)])
+            }
         }
     }
 
@@ -369,16 +404,43 @@ impl Workload {
                 .map(Source::Ycsb)
                 .expect("thread below threads"),
             Workload::Pgbench(w) => Source::Pgbench(w.source(thread, run_seed)),
+            // A reader alone: its accelerator's gate is stopped, so it reads the batches its
+            // prefetch window holds and ends (a run's readers come from `sources`).
+            Workload::Training(w) => {
+                let (gates, sources) = w.run(std::sync::Arc::new(w.build_dataset()), run_seed);
+                gates.iter().for_each(|g| g.stop());
+                sources
+                    .into_iter()
+                    .nth(thread as usize)
+                    .map(Source::Training)
+                    .expect("thread below threads")
+            }
         }
     }
 
-    /// The operation sources of all foreground threads of a run seeded `run_seed`, in order.
-    pub fn sources(&self, region: Region, run_seed: u64) -> Vec<Source> {
-        match self {
-            Workload::Ycsb(w) => w.sources().into_iter().map(Source::Ycsb).collect(),
-            _ => (0..self.threads())
-                .map(|t| self.source(region, t, run_seed))
-                .collect(),
+    /// The operation sources of all foreground threads of a run seeded `run_seed`, in order,
+    /// and a training workload's accelerators (the gates its readers meet them at, for the
+    /// engine to drive).
+    pub fn sources(&self, region: Region, run_seed: u64) -> RunSources {
+        let (sources, accelerators) = match self {
+            Workload::Ycsb(w) => (
+                w.sources().into_iter().map(Source::Ycsb).collect(),
+                Vec::new(),
+            ),
+            Workload::Training(w) => {
+                let (gates, readers) = w.run(std::sync::Arc::new(w.build_dataset()), run_seed);
+                (readers.into_iter().map(Source::Training).collect(), gates)
+            }
+            _ => (
+                (0..self.threads())
+                    .map(|t| self.source(region, t, run_seed))
+                    .collect(),
+                Vec::new(),
+            ),
+        };
+        RunSources {
+            sources,
+            accelerators,
         }
     }
 
@@ -402,7 +464,10 @@ impl Workload {
     /// The background worker of a run seeded `run_seed`, if the workload has one.
     pub fn background(&self, run_seed: u64) -> Option<Background> {
         match self {
-            Workload::Block(_) | Workload::Ycsb(_) | Workload::Pgbench(_) => None,
+            Workload::Block(_)
+            | Workload::Ycsb(_)
+            | Workload::Pgbench(_)
+            | Workload::Training(_) => None,
             Workload::DbBench(w) => w.writer(run_seed).map(|(source, rate_ops)| Background {
                 source: Source::Kv(source),
                 kinds: vec![OpKind::Write],
@@ -474,6 +539,7 @@ impl Workload {
             ),
             Workload::Ycsb(w) => w.describe(),
             Workload::Pgbench(w) => w.describe(),
+            Workload::Training(w) => w.describe(),
         }
     }
 
@@ -495,7 +561,17 @@ impl Workload {
     pub fn as_block(&self) -> Option<&BlockWorkload> {
         match self {
             Workload::Block(w) => Some(w),
-            Workload::DbBench(_) | Workload::Ycsb(_) | Workload::Pgbench(_) => None,
+            Workload::DbBench(_)
+            | Workload::Ycsb(_)
+            | Workload::Pgbench(_)
+            | Workload::Training(_) => None,
+        }
+    }
+
+    pub fn as_training(&self) -> Option<&training::TrainingWorkload> {
+        match self {
+            Workload::Training(w) => Some(w),
+            _ => None,
         }
     }
 

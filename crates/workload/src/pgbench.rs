@@ -57,7 +57,7 @@ const KEYS: &[&str] = &[
     "seed",
 ];
 
-fn err(key: &str, message: impl Into<String>) -> OptionError {
+pub(crate) fn err(key: &str, message: impl Into<String>) -> OptionError {
     OptionError {
         key: key.into(),
         message: message.into(),
@@ -65,7 +65,7 @@ fn err(key: &str, message: impl Into<String>) -> OptionError {
 }
 
 /// A whole number in `[min, max]` under `key`.
-fn whole(
+pub(crate) fn whole(
     table: &mut toml::Table,
     key: &str,
     min: i64,

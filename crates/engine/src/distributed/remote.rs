@@ -98,6 +98,11 @@ fn run_one_remote(
     };
     let armed = Armed::new(run, ready, None)?;
     let mut workers = armed.plan_workers(run);
+    // A training workload's accelerators run on rank 0 only (not spread over ranks yet):
+    // here their gates are stopped, so that this rank's readers end instead of waiting.
+    for a in &workers.accelerators {
+        a.gates.iter().for_each(|g| g.stop());
+    }
     keep_share(&mut workers, &assignment, dist.rank);
     let setup::Workers {
         inputs,

@@ -151,7 +151,10 @@ pub fn headline(runs: &[StoredRun], groups: &[Group]) -> Headline {
                 ResultKind::Block => STORAGE,
                 ResultKind::DbBench => KEY_VALUE,
                 ResultKind::YcsbRun => YCSB,
-                ResultKind::YcsbLoad | ResultKind::Pgbench | ResultKind::Unknown => OTHER,
+                ResultKind::YcsbLoad
+                | ResultKind::Pgbench
+                | ResultKind::Training
+                | ResultKind::Unknown => OTHER,
             };
             let f = &p.figures;
             let values = match title {

@@ -1,0 +1,153 @@
+//! A training workload's results (MLPerf Storage's model, run as DLIO runs it): per run and
+//! target, the accelerators, their utilization against the rule's line, samples/s and the
+//! dataset bytes per second they stand for. Read from stored summaries only.
+
+use std::fmt::Write as _;
+
+use crate::table::{Cell, Table, TableRow};
+use storlab_model::training::TrainingResult;
+use storlab_results::summary::RunSummary;
+
+/// What the table's figures are, said under it.
+pub const TRAINING_NOTE: &str = "DLIO-compatible, not an MLPerf Storage result. AU (accelerator utilization): per accelerator and epoch, the emulated compute time over the time its steps took, each epoch's first step left out (as DLIO leaves it out); the mean over accelerators and epochs, with the lowest. A run meets the rule when the mean is at least its line and no accelerator was cut short. Samples/s: each accelerator's counted samples over the time its counted steps took, added over accelerators; MB/s: samples/s times the mean sample's bytes on disk. Compute is a sleep; its timer's lateness is not charged to the storage.";
+
+const COLUMNS: [(&str, bool); 11] = [
+    ("run", true),
+    ("target", false),
+    ("model", false),
+    ("accelerators", true),
+    ("AU %", true),
+    ("lowest AU %", true),
+    ("line %", true),
+    ("meets", false),
+    ("samples/s", true),
+    ("MB/s", true),
+    ("dataset", false),
+];
+
+/// The dataset in a few words: files, format, size, and whether this run wrote it.
+fn dataset_words(r: &TrainingResult) -> String {
+    let d = &r.dataset;
+    format!(
+        "{} {} files, {:.1} MB{}",
+        d.files,
+        d.format,
+        d.bytes as f64 / 1e6,
+        if d.generated {
+            format!(", written in {:.1} s", d.generation_seconds)
+        } else {
+            String::new()
+        }
+    )
+}
+
+/// One row per training result of every run, or None when no run trained.
+pub fn training_table<'a>(runs: impl IntoIterator<Item = &'a RunSummary>) -> Option<Table> {
+    let mut rows = Vec::new();
+    for s in runs {
+        for r in &s.training {
+            let (au, _) = r.au_percent();
+            rows.push(TableRow {
+                keys: vec![("run", s.run_index.to_string())],
+                cells: vec![
+                    Cell::num(s.run_index as f64, 0),
+                    Cell::text(r.target.clone()),
+                    Cell::text(r.model.clone()),
+                    Cell::num(f64::from(r.accelerators), 0),
+                    Cell::num(au, 2),
+                    Cell::num(r.au_min_percent(), 2),
+                    Cell::num(r.au_threshold_percent, 0),
+                    Cell::text(if r.meets_au() { "yes" } else { "no" }),
+                    Cell::num(r.samples_per_second(), 1),
+                    Cell::num(r.bytes_per_second() / 1e6, 1),
+                    Cell::text(dataset_words(r)),
+                ],
+            });
+        }
+    }
+    (!rows.is_empty()).then(|| Table {
+        columns: COLUMNS.iter().map(|(n, r)| (n.to_string(), *r)).collect(),
+        rows,
+    })
+}
+
+/// The section of a study's Markdown report (empty without training runs).
+pub fn markdown(summaries: &[RunSummary]) -> String {
+    let Some(t) = training_table(summaries) else {
+        return String::new();
+    };
+    format!("\n## Training\n\n{}\n{TRAINING_NOTE}\n\n", t.markdown())
+}
+
+/// Lines for the console after a run.
+pub fn text_lines(s: &RunSummary) -> String {
+    let mut out = String::new();
+    for r in &s.training {
+        let (au, sd) = r.au_percent();
+        let cut = r.per_accelerator.iter().filter(|a| a.cut_short).count();
+        let _ = writeln!(
+            out,
+            "training {} on {}: {} accelerators, AU {au:.2}% (sd {sd:.2}, lowest {:.2}) against {:.0}%: {}; {:.1} samples/s, {:.1} MB/s{}",
+            r.model,
+            r.target,
+            r.accelerators,
+            r.au_min_percent(),
+            r.au_threshold_percent,
+            if r.meets_au() {
+                "meets it"
+            } else {
+                "does not meet it"
+            },
+            r.samples_per_second(),
+            r.bytes_per_second() / 1e6,
+            if cut > 0 {
+                format!("; {cut} accelerators cut short")
+            } else {
+                String::new()
+            }
+        );
+        let _ = writeln!(out, "dataset: {}", dataset_words(r));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use storlab_model::training::{AcceleratorSteps, EpochSteps};
+
+    #[test]
+    fn a_training_run_gets_its_row_and_console_lines() {
+        let mut s = storlab_results::fixtures::summary(1, "train", &[], &[("data", 1.0, 1)]);
+        assert!(training_table([&s]).is_none());
+        s.training.push(TrainingResult {
+            target: "data".into(),
+            model: "unet3d".into(),
+            accelerators: 1,
+            batch_size: 2,
+            au_threshold_percent: 90.0,
+            per_accelerator: vec![AcceleratorSteps {
+                accelerator: 0,
+                epochs: vec![EpochSteps {
+                    epoch: 1,
+                    steps: 5,
+                    counted_steps: 4,
+                    counted_ns: 1_000_000_000,
+                    compute_ns: 950_000_000,
+                    wait_ns: 50_000_000,
+                    max_wait_ns: 20_000_000,
+                }],
+                cut_short: false,
+            }],
+            ..TrainingResult::default()
+        });
+        let md = markdown(std::slice::from_ref(&s));
+        assert!(md.contains("| unet3d |") && md.contains("95.00"), "{md}");
+        let lines = text_lines(&s);
+        assert!(
+            lines.contains("AU 95.00%") && lines.contains("meets it"),
+            "{lines}"
+        );
+        assert!(lines.contains("8.0 samples/s"), "{lines}");
+    }
+}

@@ -1,0 +1,115 @@
+//! The training workload through the real binary: the MLPerf Storage study in quick mode on
+//! a folder here, the datasets written once in their formats' framing and reused, AU and its
+//! rule stored and printed, and a damaged sample caught as an integrity error.
+
+mod common;
+
+use common::{Lab, text};
+
+fn run_study(lab: &Lab, data: &std::path::Path) -> (String, String, bool) {
+    let study =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("studies/mlperf-training.toml");
+    let out = lab
+        .cmd()
+        .env("STORLAB_TRAINING_DATA", data)
+        .args(["run", study.to_str().unwrap(), "--quick"])
+        .output()
+        .unwrap();
+    let (o, e) = text(&out);
+    (o, e, out.status.success())
+}
+
+#[test]
+fn the_training_study_writes_its_datasets_once_and_states_au_against_the_rule() {
+    let lab = Lab::new();
+    let data = lab.path().join("datasets");
+    let (stdout, stderr, ok) = run_study(&lab, &data);
+    assert!(ok, "{stdout}\n{stderr}");
+    let runs = common::summaries(&lab);
+    assert_eq!(runs.len(), 3, "{stdout}");
+    for (s, (model, format, line)) in runs.iter().zip([
+        ("unet3d", "npz", 90.0),
+        ("resnet50", "tfrecord", 90.0),
+        ("cosmoflow", "tfrecord", 70.0),
+    ]) {
+        let t = &s["training"][0];
+        assert_eq!(t["model"], model, "{t}");
+        assert_eq!(t["dataset"]["format"], format);
+        assert_eq!(t["dataset"]["generated"], true);
+        assert_eq!(t["au-threshold-percent"].as_f64(), Some(line));
+        let acc = &t["per-accelerator"][0];
+        assert_eq!(acc["cut-short"], false, "{t}");
+        let epochs = acc["epochs"].as_array().unwrap();
+        assert_eq!(epochs.len(), 2, "quick: two epochs");
+        for e in epochs {
+            assert_eq!(e["steps"], 4, "{e}");
+            assert_eq!(e["counted-steps"], 3, "{e}");
+        }
+        // Every sample read and decoded, none failing its framing or checksums.
+        let target = &s["targets"][0];
+        assert_eq!(target["errors"], 0, "{target}");
+        assert_eq!(
+            target["ops"].as_u64(),
+            Some(2 * 4 * t["batch-size"].as_u64().unwrap())
+        );
+        let folder = data.join("quick").join(model);
+        assert!(folder.join("storlab-dataset.json").is_file());
+        assert!(folder.join("train").read_dir().unwrap().count() > 0);
+    }
+    assert!(
+        stdout.contains("training unet3d on data: 1 accelerators, AU"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("against 70%"), "{stdout}");
+
+    // Again: the datasets are found and reused, not written.
+    let again = Lab::new();
+    let (stdout, stderr, ok) = run_study(&again, &data);
+    assert!(ok, "{stdout}\n{stderr}");
+    for s in common::summaries(&again) {
+        assert_eq!(s["training"][0]["dataset"]["generated"], false, "{s}");
+    }
+    assert!(!stderr.contains("writing the dataset"), "{stderr}");
+}
+
+#[test]
+fn a_damaged_sample_is_an_integrity_error_and_a_foreign_folder_is_refused() {
+    let lab = Lab::new();
+    let data = lab.path().join("datasets");
+    assert!(run_study(&lab, &data).2);
+    // Flip one byte in the middle of every resnet50 file: each record's CRC catches it.
+    let train = data.join("quick/resnet50/train");
+    for f in std::fs::read_dir(&train).unwrap() {
+        let p = f.unwrap().path();
+        let mut bytes = std::fs::read(&p).unwrap();
+        let mid = bytes.len() / 2;
+        bytes[mid] ^= 0xff;
+        std::fs::write(&p, bytes).unwrap();
+    }
+    let again = Lab::new();
+    let (stdout, stderr, _) = run_study(&again, &data);
+    let runs = common::summaries(&again);
+    let resnet = runs
+        .iter()
+        .find(|s| s["training"][0]["model"] == "resnet50")
+        .unwrap_or_else(|| panic!("{stdout}\n{stderr}"));
+    let errors = resnet["targets"][0]["errors"].as_u64().unwrap();
+    assert!(errors >= 1, "{}", resnet["targets"][0]);
+    assert!(resnet.to_string().contains("integrity"), "{resnet}");
+
+    // A folder with someone else's files is never written into.
+    let foreign = lab.path().join("foreign");
+    std::fs::create_dir_all(foreign.join("quick/unet3d")).unwrap();
+    std::fs::write(foreign.join("quick/unet3d/notes.txt"), "mine").unwrap();
+    let third = Lab::new();
+    let (stdout, stderr, ok) = run_study(&third, &foreign);
+    assert!(!ok, "{stdout}");
+    assert!(
+        stderr.contains("is not empty and holds no storlab-dataset.json"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(foreign.join("quick/unet3d/notes.txt")).unwrap(),
+        "mine"
+    );
+}
