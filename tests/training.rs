@@ -41,17 +41,19 @@ fn the_training_study_writes_its_datasets_once_and_states_au_against_the_rule() 
         assert_eq!(acc["cut-short"], false, "{t}");
         let epochs = acc["epochs"].as_array().unwrap();
         assert_eq!(epochs.len(), 2, "quick: two epochs");
+        // One accelerator reads the whole quick dataset each epoch.
+        let d = &t["dataset"];
+        let batch = t["batch-size"].as_u64().unwrap();
+        let steps = d["files"].as_u64().unwrap() * d["samples-per-file"].as_u64().unwrap() / batch;
+        assert!(steps >= 4, "{t}");
         for e in epochs {
-            assert_eq!(e["steps"], 4, "{e}");
-            assert_eq!(e["counted-steps"], 3, "{e}");
+            assert_eq!(e["steps"].as_u64(), Some(steps), "{e}");
+            assert_eq!(e["counted-steps"].as_u64(), Some(steps - 1), "{e}");
         }
         // Every sample read and decoded, none failing its framing or checksums.
         let target = &s["targets"][0];
         assert_eq!(target["errors"], 0, "{target}");
-        assert_eq!(
-            target["ops"].as_u64(),
-            Some(2 * 4 * t["batch-size"].as_u64().unwrap())
-        );
+        assert_eq!(target["ops"].as_u64(), Some(2 * steps * batch));
         let folder = data.join("quick").join(model);
         assert!(folder.join("storlab-dataset.json").is_file());
         assert!(folder.join("train").read_dir().unwrap().count() > 0);
@@ -111,5 +113,63 @@ fn a_damaged_sample_is_an_integrity_error_and_a_foreign_folder_is_refused() {
     assert_eq!(
         std::fs::read_to_string(foreign.join("quick/unet3d/notes.txt")).unwrap(),
         "mine"
+    );
+}
+
+/// MLPerf's search: a sweep over `accelerators` stops at its first point below the line;
+/// the later points are skipped and said, and the report gives the search's answer.
+#[test]
+fn an_accelerator_sweep_stops_at_its_first_point_below_the_line() {
+    let lab = Lab::new();
+    let data = lab.path().join("datasets");
+    // 1 us of compute per batch: the readers cannot keep up, AU is far below 50%.
+    let study = lab.write(
+        "search.toml",
+        &format!(
+            r#"name = "search"
+[targets.data]
+type = "dataset"
+path = "{}"
+[workloads.cosmo]
+type = "training"
+preset = "cosmoflow-h100"
+files = 24
+record-bytes = 20000
+compute-time = "1us"
+au-threshold = 50
+epochs = 1
+[[steps]]
+name = "search"
+workload = "cosmo"
+targets = ["data"]
+warmup = "0s"
+sweep.accelerators = [1, 2, 3]
+"#,
+            data.display()
+        ),
+    );
+    let out = lab.run(&["run", study.to_str().unwrap()]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let runs = common::summaries(&lab);
+    assert_eq!(runs.len(), 1, "only the first point ran: {stdout}");
+    assert_eq!(runs[0]["training"][0]["accelerators"], 1);
+    assert!(
+        stderr.contains("note: run 2 (step `search`, accelerators = 2) was skipped")
+            && stderr.contains("run 3"),
+        "{stderr}"
+    );
+    let report = lab.run(&[
+        "report",
+        lab.study_folder().to_str().unwrap(),
+        "--format",
+        "md",
+        "-o",
+        "-",
+    ]);
+    let (md, err) = text(&report);
+    assert!(
+        md.contains("step `search`: the most accelerators above the 50% line: none; first below: 1 accelerators"),
+        "{md}\n{err}"
     );
 }

@@ -716,6 +716,9 @@ fn execute_watched(
     }
     let mut outcome = outcome?;
     keep_study_files(&opts.store, &mut outcome);
+    for m in &outcome.runs_skipped {
+        eprintln!("note: {m}");
+    }
     let code = if outcome.interrupted {
         eprintln!(
             "interrupted: the measured part of the current run was kept (marked partial); later runs were skipped"

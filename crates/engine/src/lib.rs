@@ -98,6 +98,9 @@ pub struct StudyOutcome {
     /// One sentence per step that a failing event stopped (`on-failure = "stop-step"`),
     /// naming the step and the event: the study went on, and fails at its end.
     pub steps_stopped: Vec<String>,
+    /// One sentence per run not run because its step's accelerator search had already ended
+    /// (a training sweep over `accelerators` stops at its first point below the AU line).
+    pub runs_skipped: Vec<String>,
     /// Why the results store (a shared one) did not get the study's runs, when it did not:
     /// they are in their folders, to be pushed (`storlab results push`).
     pub store_unreachable: Option<String>,
@@ -129,10 +132,16 @@ pub fn run_plan(plan: &Plan, opts: &RunOptions) -> Result<StudyOutcome, RunError
     // their run, the others when the study ends (or fails).
     let mut processes = events::Processes::default();
     let mut steps_stopped = Vec::new();
+    let mut search = training::Search::default();
+    let mut runs_skipped = Vec::new();
     let result: Result<(), RunError> = (|| {
         for run in &plan.runs {
             if opts.interrupted.load(Ordering::Relaxed) {
                 break;
+            }
+            if let Some(why) = search.skips(run) {
+                runs_skipped.push(why);
+                continue;
             }
             let ran = one::run_one(
                 plan,
@@ -163,6 +172,7 @@ pub fn run_plan(plan: &Plan, opts: &RunOptions) -> Result<StudyOutcome, RunError
                 ));
             }
             if let Some(summary) = ended.summary {
+                search.saw(run, &summary);
                 opts.console.run_finished(&summary);
                 summaries.push(summary);
             }
@@ -182,6 +192,7 @@ pub fn run_plan(plan: &Plan, opts: &RunOptions) -> Result<StudyOutcome, RunError
         summaries,
         interrupted: opts.interrupted.load(Ordering::Relaxed),
         steps_stopped,
+        runs_skipped,
         store_unreachable: store.unreachable().map(str::to_string),
     })
 }

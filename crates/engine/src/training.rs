@@ -148,6 +148,48 @@ pub(crate) fn results(
         .collect()
 }
 
+/// MLPerf Storage's search for the most accelerators a storage system keeps above the AU
+/// line: a step that sweeps `accelerators` stops at its first point (any repetition) whose
+/// run does not meet the rule; its later points are skipped and said.
+#[derive(Default)]
+pub(crate) struct Search {
+    /// Steps whose search has ended, and the accelerators that failed there.
+    ended: Vec<(String, u32)>,
+}
+
+impl Search {
+    /// Why `run` is skipped, when its step's search has ended.
+    pub(crate) fn skips(&self, run: &storlab_study::plan::RunPlan) -> Option<String> {
+        let (_, failed) = self.ended.iter().find(|(s, _)| *s == run.step)?;
+        Some(format!(
+            "run {} (step `{}`, {}) was skipped: the step's accelerator search ended at {failed} accelerators, its first point below the AU line",
+            run.index,
+            run.step,
+            run.parameters
+                .iter()
+                .map(|(k, v)| format!("{k} = {v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    }
+
+    /// Takes a run's results: a swept training run below the line ends its step's search.
+    pub(crate) fn saw(
+        &mut self,
+        run: &storlab_study::plan::RunPlan,
+        summary: &storlab_results::summary::RunSummary,
+    ) {
+        if !run.parameters.contains_key("accelerators")
+            || self.ended.iter().any(|(s, _)| *s == run.step)
+        {
+            return;
+        }
+        if let Some(t) = summary.training.iter().find(|t| !t.meets_au()) {
+            self.ended.push((run.step.clone(), t.accelerators));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -76,7 +76,166 @@ pub fn markdown(summaries: &[RunSummary]) -> String {
     let Some(t) = training_table(summaries) else {
         return String::new();
     };
-    format!("\n## Training\n\n{}\n{TRAINING_NOTE}\n\n", t.markdown())
+    let mut out = format!("\n## Training\n\n{}\n{TRAINING_NOTE}\n\n", t.markdown());
+    for l in search_lines(summaries) {
+        let _ = writeln!(out, "- {l}");
+    }
+    out
+}
+
+/// Per step that swept `accelerators`: the answer of MLPerf's search, the most accelerators
+/// whose run met the rule, and the first that did not (the sweep stops there).
+pub fn search_lines(summaries: &[RunSummary]) -> Vec<String> {
+    let mut steps: Vec<&str> = Vec::new();
+    for s in summaries {
+        if s.parameters.contains_key("accelerators")
+            && !s.training.is_empty()
+            && !steps.contains(&s.step.as_str())
+        {
+            steps.push(&s.step);
+        }
+    }
+    steps
+        .into_iter()
+        .map(|step| {
+            let runs = summaries
+                .iter()
+                .filter(|s| s.step == step)
+                .flat_map(|s| s.training.iter());
+            let (mut best, mut first_fail): (Option<&TrainingResult>, Option<&TrainingResult>) =
+                (None, None);
+            for r in runs {
+                if r.meets_au() {
+                    if best.is_none_or(|b| r.accelerators > b.accelerators) {
+                        best = Some(r);
+                    }
+                } else if first_fail.is_none_or(|f| r.accelerators < f.accelerators) {
+                    first_fail = Some(r);
+                }
+            }
+            let answer = match best {
+                Some(b) => format!(
+                    "{} accelerators ({:.1} samples/s, {:.1} MB/s, AU {:.2}%)",
+                    b.accelerators,
+                    b.samples_per_second(),
+                    b.bytes_per_second() / 1e6,
+                    b.au_percent().0
+                ),
+                None => "none".to_string(),
+            };
+            let fail = first_fail.map_or_else(
+                || "no point fell below it".to_string(),
+                |f| {
+                    format!(
+                        "first below: {} accelerators (AU {:.2}%)",
+                        f.accelerators,
+                        f.au_percent().0
+                    )
+                },
+            );
+            let line = best.or(first_fail).map_or(0.0, |r| r.au_threshold_percent);
+            format!(
+                "step `{step}`: the most accelerators above the {line:.0}% line: {answer}; {fail}"
+            )
+        })
+        .collect()
+}
+
+/// AU against accelerators: per step (model) one series of its runs' mean AU, and the rule's
+/// line dashed; None without at least one training run.
+pub fn au_chart(summaries: &[RunSummary]) -> Option<String> {
+    use crate::svg::{self, LineChart, Series, XAxis, YAxis};
+    let mut series: Vec<Series> = Vec::new();
+    let mut lines: Vec<(f64, String)> = Vec::new();
+    for s in summaries {
+        for r in &s.training {
+            let name = format!("{} ({})", s.step, r.model);
+            let x = f64::from(r.accelerators);
+            let i = match series.iter().position(|p| p.name == name) {
+                Some(i) => i,
+                None => {
+                    series.push(Series {
+                        name,
+                        points: Vec::new(),
+                        markers: true,
+                        dashed: Vec::new(),
+                        warmup: Vec::new(),
+                        color: None,
+                        bands: Vec::new(),
+                    });
+                    series.len() - 1
+                }
+            };
+            series[i].points.push((x, r.au_percent().0, String::new()));
+            if !lines.iter().any(|(l, _)| *l == r.au_threshold_percent) {
+                lines.push((
+                    r.au_threshold_percent,
+                    format!("{:.0}% line", r.au_threshold_percent),
+                ));
+            }
+        }
+    }
+    if series.is_empty() {
+        return None;
+    }
+    let most = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.0))
+        .fold(1.0f64, f64::max);
+    for (i, s) in series.iter_mut().enumerate() {
+        s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        s.color = Some(i);
+    }
+    for (line, name) in lines {
+        series.push(Series {
+            name,
+            points: Vec::new(),
+            markers: false,
+            dashed: vec![(0.0, line), (most, line)],
+            warmup: Vec::new(),
+            color: Some(7),
+            bands: Vec::new(),
+        });
+    }
+    Some(
+        LineChart {
+            labels: svg::Labels {
+                id: "training-au",
+                title: "Accelerator utilization against accelerators",
+                x: "emulated accelerators",
+                y: "AU (%)",
+            },
+            width: svg::HALF_WIDTH,
+            y_div: 1.0,
+            series: &series,
+            x_axis: XAxis::Linear,
+            y_axis: YAxis::Linear,
+            marks: &[],
+            shades: &[],
+            x_min: None,
+        }
+        .svg(),
+    )
+}
+
+/// The HTML report's section: the table, the chart, the search's answers and the note.
+pub fn html_section(summaries: &[RunSummary]) -> String {
+    let Some(t) = training_table(summaries) else {
+        return String::new();
+    };
+    let esc = crate::svg::esc;
+    let mut h = format!(
+        "<section id=\"training\"><h2>Training</h2>{}",
+        crate::html::tables::table_html(&t, "training")
+    );
+    if let Some(chart) = au_chart(summaries) {
+        let _ = write!(h, "<div class=\"fig\">{chart}</div>");
+    }
+    for l in search_lines(summaries) {
+        let _ = write!(h, "<p class=\"steady\">{}</p>", esc(&l));
+    }
+    let _ = writeln!(h, "<p class=\"meta\">{}</p></section>", esc(TRAINING_NOTE));
+    h
 }
 
 /// Lines for the console after a run.

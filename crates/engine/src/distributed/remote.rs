@@ -56,6 +56,7 @@ pub fn run_plan_remote(
         summaries: Vec::new(),
         interrupted: opts.interrupted.load(Ordering::Relaxed),
         steps_stopped: Vec::new(),
+        runs_skipped: Vec::new(),
         store_unreachable: None,
     })
 }

@@ -216,6 +216,7 @@ pub fn report_html_compared(
     charts::percentile_section(&mut h, &groups, runs, &names);
     steady_section(&mut h, &summaries);
     latency_search_section(&mut h, &summaries);
+    h.push_str(&crate::training::html_section(&summaries));
     events_section(&mut h, &summaries);
     crate::verify::html_section(&mut h, &summaries.iter().collect::<Vec<_>>());
 

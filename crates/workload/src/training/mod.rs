@@ -301,15 +301,17 @@ impl TrainingWorkload {
     }
 
     /// `--quick`: a dataset of small files, enough for four steps per accelerator and epoch,
-    /// and two epochs (the compute time kept: the rule is the same).
+    /// and two epochs, the compute time at most 20 ms.
     pub fn make_quick(&mut self) {
         let d = &mut self.dataset;
         d.record_bytes = d.record_bytes.min(64 << 10);
         d.record_bytes_stdev = d.record_bytes_stdev.min(d.record_bytes / 4);
         d.samples_per_file = d.samples_per_file.min(8);
         self.batch_size = self.batch_size.min(4);
+        // Enough files for 4 steps per epoch on 8 accelerators (or on more, when the run has
+        // more): the same dataset for every point of a sweep over up to 8 accelerators.
         let per_accelerator = (4 * self.batch_size).div_ceil(d.samples_per_file);
-        d.files = d.files.min(per_accelerator * self.accelerators);
+        d.files = d.files.min(per_accelerator * self.accelerators.max(8));
         self.epochs = self.epochs.min(2);
         self.compute_time = Dur(self.compute_time.0.min(Duration::from_millis(20)));
     }
@@ -421,7 +423,14 @@ mod tests {
             let d = &w.dataset;
             let steps = LoaderShape::steps_per_epoch(d.files, d.samples_per_file, 3, w.batch_size);
             assert!(steps >= 4, "{p}: {steps}");
-            assert!(d.files * d.samples_per_file <= 3 * 4 * 8, "{p}: small");
+            assert!(d.files * d.samples_per_file <= 8 * 4 * 8, "{p}: small");
+            let mut more = w.clone();
+            more.accelerators = 8;
+            more.make_quick();
+            assert_eq!(
+                more.dataset, w.dataset,
+                "{p}: one dataset for a sweep up to 8"
+            );
         }
     }
 }
