@@ -619,3 +619,39 @@ fn steady_state_stops_every_rank() {
     // Neither rank ran on to the 60 s limit: far fewer than 60 s of operations.
     assert!(ops.iter().sum::<f64>() < 2000.0 * 30.0, "{ops:?}");
 }
+
+/// A training workload under mpirun: accelerators split over the ranks, each with all its
+/// readers, every rank's accelerators merged into one result (as DLIO's ranks are), and the
+/// dataset written once though every rank prepares it.
+#[test]
+fn training_accelerators_spread_over_ranks_and_merge() {
+    let Some(mpi) = mpirun_or_skip() else { return };
+    let data = tempfile::tempdir().unwrap();
+    let summary = mpi_run_summary(
+        &mpi,
+        2,
+        &format!(
+            "name = \"mpi-training\"\n[targets.data]\ntype = \"dataset\"\npath = \"{}\"\n[workloads.w]\ntype = \"training\"\npreset = \"cosmoflow-h100\"\nfiles = 16\nrecord-bytes = 10000\naccelerators = 4\nread-threads = 2\nepochs = 1\ncompute-time = \"2ms\"\n[[steps]]\nworkload = \"w\"\ntargets = [\"data\"]\nwarmup = \"0s\"\n",
+            data.path().display()
+        ),
+    );
+    let t = &summary["training"][0];
+    let accs = t["per-accelerator"].as_array().unwrap();
+    let ids: Vec<u64> = accs
+        .iter()
+        .map(|a| a["accelerator"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ids, [0, 1, 2, 3], "{t}");
+    for a in accs {
+        assert_eq!(a["cut-short"], false, "{a}");
+        assert_eq!(a["epochs"][0]["steps"], 4, "{a}");
+    }
+    assert_eq!(summary["targets"][0]["errors"], 0);
+    assert_eq!(summary["total"]["ops"], 16);
+    // One dataset, no leftover copies of a rank that lost the race.
+    let names: Vec<String> = std::fs::read_dir(data.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["cosmoflow"], "{names:?}");
+}

@@ -63,6 +63,24 @@ fn the_training_study_writes_its_datasets_once_and_states_au_against_the_rule() 
         "{stdout}"
     );
     assert!(stdout.contains("against 70%"), "{stdout}");
+    // The HTML report: the table, AU against accelerators, and what the figures are.
+    let html = lab.path().join("r.html");
+    let out = lab.run(&[
+        "report",
+        lab.study_folder().to_str().unwrap(),
+        "-o",
+        html.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out).1);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("<section id=\"training\">"),
+        "no training section"
+    );
+    assert!(
+        page.contains("training-au")
+            && page.contains("DLIO-compatible, not an MLPerf Storage result")
+    );
 
     // Again: the datasets are found and reused, not written.
     let again = Lab::new();
@@ -107,7 +125,7 @@ fn a_damaged_sample_is_an_integrity_error_and_a_foreign_folder_is_refused() {
     let (stdout, stderr, ok) = run_study(&third, &foreign);
     assert!(!ok, "{stdout}");
     assert!(
-        stderr.contains("is not empty and holds no storlab-dataset.json"),
+        stderr.contains("holds another dataset or other files"),
         "{stderr}"
     );
     assert_eq!(

@@ -451,8 +451,10 @@ impl Threads<'_> {
             .into_iter()
             .map(|f| f.into_target_error())
             .collect();
+        let mut training = training;
         if let (Some(d), Some(r)) = (self.dist0, &received) {
             open_errors.extend(d.merge_outcomes(r, &mut outcomes, &mut cpu_used_ns));
+            d.merge_training(r, &mut training);
         }
         if let Some((rank, e)) = self.dist0.and_then(|d| d.remote_error()) {
             open_errors.push((format!("rank {rank}"), TargetError::Invalid(e)));

@@ -257,6 +257,10 @@ pub struct Accelerators {
     pub target: usize,
     pub gates: Vec<Arc<storlab_workload::training::loader::Gate>>,
     pub compute_ns: u64,
+    /// The global index of the target's first worker, and readers per accelerator: the
+    /// readers of accelerator `a` are workers `first_worker + a * readers ..`.
+    pub first_worker: u32,
+    pub readers: u32,
 }
 
 /// Builds every worker of the run. One channel to the collector, one spare channel back to
@@ -511,6 +515,8 @@ impl Builder<'_> {
                 target: ti,
                 gates: run_sources.accelerators,
                 compute_ns: tw.compute_time.0.as_nanos() as u64,
+                first_worker: self.worker_index,
+                readers: tw.read_threads,
             });
         }
         let mut sources = run_sources.sources.into_iter();

@@ -218,26 +218,6 @@ pub fn au_chart(summaries: &[RunSummary]) -> Option<String> {
     )
 }
 
-/// The HTML report's section: the table, the chart, the search's answers and the note.
-pub fn html_section(summaries: &[RunSummary]) -> String {
-    let Some(t) = training_table(summaries) else {
-        return String::new();
-    };
-    let esc = crate::svg::esc;
-    let mut h = format!(
-        "<section id=\"training\"><h2>Training</h2>{}",
-        crate::html::tables::table_html(&t, "training")
-    );
-    if let Some(chart) = au_chart(summaries) {
-        let _ = write!(h, "<div class=\"fig\">{chart}</div>");
-    }
-    for l in search_lines(summaries) {
-        let _ = write!(h, "<p class=\"steady\">{}</p>", esc(&l));
-    }
-    let _ = writeln!(h, "<p class=\"meta\">{}</p></section>", esc(TRAINING_NOTE));
-    h
-}
-
 /// Lines for the console after a run.
 pub fn text_lines(s: &RunSummary) -> String {
     let mut out = String::new();

@@ -3,8 +3,8 @@
 //! `training` workload only.
 //!
 //! Each workload's dataset lives in the folder's subfolder named after its model
-//! (`PATH/unet3d`, as DLIO's `data/unet3d`). `prepare` writes it there when that subfolder is
-//! empty or missing, in several threads, and leaves `storlab-dataset.json` beside the files last; a
+//! (`PATH/unet3d`, as DLIO's `data/unet3d`). `prepare` writes it when that subfolder is
+//! empty or missing (beside it, renamed into place once whole), in several threads, and leaves `storlab-dataset.json` beside the files last; a
 //! folder that holds that manifest for the same dataset, with every file of the right size,
 //! is used as it is. A folder that holds anything else is refused: storlab never deletes or
 //! overwrites a user's files. `--quick` uses the folder's `quick` subfolder.
@@ -150,35 +150,63 @@ fn io_error<'a>(
     }
 }
 
-/// Makes sure `folder` holds `dataset`: used as it is when its manifest matches, written when
-/// the folder is empty or missing, refused otherwise. True when it was written.
-fn ensure(folder: &Path, dataset: &Dataset, verbose: bool) -> Result<bool, TargetError> {
+/// What a folder holds for a dataset: it, something else, or nothing yet.
+enum Found {
+    Same,
+    Other,
+    Nothing,
+}
+
+fn found(folder: &Path, wanted: &str) -> Result<Found, TargetError> {
     let manifest = folder.join(MANIFEST);
-    let wanted = dataset.manifest();
     match std::fs::read_to_string(&manifest) {
-        Ok(found) if found == wanted => {
+        Ok(text) if text == wanted => Ok(Found::Same),
+        Ok(_) => Ok(Found::Other),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let empty = std::fs::read_dir(folder).map_or(true, |mut e| e.next().is_none());
+            Ok(if empty { Found::Nothing } else { Found::Other })
+        }
+        Err(e) => Err(io_error(&manifest, "reading the dataset's manifest")(e)),
+    }
+}
+
+fn refused(folder: &Path) -> TargetError {
+    TargetError::Invalid(format!(
+        "{} holds another dataset or other files (no {MANIFEST} for this one): storlab writes a dataset only into an empty or new folder; give the target another path, or remove that folder yourself",
+        folder.display()
+    ))
+}
+
+/// Makes sure `folder` holds `dataset`: used as it is when its manifest matches, written when
+/// the folder is empty or missing, refused otherwise. True when this call wrote it.
+///
+/// It is written into a hidden sibling folder of this process's own and renamed into place
+/// once whole (manifest last, synced): a reader never sees half a dataset, and several
+/// processes preparing the same target at once (the ranks of an MPI job on one host) end
+/// with one dataset; one that loses the rename uses the winner's and removes its own copy.
+fn ensure(folder: &Path, dataset: &Dataset, verbose: bool) -> Result<bool, TargetError> {
+    let wanted = dataset.manifest();
+    match found(folder, &wanted)? {
+        Found::Same => {
             check_sizes(folder, dataset)?;
             return Ok(false);
         }
-        Ok(_) => {
-            return Err(TargetError::Invalid(format!(
-                "{} holds another dataset (its {MANIFEST} describes other files): give the target another path, or remove that folder yourself",
-                folder.display()
-            )));
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(io_error(&manifest, "reading the dataset's manifest")(e)),
+        Found::Other => return Err(refused(folder)),
+        Found::Nothing => {}
     }
-    if let Ok(mut entries) = std::fs::read_dir(folder)
-        && entries.next().is_some()
-    {
+    let (Some(parent), Some(name)) = (folder.parent(), folder.file_name()) else {
         return Err(TargetError::Invalid(format!(
-            "{} is not empty and holds no {MANIFEST}: storlab writes a dataset only into an empty or new folder",
+            "{}: not a folder a dataset can be written to",
             folder.display()
         )));
-    }
-    std::fs::create_dir_all(folder.join("train"))
-        .map_err(io_error(folder, "creating the dataset's folder"))?;
+    };
+    let own = parent.join(format!(
+        ".{}.writing-{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    std::fs::create_dir_all(own.join("train"))
+        .map_err(io_error(&own, "creating the dataset's folder"))?;
     if verbose {
         eprintln!(
             "writing the dataset: {} {} files, {:.1} GiB, into {}",
@@ -188,13 +216,32 @@ fn ensure(folder: &Path, dataset: &Dataset, verbose: bool) -> Result<bool, Targe
             folder.display()
         );
     }
-    generate(folder, dataset)?;
-    std::fs::write(&manifest, wanted).map_err(io_error(&manifest, "writing the manifest"))?;
+    generate(&own, dataset)?;
+    let manifest = own.join(MANIFEST);
+    std::fs::write(&manifest, &wanted).map_err(io_error(&manifest, "writing the manifest"))?;
     // The manifest, written last, says the files are whole: it reaches the disk after them.
-    std::fs::File::open(folder)
+    std::fs::File::open(&own)
         .and_then(|d| d.sync_all())
-        .map_err(io_error(folder, "syncing the dataset's folder"))?;
-    Ok(true)
+        .map_err(io_error(&own, "syncing the dataset's folder"))?;
+    match std::fs::rename(&own, folder) {
+        Ok(()) => {
+            let _ = std::fs::File::open(parent).and_then(|d| d.sync_all());
+            Ok(true)
+        }
+        Err(e) => {
+            // Another process put its dataset there first: ours (this process's own folder,
+            // never the user's) goes.
+            let theirs = found(folder, &wanted)?;
+            let _ = std::fs::remove_dir_all(&own);
+            match theirs {
+                Found::Same => {
+                    check_sizes(folder, dataset)?;
+                    Ok(false)
+                }
+                _ => Err(io_error(folder, "moving the written dataset into place")(e)),
+            }
+        }
+    }
 }
 
 /// Writes every file, in as many threads as the machine has CPUs.

@@ -99,6 +99,13 @@ pub fn keep_share(workers: &mut crate::setup::Workers, assignment: &[u32], rank:
         .inputs
         .retain(|w| assignment.get(w.config.worker as usize) == Some(&rank));
     workers.gate = crate::worker::StartGate::new(workers.inputs.len());
+    // The accelerators whose readers this rank keeps (their first reader's place says it).
+    for a in &mut workers.accelerators {
+        let first = a.first_worker as usize;
+        let readers = a.readers as usize;
+        a.gates
+            .retain(|g| assignment.get(first + g.accelerator as usize * readers) == Some(&rank));
+    }
 }
 
 /// Which rank runs each of a run's workers (global worker index, targets' workers first, then
@@ -137,8 +144,15 @@ pub fn assign_workers(run: &RunPlan, hosts: &[String]) -> Result<Vec<u32>, DistE
             (None, None) => all.clone(),
         };
         let threads = t.workload.threads() as usize;
+        // A training workload's readers stay with their accelerator: accelerators are split
+        // over the ranks in blocks, each with all its readers.
+        let (units, per_unit) = match t.workload.as_training() {
+            Some(w) => (w.accelerators as usize, w.read_threads as usize),
+            None => (threads, 1),
+        };
         for j in 0..threads {
-            out.push(eligible[j * eligible.len() / threads.max(1)]);
+            let unit = j / per_unit.max(1);
+            out.push(eligible[unit * eligible.len() / units.max(1)]);
         }
     }
     let backgrounds = run
@@ -194,6 +208,13 @@ mod stub {
             _: &AtomicUsize,
             _: usize,
         ) -> Received {
+            match *self {}
+        }
+        pub fn merge_training(
+            &self,
+            _: &Received,
+            _: &mut Vec<(usize, Vec<storlab_model::training::AcceleratorSteps>)>,
+        ) {
             match *self {}
         }
         pub fn merge_outcomes(

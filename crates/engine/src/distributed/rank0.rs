@@ -358,6 +358,23 @@ impl Rank0Run {
 
     /// Adds the other ranks' workers' ends (times already on rank 0's clock) and CPU time;
     /// returns the sessions they could not open.
+    /// The other ranks' accelerators, added to rank 0's own (per training target).
+    pub fn merge_training(
+        &self,
+        received: &Received,
+        training: &mut Vec<(usize, Vec<storlab_model::training::AcceleratorSteps>)>,
+    ) {
+        for s in received.ranks.iter().skip(1) {
+            let Some(f) = &s.final_ else { continue };
+            for (target, steps) in &f.training {
+                match training.iter_mut().find(|(t, _)| t == target) {
+                    Some((_, mine)) => mine.extend(steps.iter().cloned()),
+                    None => training.push((*target, steps.clone())),
+                }
+            }
+        }
+    }
+
     pub fn merge_outcomes(
         &self,
         received: &Received,

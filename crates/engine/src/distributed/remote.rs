@@ -99,11 +99,6 @@ fn run_one_remote(
     };
     let armed = Armed::new(run, ready, None)?;
     let mut workers = armed.plan_workers(run);
-    // A training workload's accelerators run on rank 0 only (not spread over ranks yet):
-    // here their gates are stopped, so that this rank's readers end instead of waiting.
-    for a in &workers.accelerators {
-        a.gates.iter().for_each(|g| g.stop());
-    }
     keep_share(&mut workers, &assignment, dist.rank);
     let setup::Workers {
         inputs,
@@ -111,6 +106,7 @@ fn run_one_remote(
         rx,
         spare_senders,
         to_collector,
+        accelerators,
         ..
     } = workers;
     drop(to_collector);
@@ -118,7 +114,7 @@ fn run_one_remote(
     let flags = Flags::new(opts.interrupted.clone());
     let shift: OnceLock<Shift> = OnceLock::new();
     let mut cpu_at_start = 0u64;
-    let (joined, sent) = std::thread::scope(|scope| -> Result<_, RunError> {
+    let (joined, sent, training) = std::thread::scope(|scope| -> Result<_, RunError> {
         let shipper = {
             let rank = Shipper {
                 dist,
@@ -134,12 +130,15 @@ fn run_one_remote(
                 .map_err(RunError::Thread)?
         };
         let threads = spawn_workers(scope, run, inputs, &armed.ready.handles, &gate, &flags)?;
+        // This rank's accelerators, after their readers (see `one::measure`).
+        let accelerator_threads = crate::training::spawn(scope, &accelerators)?;
         cpu_at_start = release(dist, &gate, &flags, &shift, hello.clock_offset_ns);
         let joined = join_workers(threads, &flags);
+        let training = crate::training::join(accelerator_threads)?;
         let sent = shipper
             .join()
             .map_err(|_| RunError::Thread(std::io::Error::other("the shipper panicked")))?;
-        Ok((joined, sent))
+        Ok((joined, sent, training))
     })?;
     let shift = shift.get().copied().unwrap_or(Shift {
         local_start: 0,
@@ -150,6 +149,7 @@ fn run_one_remote(
         cpu_used_ns: process_cpu_ns().saturating_sub(cpu_at_start),
         bytes_sent: sent.0,
         messages_sent: sent.1,
+        training,
     };
     dist.send(0, TAG_FINAL, &serde_json::to_vec(&end).unwrap_or_default());
     Ok(())

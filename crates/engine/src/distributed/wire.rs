@@ -223,6 +223,9 @@ pub struct Final {
     /// What it sent for this run before this message.
     pub bytes_sent: u64,
     pub messages_sent: u64,
+    /// A training workload's accelerators on this rank: (target index, what each did).
+    #[serde(default)]
+    pub training: Vec<(usize, Vec<storlab_model::training::AcceleratorSteps>)>,
 }
 
 /// Rank 0 to the others: stop issuing (sent with the run's index, so that a stop arriving

@@ -216,7 +216,7 @@ pub fn report_html_compared(
     charts::percentile_section(&mut h, &groups, runs, &names);
     steady_section(&mut h, &summaries);
     latency_search_section(&mut h, &summaries);
-    h.push_str(&crate::training::html_section(&summaries));
+    training_section(&mut h, &summaries);
     events_section(&mut h, &summaries);
     crate::verify::html_section(&mut h, &summaries.iter().collect::<Vec<_>>());
 
@@ -418,6 +418,29 @@ fn latency_search_section(h: &mut String, summaries: &[RunSummary]) {
         }
     }
     h.push_str("</section>\n");
+}
+
+/// A training workload's table, AU against accelerators, the search's answers and the note.
+fn training_section(h: &mut String, summaries: &[RunSummary]) {
+    let Some(t) = crate::training::training_table(summaries) else {
+        return;
+    };
+    let _ = write!(
+        h,
+        "<section id=\"training\"><h2>Training</h2>{}",
+        tables::table_html(&t, "training")
+    );
+    if let Some(chart) = crate::training::au_chart(summaries) {
+        let _ = write!(h, "<div class=\"fig\">{chart}</div>");
+    }
+    for l in crate::training::search_lines(summaries) {
+        let _ = write!(h, "<p class=\"steady\">{}</p>", esc(&l));
+    }
+    let _ = writeln!(
+        h,
+        "<p class=\"meta\">{}</p></section>",
+        esc(crate::training::TRAINING_NOTE)
+    );
 }
 
 /// Study events and the recovery around them, and a schedule's phases.
