@@ -44,8 +44,8 @@ pub struct TrainingWorkload {
     pub epochs: u32,
     /// The rule's line, percent.
     pub au_threshold: f64,
-    /// The largest read a reader issues, bytes (0: as the format's reader reads: NumPy one
-    /// read of the whole member, TensorFlow 256 KiB buffered).
+    /// The largest read a reader issues, bytes (0: as the format's reader reads: NumPy reads
+    /// an array in 256 KiB pieces (its `BUFFER_SIZE`), TensorFlow through a 256 KiB buffer).
     pub read_bytes: u64,
     pub seed: u64,
 }
@@ -350,7 +350,9 @@ impl TrainingWorkload {
     /// The largest read: `read-bytes`, or the format's reader's.
     pub fn read_bytes(&self, largest_sample: u64) -> u64 {
         match (self.read_bytes, self.dataset.format) {
-            (0, Format::Npz) => largest_sample,
+            // strace of DLIO 2.0.0 reading npz: per 256 KiB piece, Python's buffered reader
+            // issues a 4 KiB and a 252 KiB read(2); one 256 KiB pread here.
+            (0, Format::Npz) => (256 << 10).min(largest_sample.max(4096)),
             (0, Format::Tfrecord) => 256 << 10,
             (n, _) => n,
         }
