@@ -199,21 +199,35 @@ mod tests {
         TrainingWorkload::from_table(toml::from_str(text).unwrap()).unwrap()
     }
 
+    /// One accelerator of cosmoflow's preset with `keys` (one sample per file of 100 bytes)
+    /// computing `compute_ns` per step, its readers each running `reader` on their source.
+    fn train(
+        keys: &str,
+        compute_ns: u64,
+        reader: fn(storlab_workload::training::loader::TrainingSource),
+    ) -> AcceleratorSteps {
+        let w = workload(&format!(
+            "preset = \"cosmoflow-h100\"\nrecord-bytes = 100\nrecord-bytes-stdev = 0\n{keys}"
+        ));
+        let (gates, sources) = w.run(Arc::new(w.build_dataset()), 3);
+        std::thread::scope(|s| {
+            let acc = s.spawn(|| accelerate(&gates[0], compute_ns));
+            for src in sources {
+                s.spawn(move || reader(src));
+            }
+            acc.join().unwrap()
+        })
+    }
+
     /// Readers that deliver every sample at once: the accelerator does not wait after the
     /// first step, and its utilization is all but 100%.
     #[test]
     fn instant_storage_keeps_the_accelerator_busy() {
-        let w = workload(
-            "preset = \"cosmoflow-h100\"\nfiles = 10\nrecord-bytes = 100\nrecord-bytes-stdev = 0\nepochs = 2\nread-threads = 2\ncompute-time = \"20ms\"",
+        let steps = train(
+            "files = 10\nepochs = 2\nread-threads = 2\ncompute-time = \"20ms\"",
+            20_000_000,
+            |mut src| while src.next_op().is_some() {},
         );
-        let (gates, sources) = w.run(Arc::new(w.build_dataset()), 3);
-        let steps = std::thread::scope(|s| {
-            let acc = s.spawn(|| accelerate(&gates[0], 20_000_000));
-            for mut src in sources {
-                s.spawn(move || while src.next_op().is_some() {});
-            }
-            acc.join().unwrap()
-        });
         assert!(!steps.cut_short);
         assert_eq!(steps.epochs.len(), 2);
         for e in &steps.epochs {
@@ -229,21 +243,15 @@ mod tests {
     /// rest.
     #[test]
     fn slow_readers_show_as_waits_and_a_lower_utilization() {
-        let w = workload(
-            "preset = \"cosmoflow-h100\"\nfiles = 30\nrecord-bytes = 100\nrecord-bytes-stdev = 0\nepochs = 1\nread-threads = 1\ncompute-time = \"2ms\"",
+        let steps = train(
+            "files = 30\nepochs = 1\nread-threads = 1\ncompute-time = \"2ms\"",
+            2_000_000,
+            |mut src| {
+                while src.next_op().is_some() {
+                    std::thread::sleep(std::time::Duration::from_millis(3));
+                }
+            },
         );
-        let (gates, sources) = w.run(Arc::new(w.build_dataset()), 3);
-        let steps = std::thread::scope(|s| {
-            let acc = s.spawn(|| accelerate(&gates[0], 2_000_000));
-            for mut src in sources {
-                s.spawn(move || {
-                    while src.next_op().is_some() {
-                        std::thread::sleep(std::time::Duration::from_millis(3));
-                    }
-                });
-            }
-            acc.join().unwrap()
-        });
         let e = &steps.epochs[0];
         let au = e.au_percent();
         // A loaded machine only makes the reader slower: the bound is one-sided.
@@ -253,21 +261,15 @@ mod tests {
 
     #[test]
     fn readers_that_stop_early_cut_the_accelerator_short() {
-        let w = workload(
-            "preset = \"cosmoflow-h100\"\nfiles = 30\nrecord-bytes = 100\nrecord-bytes-stdev = 0\nepochs = 1\nread-threads = 2\ncompute-time = \"1ms\"",
+        let steps = train(
+            "files = 30\nepochs = 1\nread-threads = 2\ncompute-time = \"1ms\"",
+            1_000_000,
+            |mut src| {
+                for _ in 0..5 {
+                    src.next_op();
+                }
+            },
         );
-        let (gates, sources) = w.run(Arc::new(w.build_dataset()), 3);
-        let steps = std::thread::scope(|s| {
-            let acc = s.spawn(|| accelerate(&gates[0], 1_000_000));
-            for mut src in sources {
-                s.spawn(move || {
-                    for _ in 0..5 {
-                        src.next_op();
-                    }
-                });
-            }
-            acc.join().unwrap()
-        });
         assert!(steps.cut_short);
         assert!(steps.epochs[0].steps < 30);
     }
