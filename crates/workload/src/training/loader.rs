@@ -243,7 +243,7 @@ impl Gate {
     fn produced(&self, epoch: u32) {
         let b = u64::from(self.shape.batch);
         let n = self.produced[epoch as usize].fetch_add(1, Ordering::AcqRel) + 1;
-        if n % b == 0 && n / b <= self.shape.steps_per_epoch {
+        if n.is_multiple_of(b) && n / b <= self.shape.steps_per_epoch {
             self.mark_ready(u64::from(epoch) * self.shape.steps_per_epoch + n / b - 1);
         }
     }
