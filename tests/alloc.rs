@@ -2,7 +2,8 @@
 //! run of ten times more operations (and ten times more interval rotations) makes exactly as
 //! many allocations on the worker's thread as a short one, for the null, file and rocksdb
 //! targets, with block, db-bench and YCSB (A to F) workloads, closed loop and open loop paced
-//! by a rate schedule.
+//! by a rate schedule; and the dataset target's session reads and checks training samples
+//! without allocating.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -635,5 +636,101 @@ fn common_server(var: &str) -> Option<String> {
             eprintln!("skipped: {var} is not set");
             None
         }
+    }
+}
+
+/// Reads every sample of a dataset `rounds` times through one session, by `submit`, and
+/// returns the allocations the reads made (the session is opened before counting).
+struct ReadSamples {
+    samples: u64,
+    rounds: u64,
+    sample_bytes: Vec<u64>,
+}
+
+impl SessionUser for ReadSamples {
+    type Output = u64;
+    fn run<S: Session>(self, mut session: S) -> u64 {
+        let before = allocs();
+        for _ in 0..self.rounds {
+            for id in 0..self.samples {
+                let op = storlab_model::Op::Read {
+                    offset: id,
+                    len: self.sample_bytes[id as usize],
+                };
+                match session.submit(0, op) {
+                    Ok(storlab_targets::Submitted::Done { result, .. }) => {
+                        assert!(result.is_ok(), "sample {id}: {result:?}")
+                    }
+                    other => panic!("sample {id}: {other:?}"),
+                }
+            }
+        }
+        allocs() - before
+    }
+}
+
+/// The dataset target reads and checks a sample (npz: zip directory, npy header and CRC-32;
+/// tfrecord: framing and both CRC-32Cs) without allocating: ten times more reads make as
+/// many allocations (opening a file per sample is a system call, not an allocation).
+#[test]
+fn a_dataset_session_reads_samples_without_allocating() {
+    let dir = tempfile::tempdir().unwrap();
+    for (preset, keys) in [
+        (
+            "unet3d-h100",
+            "files = 6\nrecord-bytes = 300000\nrecord-bytes-stdev = 50000",
+        ),
+        (
+            "resnet50-h100",
+            "files = 3\nsamples-per-file = 4\nrecord-bytes = 70000",
+        ),
+    ] {
+        let w = workload(&format!(
+            "type = \"training\"\npreset = \"{preset}\"\nbatch-size = 2\n{keys}"
+        ));
+        let tw = w.as_training().unwrap();
+        let dataset = Arc::new(tw.build_dataset());
+        let mut table = toml::Table::new();
+        table.insert("path".into(), dir.path().display().to_string().into());
+        let t = (storlab_targets::find_type("dataset").unwrap().parse)(table).unwrap();
+        let prepared = t
+            .prepare(&PrepareOptions {
+                training: Some(storlab_targets::TrainingPrep {
+                    read_bytes: tw.read_bytes(dataset.largest_sample()),
+                    dataset: dataset.clone(),
+                    folder: tw.model.clone(),
+                }),
+                ..Default::default()
+            })
+            .unwrap();
+        let samples = u64::from(dataset.files()) * u64::from(dataset.spec.samples_per_file);
+        let sample_bytes: Vec<u64> = (0..samples)
+            .map(|id| dataset.sample_bytes(dataset.locate(id).0))
+            .collect();
+        let params = SessionParams {
+            worker: 0,
+            writes: false,
+            region: prepared.region,
+            queue_depth: 1,
+            seed: 1,
+            workload: WorkloadParams::of(&w, 0, SessionTables::default()),
+        };
+        let count = |rounds| {
+            t.open(
+                &prepared,
+                &params,
+                ReadSamples {
+                    samples,
+                    rounds,
+                    sample_bytes: sample_bytes.clone(),
+                },
+            )
+            .unwrap()
+        };
+        let (short, long) = (count(2), count(20));
+        assert_eq!(
+            short, long,
+            "{preset}: allocations grew with reads: {short} for 2 passes, {long} for 20"
+        );
     }
 }
