@@ -142,7 +142,7 @@ pub fn search_lines(summaries: &[RunSummary]) -> Vec<String> {
 }
 
 /// AU against accelerators: per step (model) one series of its runs' mean AU, and the rule's
-/// line dashed; None without at least one training run.
+/// line; None without at least one training run.
 pub fn au_chart(summaries: &[RunSummary]) -> Option<String> {
     use crate::svg::{self, LineChart, Series, XAxis, YAxis};
     let mut series: Vec<Series> = Vec::new();
@@ -189,9 +189,10 @@ pub fn au_chart(summaries: &[RunSummary]) -> Option<String> {
     for (line, name) in lines {
         series.push(Series {
             name,
-            points: Vec::new(),
+            // A plain line without markers: the chart says dashed curves are moving averages.
+            points: vec![(0.0, line, String::new()), (most, line, String::new())],
             markers: false,
-            dashed: vec![(0.0, line), (most, line)],
+            dashed: Vec::new(),
             warmup: Vec::new(),
             color: Some(7),
             bands: Vec::new(),
