@@ -734,3 +734,71 @@ fn a_dataset_session_reads_samples_without_allocating() {
         );
     }
 }
+
+/// A checkpointing rank's source and session, for `passes` checkpoints written and read.
+struct Checkpoints {
+    source: storlab_workload::training::checkpoint::CheckpointSource,
+}
+
+impl SessionUser for Checkpoints {
+    type Output = u64;
+    fn run<S: Session>(mut self, mut session: S) -> u64 {
+        let before = allocs();
+        while let Some(op) = self.source.next_op() {
+            match session.submit(0, op) {
+                Ok(storlab_targets::Submitted::Done { result, .. }) => {
+                    assert!(result.is_ok(), "{op:?}: {result:?}")
+                }
+                other => panic!("{op:?}: {other:?}"),
+            }
+        }
+        allocs() - before
+    }
+}
+
+/// A checkpointing rank writes (with its stamps), syncs and reads back its files, passing
+/// the barrier before each checkpoint, without allocating: ten times the checkpoints make as
+/// many allocations (a file opened per piece of another file is a system call).
+#[test]
+fn a_checkpoint_rank_writes_and_reads_without_allocating() {
+    let dir = tempfile::tempdir().unwrap();
+    let count = |passes: u32| {
+        let w = workload(&format!(
+            "type = \"checkpoint\"\npreset = \"llama3-8b\"\nlayers = 2\nhidden-size = 256\nffn-hidden-size = 768\nattention-heads = 8\nkv-heads = 2\nvocab-size = 2048\nranks = 1\ntime-between-checkpoints = \"0s\"\nio-bytes = 65536\ncheckpoints-write = {passes}\ncheckpoints-read = {passes}"
+        ));
+        let cw = w.as_checkpoint().unwrap();
+        let layout = Arc::new(cw.layout());
+        let mut table = toml::Table::new();
+        table.insert("path".into(), dir.path().display().to_string().into());
+        let t = (storlab_targets::find_type("dataset").unwrap().parse)(table).unwrap();
+        let prepared = t
+            .prepare(&PrepareOptions {
+                checkpoint: Some(storlab_targets::dataset::checkpoint::CheckpointPrep {
+                    layout: layout.clone(),
+                    model: cw.model.clone(),
+                    writes: cw.checkpoints_write,
+                    reads: cw.checkpoints_read,
+                    io_bytes: cw.io_bytes,
+                    seed: cw.seed,
+                }),
+                ..Default::default()
+            })
+            .unwrap();
+        let params = SessionParams {
+            worker: 0,
+            writes: true,
+            region: prepared.region,
+            queue_depth: 1,
+            seed: 1,
+            workload: WorkloadParams::of(&w, 0, SessionTables::default()),
+        };
+        let (_clock, mut sources) = cw.run(layout);
+        let source = sources.pop().unwrap();
+        t.open(&prepared, &params, Checkpoints { source }).unwrap()
+    };
+    let (short, long) = (count(2), count(20));
+    assert_eq!(
+        short, long,
+        "allocations grew with checkpoints: {short} for 2, {long} for 20"
+    );
+}

@@ -136,6 +136,24 @@ workload = "train"
 targets = ["t"]
 "#
         ),
+        WorkloadKind::Checkpoint => r#"[workloads.ckpt]
+type = "checkpoint"
+preset = "llama3-8b"
+layers = 2
+hidden-size = 256
+ffn-hidden-size = 768
+attention-heads = 8
+kv-heads = 2
+vocab-size = 2048
+ranks = 2
+checkpoints-write = 2
+checkpoints-read = 2
+time-between-checkpoints = "0s"
+[[steps]]
+workload = "ckpt"
+targets = ["t"]
+"#
+        .to_string(),
         WorkloadKind::Pgbench => format!(
             r#"[workloads.tpcb]
 type = "pgbench"
@@ -184,7 +202,8 @@ fn runs_what_it_declares(type_name: &str, setup: &Setup) {
             WorkloadKind::Block => config.verify_file().is_some(),
             WorkloadKind::Ycsb => caps.reads_records_back,
             WorkloadKind::Pgbench => caps.keeps_ledger,
-            WorkloadKind::DbBench | WorkloadKind::Training => false,
+            // A checkpoint read checks each piece's stamp, with no verify table.
+            WorkloadKind::DbBench | WorkloadKind::Training | WorkloadKind::Checkpoint => false,
         };
         let qd = match caps.overlap {
             Overlap::None => 1,

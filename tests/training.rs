@@ -1,6 +1,7 @@
 //! The training workload through the real binary: the MLPerf Storage study in quick mode on
 //! a folder here, the datasets written once in their formats' framing and reused, AU and its
-//! rule stored and printed, and a damaged sample caught as an integrity error.
+//! rule stored and printed, and a damaged sample caught as an integrity error; and its
+//! checkpoints written, synced and read back by every rank, a stale piece caught.
 
 mod common;
 
@@ -26,7 +27,8 @@ fn the_training_study_writes_its_datasets_once_and_states_au_against_the_rule() 
     let (stdout, stderr, ok) = run_study(&lab, &data);
     assert!(ok, "{stdout}\n{stderr}");
     let runs = common::summaries(&lab);
-    assert_eq!(runs.len(), 3, "{stdout}");
+    assert_eq!(runs.len(), 5, "{stdout}");
+    check_checkpoint_runs(&runs[3..], &data);
     for (s, (model, format, line)) in runs.iter().zip([
         ("unet3d", "npz", 90.0),
         ("resnet50", "tfrecord", 90.0),
@@ -81,15 +83,104 @@ fn the_training_study_writes_its_datasets_once_and_states_au_against_the_rule() 
         page.contains("training-au")
             && page.contains("DLIO-compatible, not an MLPerf Storage result")
     );
+    assert!(
+        page.contains("<section id=\"checkpoint\">"),
+        "no checkpoint section"
+    );
 
     // Again: the datasets are found and reused, not written.
     let again = Lab::new();
     let (stdout, stderr, ok) = run_study(&again, &data);
     assert!(ok, "{stdout}\n{stderr}");
-    for s in common::summaries(&again) {
+    for s in common::summaries(&again).iter().take(3) {
         assert_eq!(s["training"][0]["dataset"]["generated"], false, "{s}");
     }
     assert!(!stderr.contains("writing the dataset"), "{stderr}");
+}
+
+/// The quick study's checkpoint steps: Llama 3 8B's first 2 of 8 ranks write 2 checkpoints
+/// (2 files each per rank, every file synced), then read them back after the page cache is
+/// dropped (or its failure recorded); every pass ends on every rank.
+fn check_checkpoint_runs(runs: &[serde_json::Value], data: &std::path::Path) {
+    let (write, read) = (&runs[0], &runs[1]);
+    let w = &write["checkpoint"][0];
+    assert_eq!(
+        (w["ranks"].as_u64(), w["world-ranks"].as_u64()),
+        (Some(2), Some(8)),
+        "{w}"
+    );
+    assert_eq!(w["files"], 4, "{w}");
+    let bytes = w["checkpoint-bytes"].as_u64().unwrap();
+    let kinds = &write["targets"][0]["kinds"];
+    assert_eq!(kinds["write"]["bytes"].as_u64(), Some(2 * bytes), "{kinds}");
+    assert_eq!(kinds["fsync"]["ops"], 8, "{kinds}");
+    assert_eq!(write["targets"][0]["errors"], 0);
+    let r = &read["checkpoint"][0];
+    assert_eq!(
+        read["targets"][0]["kinds"]["read"]["bytes"].as_u64(),
+        Some(2 * bytes)
+    );
+    assert_eq!(read["targets"][0]["errors"], 0, "{}", read["targets"][0]);
+    for (passes, n) in [(&w["writes"], 2), (&r["reads"], 2)] {
+        let passes = passes.as_array().unwrap();
+        assert_eq!(passes.len(), n);
+        for p in passes {
+            let ranks = p["ranks"].as_array().unwrap();
+            assert!(
+                ranks.len() == 2 && ranks.iter().all(|r| r.is_array()),
+                "{p}"
+            );
+        }
+    }
+    assert!(r["writes"].as_array().unwrap().is_empty());
+    let events = read["events"].to_string();
+    assert!(
+        events.contains("page-cache-"),
+        "the cache drop or its failure: {events}"
+    );
+    let folder = data.join("quick/checkpoints/llama3-8b/global_epoch1_step2");
+    assert!(
+        folder
+            .join("zero_pp_rank_1_mp_rank_0_optim_states.pt")
+            .is_file()
+    );
+}
+
+/// ZeRO 1 with pipeline stages (Llama 3 405B's first 2 ranks): a file per layer. A piece
+/// overwritten with another piece's bytes is caught when read back.
+#[test]
+fn a_stale_checkpoint_piece_is_an_integrity_error() {
+    let lab = Lab::new();
+    let data = lab.path().join("ckpt");
+    let study = |name: &str, keys: &str| {
+        lab.write(
+            &format!("{name}.toml"),
+            &format!(
+                "name = \"{name}\"\n[targets.data]\ntype = \"dataset\"\npath = \"{}\"\n[workloads.c]\ntype = \"checkpoint\"\npreset = \"llama3-405b\"\nranks = 2\ntime-between-checkpoints = \"0s\"\nio-bytes = 4096\n{keys}\n[[steps]]\nname = \"c\"\nworkload = \"c\"\ntargets = [\"data\"]\nwarmup = \"0s\"\n",
+                data.display()
+            ),
+        )
+    };
+    let write = study("write", "checkpoints-write = 1\ncheckpoints-read = 0");
+    let out = lab.run(&["run", write.to_str().unwrap(), "--quick"]);
+    assert!(out.status.success(), "{}", text(&out).1);
+    let s = &common::summaries(&lab)[0];
+    let files = s["checkpoint"][0]["files"].as_u64().unwrap();
+    assert!(files > 4, "a file per layer: {s}");
+    // The second piece of a layer file takes the first piece's bytes.
+    let dir = data.join("quick/checkpoints/llama3-405b/global_epoch1_step1");
+    let victim = dir.join("layer_1-model_0_model_states.pt");
+    let mut bytes = std::fs::read(&victim).unwrap();
+    assert!(bytes.len() > 8192, "{}", bytes.len());
+    let first: Vec<u8> = bytes[..4096].to_vec();
+    bytes[4096..8192].copy_from_slice(&first);
+    std::fs::write(&victim, bytes).unwrap();
+    let reader = Lab::new();
+    let read = study("read", "checkpoints-write = 0\ncheckpoints-read = 1");
+    let out = reader.run(&["run", read.to_str().unwrap(), "--quick"]);
+    let s = &common::summaries(&reader)[0];
+    assert_eq!(s["targets"][0]["errors"], 1, "{}\n{s}", text(&out).1);
+    assert!(s.to_string().contains("integrity"), "{s}");
 }
 
 #[test]

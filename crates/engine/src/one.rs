@@ -53,6 +53,11 @@ struct Measurement {
     during: (Vec<Recorded>, Option<Failure>),
     /// Per training target (its index): what each accelerator did.
     training: Vec<(usize, Vec<storlab_model::training::AcceleratorSteps>)>,
+    /// Per checkpoint target (its index): the clock its ranks met at.
+    checkpoints: Vec<(
+        usize,
+        std::sync::Arc<storlab_workload::training::checkpoint::CheckpointClock>,
+    )>,
 }
 
 /// How one run ended without an error that stops the study.
@@ -150,6 +155,7 @@ pub(super) fn run_one(
     check_measured(plan, run, &stored, store, &mut m)?;
     let mut summary = summarize_measured(plan, run, &stored, &m, &armed, dist0.as_ref())?;
     summary.training = crate::training::results(run, &m.training, &armed.ready);
+    summary.checkpoint = crate::training::checkpoint_results(run, &m.checkpoints);
     summary.warnings.extend(moved_warnings);
     // Events before the run (page cache dropped) are stamped at the start of the warm-up.
     for (kind, detail) in events_before {
@@ -379,6 +385,7 @@ impl Threads<'_> {
             background_names,
             to_collector,
             accelerators,
+            checkpoints,
         } = workers;
         let to_collector = self.dist0.is_some().then_some(to_collector);
         let local_fg = inputs.iter().filter(|w| !w.background).count();
@@ -471,6 +478,7 @@ impl Threads<'_> {
             background_names,
             during,
             training,
+            checkpoints,
         })
     }
 

@@ -60,6 +60,16 @@ pub fn prepare_targets(
                     folder: w.model.clone(),
                 }
             }),
+            checkpoint: t.workload.as_checkpoint().map(|w| {
+                storlab_targets::dataset::checkpoint::CheckpointPrep {
+                    layout: std::sync::Arc::new(w.layout()),
+                    model: w.model.clone(),
+                    writes: w.checkpoints_write,
+                    reads: w.checkpoints_read,
+                    io_bytes: w.io_bytes,
+                    seed: w.seed,
+                }
+            }),
         };
         // A client's target is prepared from its client's network namespace: connections
         // (and threads) a target opens here live there.
@@ -250,6 +260,11 @@ pub struct Workers {
     pub to_collector: SyncSender<Box<Interval>>,
     /// Training workloads' accelerators, per target that runs one.
     pub accelerators: Vec<Accelerators>,
+    /// Checkpoint workloads' clocks, per target (its index) that runs one.
+    pub checkpoints: Vec<(
+        usize,
+        Arc<storlab_workload::training::checkpoint::CheckpointClock>,
+    )>,
 }
 
 /// The emulated accelerators of one target's training workload.
@@ -306,6 +321,7 @@ pub fn plan_workers(
         flows: flows(run),
         dedupe: DedupePlaces::of(run),
         accelerators: Vec::new(),
+        checkpoints: Vec::new(),
     };
     for ti in 0..run.targets.len() {
         b.add_target(ti);
@@ -325,6 +341,7 @@ pub fn plan_workers(
         shapes: b.shapes,
         background_names,
         accelerators: b.accelerators,
+        checkpoints: b.checkpoints,
     }
 }
 
@@ -350,6 +367,10 @@ struct Builder<'a> {
     /// Each target's first place among the run's global dedupe participants.
     dedupe: DedupePlaces,
     accelerators: Vec<Accelerators>,
+    checkpoints: Vec<(
+        usize,
+        Arc<storlab_workload::training::checkpoint::CheckpointClock>,
+    )>,
 }
 
 /// The places of the run's workers that share one dedupe working set (fio's
@@ -510,6 +531,9 @@ impl Builder<'_> {
             _ => None,
         });
         let run_sources = w.sources(self.regions[ti], t.seed);
+        if let Some(clock) = run_sources.checkpoints.clone() {
+            self.checkpoints.push((ti, clock));
+        }
         if let Some(tw) = w.as_training() {
             self.accelerators.push(Accelerators {
                 target: ti,

@@ -122,7 +122,10 @@ pub(crate) fn results(
         .filter_map(|(ti, steps)| {
             let t = &run.targets[*ti];
             let w = t.workload.as_training()?;
-            let storlab_targets::Handle::Dataset(shared) = &ready.handles[*ti].handle else {
+            let storlab_targets::Handle::Dataset(
+                storlab_targets::dataset::DatasetShared::Training(shared),
+            ) = &ready.handles[*ti].handle
+            else {
                 return None;
             };
             let seconds = if shared.generated {
@@ -143,6 +146,41 @@ pub(crate) fn results(
                 au_threshold_percent: w.au_threshold,
                 dataset: shared.dataset.facts(shared.generated, seconds),
                 per_accelerator,
+            })
+        })
+        .collect()
+}
+
+/// The checkpoint results of a run: per checkpoint target, its layout and each pass's
+/// stamps from the clock its ranks met at.
+pub(crate) fn checkpoint_results(
+    run: &storlab_study::plan::RunPlan,
+    clocks: &[(
+        usize,
+        Arc<storlab_workload::training::checkpoint::CheckpointClock>,
+    )],
+) -> Vec<storlab_model::training::CheckpointResult> {
+    clocks
+        .iter()
+        .filter_map(|(ti, clock)| {
+            let t = &run.targets[*ti];
+            let w = t.workload.as_checkpoint()?;
+            let layout = w.layout();
+            let world = w.layout_of(w.parallelism.world());
+            let (writes, reads) = clock.passes();
+            Some(storlab_model::training::CheckpointResult {
+                target: t.name.clone(),
+                model: w.model.clone(),
+                ranks: w.ranks,
+                world_ranks: w.parallelism.world(),
+                checkpoint_bytes: layout.bytes(),
+                world_checkpoint_bytes: world.bytes(),
+                files: layout.files.len() as u64,
+                fsync: w.fsync,
+                time_between_ns: w.time_between_checkpoints.0.as_nanos() as u64,
+                io_bytes: w.io_bytes,
+                writes,
+                reads,
             })
         })
         .collect()

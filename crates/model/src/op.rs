@@ -383,6 +383,8 @@ pub enum ResultKind {
     Pgbench,
     /// Emulated accelerators training on a dataset (MLPerf Storage's model).
     Training,
+    /// Checkpoints of a model's state written and read back (MLPerf Storage's checkpointing).
+    Checkpoint,
     /// The total over targets, or a name this build does not know (a newer storlab's).
     #[default]
     #[serde(other)]
@@ -399,6 +401,7 @@ impl ResultKind {
             ResultKind::YcsbRun => "ycsb-run",
             ResultKind::Pgbench => "pgbench",
             ResultKind::Training => "training",
+            ResultKind::Checkpoint => "checkpoint",
             ResultKind::Unknown => "unknown",
         }
     }
@@ -415,6 +418,7 @@ impl ResultKind {
             ResultKind::YcsbLoad | ResultKind::YcsbRun => Some(WorkloadKind::Ycsb),
             ResultKind::Pgbench => Some(WorkloadKind::Pgbench),
             ResultKind::Training => Some(WorkloadKind::Training),
+            ResultKind::Checkpoint => Some(WorkloadKind::Checkpoint),
             ResultKind::Unknown => None,
         }
     }
@@ -430,15 +434,17 @@ pub enum WorkloadKind {
     Ycsb,
     Pgbench,
     Training,
+    Checkpoint,
 }
 
 impl WorkloadKind {
-    pub const ALL: [WorkloadKind; 5] = [
+    pub const ALL: [WorkloadKind; 6] = [
         WorkloadKind::Block,
         WorkloadKind::DbBench,
         WorkloadKind::Ycsb,
         WorkloadKind::Pgbench,
         WorkloadKind::Training,
+        WorkloadKind::Checkpoint,
     ];
 
     /// The name a study file gives it.
@@ -449,6 +455,7 @@ impl WorkloadKind {
             WorkloadKind::Ycsb => "ycsb",
             WorkloadKind::Pgbench => "pgbench",
             WorkloadKind::Training => "training",
+            WorkloadKind::Checkpoint => "checkpoint",
         }
     }
 
@@ -465,6 +472,7 @@ impl WorkloadKind {
             WorkloadKind::Pgbench => "script",
             WorkloadKind::Ycsb => "type",
             WorkloadKind::Training => "format",
+            WorkloadKind::Checkpoint => "checkpoints-write",
         }
     }
 }

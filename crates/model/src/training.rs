@@ -108,13 +108,7 @@ impl TrainingResult {
     /// percent; and their standard deviation.
     pub fn au_percent(&self) -> (f64, f64) {
         let values: Vec<f64> = self.counted().map(EpochSteps::au_percent).collect();
-        if values.is_empty() {
-            return (0.0, 0.0);
-        }
-        let n = values.len() as f64;
-        let mean = values.iter().sum::<f64>() / n;
-        let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n;
-        (mean, var.sqrt())
+        mean_sd(&values)
     }
 
     /// The lowest AU of any accelerator's epoch, percent (0 when none was counted).
@@ -158,6 +152,114 @@ impl TrainingResult {
     /// Dataset bytes per second the samples/s stand for (the mean sample's bytes).
     pub fn bytes_per_second(&self) -> f64 {
         self.samples_per_second() * self.dataset.sample_bytes_mean
+    }
+}
+
+/// One checkpoint written or read: when each rank of the run started and ended it, on the
+/// run's checkpoint clock (ns from its origin; the ranks start together, after a barrier).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct CheckpointPass {
+    /// The checkpoint, counted from 1 (DLIO's `global_epoch1_stepN`).
+    pub checkpoint: u32,
+    /// Per rank: (start, end) ns; a rank that did not end it has none.
+    pub ranks: Vec<Option<(u64, u64)>>,
+}
+
+impl CheckpointPass {
+    /// Every rank ended the pass.
+    pub fn whole(&self) -> bool {
+        !self.ranks.is_empty() && self.ranks.iter().all(Option::is_some)
+    }
+
+    /// The slowest rank's time, ns (MLPerf Storage's duration: the maximum across ranks);
+    /// None unless every rank ended it.
+    pub fn slowest_rank_ns(&self) -> Option<u64> {
+        if !self.whole() {
+            return None;
+        }
+        self.ranks.iter().flatten().map(|(s, e)| e - s).max()
+    }
+
+    /// The fastest rank's time, ns.
+    pub fn fastest_rank_ns(&self) -> Option<u64> {
+        if !self.whole() {
+            return None;
+        }
+        self.ranks.iter().flatten().map(|(s, e)| e - s).min()
+    }
+}
+
+/// A checkpoint workload's result on one target: the model's checkpoint as this run's ranks
+/// hold it, and each checkpoint written and read.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct CheckpointResult {
+    pub target: String,
+    /// The model (`llama3-8b`, ...).
+    pub model: String,
+    /// Ranks (processes, emulated GPUs) that ran, and the ranks of the whole model's
+    /// parallelism (tensor x pipeline x data); fewer is MLPerf Storage's subset mode.
+    pub ranks: u32,
+    pub world_ranks: u32,
+    /// Bytes one checkpoint of this run's ranks holds (DLIO's `checkpoint_size`), and of the
+    /// whole model's ranks.
+    pub checkpoint_bytes: u64,
+    pub world_checkpoint_bytes: u64,
+    /// Files of one checkpoint (of this run's ranks).
+    pub files: u64,
+    pub fsync: bool,
+    /// The emulated training between two checkpoints, ns.
+    pub time_between_ns: u64,
+    /// The largest write or read a rank issues, bytes.
+    pub io_bytes: u64,
+    pub writes: Vec<CheckpointPass>,
+    pub reads: Vec<CheckpointPass>,
+}
+
+/// Checkpoint sizes the MLPerf Storage submission guidelines publish per model (Table 2 of
+/// mlcommons/storage's Submission_guidelines.md), as written there.
+pub const PUBLISHED_CHECKPOINT_SIZES: &[(&str, &str)] = &[
+    ("llama3-8b", "105 GB"),
+    ("llama3-70b", "912 GB"),
+    ("llama3-405b", "5.29 TB"),
+    ("llama3-1t", "18 TB"),
+];
+
+/// Mean and standard deviation (population, as DLIO's `np.std`) of `values`; (0, 0) for none.
+pub fn mean_sd(values: &[f64]) -> (f64, f64) {
+    if values.is_empty() {
+        return (0.0, 0.0);
+    }
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n;
+    (mean, var.sqrt())
+}
+
+impl CheckpointResult {
+    /// Seconds of each whole pass (its slowest rank).
+    pub fn seconds(passes: &[CheckpointPass]) -> Vec<f64> {
+        passes
+            .iter()
+            .filter_map(CheckpointPass::slowest_rank_ns)
+            .map(|ns| ns as f64 / 1e9)
+            .collect()
+    }
+
+    /// Throughput of each whole pass, GiB/s: the checkpoint's bytes over the slowest rank's
+    /// time (MLPerf Storage's lowest throughput across ranks; DLIO's "GB" are GiB).
+    pub fn gib_per_second(&self, passes: &[CheckpointPass]) -> Vec<f64> {
+        Self::seconds(passes)
+            .into_iter()
+            .filter(|s| *s > 0.0)
+            .map(|s| self.checkpoint_bytes as f64 / (1u64 << 30) as f64 / s)
+            .collect()
+    }
+
+    /// A pass that some rank did not end (the run was stopped, a rank failed).
+    pub fn cut_short(&self) -> bool {
+        self.writes.iter().chain(&self.reads).any(|p| !p.whole())
     }
 }
 

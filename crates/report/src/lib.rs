@@ -4,6 +4,7 @@
 //! compared by [`storlab_results`], so any stored run can be shown again without re-running it.
 
 pub mod baseline;
+pub mod checkpoint;
 pub mod compare;
 pub mod csv;
 pub mod dbbench;

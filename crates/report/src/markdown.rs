@@ -80,6 +80,7 @@ fn events_markdown(summaries: &[RunSummary]) -> String {
     }
     out.push_str(&crate::latency_search::markdown(summaries));
     out.push_str(&crate::training::markdown(summaries));
+    out.push_str(&crate::checkpoint::markdown(summaries));
     for s in summaries {
         if let Some(d) = &s.distributed {
             out.push_str(&format!(

@@ -38,6 +38,7 @@ pub fn run_table(s: &RunSummary) -> String {
         out.push('\n');
     }
     out.push_str(&crate::training::text_lines(s));
+    out.push_str(&crate::checkpoint::text_lines(s));
     for v in s.targets.iter().filter_map(|t| t.verify.as_ref()) {
         out.push_str(&v.text_table());
     }

@@ -106,6 +106,7 @@ pub fn failed_summary(
         distributed: None,
         latency_search: Vec::new(),
         training: Vec::new(),
+        checkpoint: Vec::new(),
         steady_state: None,
         error_samples: Vec::new(),
     }
@@ -288,6 +289,7 @@ pub fn summarize(plan: &Plan, run: &RunPlan, m: &Measured<'_>) -> RunSummary {
         distributed: None,
         latency_search: Vec::new(),
         training: Vec::new(),
+        checkpoint: Vec::new(),
         steady_state: None,
         error_samples: error_samples(run, m),
     }

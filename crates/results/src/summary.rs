@@ -259,6 +259,9 @@ pub struct RunSummary {
     /// A training workload: per target, what its emulated accelerators did and the AU.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub training: Vec<storlab_model::training::TrainingResult>,
+    /// A checkpoint workload: per target, each checkpoint written and read, per rank.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checkpoint: Vec<storlab_model::training::CheckpointResult>,
 }
 
 fn is_zero(n: &u64) -> bool {

@@ -76,6 +76,11 @@ impl Plan {
                     w.make_quick();
                     training_unbounded |= full_duration.is_none();
                 }
+                if let Workload::Checkpoint(w) = &mut t.workload {
+                    // A small model, 2 ranks, 2 checkpoints each way: they bound the step.
+                    w.make_quick();
+                    training_unbounded |= full_duration.is_none();
+                }
                 if let Workload::Block(w) = &mut t.workload {
                     w.make_quick();
                     // A start delay (fio's startdelay) moves its workers' whole window, so

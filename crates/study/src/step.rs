@@ -99,10 +99,11 @@ impl<'a> Declared<'a> {
             self.interval,
             errors,
         );
-        // YCSB's operation count, a training workload's epochs.
+        // YCSB's operation count, a training workload's epochs, a checkpoint workload's
+        // checkpoints.
         let bounded_by_workload = matches!(
             wtable.get("type").and_then(|t| t.as_str()),
-            Some("ycsb" | "training")
+            Some("ycsb" | "training" | "checkpoint")
         );
         check_bounds(src, step, &step_key, bounded_by_workload, errors);
         let reps = self.repetitions(s, &step_key, errors);
@@ -230,7 +231,7 @@ impl<'a> Declared<'a> {
 }
 
 /// A step is bounded by `duration`, `ops` or its workload (YCSB's operation count, training's
-/// epochs), and each
+/// epochs, a checkpoint workload's checkpoints), and each
 /// bound it sets is above 0.
 fn check_bounds(
     src: &Source,

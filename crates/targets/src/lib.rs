@@ -129,6 +129,8 @@ pub enum WorkloadParams {
     Kv(KvParams),
     Ycsb(YcsbParams),
     Pgbench(PgbenchParams),
+    /// A training reader or a checkpointing rank: its session takes all it needs from its
+    /// target's shared state.
     Training,
 }
 
@@ -211,7 +213,7 @@ impl WorkloadParams {
                 ledger: tables.ledger,
             }),
             // A training reader's session takes all it needs from its target's dataset.
-            Workload::Training(_) => WorkloadParams::Training,
+            Workload::Training(_) | Workload::Checkpoint(_) => WorkloadParams::Training,
         }
     }
 }
@@ -326,6 +328,8 @@ pub struct PrepareOptions {
     /// A training workload's dataset (the dataset target writes it in `prepare`, or finds
     /// it).
     pub training: Option<TrainingPrep>,
+    /// A checkpoint workload's layout (the dataset target claims its folder in `prepare`).
+    pub checkpoint: Option<dataset::checkpoint::CheckpointPrep>,
 }
 
 /// What a dataset target needs of a training workload to prepare.

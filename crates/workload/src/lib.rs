@@ -60,10 +60,18 @@ pub enum Workload {
     Ycsb(ycsb::workload::YcsbWorkload),
     Pgbench(pgbench::PgbenchWorkload),
     Training(training::TrainingWorkload),
+    Checkpoint(training::checkpoint::CheckpointWorkload),
 }
 
 /// The workload types, for messages.
-pub const TYPES: &[&str] = &["block", "db-bench", "ycsb", "pgbench", "training"];
+pub const TYPES: &[&str] = &[
+    "block",
+    "db-bench",
+    "ycsb",
+    "pgbench",
+    "training",
+    "checkpoint",
+];
 
 use storlab_model::WorkloadKind;
 
@@ -79,6 +87,8 @@ pub enum Source {
     Pgbench(pgbench::PgbenchSource),
     /// A training accelerator's reader.
     Training(training::loader::TrainingSource),
+    /// A checkpointing rank.
+    Checkpoint(training::checkpoint::CheckpointSource),
     /// A block workload with fio's pattern options (size ranges, holes, think time).
     Pattern(block::pattern::PatternSource),
 }
@@ -97,6 +107,7 @@ impl Source {
             Source::Ycsb(s) => s.next_op(),
             Source::Pgbench(s) => Some(s.next_op()),
             Source::Training(s) => s.next_op(),
+            Source::Checkpoint(s) => s.next_op(),
             Source::Pattern(s) => Some(s.next_op()),
         }
     }
@@ -112,6 +123,7 @@ impl Source {
             | Source::Kv(_)
             | Source::Pgbench(_)
             | Source::Training(_)
+            | Source::Checkpoint(_)
             | Source::Pattern(_) => Ok(()),
         }
     }
@@ -145,11 +157,12 @@ impl Source {
     }
 }
 
-/// A run's operation sources, one per foreground thread, and a training workload's
-/// accelerators.
+/// A run's operation sources, one per foreground thread, a training workload's
+/// accelerators and a checkpoint workload's clock.
 pub struct RunSources {
     pub sources: Vec<Source>,
     pub accelerators: Vec<std::sync::Arc<training::loader::Gate>>,
+    pub checkpoints: Option<std::sync::Arc<training::checkpoint::CheckpointClock>>,
 }
 
 /// A worker that runs beside a target's threads and stops when they do; its figures are kept
@@ -180,6 +193,8 @@ impl Workload {
             "ycsb" => ycsb::workload::YcsbWorkload::from_table(table).map(Workload::Ycsb),
             "pgbench" => pgbench::PgbenchWorkload::from_table(table).map(Workload::Pgbench),
             "training" => training::TrainingWorkload::from_table(table).map(Workload::Training),
+            "checkpoint" => training::checkpoint::CheckpointWorkload::from_table(table)
+                .map(Workload::Checkpoint),
             other => Err(err(
                 "type",
                 format!(
@@ -197,6 +212,7 @@ impl Workload {
             Some("ycsb") => ycsb::workload::SWEEPABLE,
             Some("pgbench") => pgbench::SWEEPABLE,
             Some("training") => training::SWEEPABLE,
+            Some("checkpoint") => training::checkpoint::SWEEPABLE,
             _ => SWEEPABLE,
         }
     }
@@ -208,6 +224,7 @@ impl Workload {
             Workload::Ycsb(_) => WorkloadKind::Ycsb,
             Workload::Pgbench(_) => WorkloadKind::Pgbench,
             Workload::Training(_) => WorkloadKind::Training,
+            Workload::Checkpoint(_) => WorkloadKind::Checkpoint,
         }
     }
 
@@ -228,6 +245,7 @@ impl Workload {
             },
             Workload::Pgbench(_) => ResultKind::Pgbench,
             Workload::Training(_) => ResultKind::Training,
+            Workload::Checkpoint(_) => ResultKind::Checkpoint,
         }
     }
 
@@ -238,6 +256,7 @@ impl Workload {
             Workload::Ycsb(w) => w.threads,
             Workload::Pgbench(w) => w.threads,
             Workload::Training(w) => w.threads(),
+            Workload::Checkpoint(w) => w.threads(),
         }
     }
 
@@ -251,6 +270,8 @@ impl Workload {
             Workload::Pgbench(w) => w.threads = threads,
             // Its threads are its accelerators' readers: a schedule does not change them.
             Workload::Training(_) => {}
+            // Its threads are its ranks: the model's parallelism fixes them.
+            Workload::Checkpoint(_) => {}
         }
         w
     }
@@ -260,7 +281,7 @@ impl Workload {
             Workload::Block(w) => w.queue_depth,
             Workload::DbBench(_) => 1,
             Workload::Ycsb(w) => w.queue_depth,
-            Workload::Pgbench(_) | Workload::Training(_) => 1,
+            Workload::Pgbench(_) | Workload::Training(_) | Workload::Checkpoint(_) => 1,
         }
     }
 
@@ -272,7 +293,8 @@ impl Workload {
             Workload::DbBench(_)
             | Workload::Ycsb(_)
             | Workload::Pgbench(_)
-            | Workload::Training(_) => 0,
+            | Workload::Training(_)
+            | Workload::Checkpoint(_) => 0,
         }
     }
 
@@ -282,7 +304,7 @@ impl Workload {
             Workload::DbBench(w) => w.rate_per_thread(),
             Workload::Ycsb(w) => w.rate_per_thread(),
             Workload::Pgbench(w) => w.rate_per_thread(),
-            Workload::Training(_) => None,
+            Workload::Training(_) | Workload::Checkpoint(_) => None,
         }
     }
 
@@ -294,6 +316,7 @@ impl Workload {
             Workload::Ycsb(w) => w.writes(),
             Workload::Pgbench(w) => w.script.writes(),
             Workload::Training(_) => false,
+            Workload::Checkpoint(w) => w.checkpoints_write > 0,
         }
     }
 
@@ -303,7 +326,8 @@ impl Workload {
             Workload::Block(_)
             | Workload::Ycsb(_)
             | Workload::Pgbench(_)
-            | Workload::Training(_) => false,
+            | Workload::Training(_)
+            | Workload::Checkpoint(_) => false,
             Workload::DbBench(w) => w.benchmark.fresh(),
         }
     }
@@ -316,6 +340,7 @@ impl Workload {
             Workload::Ycsb(w) => w.kinds(),
             Workload::Pgbench(w) => vec![w.script.kind()],
             Workload::Training(_) => vec![OpKind::Read],
+            Workload::Checkpoint(w) => w.kinds(),
         }
     }
 
@@ -336,7 +361,8 @@ impl Workload {
             Workload::Block(_)
             | Workload::Ycsb(_)
             | Workload::Pgbench(_)
-            | Workload::Training(_) => None,
+            | Workload::Training(_)
+            | Workload::Checkpoint(_) => None,
             Workload::DbBench(w) => Some(w.shape()),
         }
     }
@@ -382,6 +408,9 @@ impl Workload {
             Workload::Training(w) => {
                 mix_seed(w.seed, &[place[0], place[1], place[2], name_hash(&w.model)])
             }
+            // The pieces' stamps carry the workload's seed: a read step checks what the
+            // write step wrote.
+            Workload::Checkpoint(w) => w.seed,
         }
     }
 
@@ -415,6 +444,15 @@ impl Workload {
                     .map(Source::Training)
                     .expect("thread below threads")
             }
+            // A rank alone: the others never reach the barrier, so it ends at once.
+            Workload::Checkpoint(w) => {
+                let (_, sources) = w.run(std::sync::Arc::new(w.layout()));
+                sources
+                    .into_iter()
+                    .nth(thread as usize)
+                    .map(Source::Checkpoint)
+                    .expect("thread below threads")
+            }
         }
     }
 
@@ -422,6 +460,7 @@ impl Workload {
     /// and a training workload's accelerators (the gates its readers meet them at, for the
     /// engine to drive).
     pub fn sources(&self, region: Region, run_seed: u64) -> RunSources {
+        let mut checkpoints = None;
         let (sources, accelerators) = match self {
             Workload::Ycsb(w) => (
                 w.sources().into_iter().map(Source::Ycsb).collect(),
@@ -430,6 +469,14 @@ impl Workload {
             Workload::Training(w) => {
                 let (gates, readers) = w.run(std::sync::Arc::new(w.build_dataset()), run_seed);
                 (readers.into_iter().map(Source::Training).collect(), gates)
+            }
+            Workload::Checkpoint(w) => {
+                let (clock, ranks) = w.run(std::sync::Arc::new(w.layout()));
+                checkpoints = Some(clock);
+                (
+                    ranks.into_iter().map(Source::Checkpoint).collect(),
+                    Vec::new(),
+                )
             }
             _ => (
                 (0..self.threads())
@@ -441,6 +488,7 @@ impl Workload {
         RunSources {
             sources,
             accelerators,
+            checkpoints,
         }
     }
 
@@ -467,7 +515,8 @@ impl Workload {
             Workload::Block(_)
             | Workload::Ycsb(_)
             | Workload::Pgbench(_)
-            | Workload::Training(_) => None,
+            | Workload::Training(_)
+            | Workload::Checkpoint(_) => None,
             Workload::DbBench(w) => w.writer(run_seed).map(|(source, rate_ops)| Background {
                 source: Source::Kv(source),
                 kinds: vec![OpKind::Write],
@@ -540,6 +589,7 @@ impl Workload {
             Workload::Ycsb(w) => w.describe(),
             Workload::Pgbench(w) => w.describe(),
             Workload::Training(w) => w.describe(),
+            Workload::Checkpoint(w) => w.describe(),
         }
     }
 
@@ -564,7 +614,15 @@ impl Workload {
             Workload::DbBench(_)
             | Workload::Ycsb(_)
             | Workload::Pgbench(_)
-            | Workload::Training(_) => None,
+            | Workload::Training(_)
+            | Workload::Checkpoint(_) => None,
+        }
+    }
+
+    pub fn as_checkpoint(&self) -> Option<&training::checkpoint::CheckpointWorkload> {
+        match self {
+            Workload::Checkpoint(w) => Some(w),
+            _ => None,
         }
     }
 

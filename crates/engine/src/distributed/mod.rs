@@ -143,6 +143,13 @@ pub fn assign_workers(run: &RunPlan, hosts: &[String]) -> Result<Vec<u32>, DistE
             }
             (None, None) => all.clone(),
         };
+        if t.workload.as_checkpoint().is_some() {
+            // Its ranks meet at a barrier in one process's memory.
+            return Err(DistError::Placement(format!(
+                "target `{}`: a checkpoint workload runs its ranks in one storlab process; under mpirun spreading them over processes is not built (run it without mpirun: its ranks are threads)",
+                t.name
+            )));
+        }
         let threads = t.workload.threads() as usize;
         // A training workload's readers stay with their accelerator: accelerators are split
         // over the ranks in blocks, each with all its readers.

@@ -154,6 +154,7 @@ pub fn headline(runs: &[StoredRun], groups: &[Group]) -> Headline {
                 ResultKind::YcsbLoad
                 | ResultKind::Pgbench
                 | ResultKind::Training
+                | ResultKind::Checkpoint
                 | ResultKind::Unknown => OTHER,
             };
             let f = &p.figures;

@@ -217,6 +217,7 @@ pub fn report_html_compared(
     steady_section(&mut h, &summaries);
     latency_search_section(&mut h, &summaries);
     training_section(&mut h, &summaries);
+    checkpoint_section(&mut h, &summaries);
     events_section(&mut h, &summaries);
     crate::verify::html_section(&mut h, &summaries.iter().collect::<Vec<_>>());
 
@@ -440,6 +441,19 @@ fn training_section(h: &mut String, summaries: &[RunSummary]) {
         h,
         "<p class=\"meta\">{}</p></section>",
         esc(crate::training::TRAINING_NOTE)
+    );
+}
+
+/// A checkpoint workload's table and what its figures are.
+fn checkpoint_section(h: &mut String, summaries: &[RunSummary]) {
+    let Some(t) = crate::checkpoint::checkpoint_table(summaries) else {
+        return;
+    };
+    let _ = writeln!(
+        h,
+        "<section id=\"checkpoint\"><h2>Checkpointing</h2>{}<p class=\"meta\">{}</p></section>",
+        tables::table_html(&t, "checkpoint"),
+        esc(crate::checkpoint::CHECKPOINT_NOTE)
     );
 }
 

@@ -11,6 +11,7 @@
 //! when its folder lacks it, in the formats' real framing ([`mod@format`]); the loader
 //! ([`loader`]) gives each reader its samples. DLIO-compatible, not an MLPerf Storage result.
 
+pub mod checkpoint;
 pub mod dataset;
 pub mod format;
 pub mod loader;

@@ -1,6 +1,7 @@
 //! The `dataset` target: a folder of training datasets on any mounted filesystem (a local disk,
 //! tmpfs, a network or FUSE mount), read as a training framework reads it. It takes the
-//! `training` workload only.
+//! `training` workload, and the `checkpoint` workload, whose checkpoints go in its
+//! `checkpoints` subfolder ([`checkpoint`]).
 //!
 //! Each workload's dataset lives in the folder's subfolder named after its model
 //! (`PATH/unet3d`, as DLIO's `data/unet3d`). `prepare` writes it when that subfolder is
@@ -16,6 +17,8 @@
 //! KiB by default), both CRC-32Cs checked. A framing or checksum failure is an integrity
 //! error of that operation. Files are opened by prebuilt paths and read into a buffer
 //! allocated when the session opens: nothing is allocated per sample.
+
+pub mod checkpoint;
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
@@ -37,7 +40,7 @@ use storlab_workload::training::format::{
 
 pub const TYPE: TargetType = TargetType {
     name: "dataset",
-    summary: "a folder of training files (npz, tfrecord) written once and read as a training framework reads them",
+    summary: "a folder of training files (npz, tfrecord) written once and read as a training framework reads them, and of checkpoints",
     options: &[(
         "path",
         "the folder (created); each model's dataset goes in its subfolder, written when that is empty",
@@ -64,9 +67,15 @@ fn parse(table: toml::Table) -> Result<TargetConfig, OptionError> {
     Ok(TargetConfig::Dataset(c))
 }
 
+/// What a prepared target's sessions share: a training dataset's, or a checkpoint folder's.
+pub enum DatasetShared {
+    Training(TrainingShared),
+    Checkpoint(checkpoint::CheckpointShared),
+}
+
 /// What a prepared dataset's sessions share: the dataset, every file's path, and whether
 /// `prepare` wrote it.
-pub struct DatasetShared {
+pub struct TrainingShared {
     pub dataset: Arc<Dataset>,
     paths: Arc<[CString]>,
     pub generated: bool,
@@ -79,8 +88,8 @@ impl Target for DatasetConfig {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities {
-            workloads: &[WorkloadKind::Training],
-            ops: &[OpKind::Read],
+            workloads: &[WorkloadKind::Training, WorkloadKind::Checkpoint],
+            ops: &[OpKind::Read, OpKind::Write, OpKind::Fsync],
             overlap: Overlap::None,
             in_process: false,
             writes_given_buffers: false,
@@ -98,9 +107,14 @@ impl Target for DatasetConfig {
     }
 
     fn prepare(&self, opts: &PrepareOptions) -> Result<(Region, DatasetShared), TargetError> {
+        if let Some(prep) = &opts.checkpoint {
+            let folder = self.path.join("checkpoints").join(&prep.model);
+            let (region, shared) = checkpoint::prepare(&folder, prep)?;
+            return Ok((region, DatasetShared::Checkpoint(shared)));
+        }
         let Some(prep) = opts.training.clone() else {
             return Err(TargetError::Invalid(
-                "a dataset target runs training workloads only".into(),
+                "a dataset target runs training and checkpoint workloads only".into(),
             ));
         };
         let (dataset, read_bytes) = (prep.dataset, prep.read_bytes);
@@ -120,12 +134,12 @@ impl Target for DatasetConfig {
         };
         Ok((
             region,
-            DatasetShared {
+            DatasetShared::Training(TrainingShared {
                 dataset,
                 paths,
                 generated,
                 read_bytes,
-            },
+            }),
         ))
     }
 
@@ -135,7 +149,10 @@ impl Target for DatasetConfig {
         _: &SessionParams,
         user: U,
     ) -> Result<U::Output, TargetError> {
-        Ok(user.run(DatasetSession::new(shared)))
+        Ok(match shared {
+            DatasetShared::Training(t) => user.run(DatasetSession::new(t)),
+            DatasetShared::Checkpoint(c) => user.run(checkpoint::CheckpointSession::new(c)),
+        })
     }
 }
 
@@ -330,32 +347,7 @@ impl Stream {
 
     /// Reads exactly `out.len()` bytes at `offset`, outside the buffer.
     fn pread_exact(&mut self, out: &mut [u8], offset: u64) -> Result<(), OpError> {
-        let mut done = 0;
-        while done < out.len() {
-            // SAFETY: the pointer and length stay within `out`.
-            let n = unsafe {
-                libc::pread(
-                    self.fd,
-                    out[done..].as_mut_ptr().cast(),
-                    out.len() - done,
-                    (offset + done as u64) as libc::off_t,
-                )
-            };
-            if n < 0 {
-                let e = last_error();
-                if e.code == libc::EINTR {
-                    continue;
-                }
-                return Err(e);
-            }
-            if n == 0 {
-                return Err(OpError {
-                    kind: storlab_model::ErrorKind::ShortTransfer,
-                    code: done as i32,
-                });
-            }
-            done += n as usize;
-        }
+        pread_exact(self.fd, out, offset)?;
         self.read += out.len() as u64;
         Ok(())
     }
@@ -420,6 +412,38 @@ impl Drop for Stream {
     }
 }
 
+/// Reads exactly `out.len()` bytes of `fd` at `offset`; a file that ends first is a short
+/// transfer.
+fn pread_exact(fd: libc::c_int, out: &mut [u8], offset: u64) -> Result<(), OpError> {
+    let mut done = 0;
+    while done < out.len() {
+        // SAFETY: the pointer and length stay within `out`.
+        let n = unsafe {
+            libc::pread(
+                fd,
+                out[done..].as_mut_ptr().cast(),
+                out.len() - done,
+                (offset + done as u64) as libc::off_t,
+            )
+        };
+        if n < 0 {
+            let e = last_error();
+            if e.code == libc::EINTR {
+                continue;
+            }
+            return Err(e);
+        }
+        if n == 0 {
+            return Err(OpError {
+                kind: storlab_model::ErrorKind::ShortTransfer,
+                code: done as i32,
+            });
+        }
+        done += n as usize;
+    }
+    Ok(())
+}
+
 fn last_error() -> OpError {
     OpError::errno(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO))
 }
@@ -436,7 +460,7 @@ pub struct DatasetSession {
 }
 
 impl DatasetSession {
-    fn new(shared: &DatasetShared) -> DatasetSession {
+    fn new(shared: &TrainingShared) -> DatasetSession {
         let read_bytes = shared.read_bytes.max(4096) as usize;
         DatasetSession {
             dataset: shared.dataset.clone(),
