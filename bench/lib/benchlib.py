@@ -10,8 +10,10 @@ target/release/storlab.
 """
 import collections
 import json
+import math
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -77,3 +79,18 @@ def mean(xs):
 def mean_of(runs, keys):
     """The mean of each of keys over runs (dicts): a dict."""
     return {k: mean([r[k] for r in runs]) for k in keys}
+
+
+def ratio_line(name, a, b, peer):
+    """storlab/peer per round (a[i] / b[i]), the geometric mean and its 95% t interval over
+    rounds, and whether the interval holds 1."""
+    logs = [math.log(x / y) for x, y in zip(a, b) if x > 0 and y > 0]
+    if len(logs) < 2:
+        one = math.exp(logs[0]) if logs else float("nan")
+        return f"  {name}: storlab/{peer} {one:.3f} (one round: no interval)"
+    m, se = statistics.mean(logs), statistics.stdev(logs) / math.sqrt(len(logs))
+    t = {2: 12.706, 3: 4.303, 4: 3.182, 5: 2.776}.get(len(logs), 2.262)
+    lo, hi = math.exp(m - t * se), math.exp(m + t * se)
+    verdict = ("no difference beyond the noise" if lo <= 1 <= hi
+               else ("storlab higher" if lo > 1 else "storlab lower"))
+    return f"  {name}: storlab/{peer} {math.exp(m):.3f} (95% CI {lo:.3f}-{hi:.3f}): {verdict}"
