@@ -87,6 +87,11 @@ fn the_training_study_writes_its_datasets_once_and_states_au_against_the_rule() 
         page.contains("<section id=\"checkpoint\">"),
         "no checkpoint section"
     );
+    // The published MLPerf Storage result beside the training figures.
+    assert!(
+        page.contains("mlperf-storage-v1.0-micron-9550"),
+        "no published figures"
+    );
 
     // Again: the datasets are found and reused, not written.
     let again = Lab::new();

@@ -4,7 +4,7 @@
 //! the ratio; the hardware differs, and the report says so.
 //!
 //! A figure is matched to the user's by the report table it belongs to (`table`: the headline
-//! section's title, `RAID efficiency`, `Elastic`), the test's label in that table and the
+//! section's title, `RAID efficiency`, `Elastic`, `Training`), the test's label in that table and the
 //! metric's column name. Values are converted from the brief's unit to storlab's stored one
 //! (operations per second, bytes per second, nanoseconds, seconds, a fraction).
 
@@ -77,6 +77,12 @@ pub enum FigureUnit {
     Hours,
     #[serde(rename = "%")]
     Percent,
+    /// A count of things (emulated accelerators).
+    #[serde(rename = "count")]
+    Count,
+    /// Training samples per second.
+    #[serde(rename = "samples/s")]
+    SamplesPerSecond,
 }
 
 impl FigureUnit {
@@ -84,7 +90,10 @@ impl FigureUnit {
     /// seconds (durations), a fraction (percentages).
     pub fn to_stored(self, value: f64) -> f64 {
         match self {
-            FigureUnit::OpsPerSecond | FigureUnit::Seconds => value,
+            FigureUnit::OpsPerSecond
+            | FigureUnit::Seconds
+            | FigureUnit::Count
+            | FigureUnit::SamplesPerSecond => value,
             FigureUnit::MegabytesPerSecond => value * 1e6,
             FigureUnit::MebibytesPerSecond => value * 1_048_576.0,
             FigureUnit::GigabytesPerSecond => value * 1e9,

@@ -96,7 +96,47 @@ pub fn measured(runs: &[StoredRun], headline: &Headline) -> Vec<Measured> {
             value,
         }));
     }
+    out.extend(training_figures(runs));
     out
+}
+
+/// Per model and target, MLPerf Storage's result: of the training runs that met the AU rule,
+/// the one with the most accelerators (the most samples/s among equals): its accelerators,
+/// samples/s, dataset bytes/s and AU (a fraction). A model no run met the rule for has none.
+fn training_figures(runs: &[StoredRun]) -> Vec<Measured> {
+    use storlab_model::training::TrainingResult;
+    let mut best: Vec<&TrainingResult> = Vec::new();
+    for r in runs.iter().flat_map(|r| &r.summary.training) {
+        if !r.meets_au() {
+            continue;
+        }
+        let key = |x: &TrainingResult| (x.accelerators, x.samples_per_second());
+        match best
+            .iter_mut()
+            .find(|b| b.model == r.model && b.target == r.target)
+        {
+            Some(b) if key(r) > key(b) => *b = r,
+            Some(_) => {}
+            None => best.push(r),
+        }
+    }
+    best.into_iter()
+        .flat_map(|r| {
+            [
+                ("accelerators", f64::from(r.accelerators)),
+                ("samples/s", r.samples_per_second()),
+                ("MB/s", r.bytes_per_second()),
+                ("AU", r.au_percent().0 / 100.0),
+            ]
+            .map(|(metric, value)| Measured {
+                table: "Training".into(),
+                test: r.model.clone(),
+                target: r.target.clone(),
+                metric: metric.into(),
+                value,
+            })
+        })
+        .collect()
 }
 
 /// A run's recovery figures, seconds: per fault (`recovery` event) the time to the first
@@ -161,6 +201,7 @@ fn as_written(unit: FigureUnit, v: f64) -> String {
     }
     match unit {
         FigureUnit::Percent => format!("{grouped}%"),
+        FigureUnit::Count => grouped,
         _ => format!("{grouped} {}", unit_name(unit)),
     }
 }
@@ -178,6 +219,7 @@ fn show(unit: FigureUnit, stored: f64) -> String {
     let v = stored / unit.to_stored(1.0);
     match unit {
         FigureUnit::Percent => format!("{}%", significant(v)),
+        FigureUnit::Count if v.fract() == 0.0 => crate::table::thousands(v),
         _ => format!("{} {}", significant(v), unit_name(unit)),
     }
 }
@@ -489,5 +531,54 @@ wording = "after 2:05:38"
             .map(|c| c.shown.as_str())
             .collect();
         assert_eq!(shown[2..], ["7,538 s", "all", "41.2 s", "0.00547"]);
+    }
+
+    /// MLPerf's result per model: the run with the most accelerators that met the AU rule; a
+    /// run below the line, however many accelerators, is not the result.
+    #[test]
+    fn the_training_result_is_the_most_accelerators_that_met_the_rule() {
+        use storlab_model::training::{AcceleratorSteps, EpochSteps, TrainingResult};
+        let run = |index, accelerators, au_percent: f64| {
+            let mut s = storlab_results::fixtures::summary(index, "unet3d", &[], &[]);
+            let e = EpochSteps {
+                epoch: 1,
+                steps: 11,
+                counted_steps: 10,
+                counted_ns: 1_000_000_000,
+                compute_ns: (au_percent * 1e7) as u64,
+                ..EpochSteps::default()
+            };
+            s.training.push(TrainingResult {
+                target: "data".into(),
+                model: "unet3d".into(),
+                accelerators,
+                batch_size: 7,
+                au_threshold_percent: 90.0,
+                per_accelerator: (0..accelerators)
+                    .map(|a| AcceleratorSteps {
+                        accelerator: a,
+                        epochs: vec![e.clone()],
+                        cut_short: false,
+                    })
+                    .collect(),
+                ..TrainingResult::default()
+            });
+            StoredRun::of_summary(s)
+        };
+        let runs = [run(1, 2, 99.0), run(2, 4, 95.0), run(3, 8, 60.0)];
+        let h = Headline {
+            sections: Vec::new(),
+            compared_with: None,
+        };
+        let got: Vec<(String, f64)> = measured(&runs, &h)
+            .into_iter()
+            .filter(|m| m.table == "Training")
+            .map(|m| (m.metric, m.value))
+            .collect();
+        assert_eq!(got[0], ("accelerators".to_string(), 4.0));
+        assert_eq!(got[3].0, "AU");
+        assert!((got[3].1 - 0.95).abs() < 1e-9, "{got:?}");
+        // 4 accelerators of 10 counted steps of 7 samples in 1 s each.
+        assert!((got[1].1 - 280.0).abs() < 1e-9, "{got:?}");
     }
 }
