@@ -115,6 +115,10 @@ fn check_checkpoint_runs(runs: &[serde_json::Value], data: &std::path::Path) {
         "{w}"
     );
     assert_eq!(w["files"], 4, "{w}");
+    assert_eq!(
+        w["preset-model"], false,
+        "quick: a smaller model than the preset's"
+    );
     let bytes = w["checkpoint-bytes"].as_u64().unwrap();
     let kinds = &write["targets"][0]["kinds"];
     assert_eq!(kinds["write"]["bytes"].as_u64(), Some(2 * bytes), "{kinds}");

@@ -175,6 +175,7 @@ pub(crate) fn checkpoint_results(
                 world_ranks: w.parallelism.world(),
                 checkpoint_bytes: layout.bytes(),
                 world_checkpoint_bytes: world.bytes(),
+                preset_model: w.preset_model(),
                 files: layout.files.len() as u64,
                 fsync: w.fsync,
                 time_between_ns: w.time_between_checkpoints.0.as_nanos() as u64,

@@ -206,6 +206,10 @@ pub struct CheckpointResult {
     /// whole model's ranks.
     pub checkpoint_bytes: u64,
     pub world_checkpoint_bytes: u64,
+    /// The model is its preset's, whose published checkpoint size applies (else smaller, as
+    /// `--quick` makes it, or changed by the study).
+    #[serde(default)]
+    pub preset_model: bool,
     /// Files of one checkpoint (of this run's ranks).
     pub files: u64,
     pub fsync: bool,

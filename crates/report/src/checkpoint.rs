@@ -36,16 +36,28 @@ fn gib(bytes: u64) -> f64 {
 /// all its ranks.
 fn published(r: &CheckpointResult) -> String {
     let whole = format!(
-        "{:.1} GiB for all {} ranks",
-        gib(r.world_checkpoint_bytes),
+        "{} GiB for all {} ranks",
+        gib_text(r.world_checkpoint_bytes),
         r.world_ranks
     );
     match PUBLISHED_CHECKPOINT_SIZES
         .iter()
         .find(|(m, _)| *m == r.model)
     {
-        Some((_, size)) => format!("{size} ({whole})"),
+        Some((_, size)) if r.preset_model => format!("{size} ({whole})"),
+        Some((_, size)) => format!("{size} for the full model; this smaller one: {whole}"),
         None => whole,
+    }
+}
+
+/// GiB to one decimal from 10 up, else to three significant digits.
+fn gib_text(bytes: u64) -> String {
+    let g = gib(bytes);
+    if g >= 10.0 || g == 0.0 {
+        format!("{g:.1}")
+    } else {
+        let decimals = (2 - g.log10().floor() as i32).clamp(0, 9) as usize;
+        format!("{g:.decimals$}")
     }
 }
 
@@ -197,6 +209,7 @@ mod tests {
             world_ranks: 8,
             checkpoint_bytes: 1 << 30,
             world_checkpoint_bytes: 4 << 30,
+            preset_model: true,
             files: 4,
             fsync: true,
             time_between_ns: 0,
@@ -213,7 +226,13 @@ mod tests {
         let md = t.markdown();
         assert!(md.contains("1.500 (0.500)"), "{md}");
         assert!(md.contains("0.750 (0.250)"), "{md}");
-        assert!(md.contains("105 GB (4.0 GiB for all 8 ranks)"), "{md}");
+        assert!(md.contains("105 GB (4.00 GiB for all 8 ranks)"), "{md}");
+        s.checkpoint[0].preset_model = false;
+        let md = checkpoint_table([&s]).unwrap().markdown();
+        assert!(
+            md.contains("105 GB for the full model; this smaller one: 4.00 GiB for all 8 ranks"),
+            "{md}"
+        );
         let text = text_lines(&s);
         assert!(
             text.contains("write: 2 of 2 checkpoints, 1.500 s each (sd 0.500)"),

@@ -43,6 +43,8 @@ const MAX_FILE_BYTES: u64 = 1 << ranks::POS_BITS;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub struct CheckpointWorkload {
+    /// The preset it started from.
+    pub preset: String,
     pub model: String,
     pub transformer: Transformer,
     pub parallelism: Parallelism,
@@ -114,6 +116,7 @@ fn preset(name: &str) -> Option<CheckpointWorkload> {
         zero_stage: zero,
     };
     Some(CheckpointWorkload {
+        preset: name.into(),
         model: name.into(),
         transformer: Transformer {
             layers: l,
@@ -325,6 +328,16 @@ impl CheckpointWorkload {
         self.io_bytes = self.io_bytes.min(1 << 20);
     }
 
+    /// The model is its preset's (transformer and datatypes): the checkpoint size the
+    /// preset's model publishes applies.
+    pub fn preset_model(&self) -> bool {
+        preset(&self.preset).is_some_and(|p| {
+            p.transformer == self.transformer
+                && p.model_datatype == self.model_datatype
+                && p.optimizer_datatype == self.optimizer_datatype
+        })
+    }
+
     /// The ranks (worker threads).
     pub fn threads(&self) -> u32 {
         self.ranks
@@ -425,6 +438,13 @@ mod tests {
     fn presets_give_the_published_checkpoint_sizes() {
         let w = workload("preset = \"llama3-8b\"");
         assert_eq!(w.transformer.parameters(), 8_030_261_248);
+        assert!(w.preset_model());
+        let mut quick = w.clone();
+        quick.make_quick();
+        assert!(
+            !quick.preset_model(),
+            "the published size is not the quick model's"
+        );
         let gib = |p: &str| {
             let w = workload(&format!("preset = \"{p}\""));
             w.layout().bytes() as f64 / (1u64 << 30) as f64
