@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what storlab needs on Debian 12 (with --tests, what its tests and benchmarks need
-# too), then builds storlab.
+# too), then builds storlab (the release binary; not with --tests, whose tests build their own).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -69,5 +69,8 @@ if ! command -v cargo >/dev/null 2>&1; then
 fi
 
 # With distributed runs (`mpirun -np N storlab run STUDY`); `storlab brief` and a plain
-# `storlab run` never start MPI.
-cargo build --release --locked --features mpi
+# `storlab run` never start MPI. The tests (--tests, from scripts/test.sh) build their own
+# binary in the `ci` profile and never run this one: building it there too took 15 minutes.
+if [ "$tests" -eq 0 ]; then
+  cargo build --release --locked --features mpi
+fi

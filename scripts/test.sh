@@ -48,5 +48,7 @@ export STORLAB_REQUIRE_SERVERS=1
 export STORLAB_REQUIRE_CHROMIUM=1
 # Tests that need root (loop devices, filesystems) fail instead of skipping when not root.
 export STORLAB_REQUIRE_ROOT=1
-# With the `mpi` feature, as setup.sh builds it (tests/mpi.rs runs the binary under mpirun).
-cargo test --release --locked --features mpi -- --test-threads=2
+# With the `mpi` feature, as setup.sh builds it (tests/mpi.rs runs the binary under mpirun);
+# in the `ci` profile: release's optimization without its link-time optimization, which at
+# each of the tests' binaries' link cost more than the whole release build (Cargo.toml).
+cargo test --profile ci --locked --features mpi -- --test-threads=2
