@@ -287,4 +287,30 @@ duration = "1s"
         let e = assign_workers(&run, &one).unwrap_err().to_string();
         assert!(e.contains("pinned to host `h2`"), "{e}");
     }
+
+    /// A checkpoint workload's ranks meet at a barrier in one process: under mpirun it is
+    /// refused before anything runs, naming the target.
+    #[test]
+    fn a_checkpoint_workload_is_refused_under_mpirun() {
+        let run = run_of(
+            r#"
+[targets.d]
+type = "dataset"
+path = "/nonexistent/ckpt"
+[workloads.c]
+type = "checkpoint"
+preset = "llama3-8b"
+ranks = 2
+[[steps]]
+workload = "c"
+targets = ["d"]
+"#,
+        );
+        let hosts: Vec<String> = ["h1", "h2"].map(String::from).to_vec();
+        let e = assign_workers(&run, &hosts).unwrap_err().to_string();
+        assert!(
+            e.contains("target `d`") && e.contains("checkpoint workload runs its ranks in one"),
+            "{e}"
+        );
+    }
 }
