@@ -172,7 +172,7 @@ fn recovery_figures(s: &storlab_results::summary::RunSummary) -> Vec<(String, f6
 }
 
 /// Three significant digits, thousands separated from 1,000 up.
-fn significant(v: f64) -> String {
+pub(crate) fn significant(v: f64) -> String {
     let a = v.abs();
     if a >= 1000.0 {
         crate::table::thousands(v)

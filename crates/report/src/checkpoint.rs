@@ -56,8 +56,7 @@ fn gib_text(bytes: u64) -> String {
     if g >= 10.0 || g == 0.0 {
         format!("{g:.1}")
     } else {
-        let decimals = (2 - g.log10().floor() as i32).clamp(0, 9) as usize;
-        format!("{g:.decimals$}")
+        crate::baseline::significant(g)
     }
 }
 

@@ -205,13 +205,14 @@ impl CheckpointSource {
     /// The next operation, or None when every pass is over (or a rank is gone). Called
     /// after the previous operation completed (queue depth 1).
     pub fn next_op(&mut self) -> Option<Op> {
-        let c = Arc::clone(&self.clock);
+        let writes = self.clock.writes;
         loop {
             if self.done {
                 return None;
             }
             if !self.started {
-                if self.pass >= c.writes + c.reads || !c.begin(self.pass, self.rank) {
+                let passes = writes + self.clock.reads;
+                if self.pass >= passes || !self.clock.begin(self.pass, self.rank) {
                     self.finish();
                     return None;
                 }
@@ -221,17 +222,17 @@ impl CheckpointSource {
                 self.file_ended = false;
             }
             if self.file >= self.layout.rank_files(self.rank).end {
-                c.stamp(self.pass, self.rank, true);
+                self.clock.stamp(self.pass, self.rank, true);
                 self.pass += 1;
                 self.started = false;
                 continue;
             }
             let bytes = self.layout.files[self.file].bytes;
-            let writing = self.pass < c.writes;
+            let writing = self.pass < writes;
             let checkpoint = if writing {
                 self.pass
             } else {
-                self.pass - c.writes
+                self.pass - writes
             };
             let at = pack(checkpoint, self.file as u32, self.pos);
             if self.pos < bytes || (bytes == 0 && !self.file_ended) {
