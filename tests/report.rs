@@ -918,7 +918,10 @@ fn compare_gives_intervals_and_verdicts_and_fails_on_a_regression() {
 }
 
 /// `storlab results history`: each run with its interval, and the run whose target is many
-/// times slower than the four before it marked as a regression, in the table and the JSON.
+/// times slower than the three before it marked as a regression, in the table and the JSON.
+/// The three are not judged (fewer than three runs before them). Whether runs of the same
+/// thing stay unmarked is a rate, not a pass or fail: bench/verdicts measures it, and
+/// `a_run_is_no_surer_than_its_own_interval` holds the rule that keeps it low.
 #[test]
 fn results_history_marks_the_run_that_changed() {
     let lab = Lab::new();
@@ -933,7 +936,7 @@ fn results_history_marks_the_run_that_changed() {
     let slow = lab.write("slow.toml", &slow);
     let results = lab.path().join("results");
     let results = results.to_str().unwrap();
-    for study in [&fast, &fast, &fast, &fast, &slow] {
+    for study in [&fast, &fast, &fast, &slow] {
         let out = lab.run(&["run", "-q", study.to_str().unwrap(), "--results", results]);
         assert!(out.status.success(), "{}", text(&out).1);
     }
@@ -950,16 +953,16 @@ fn results_history_marks_the_run_that_changed() {
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stderr}");
     let rows: Vec<&str> = stdout.lines().filter(|l| l.contains("-r001")).collect();
-    assert_eq!(rows.len(), 5, "{stdout}");
+    assert_eq!(rows.len(), 4, "{stdout}");
     assert!(
-        rows[..4].iter().all(|r| !r.contains("regression")),
+        rows[..3].iter().all(|r| !r.contains("regression")),
         "{stdout}"
     );
-    assert!(rows[4].contains("ops/s regression"), "{stdout}");
+    assert!(rows[3].contains("ops/s regression"), "{stdout}");
     let json: Value =
         serde_json::from_str(&text(&lab.run(&[&args[..], &["--json"]].concat())).0).expect("JSON");
     let runs = json.as_array().unwrap();
-    assert_eq!(runs[4]["rate-ops-change"], "regression", "{json}");
+    assert_eq!(runs[3]["rate-ops-change"], "regression", "{json}");
     let i = &runs[0]["rate-ops-interval"];
     let (low, value, high) = (
         i["low"].as_f64().unwrap(),

@@ -7,9 +7,12 @@
 //! series since the last change point (up to [`WINDOW`] of them, at least [`MIN_BEFORE`]):
 //! the same Student's t on the logarithm as `storlab compare`'s verdicts, where the earlier
 //! runs are the repetitions of one side and the new run is one more draw from them, its spread
-//! that of one run among them (mean +- t x sd x sqrt(1 + 1/n)). A change point begins a new
-//! segment: the runs after it are judged against it and what follows, not against the level
-//! it left.
+//! that of one run among them (mean +- t x sd x sqrt(1 + 1/n)). A run's figure is never taken
+//! as surer than its own interval says: the spread of one run is at least the mean of the
+//! earlier runs' own (within-run) variances, and the new run's at least its own, so three
+//! earlier runs that happen to agree closely do not make an ordinary fourth a change point.
+//! A change point begins a new segment: the runs after it are judged against it and what
+//! follows, not against the level it left.
 
 use serde::Serialize;
 
@@ -60,6 +63,10 @@ pub struct HistoryRun {
     pub p99_interval: Option<Interval>,
     pub rate_ops_change: Option<Change>,
     pub p99_change: Option<Change>,
+    /// The standard errors of the logarithms of ops/s and p99 within the run (None: the run
+    /// has too few batches or repetitions to tell).
+    #[serde(skip)]
+    pub within_se: (Option<f64>, Option<f64>),
 }
 
 impl HistoryRun {
@@ -107,10 +114,9 @@ pub fn load(
             .flat_map(|step| step.points)
             .flat_map(|p| p.targets)
             .find(|p| p.target == target);
-        let interval = |figure, value| {
-            let u = point.as_ref()?.uncertainty.as_ref()?;
-            u.interval(figure, value, confidence)
-        };
+        let uncertainty = point.as_ref().and_then(|p| p.uncertainty.as_ref());
+        let interval = |figure, value| uncertainty?.interval(figure, value, confidence);
+        let se = |figure| uncertainty?.spread(figure);
         let p99_ns = t.service_latency.p99_ns;
         runs.push(HistoryRun {
             run_id: row.run_id.clone(),
@@ -127,6 +133,7 @@ pub fn load(
             p99_interval: interval(Figure::P99Latency, p99_ns as f64),
             rate_ops_change: None,
             p99_change: None,
+            within_se: (se(Figure::RateOps), se(Figure::P99Latency)),
         });
     }
     runs.sort_by(|a, b| a.started_seconds.total_cmp(&b.started_seconds));
@@ -143,8 +150,14 @@ pub fn mark_changes(runs: &mut [HistoryRun], confidence: f64) {
         let at: Vec<usize> = (0..runs.len())
             .filter(|&i| runs[i].series() == name)
             .collect();
-        let ops: Vec<f64> = at.iter().map(|&i| runs[i].rate_ops).collect();
-        let p99: Vec<f64> = at.iter().map(|&i| runs[i].p99_ns as f64).collect();
+        let ops: Vec<Draw> = at
+            .iter()
+            .map(|&i| Draw::new(runs[i].rate_ops, runs[i].within_se.0))
+            .collect();
+        let p99: Vec<Draw> = at
+            .iter()
+            .map(|&i| Draw::new(runs[i].p99_ns as f64, runs[i].within_se.1))
+            .collect();
         let ops = changes(&ops, true, confidence);
         let p99 = changes(&p99, false, confidence);
         for (k, &i) in at.iter().enumerate() {
@@ -154,25 +167,58 @@ pub fn mark_changes(runs: &mut [HistoryRun], confidence: f64) {
     }
 }
 
-/// For each value, whether it is a change point against the segment before it.
-pub fn changes(values: &[f64], higher_is_better: bool, confidence: f64) -> Vec<Option<Change>> {
+/// One run's figure and the standard error of its logarithm within the run, if known.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Draw {
+    pub value: f64,
+    pub within_se: Option<f64>,
+}
+
+impl Draw {
+    pub fn new(value: f64, within_se: Option<f64>) -> Draw {
+        Draw { value, within_se }
+    }
+
+    /// A figure with no interval of its own.
+    pub fn bare(value: f64) -> Draw {
+        Draw::new(value, None)
+    }
+
+    fn within_variance(&self) -> f64 {
+        self.within_se.map_or(0.0, |se| se * se)
+    }
+}
+
+/// How far from the earlier runs' mean (in logarithms) a new run may lie before it is a
+/// change point: t x sqrt(run / n + new), where `run` is the variance of one run's figure
+/// (the earlier runs' spread, at least their mean within-run variance) and `new` that of the
+/// new run (at least `run`, and at least its own within-run variance).
+fn prediction_half_width(before: &[Draw], logs: &[f64], new: &Draw, t: f64) -> f64 {
+    let n = logs.len() as f64;
+    let (_, sd) = mean_and_sd(logs);
+    let within = before.iter().map(Draw::within_variance).sum::<f64>() / n;
+    let run = (sd * sd).max(within);
+    let new = run.max(new.within_variance());
+    t * (run / n + new).sqrt()
+}
+
+/// For each run, whether it is a change point against the segment before it.
+pub fn changes(values: &[Draw], higher_is_better: bool, confidence: f64) -> Vec<Option<Change>> {
     let mut out = vec![None; values.len()];
     let mut segment_start = 0;
-    for (i, &v) in values.iter().enumerate() {
+    for (i, v) in values.iter().enumerate() {
         let from = segment_start.max(i.saturating_sub(WINDOW));
         let before = &values[from..i];
-        if before.len() < MIN_BEFORE || v <= 0.0 || before.iter().any(|b| *b <= 0.0) {
+        if before.len() < MIN_BEFORE || v.value <= 0.0 || before.iter().any(|b| b.value <= 0.0) {
             continue;
         }
-        let logs: Vec<f64> = before.iter().map(|b| b.ln()).collect();
-        let n = logs.len() as f64;
-        let (mean, sd) = mean_and_sd(&logs);
-        let Some(t) = t_quantile(confidence, n - 1.0) else {
+        let logs: Vec<f64> = before.iter().map(|b| b.value.ln()).collect();
+        let (mean, _) = mean_and_sd(&logs);
+        let Some(t) = t_quantile(confidence, logs.len() as f64 - 1.0) else {
             continue;
         };
-        let half = t * sd * (1.0 + 1.0 / n).sqrt();
-        let d = v.ln() - mean;
-        if d.abs() <= half {
+        let d = v.value.ln() - mean;
+        if d.abs() <= prediction_half_width(before, &logs, v, t) {
             continue;
         }
         out[i] = Some(if (d > 0.0) == higher_is_better {
@@ -196,6 +242,7 @@ mod tests {
         let noise = [1.0, -0.8, 0.5, -1.2, 0.9, -0.3, 1.1, -0.6];
         let mut values: Vec<f64> = noise.iter().map(|n| 1000.0 * (1.0 + n / 100.0)).collect();
         values.extend(noise.iter().map(|n| 900.0 * (1.0 + n / 100.0)));
+        let values: Vec<Draw> = values.into_iter().map(Draw::bare).collect();
         let found = changes(&values, true, 0.99);
         let at: Vec<(usize, Change)> = found
             .iter()
@@ -208,8 +255,33 @@ mod tests {
         assert_eq!(found[8], Some(Change::Improvement));
         // Too few runs before: never judged.
         assert_eq!(
-            changes(&[1000.0, 1000.0, 500.0], true, 0.99),
+            changes(&[1000.0, 1000.0, 500.0].map(Draw::bare), true, 0.99),
             [None, None, None]
         );
+    }
+
+    /// Three runs whose p99s happen to agree within 1.5% but whose own intervals say each is
+    /// known to about 3%: a fourth 13% higher (70.7 ns, then 80 ns, as on a CI machine) is
+    /// within the noise once a run counts as no surer than its own interval, and a
+    /// change point if the three runs' agreement is taken at its word.
+    #[test]
+    fn a_run_is_no_surer_than_its_own_interval() {
+        let before = [(71.0, 0.03), (70.0, 0.03), (71.0, 0.03)];
+        let draws = |se: bool| -> Vec<Draw> {
+            before
+                .iter()
+                .chain(&[(80.0, 0.006)])
+                .map(|&(v, s)| Draw::new(v, se.then_some(s)))
+                .collect()
+        };
+        assert_eq!(
+            changes(&draws(false), false, 0.99)[3],
+            Some(Change::Regression)
+        );
+        assert_eq!(changes(&draws(true), false, 0.99)[3], None);
+        // A step well beyond the runs' own noise is still found.
+        let mut far = draws(true);
+        far[3].value = 120.0;
+        assert_eq!(changes(&far, false, 0.99)[3], Some(Change::Regression));
     }
 }
