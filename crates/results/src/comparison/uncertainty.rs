@@ -13,8 +13,12 @@
 //!   over the square root of their number; the value itself stays the percentile of all the
 //!   groups' histograms ADDED (a percentile is never averaged). The jackknife of a percentile
 //!   is unreliable, the more so on a histogram's buckets: a group left out often leaves it
-//!   in the same bucket. Either gives the standard error of the figure's logarithm, with
-//!   `groups - 1` degrees of freedom; a percentile's is never below its bucket's width.
+//!   in the same bucket. A percentile's error is the larger of that and Woodruff's (the
+//!   spread of the share of each group's operations below the pooled percentile, mapped back
+//!   through the pooled histogram): where runs fall at one of two levels, the pooled
+//!   percentile jumps with their mix, which only the second sees. Either gives the standard
+//!   error of the figure's logarithm, with `groups - 1` degrees of freedom; a percentile's is
+//!   never below its bucket's width.
 //! - **Intervals.** value x exp(+-t se), t from Student's distribution: honest with 3 or 5
 //!   repetitions, where a bootstrap over so few groups is too narrow. No random draw: the same
 //!   results give the same interval every time.
@@ -262,7 +266,7 @@ impl Uncertainty {
                             .collect::<Option<_>>()?;
                         jackknife_log_se(&without)?
                     }
-                    Some(p) => pool.sectioning_log_se(p)?,
+                    Some(p) => pool.sectioning_log_se(p)?.max(pool.woodruff_log_se(p)?),
                 };
                 Some(FigureSpread {
                     figure,
@@ -476,6 +480,36 @@ impl<'a> Pool<'a> {
         Some((sd / k.sqrt()).max(bucket / 12f64.sqrt()))
     }
 
+    /// A percentile's error by Woodruff's method: the spread of the share of each group's
+    /// operations at or below the pooled percentile's value (sectioning of a proportion, sd
+    /// over the square root of the groups), mapped back through the pooled histogram as half
+    /// the log distance between its values at the percentile's level less and more that
+    /// error. Where the pooled histogram is thin around the percentile (between two modes, as
+    /// when runs fall at one of two levels), a small change in the groups' mix moves the
+    /// percentile far; this says so, where the groups' own percentiles do not.
+    fn woodruff_log_se(&self, percentile: f64) -> Option<f64> {
+        let pooled = value_at_percentile(&self.total, &self.values, percentile);
+        let at = self.values.partition_point(|&v| v <= pooled);
+        let shares: Vec<f64> = self
+            .indexed
+            .iter()
+            .map(|g| {
+                let (below, all) = g.iter().fold((0u64, 0u64), |(b, a), &(i, n)| {
+                    (b + if i < at { n } else { 0 }, a + n)
+                });
+                below as f64 / all as f64
+            })
+            .collect();
+        let (_, sd) = mean_and_sd(&shares);
+        let error = 100.0 * sd / (shares.len() as f64).sqrt();
+        let value = |p: f64| value_at_percentile(&self.total, &self.values, p).max(1) as f64;
+        let (low, high) = (
+            value((percentile - error).max(0.0)),
+            value((percentile + error).min(100.0)),
+        );
+        Some((high.ln() - low.ln()) / 2.0)
+    }
+
     /// The figure of every group but `left_out`.
     fn figure_without(&self, left_out: usize, figure: Figure) -> Option<f64> {
         let mut counts = self.total.clone();
@@ -627,6 +661,29 @@ mod tests {
         let se = u.spread(Figure::P999Latency).unwrap();
         assert!((se - sd / 2.0).abs() < 1e-12, "{se} vs {}", sd / 2.0);
         assert!(se > 0.03, "{se}");
+    }
+
+    /// Runs that fall at one of two levels: 3 of 10 with their p99 at 250 us, 7 at 181 us.
+    /// The pooled p99 sits at 181 us with the 250 us mode just past it, so one run more at
+    /// the higher level moves it 38%. The groups' own p99s give an error of 0.049; Woodruff's
+    /// sees the thin pooled histogram between the modes and gives half the log distance
+    /// between them, 0.16, and the larger is the figure's.
+    #[test]
+    fn a_percentile_between_two_modes_is_as_unsure_as_the_jump() {
+        let low = [(10_000, 9_850), (181_000, 100), (250_000, 50)];
+        let high = [(10_000, 9_700), (181_000, 100), (250_000, 200)];
+        let groups: Vec<Group> = (0..10)
+            .map(|i| group(1.0, if i < 3 { &high } else { &low }))
+            .collect();
+        let refs: Vec<&Group> = groups.iter().collect();
+        let pool = Pool::of(&refs);
+        let sectioning = pool.sectioning_log_se(99.0).unwrap();
+        let woodruff = pool.woodruff_log_se(99.0).unwrap();
+        assert!((sectioning - 0.049).abs() < 0.002, "{sectioning}");
+        let jump = ((250_000f64).ln() - (181_000f64).ln()) / 2.0;
+        assert!((woodruff - jump).abs() < 0.01, "{woodruff} vs {jump}");
+        let u = Uncertainty::of_groups(GroupsFrom::Repetitions, &groups).unwrap();
+        assert_eq!(u.spread(Figure::P99Latency), Some(woodruff));
     }
 
     /// One group, or groups without operations, have no interval.
