@@ -26,8 +26,11 @@ STORLAB = os.environ.get("STORLAB_BIN") or os.path.join(ROOT, "target", "release
 Child = collections.namedtuple("Child", "stdout stderr cpu wall")
 
 
-def run_child(cmd, env=None, exit_on_failure=False, tail=None):
+def run_child(cmd, env=None, exit_on_failure=False, tail=None, cwd=None):
     """Runs cmd to its end, its output captured (text), and returns a Child.
+
+    cwd: where it runs (a tool that writes beside itself, as DLIO's hydra_log/ and
+    checkpoints/, is given the bench's temporary folder, never the checkout).
 
     cpu is the child's user + system time (getrusage of the children, before and after: the
     same measure for every tool), wall the seconds from start to exit. When cmd fails: with
@@ -37,7 +40,7 @@ def run_child(cmd, env=None, exit_on_failure=False, tail=None):
     """
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.monotonic()
-    out = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd)
     wall = time.monotonic() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if out.returncode != 0:
