@@ -129,7 +129,7 @@ struct Pending {
     reported: usize,
     /// The interval's real span over the workers that reported it (run clock, ns): the
     /// first is shorter when the warm-up is not a whole number of intervals, the last when
-    /// the run ends between two boundaries.
+    /// the run ends between two boundaries, or longer by the drain of what was in flight.
     start_ns: u64,
     end_ns: u64,
     /// Per target, per op kind: the workers' figures added up, in histograms of the
@@ -137,6 +137,16 @@ struct Pending {
     /// measured second is added to the run's totals once, not every worker's interval.
     per_target: Vec<Vec<Option<KindStats>>>,
     cpu_ns: Vec<u64>,
+}
+
+impl Pending {
+    /// Its span, ns: at most two intervals, as long as a worker's last one can be (its
+    /// drain folded in, up to the end of the next interval).
+    fn span_ns(&self, interval_ns: u64) -> u64 {
+        self.end_ns
+            .saturating_sub(self.start_ns)
+            .min(interval_ns.saturating_mul(2))
+    }
 }
 
 /// Where the collector writes.
@@ -148,7 +158,8 @@ pub struct Sinks<W1: Write, W2: Write> {
 }
 
 /// The columns of `timeline.csv`. Rates are per second of the interval's real length,
-/// `interval_s` (shorter than an interval for the first warm-up and the last second). Rows of
+/// `interval_s` (shorter than an interval for the first warm-up; the last measured one
+/// holds the drain of what was in flight when issuing stopped, so it may be longer). Rows of
 /// the warm-up have `phase` = `warmup` and negative seconds: they show what ran then, and
 /// no summary counts them. `error_kinds` splits `errors` by kind: `connection:12;timeout:3`
 /// (empty when there were none).
@@ -490,7 +501,7 @@ fn percentile<C: hdrhistogram::Counter>(h: &Histogram<C>, pct: f64) -> u64 {
 /// Each shape's and kind's rates over the interval `p`, into `rates` (an interval too short
 /// to show, as `write_second` skips it, leaves them as they were).
 fn last_rates(p: &Pending, interval_ns: u64, last: &mut [Vec<LastInterval>]) {
-    let span_ns = p.end_ns.saturating_sub(p.start_ns).min(interval_ns);
+    let span_ns = p.span_ns(interval_ns);
     if span_ns < interval_ns / 100 {
         return;
     }
@@ -528,7 +539,7 @@ fn write_second<W: Write, L: Write>(
     progress: &mut impl FnMut(Progress),
 ) -> Result<(), WriteError> {
     let csv_error = |e| WriteError::new(Path::new(TIMELINE_FILE), e);
-    let span_ns = p.end_ns.saturating_sub(p.start_ns).min(interval_ns);
+    let span_ns = p.span_ns(interval_ns);
     let reported = p
         .per_target
         .iter()

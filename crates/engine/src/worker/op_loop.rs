@@ -172,10 +172,15 @@ impl<'a, S: Session> OpLoop<'a, S> {
         self.finish()
     }
 
-    /// Between batches: an interval boundary, the poll of the stop flags, the end of the
-    /// measured window, the latency search's windows.
+    /// Between batches: the end of the measured window, an interval boundary, the poll of
+    /// the stop flags, the latency search's windows.
     #[inline(always)]
     fn edges(&mut self) {
+        // The end of the measured window first: it falls on a boundary, and the drain after
+        // it belongs to the interval before that boundary (see `stop`).
+        if self.issuing && self.is.measure_end.is_some_and(|end| self.now >= end) {
+            self.stop(EndReason::Duration);
+        }
         if self.now >= self.next_boundary {
             self.rotate();
             // The rotation's cost is nobody's service time.
@@ -183,9 +188,6 @@ impl<'a, S: Session> OpLoop<'a, S> {
         }
         if self.now >= self.next_poll {
             self.poll();
-        }
-        if self.issuing && self.is.measure_end.is_some_and(|end| self.now >= end) {
-            self.stop(EndReason::Duration);
         }
         self.check_search();
     }
@@ -431,6 +433,15 @@ impl<'a, S: Session> OpLoop<'a, S> {
     fn stop(&mut self, why: EndReason) {
         self.issuing = false;
         self.end_reason = why;
+        // What is in flight completes into the measured interval the issuing stopped in,
+        // which may run on to the end of the next one: a drain of a few milliseconds past a
+        // boundary (the usual end, since a duration ends on one) would otherwise be an
+        // interval of its own, its few completions over those milliseconds drawn as a rate
+        // many times the run's.
+        let fold_until = self.timing.boundary_after(self.index + 1);
+        if self.index >= 0 && self.now < fold_until {
+            self.next_boundary = fold_until;
+        }
     }
 
     /// The run stops for the fatal error `e` of a `kind` operation; other workers stop too.

@@ -45,8 +45,61 @@ impl Session for Slow {
     }
 }
 
-/// Runs `session` at queue depth 8 for `ops` operations; the reads' merged totals.
-fn measure(session: impl Session, overlap: Overlap, ops: u64) -> KindTotals {
+/// Queues every operation and completes the oldest, 1 ms later, on each `complete`: a
+/// device with 8 in flight that finishes one at a time.
+#[derive(Default)]
+struct OneAtATime {
+    queued: std::collections::VecDeque<u32>,
+}
+
+impl Session for OneAtATime {
+    fn submit(&mut self, slot: u32, _op: Op) -> Result<Submitted, OpError> {
+        self.queued.push_back(slot);
+        Ok(Submitted::Queued)
+    }
+
+    fn complete(&mut self, _min: u32, out: &mut Completions) -> Result<(), OpError> {
+        if let Some(slot) = self.queued.pop_front() {
+            std::thread::sleep(Duration::from_millis(1));
+            out.push(Completion {
+                slot,
+                result: Ok(0),
+                found: true,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// A worker's configuration at queue depth 8 with intervals of `interval_ns`, run for
+/// `ops` operations or for `duration_ns`.
+fn config(
+    overlap: Overlap,
+    interval_ns: u64,
+    ops: Option<u64>,
+    duration_ns: Option<u64>,
+) -> WorkerConfig {
+    WorkerConfig {
+        worker: 0,
+        queue_depth: 8,
+        overlap,
+        interval_ns,
+        warmup_ns: 0,
+        duration_ns,
+        start_delay_ns: 0,
+        max_ops: ops,
+        rate_ops: None,
+        skip_late_ns: None,
+        starts_paused: false,
+        poisson_seed: None,
+        stop_on_error: false,
+        latency_target: None,
+    }
+}
+
+/// Runs `session` with reads at queue depth 8 under `config`: how it ended, and every
+/// interval it handed over.
+fn run_reads(session: impl Session, config: WorkerConfig) -> (WorkerOutcome, Vec<Interval>) {
     let workload = Workload::from_table(
         toml::from_str("read-share = 1.0\nqueue-depth = 8").expect("workload"),
     )
@@ -65,22 +118,7 @@ fn measure(session: impl Session, overlap: Overlap, ops: u64) -> KindTotals {
     let control = Control::new(std::sync::Arc::new(AtomicBool::new(false)));
     let gate = StartGate::new(0);
     let w = Worker {
-        config: WorkerConfig {
-            worker: 0,
-            queue_depth: 8,
-            overlap,
-            interval_ns: 1_000_000_000,
-            warmup_ns: 0,
-            duration_ns: None,
-            start_delay_ns: 0,
-            max_ops: Some(ops),
-            rate_ops: None,
-            skip_late_ns: None,
-            starts_paused: false,
-            poisson_seed: None,
-            stop_on_error: false,
-            latency_target: None,
-        },
+        config,
         clock: Clock::new(),
         control: &control,
         gate: &gate,
@@ -97,14 +135,58 @@ fn measure(session: impl Session, overlap: Overlap, ops: u64) -> KindTotals {
         recorder,
     };
     let outcome = run_loop(session, w, 0);
+    (outcome, rx.try_iter().map(|iv| *iv).collect())
+}
+
+/// Runs `session` at queue depth 8 for `ops` operations; the reads' merged totals.
+fn measure(session: impl Session, overlap: Overlap, ops: u64) -> KindTotals {
+    let (outcome, intervals) = run_reads(session, config(overlap, 1_000_000_000, Some(ops), None));
     assert_eq!(outcome.measured_ops, ops);
     let mut reads = KindTotals::new(false);
-    while let Ok(iv) = rx.try_recv() {
+    for iv in intervals {
         if let Some(k) = &iv.kinds[OpKind::Read as usize] {
             reads.add(k);
         }
     }
     reads
+}
+
+/// A duration of five 20 ms intervals, ended on a boundary with 8 operations of 1 ms in
+/// flight: their completions (the drain, about 8 ms) go into the fifth interval, which says
+/// it lasted longer, not into a sixth of a few milliseconds whose 8 completions would be
+/// drawn as a rate many times the run's.
+#[test]
+fn the_drain_after_the_duration_is_the_last_intervals() {
+    const INTERVAL_NS: u64 = 20_000_000;
+    let (outcome, intervals) = run_reads(
+        OneAtATime::default(),
+        config(
+            Overlap::Concurrent { max_queue_depth: 8 },
+            INTERVAL_NS,
+            None,
+            Some(5 * INTERVAL_NS),
+        ),
+    );
+    let measured: Vec<&Interval> = intervals.iter().filter(|iv| iv.index >= 0).collect();
+    let last = measured.last().expect("measured intervals");
+    assert_eq!(
+        last.index,
+        4,
+        "{:?}",
+        measured.iter().map(|iv| iv.index).collect::<Vec<_>>()
+    );
+    assert!(last.last);
+    let span = last.end_ns - last.start_ns;
+    assert!(
+        span > INTERVAL_NS,
+        "the drain is in the fifth interval: {span} ns"
+    );
+    let ops: u64 = measured
+        .iter()
+        .filter_map(|iv| iv.kinds[OpKind::Read as usize].as_ref())
+        .map(|k| k.ops)
+        .sum();
+    assert_eq!(ops, outcome.measured_ops);
 }
 
 /// Answers at once, but its 100th operation stalls for 300 ms (a failover).
