@@ -22,3 +22,15 @@ need_storlab() {
 
 # The 1, 5 and 15 minute load averages, as /proc/loadavg prints them.
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+
+# ratio_ci NAME PEER "A1 A2 ..." "B1 B2 ...": storlab's figures A against the peer's B, round by
+# round: the geometric mean of A/B with its 95% interval and whether it holds 1 (benchlib.py's
+# ratio_line, one definition for every bench).
+ratio_ci() {
+  PYTHONPATH="$BENCH_ROOT/bench/lib" PYTHONDONTWRITEBYTECODE=1 python3 -c '
+import sys
+from benchlib import ratio_line
+a, b = ([float(x) for x in s.split()] for s in sys.argv[3:5])
+print(ratio_line(sys.argv[1], a, b, sys.argv[2]))
+' "$@"
+}
