@@ -65,10 +65,23 @@ impl Members {
             sh(&["mkfs.xfs", "-q", "-f", &img_s])?;
             sh(&["mount", "-o", "loop", &img_s, &mnt.to_string_lossy()])?;
             m.mounts.push(mnt.clone());
+            // Uncached, both layers: the loop under the XFS and the member's own loop read
+            // their images with O_DIRECT, so neither side of the efficiency table is served
+            // by the host's page cache (a quick run once showed the array at 434% of its
+            // members). Where the filesystem below refuses, the loop stays buffered: said.
+            let outer = sh(&["findmnt", "-n", "-o", "SOURCE", &mnt.to_string_lossy()])?;
+            if let Err(e) = sh(&["losetup", "--direct-io=on", &outer]) {
+                eprintln!("{outer} stays buffered (the page cache may serve its reads): {e}");
+            }
             let member = mnt.join("member.img");
             sh(&["truncate", "-s", "1G", &member.to_string_lossy()])?;
-            m.loops
-                .push(sh(&["losetup", "-f", "--show", &member.to_string_lossy()])?);
+            m.loops.push(sh(&[
+                "losetup",
+                "--direct-io=on",
+                "-f",
+                "--show",
+                &member.to_string_lossy(),
+            ])?);
         }
         Ok(m)
     }
@@ -229,7 +242,17 @@ fn raid6_efficiency_study_runs_on_btrfs_over_loop_devices() {
         assert!(raw["in-flight"].as_u64().unwrap() >= 64, "{r:#}");
         assert_eq!(raw["in-flight"], real["in-flight"], "{r:#}");
     }
-    assert!(raid.get("warnings").is_none(), "{raid:#}");
+    // A row beyond what its members allow is warned as a cache, not shown as an efficiency;
+    // no other warning (the loads are equal).
+    let beyond = rows
+        .iter()
+        .filter(|r| r["efficiency"].as_f64().unwrap() > 1.05)
+        .count();
+    let warnings = raid["warnings"].as_array().map_or(0, |w| w.len());
+    assert_eq!(warnings, beyond, "{raid:#}");
+    if beyond > 0 {
+        eprintln!("rows beyond the members (cached): {beyond}\n{raid:#}");
+    }
     assert!(
         stdout.contains(
             "Outstanding I/O (sequential read, sequential write): raw 8 members x 1 thread x QD 8 \

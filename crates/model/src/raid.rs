@@ -283,6 +283,10 @@ impl Pattern {
         }
     }
 
+    pub fn is_read(self) -> bool {
+        matches!(self, Pattern::SequentialRead | Pattern::RandomRead)
+    }
+
     /// Sequential rows compare bandwidth; random rows operations.
     pub fn in_bytes(self) -> bool {
         matches!(self, Pattern::SequentialRead | Pattern::SequentialWrite)

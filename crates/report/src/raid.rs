@@ -9,6 +9,7 @@
 
 use crate::table::{Cell, Table, TableRow, render, thousands};
 use storlab_model::raid::Pattern;
+use storlab_results::raid::MOST_EFFICIENCY;
 use storlab_results::raid::failure::FailureKind;
 use storlab_results::{raid::FailureRun, raid::Table as RaidTable};
 
@@ -37,8 +38,14 @@ fn share(f: f64) -> Cell {
             value: None,
         };
     }
+    // More than the members allow: a cache answered (the caption's warning says which row).
+    let mark = if f > MOST_EFFICIENCY {
+        " (cached: not an efficiency)"
+    } else {
+        ""
+    };
     Cell {
-        shown: format!("{:.0}%", f * 100.0),
+        shown: format!("{:.0}%{mark}", f * 100.0),
         value: Some(f),
     }
 }
