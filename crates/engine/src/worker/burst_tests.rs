@@ -67,20 +67,13 @@ fn in_flight_with_burst_delay(delay: &str) -> Vec<usize> {
     };
     let w = Worker {
         config: WorkerConfig {
-            worker: 0,
             queue_depth: 4,
-            overlap: Overlap::Concurrent { max_queue_depth: 4 },
-            interval_ns: 1_000_000_000,
-            warmup_ns: 0,
-            duration_ns: None,
-            start_delay_ns: 0,
-            max_ops: Some(24),
-            rate_ops: None,
-            skip_late_ns: None,
-            starts_paused: false,
-            poisson_seed: None,
-            stop_on_error: false,
-            latency_target: None,
+            ..super::tests::config(
+                Overlap::Concurrent { max_queue_depth: 4 },
+                1_000_000_000,
+                Some(24),
+                None,
+            )
         },
         clock: Clock::new(),
         rate_changes: Box::new([]),

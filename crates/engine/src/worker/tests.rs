@@ -35,13 +35,18 @@ impl Session for Slow {
     fn complete(&mut self, _min: u32, out: &mut Completions) -> Result<(), OpError> {
         for slot in self.queued.drain(..) {
             std::thread::sleep(Duration::from_millis(1));
-            out.push(Completion {
-                slot,
-                result: Ok(0),
-                found: true,
-            });
+            out.push(succeeded(slot));
         }
         Ok(())
+    }
+}
+
+/// The completion of the operation in `slot`: done, found.
+fn succeeded(slot: u32) -> Completion {
+    Completion {
+        slot,
+        result: Ok(0),
+        found: true,
     }
 }
 
@@ -61,11 +66,7 @@ impl Session for OneAtATime {
     fn complete(&mut self, _min: u32, out: &mut Completions) -> Result<(), OpError> {
         if let Some(slot) = self.queued.pop_front() {
             std::thread::sleep(Duration::from_millis(1));
-            out.push(Completion {
-                slot,
-                result: Ok(0),
-                found: true,
-            });
+            out.push(succeeded(slot));
         }
         Ok(())
     }
@@ -73,7 +74,7 @@ impl Session for OneAtATime {
 
 /// A worker's configuration at queue depth 8 with intervals of `interval_ns`, run for
 /// `ops` operations or for `duration_ns`.
-fn config(
+pub(super) fn config(
     overlap: Overlap,
     interval_ns: u64,
     ops: Option<u64>,
@@ -387,20 +388,9 @@ fn a_start_delay_moves_the_workers_measured_window_after_it() {
         let clock = Clock::new();
         let w = Worker {
             config: WorkerConfig {
-                worker: 0,
                 queue_depth: 1,
-                overlap: Overlap::None,
-                interval_ns: 100_000_000,
-                warmup_ns: 0,
-                duration_ns: Some(200_000_000),
                 start_delay_ns: workload.start_delay().as_nanos() as u64,
-                max_ops: None,
-                rate_ops: None,
-                skip_late_ns: None,
-                starts_paused: false,
-                poisson_seed: None,
-                stop_on_error: false,
-                latency_target: None,
+                ..config(Overlap::None, 100_000_000, None, Some(200_000_000))
             },
             clock: clock.clone(),
             control: &control,
