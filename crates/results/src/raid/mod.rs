@@ -94,6 +94,22 @@ pub struct Row {
 /// members do; beyond this (5% for noise), the array was served from a cache.
 pub const MOST_EFFICIENCY: f64 = 1.05;
 
+/// The warning for a row whose array measured more than its members allow: a cache
+/// answered, and the figure is not an efficiency.
+fn beyond_the_members(pattern: Pattern, efficiency: f64) -> Option<String> {
+    (efficiency > MOST_EFFICIENCY).then(|| {
+        format!(
+            "{}: the array measured {:.0}% of what its members allow, which no RAID can: its {} \
+             came from a cache (the page cache over the members' backing files, or the \
+             filesystem's), so this is not an efficiency; measure both sides uncached (direct = \
+             true on the members and the array, drop-caches = true)",
+            pattern.label().to_lowercase(),
+            efficiency * 100.0,
+            if pattern.is_read() { "reads" } else { "writes" },
+        )
+    })
+}
+
 /// The efficiency table of a study.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -271,17 +287,7 @@ pub fn table(g: &Geometry, steps: &[StepComparison]) -> Table {
         }
         let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::NAN };
         let efficiency = ratio(real_rate, theoretical_rate);
-        if efficiency > MOST_EFFICIENCY {
-            warnings.push(format!(
-                "{}: the array measured {:.0}% of what its members allow, which no RAID can: \
-                 its {} came from a cache (the page cache over the members' backing files, or \
-                 the filesystem's), so this is not an efficiency; measure both sides uncached \
-                 (direct = true on the members and the array, drop-caches = true)",
-                pattern.label().to_lowercase(),
-                efficiency * 100.0,
-                if pattern.is_read() { "reads" } else { "writes" },
-            ));
-        }
+        warnings.extend(beyond_the_members(pattern, efficiency));
         rows.push(Row {
             pattern,
             unit: if pattern.in_bytes() {
