@@ -191,11 +191,10 @@ impl Draw {
 
 /// How far from the earlier runs' mean (in logarithms) a new run may lie before it is a
 /// change point: t x sqrt(run / n + new), where `run` is the variance of one run's figure
-/// (the earlier runs' spread, at least their mean within-run variance) and `new` that of the
+/// (the earlier runs' spread `sd`, at least their mean within-run variance) and `new` that of the
 /// new run (at least `run`, and at least its own within-run variance).
-fn prediction_half_width(before: &[Draw], logs: &[f64], new: &Draw, t: f64) -> f64 {
-    let n = logs.len() as f64;
-    let (_, sd) = mean_and_sd(logs);
+fn prediction_half_width(before: &[Draw], sd: f64, new: &Draw, t: f64) -> f64 {
+    let n = before.len() as f64;
     let within = before.iter().map(Draw::within_variance).sum::<f64>() / n;
     let run = (sd * sd).max(within);
     let new = run.max(new.within_variance());
@@ -213,12 +212,12 @@ pub fn changes(values: &[Draw], higher_is_better: bool, confidence: f64) -> Vec<
             continue;
         }
         let logs: Vec<f64> = before.iter().map(|b| b.value.ln()).collect();
-        let (mean, _) = mean_and_sd(&logs);
+        let (mean, sd) = mean_and_sd(&logs);
         let Some(t) = t_quantile(confidence, logs.len() as f64 - 1.0) else {
             continue;
         };
         let d = v.value.ln() - mean;
-        if d.abs() <= prediction_half_width(before, &logs, v, t) {
+        if d.abs() <= prediction_half_width(before, sd, v, t) {
             continue;
         }
         out[i] = Some(if (d > 0.0) == higher_is_better {
