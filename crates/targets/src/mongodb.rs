@@ -360,6 +360,11 @@ impl YcsbStore for MongoSession {
 }
 
 impl Session for MongoSession {
+    /// Queued inserts go to the server as one insertMany in `complete`.
+    fn starts_in_complete(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn submit(&mut self, slot: u32, op: Op) -> Result<Submitted, OpError> {
         let op = ycsb_op(op)?;

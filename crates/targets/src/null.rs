@@ -211,6 +211,11 @@ impl NullSession {
 }
 
 impl Session for NullSession {
+    /// Queued completions are handed over in `complete`; nothing is started before.
+    fn starts_in_complete(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn submit(&mut self, slot: u32, op: Op) -> Result<Submitted, OpError> {
         self.ops += 1;

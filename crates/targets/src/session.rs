@@ -121,6 +121,17 @@ impl Submitted {
 /// operations declares [`Overlap::None`] and always answers `Done`; the plan then refuses a
 /// queue depth above 1 for it.
 pub trait Session {
+    /// Whether the operations `submit` queues reach the system only in the next `complete`
+    /// (one system call for all of them, or none: io_uring's enter, a pipeline's send):
+    /// none of them has started when `submit` returns. The worker then times every
+    /// operation queued between two `complete` calls from one clock reading taken before the
+    /// first of them, as they all start at that call. False (the default): a session whose
+    /// `submit` may start the operation (a thread woken, a request written) gets a reading
+    /// right before each `submit`. Asked once per worker, before its first operation.
+    fn starts_in_complete(&self) -> bool {
+        false
+    }
+
     /// Executes or queues `op` in `slot` (0..queue depth). An error here means the operation
     /// was not started.
     fn submit(&mut self, slot: u32, op: Op) -> Result<Submitted, OpError>;

@@ -4,7 +4,10 @@
 //!
 //! Each operation is timed from a clock reading taken right before its own `submit`: one the
 //! session executes on the spot ([`Submitted::Done`]) is timed alone, to a reading right
-//! after; a queued one, to the reading taken when its completion is reaped. Operations run
+//! after; a queued one, to the reading taken when its completion is reaped. A session whose
+//! queued operations all start in its next `complete` (one system call for them, or none:
+//! [`Session::starts_in_complete`]) gets one reading for all it queues between two calls,
+//! taken before the first of them; the others, a reading before each `submit`. Operations run
 //! alone back to back share the reading between them: the one that ends an operation starts
 //! the next (whose time then also holds its own draw and the loop's checks), so each is
 //! still timed from after the one before it ended, with one reading per operation. Before an
@@ -65,6 +68,9 @@ pub(super) struct OpLoop<'a, S> {
     timing: Timing,
     /// Open loop: starts come from a pacer (decided once).
     open: bool,
+    /// The session's queued operations start in its `complete`: one reading serves all
+    /// queued between two calls (decided once).
+    shared_start: bool,
     /// The slots' start stamps; the free slots; how many are in flight; completions reaped.
     slots: Vec<SlotInfo>,
     free: Vec<u32>,
@@ -122,6 +128,7 @@ impl<'a, S: Session> OpLoop<'a, S> {
         let now = clock.now_ns().max(start_ns);
         let index = timing.index_at(now);
         OpLoop {
+            shared_start: session.starts_in_complete(),
             session,
             open: is.pacer.is_some(),
             search: LatencyRun::for_config(&cfg, is.measure_start),
@@ -236,6 +243,8 @@ impl<'a, S: Session> OpLoop<'a, S> {
         // before: every other follows a queued one, or a reap (see [`Issuer::chain_ns`]).
         let mut chained = self.is.chain_ns == self.now;
         self.is.chain_ns = NO_CHAIN;
+        // With a shared start, the reading every operation queued in this call starts from.
+        let mut batch_ns = NO_CHAIN;
         while let Some(&slot) = self.free.last() {
             if self.outstanding >= limit {
                 break;
@@ -284,6 +293,7 @@ impl<'a, S: Session> OpLoop<'a, S> {
             if self.outstanding > 0 && !self.cfg.overlap.queues(kind) {
                 self.reap(self.outstanding as u32)?;
                 chained = false;
+                batch_ns = NO_CHAIN;
             }
             if measured {
                 self.is.measured_ops += 1;
@@ -299,7 +309,9 @@ impl<'a, S: Session> OpLoop<'a, S> {
                 kind_index: kind as u8,
                 measured,
             };
-            let start_ns = if chained {
+            let start_ns = if batch_ns != NO_CHAIN {
+                batch_ns
+            } else if chained {
                 self.now
             } else {
                 self.clock.now_ns()
@@ -307,6 +319,9 @@ impl<'a, S: Session> OpLoop<'a, S> {
             chained = false;
             match self.session.submit(slot, op) {
                 Ok(Submitted::Queued) => {
+                    if self.shared_start {
+                        batch_ns = start_ns;
+                    }
                     self.free.pop();
                     self.slots[slot as usize] = info(start_ns);
                     self.outstanding += 1;

@@ -190,6 +190,53 @@ fn the_drain_after_the_duration_is_the_last_intervals() {
     assert_eq!(ops, outcome.measured_ops);
 }
 
+/// Takes 1 ms in each `submit` (as if it started the operation there) and completes all it
+/// queued at the next `complete`; says whether its operations start in `complete`.
+struct SlowSubmit {
+    starts_in_complete: bool,
+    queued: Vec<u32>,
+}
+
+impl Session for SlowSubmit {
+    fn starts_in_complete(&self) -> bool {
+        self.starts_in_complete
+    }
+
+    fn submit(&mut self, slot: u32, _op: Op) -> Result<Submitted, OpError> {
+        std::thread::sleep(Duration::from_millis(1));
+        self.queued.push(slot);
+        Ok(Submitted::Queued)
+    }
+
+    fn complete(&mut self, _min: u32, out: &mut Completions) -> Result<(), OpError> {
+        for slot in self.queued.drain(..) {
+            out.push(succeeded(slot));
+        }
+        Ok(())
+    }
+}
+
+/// Issue 41 part 1: a session whose queued operations start in `complete` times all it
+/// queues between two calls from one reading, before the first `submit`: each of a batch
+/// of 8 then includes the 8 submits. One that may start an operation in `submit` gets a
+/// reading before each: the last of a batch is timed from its own (one submit, 1 ms).
+#[test]
+fn one_reading_serves_a_batch_only_when_it_starts_in_complete() {
+    let overlap = Overlap::Concurrent { max_queue_depth: 8 };
+    for (starts_in_complete, shortest) in [(true, 8_000_000..u64::MAX), (false, 0..4_000_000)] {
+        let session = SlowSubmit {
+            starts_in_complete,
+            queued: Vec::new(),
+        };
+        let reads = measure(session, overlap, 80);
+        let min = reads.service.min();
+        assert!(
+            shortest.contains(&min),
+            "starts in complete: {starts_in_complete}; the shortest {min} ns"
+        );
+    }
+}
+
 /// Answers at once, but its 100th operation stalls for 300 ms (a failover).
 struct Stall {
     n: u32,

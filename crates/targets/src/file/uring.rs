@@ -432,6 +432,14 @@ fn settle(want: &[u32], verify: &mut Option<Stamper>, slot: u32, r: i32) -> Comp
 }
 
 impl Session for UringSession {
+    /// Queued entries enter the kernel in `complete` (`io_uring_enter`; with an SQ thread,
+    /// once it sees them, after the reading all the same). Not with verify: a write whose
+    /// block's earlier write is in flight enters the ring in `submit` to wait for it, and
+    /// what was queued before it starts there.
+    fn starts_in_complete(&self) -> bool {
+        self.verify.is_none()
+    }
+
     #[inline]
     fn submit(&mut self, slot: u32, op: Op) -> Result<Submitted, OpError> {
         let ptr = self.buf.slot_ptr(slot);

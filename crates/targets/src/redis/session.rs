@@ -369,6 +369,11 @@ impl YcsbStore for RedisSession {
 }
 
 impl Session for RedisSession {
+    /// Queued inserts go to the server as one pipeline in `complete`.
+    fn starts_in_complete(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn submit(&mut self, slot: u32, op: Op) -> Result<Submitted, OpError> {
         let op = ycsb_op(op)?;
