@@ -92,6 +92,7 @@ fn the_training_study_writes_its_datasets_once_and_states_au_against_the_rule() 
         page.contains("mlperf-storage-v1.0-micron-9550"),
         "no published figures"
     );
+    common::shot::first_screen(&html, "brief-mlperf-training");
 
     // Again: the datasets are found and reused, not written.
     let again = Lab::new();

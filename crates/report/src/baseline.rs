@@ -28,7 +28,8 @@ pub struct Beside {
     pub table: Table,
 }
 
-/// The figures measured in `runs` that a baseline can name: every headline figure, the RAID
+/// The figures measured in `runs` that a baseline can name: every headline figure (a training
+/// study's per model: `accelerators`, `AU`, `samples/s`, `MB/s`, in table `Training`), the RAID
 /// efficiency rows (`raw`, `theoretical`, `RAID`, `efficiency`), a schedule's reported
 /// throughput and moving-average deviations, and a fault's recovery times (seconds).
 pub fn measured(runs: &[StoredRun], headline: &Headline) -> Vec<Measured> {
@@ -96,47 +97,7 @@ pub fn measured(runs: &[StoredRun], headline: &Headline) -> Vec<Measured> {
             value,
         }));
     }
-    out.extend(training_figures(runs));
     out
-}
-
-/// Per model and target, MLPerf Storage's result: of the training runs that met the AU rule,
-/// the one with the most accelerators (the most samples/s among equals): its accelerators,
-/// samples/s, dataset bytes/s and AU (a fraction). A model no run met the rule for has none.
-fn training_figures(runs: &[StoredRun]) -> Vec<Measured> {
-    use storlab_model::training::TrainingResult;
-    let mut best: Vec<&TrainingResult> = Vec::new();
-    for r in runs.iter().flat_map(|r| &r.summary.training) {
-        if !r.meets_au() {
-            continue;
-        }
-        let key = |x: &TrainingResult| (x.accelerators, x.samples_per_second());
-        match best
-            .iter_mut()
-            .find(|b| b.model == r.model && b.target == r.target)
-        {
-            Some(b) if key(r) > key(b) => *b = r,
-            Some(_) => {}
-            None => best.push(r),
-        }
-    }
-    best.into_iter()
-        .flat_map(|r| {
-            [
-                ("accelerators", f64::from(r.accelerators)),
-                ("samples/s", r.samples_per_second()),
-                ("MB/s", r.bytes_per_second()),
-                ("AU", r.au_percent().0 / 100.0),
-            ]
-            .map(|(metric, value)| Measured {
-                table: "Training".into(),
-                test: r.model.clone(),
-                target: r.target.clone(),
-                metric: metric.into(),
-                value,
-            })
-        })
-        .collect()
 }
 
 /// A run's recovery figures, seconds: per fault (`recovery` event) the time to the first
@@ -566,19 +527,28 @@ wording = "after 2:05:38"
             StoredRun::of_summary(s)
         };
         let runs = [run(1, 2, 99.0), run(2, 4, 95.0), run(3, 8, 60.0)];
-        let h = Headline {
-            sections: Vec::new(),
-            compared_with: None,
-        };
+        let h = crate::headline::of_runs(&runs);
         let got: Vec<(String, f64)> = measured(&runs, &h)
             .into_iter()
             .filter(|m| m.table == "Training")
             .map(|m| (m.metric, m.value))
             .collect();
-        assert_eq!(got[0], ("accelerators".to_string(), 4.0));
-        assert_eq!(got[3].0, "AU");
-        assert!((got[3].1 - 0.95).abs() < 1e-9, "{got:?}");
+        let names: Vec<&str> = got.iter().map(|(m, _)| m.as_str()).collect();
+        assert_eq!(names, ["accelerators", "AU", "samples/s", "MB/s"]);
+        assert_eq!(got[0].1, 4.0);
+        assert!((got[1].1 - 0.95).abs() < 1e-9, "{got:?}");
         // 4 accelerators of 10 counted steps of 7 samples in 1 s each.
-        assert!((got[1].1 - 280.0).abs() < 1e-9, "{got:?}");
+        assert!((got[2].1 - 280.0).abs() < 1e-9, "{got:?}");
+        // The training table leads the headline; its runs add no throughput rows.
+        assert_eq!(h.sections.len(), 1, "{h:?}");
+
+        // No run met the rule: 0 accelerators, the other figures not given.
+        let failed = [run(1, 2, 60.0)];
+        let h = crate::headline::of_runs(&failed);
+        let got: Vec<(String, f64)> = measured(&failed, &h)
+            .into_iter()
+            .map(|m| (m.metric, m.value))
+            .collect();
+        assert_eq!(got, [("accelerators".to_string(), 0.0)]);
     }
 }

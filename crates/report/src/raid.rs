@@ -259,6 +259,9 @@ fn failure_section(f: &FailureRun) -> FailureSection {
             "\nEvent `{}` ({}): {} at {:.3} s, took {:.3} s.",
             e.name, e.action, e.status, e.start_seconds, e.duration_seconds
         ));
+        for line in e.output.lines().filter(|l| !l.trim().is_empty()) {
+            caption.push_str(&format!("\n`{}` printed: {}", e.name, line.trim_end()));
+        }
     }
     for r in &f.recovery {
         caption.push_str(&format!(

@@ -41,6 +41,36 @@ fn dataset_words(r: &TrainingResult) -> String {
     )
 }
 
+/// Per model and target, in the order first run, MLPerf Storage's result: of the training
+/// runs that met the AU rule, the one with the most accelerators (the most samples/s among
+/// equals); None when no run of that model met it.
+pub fn best_results(
+    runs: &[storlab_results::stored::StoredRun],
+) -> Vec<(String, String, Option<&TrainingResult>)> {
+    let mut best: Vec<(String, String, Option<&TrainingResult>)> = Vec::new();
+    for r in runs.iter().flat_map(|r| &r.summary.training) {
+        let i = match best
+            .iter()
+            .position(|(m, t, _)| *m == r.model && *t == r.target)
+        {
+            Some(i) => i,
+            None => {
+                best.push((r.model.clone(), r.target.clone(), None));
+                best.len() - 1
+            }
+        };
+        if !r.meets_au() {
+            continue;
+        }
+        let key = |x: &TrainingResult| (x.accelerators, x.samples_per_second());
+        match best[i].2 {
+            Some(b) if key(r) <= key(b) => {}
+            _ => best[i].2 = Some(r),
+        }
+    }
+    best
+}
+
 /// One row per training result of every run, or None when no run trained.
 pub fn training_table<'a>(runs: impl IntoIterator<Item = &'a RunSummary>) -> Option<Table> {
     let mut rows = Vec::new();

@@ -4,7 +4,9 @@
 //! MiB/s and mean latency per access specification, each server's shares added up:
 //! [`crate::headline::fileserver`]), db_bench workloads the key-value figures (ops/s and
 //! p99 per benchmark and thread count), YCSB workloads the MongoDB brief's four metrics (run
-//! time, ops/s, mean read and update latency), anything else ops/s, MB/s and p99. A RAID study's
+//! time, ops/s, mean read and update latency), training workloads MLPerf Storage's result per
+//! model (the most accelerators that met the AU rule, their AU, samples/s and MB/s), anything
+//! else ops/s, MB/s and p99. A RAID study's
 //! headline is its efficiency table and a rate schedule's its schedule figures: those keep their
 //! own tables and add no rows here. The same figures go to the HTML, the Markdown and the
 //! terminal; `with_previous` puts an earlier result's figures beside each one with the change.
@@ -29,6 +31,12 @@ pub enum Unit {
     /// Nanoseconds, shown in a fitting unit.
     Latency,
     Seconds,
+    /// A whole count (accelerators).
+    Count,
+    /// A fraction, shown as a percentage (accelerator utilization).
+    Fraction,
+    /// A rate shown with one decimal (samples/s).
+    Decimal,
 }
 
 impl Unit {
@@ -42,6 +50,9 @@ impl Unit {
             Unit::Seconds if v >= 3600.0 => format!("{:.2} h", v / 3600.0),
             Unit::Seconds if v >= 60.0 => format!("{:.1} min", v / 60.0),
             Unit::Seconds => format!("{v:.2} s"),
+            Unit::Count => thousands(v),
+            Unit::Fraction => format!("{:.2}%", v * 100.0),
+            Unit::Decimal => format!("{v:.1}"),
         }
     }
 }
@@ -82,6 +93,9 @@ const STORAGE: &str = "Storage";
 pub const FILE_SERVER: &str = "File server";
 const KEY_VALUE: &str = "Key-value";
 const YCSB: &str = "YCSB";
+/// MLPerf Storage's result per model: the search's answer (see
+/// [`crate::training::best_results`]).
+pub const TRAINING: &str = "Training";
 const OTHER: &str = "Throughput";
 
 fn metrics_of(title: &str) -> Vec<Metric> {
@@ -99,6 +113,12 @@ fn metrics_of(title: &str) -> Vec<Metric> {
             m("mean latency", Unit::Latency),
         ],
         KEY_VALUE => vec![m("ops/s", Unit::Rate), m("p99", Unit::Latency)],
+        TRAINING => vec![
+            m("accelerators", Unit::Count),
+            m("AU", Unit::Fraction),
+            m("samples/s", Unit::Decimal),
+            m("MB/s", Unit::MegaBytes),
+        ],
         YCSB => vec![
             m("run time", Unit::Seconds),
             m("ops/s", Unit::Rate),
@@ -128,6 +148,27 @@ pub fn headline(runs: &[StoredRun], groups: &[Group]) -> Headline {
     if !storlab_results::raid::tables(runs).is_empty() {
         return h;
     }
+    // A training study's own table first: per model and target, the most accelerators that
+    // met the AU rule (none met it: 0), and their figures.
+    for (model, target, best) in crate::training::best_results(runs) {
+        let values = match best {
+            Some(r) => vec![
+                Some(f64::from(r.accelerators)),
+                Some(r.au_percent().0 / 100.0),
+                Some(r.samples_per_second()),
+                Some(r.bytes_per_second()),
+            ],
+            None => vec![Some(0.0), None, None, None],
+        };
+        let row = Row {
+            step: String::new(),
+            test: model,
+            target,
+            values,
+            previous: None,
+        };
+        push_row(&mut h, TRAINING, row);
+    }
     for g in groups {
         // A file server's shares: its total per test, not a row per share.
         if let Some(rows) = crate::headline::fileserver::headline_rows(g, runs) {
@@ -146,6 +187,10 @@ pub fn headline(runs: &[StoredRun], groups: &[Group]) -> Headline {
             let Some(t) = run.summary.targets.get(p.figures.target_position) else {
                 continue;
             };
+            // Its accelerators' figures are in the training table.
+            if t.workload_type == ResultKind::Training {
+                continue;
+            }
             let workload = run.workload_json(p.figures.target_position);
             let title = match t.workload_type {
                 ResultKind::Block => STORAGE,

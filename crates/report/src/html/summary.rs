@@ -54,6 +54,9 @@ fn headline_tables(h: &mut String, hl: &Headline) {
     if file_server {
         h.push_str("A file server's figures are the total of its shares (IOPS and bytes per second added, the mean over all their operations). ");
     }
+    if hl.sections.iter().any(|s| s.title == headline::TRAINING) {
+        h.push_str("Training: per model, the most accelerators whose run met the AU rule (0: none did) and that run's mean AU, samples/s and MB/s (DLIO-compatible, not an MLPerf Storage result; see Training). ");
+    }
     h.push_str("The full tables per workload are in the appendix.</p>\n");
 }
 
