@@ -13,9 +13,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::events::{EventStatus, RunOutline};
+use crate::events::{EventOutcome, EventStatus, RunOutline};
 use crate::timeline::Timeline;
-use storlab_study::events::EventPlan;
+use storlab_study::events::{EventPlan, RecoveryPlan};
 
 /// How throughput fell and came back around one event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -318,7 +318,8 @@ fn recovered_at(
 }
 
 /// Recovery around every event of a stored run that ran and asked for it (`recovery`),
-/// over the run's targets; `interval_s` is the run's timeline interval.
+/// over the run's targets; `interval_s` is the run's timeline interval. Each is judged up to
+/// the next such event (a failover's outage is not its failback's), or the end.
 pub fn for_run(
     run: &RunOutline,
     timeline: &Timeline,
@@ -326,27 +327,37 @@ pub fn for_run(
     plans: &[EventPlan],
 ) -> Vec<Recovery> {
     let targets = &run.target_names;
-    run.events
+    let asked: Vec<(&EventOutcome, RecoveryPlan)> = run
+        .events
         .iter()
         .filter_map(|e| {
             let o = e.outcome.as_ref()?;
             let ran = !matches!(o.status, EventStatus::NotReached | EventStatus::Skipped);
             let plan = plans.iter().find(|p| p.name == o.name)?.recovery?;
-            (o.recovery && ran).then(|| {
-                recovery(
-                    timeline,
-                    targets,
-                    interval_s,
-                    run.measured_seconds,
-                    &o.name,
-                    RecoveryAsk {
-                        event_seconds: o.start_ns as f64 / 1e9,
-                        baseline_seconds: plan.baseline.0.as_secs_f64(),
-                        recovered_within: plan.recovered_within,
-                        settle_seconds: plan.settle.0.as_secs_f64(),
-                    },
-                )
-            })
+            (o.recovery && ran).then_some((o, plan))
+        })
+        .collect();
+    asked
+        .iter()
+        .map(|&(o, plan)| {
+            let until = asked
+                .iter()
+                .map(|(next, _)| next.start_ns as f64 / 1e9)
+                .filter(|&t| t > o.start_ns as f64 / 1e9)
+                .fold(run.measured_seconds, f64::min);
+            recovery(
+                timeline,
+                targets,
+                interval_s,
+                until,
+                &o.name,
+                RecoveryAsk {
+                    event_seconds: o.start_ns as f64 / 1e9,
+                    baseline_seconds: plan.baseline.0.as_secs_f64(),
+                    recovered_within: plan.recovered_within,
+                    settle_seconds: plan.settle.0.as_secs_f64(),
+                },
+            )
         })
         .collect()
 }
@@ -489,5 +500,62 @@ pub(crate) mod tests {
         t.rows.push(other);
         let r = recovery(&t, &["a".into()], 0.1, 1e9, "x", ask(0.2));
         assert!((r.outage_seconds - 0.1).abs() < 1e-9, "{r:?}");
+    }
+
+    /// Two faults in one run (a failover, then a failback): each one's outage and recovery
+    /// are judged up to the next, the first's never taken from the second's longer outage.
+    #[test]
+    fn each_event_is_judged_up_to_the_next() {
+        use crate::phases::tests::event;
+        use storlab_study::events::{Action, EventPlan, OnFailure, RecoveryPlan, Trigger};
+        // 1 s up, 0.2 s out, 1 s up, 0.5 s out, 1 s up.
+        let mut iv = vec![(100, 0); 10];
+        iv.extend(vec![(0, 1); 2]);
+        iv.extend(vec![(100, 0); 10]);
+        iv.extend(vec![(0, 1); 5]);
+        iv.extend(vec![(100, 0); 10]);
+        let mut events = vec![
+            event("failover", 1.0, 1.0, EventStatus::Ok),
+            event("failback", 2.2, 2.2, EventStatus::Ok),
+        ];
+        let plan = |name: &str| EventPlan {
+            name: name.into(),
+            trigger: Trigger::At(storlab_model::units::Dur(std::time::Duration::ZERO)),
+            action: Action::Exec {
+                command: vec!["true".into()],
+                timeout: storlab_model::units::Dur(std::time::Duration::ZERO),
+            },
+            on_failure: OnFailure::StopStep,
+            recovery: Some(RecoveryPlan {
+                baseline: storlab_model::units::Dur(std::time::Duration::from_millis(500)),
+                recovered_within: 0.05,
+                settle: storlab_model::units::Dur(std::time::Duration::from_millis(300)),
+            }),
+        };
+        for e in &mut events {
+            e.outcome.as_mut().unwrap().recovery = true;
+        }
+        let run = RunOutline {
+            events: &events,
+            target_names: vec!["a".into()],
+            measured_seconds: 3.7,
+        };
+        let r = for_run(
+            &run,
+            &timeline(&iv),
+            0.1,
+            &[plan("failover"), plan("failback")],
+        );
+        assert_eq!(r.len(), 2, "{r:?}");
+        assert!((r[0].outage_seconds - 0.2).abs() < 1e-9, "{r:?}");
+        assert!(
+            r[0].recovered && close(r[0].time_to_recover_seconds, 0.2),
+            "{r:?}"
+        );
+        assert!((r[1].outage_seconds - 0.5).abs() < 1e-9, "{r:?}");
+        assert!(
+            r[1].recovered && close(r[1].time_to_first_success_seconds, 0.5),
+            "{r:?}"
+        );
     }
 }

@@ -135,6 +135,9 @@ struct RawStep {
     distinct_seeds: bool,
     warmup: Option<Spanned<Dur>>,
     duration: Option<Spanned<Dur>>,
+    /// The measurement under `--quick`, in place of quick mode's own (a run whose events take
+    /// real time: a failover and a failback); at most `duration`.
+    quick_duration: Option<Spanned<Dur>>,
     ops: Option<Spanned<u64>>,
     repetitions: Option<Spanned<u32>>,
     #[serde(default)]

@@ -39,6 +39,10 @@ pub struct RunPlan {
     pub parameters: BTreeMap<String, String>,
     pub warmup: Dur,
     pub duration: Option<Dur>,
+    /// The step's `quick-duration`: its measurement under `--quick` (quick mode's own when
+    /// None).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quick_duration: Option<Dur>,
     /// Measured operations per target (split among its threads).
     pub ops: Option<u64>,
     pub stop_on_error: bool,

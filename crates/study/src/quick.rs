@@ -10,8 +10,8 @@ use storlab_workload::Workload;
 impl Plan {
     /// Quick mode, for checking a study end to end (not for figures): warm-up at most 0.2 s
     /// (a rate schedule's shrinks with its phases),
-    /// measurement at most 1 s (3 s with timed events, 6 s with a timed `wait-for`; a rate
-    /// schedule's phases at `quick-phase` each) and 20,000 operations, files at most 64 MiB, a
+    /// measurement at most 1 s (3 s with timed events, 6 s with a timed `wait-for`, the step's
+    /// `quick-duration` when it has one; a rate schedule's phases at `quick-phase` each) and 20,000 operations, files at most 64 MiB, a
     /// block workload's `start-delay` shrunk with the measurement and at most the quick
     /// measurement (so a step with a delayed workload lasts at most twice it).
     pub fn make_quick(&mut self) {
@@ -29,7 +29,9 @@ impl Plan {
             let timed_wait = r.events.iter().any(|e| {
                 e.trigger.in_measurement() && matches!(e.action, events::Action::WaitFor { .. })
             });
-            let quick_cap = if timed_wait {
+            let quick_cap = if let Some(q) = r.quick_duration {
+                q.0
+            } else if timed_wait {
                 std::time::Duration::from_secs(QUICK_WAIT_SECONDS)
             } else if timed_events {
                 std::time::Duration::from_secs(QUICK_EVENTS_SECONDS)
@@ -200,5 +202,28 @@ mod tests {
         assert_eq!(quick("5s", "10s"), (ms(1000), ms(1000)));
         assert_eq!(quick("1s", "1s"), (ms(1000), ms(1000)));
         assert_eq!(quick("1s", "500ms"), (ms(1000), ms(500)));
+    }
+
+    /// A step's `quick-duration` is its quick measurement, its events' times and recovery
+    /// windows shrunk by the same factor; past its `duration` it is an error.
+    #[test]
+    fn quick_duration_sets_the_quick_measurement() {
+        let text = |q: &str| {
+            format!(
+                "name = \"t\"\n\n[targets.n]\ntype = \"null\"\n\n[workloads.w]\nblock-size = \"4KiB\"\n\n[[steps]]\nworkload = \"w\"\ntargets = [\"n\"]\nduration = \"60s\"\nquick-duration = \"{q}\"\n\n[[steps.events]]\nname = \"e\"\naction = \"exec\"\nat = \"40s\"\nbaseline = \"20s\"\ncommand = [\"true\"]\n"
+            )
+        };
+        let mut plan = crate::parse("t.toml", &text("30s")).unwrap();
+        plan.make_quick();
+        let r = &plan.runs[0];
+        assert_eq!(r.duration.unwrap().0, Duration::from_secs(30));
+        let e = &r.events[0];
+        assert_eq!(
+            e.trigger,
+            crate::events::Trigger::At(storlab_model::units::Dur(Duration::from_secs(20)))
+        );
+        assert_eq!(e.recovery.unwrap().baseline.0, Duration::from_secs(10));
+        let err = crate::parse("t.toml", &text("90s")).unwrap_err();
+        assert!(format!("{err:?}").contains("quick-duration"), "{err:?}");
     }
 }

@@ -127,6 +127,7 @@ impl<'a> Declared<'a> {
                 .map(|w| *w.get_ref())
                 .unwrap_or(Dur(Duration::ZERO)),
             duration: s.duration.as_ref().map(|d| *d.get_ref()),
+            quick_duration: s.quick_duration.as_ref().map(|d| *d.get_ref()),
             ops: s.ops.as_ref().map(|o| *o.get_ref()),
             repetitions: reps.max(1),
             stop_on_error: s.stop_on_error,
@@ -252,6 +253,16 @@ fn check_bounds(
             format!("{step_key}.duration"),
             "duration must be above 0",
         ));
+    }
+    if let Some(q) = &s.quick_duration {
+        let within = s.duration.as_ref().map(|d| *d.get_ref());
+        if q.get_ref().0.is_zero() || within.is_none_or(|d| q.get_ref().0 > d.0) {
+            errors.push(src.error(
+                Some(q.span()),
+                format!("{step_key}.quick-duration"),
+                "quick-duration is the step's measurement under --quick: above 0 and at most its `duration`",
+            ));
+        }
     }
     if let Some(o) = &s.ops
         && *o.get_ref() == 0

@@ -61,6 +61,8 @@ pub(super) struct Step<'a> {
     pub distinct_seeds: bool,
     pub warmup: Dur,
     pub duration: Option<Dur>,
+    /// `quick-duration`: the measurement under `--quick`.
+    pub quick_duration: Option<Dur>,
     pub ops: Option<u64>,
     pub repetitions: u32,
     pub stop_on_error: bool,
@@ -392,6 +394,7 @@ fn push_runs(step: &Step, interval: Dur, point_runs: &[PointRuns], runs: &mut Ve
                     parameters: parameters.clone(),
                     warmup: step.warmup,
                     duration: step.duration,
+                    quick_duration: step.quick_duration,
                     ops: step.ops,
                     stop_on_error: step.stop_on_error,
                     drop_caches: step.drop_caches,

@@ -23,6 +23,10 @@ pub struct FailureEvent {
     pub start_seconds: f64,
     /// How long it took (for `wait-for`: until its command succeeded, e.g. a rebuild).
     pub duration_seconds: f64,
+    /// What its command printed (the first bytes kept with the event): a cluster's fencing
+    /// log, the seconds a failback took.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub output: String,
 }
 
 /// What the verify pass after the run found on the array, block counts by class.
@@ -113,6 +117,7 @@ pub fn failures(geometry: &Geometry, summaries: &[RunSummary]) -> Vec<FailureRun
                         status: o.status.name().to_string(),
                         start_seconds: o.start_ns as f64 / 1e9,
                         duration_seconds: o.duration_seconds,
+                        output: o.stdout.trim_end().to_string(),
                     })
                 })
                 .collect();
