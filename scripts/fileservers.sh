@@ -12,15 +12,8 @@
 #                                       serving node (its namespace), serve the same exports at
 #                                       the same address from the other (a new namespace)
 #   scripts/fileservers.sh restart-nfs DIR  start Ganesha (and rpcbind) again on its node
-#   scripts/fileservers.sh start-node DIR   the RAID study's NFS node A alone: its namespace and
-#                                       link (address known, nothing served yet), DIR/env.sh
-#   scripts/fileservers.sh export DIR PATH [DEVICE]  node A serves PATH as /export (DEVICE:
-#                                       mounted at PATH in the node's own mount namespace first)
-#   scripts/fileservers.sh nfs-netns DIR  the namespace of the node serving NFS now
-#   scripts/fileservers.sh nfs-answers DIR  exit 0 when the export answers at the node's address
-#   scripts/fileservers.sh ha-monitor DIR [DETECT_S]  Pacemaker's part: watches the serving
-#                                       node; once it is lost, DETECT_S (0) later, failover
 #
+# (The RAID study's node failover runs under real Pacemaker and Corosync: scripts/pacemaker.sh.)
 # The client LAN: a bridge on the host (10.214.Y.1/24), five client network namespaces on it
 # (client1..client5 at 10.214.Y.11..15) and the NFS node (10.214.Y.2, after a failover too).
 # Samba also listens on the bridge's address. A client namespace's traffic crosses a veth link
@@ -51,7 +44,7 @@ START_TIMEOUT=60 # seconds each server gets to answer
 SMB_USER=storlab
 
 usage() {
-  sed -n '6,22p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '6,14p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -187,35 +180,29 @@ make_node() {
   local ns="$1" veth="$2" x="$3" dir="$4"
   ip netns add "$ns"
   veth_to_host "$ns" "$veth" "${veth}n" "10.213.$x.1/30" "10.213.$x.2/30"
-  # The RAID study's node (start-node) has no client LAN.
-  [ ! -r "$dir/lan/subnet" ] || lan_attach "$dir" "$ns" "${veth}l" "10.214.$(cat "$dir/lan/subnet").2"
+  lan_attach "$dir" "$ns" "${veth}l" "10.214.$(cat "$dir/lan/subnet").2"
 }
 
 # run_ganesha NS ROOT: rpcbind and Ganesha in namespace NS, serving ROOT/ganesha.conf, both in
 # a mount namespace of their own with a private /run: rpcbind locks /run/rpcbind.lock and
 # Ganesha registers through /run/rpcbind.sock, so two nodes (two DIRs) never meet there.
-# With ROOT/mount ("DEVICE PATH", written by `export`), the node first mounts DEVICE at PATH
-# in that mount namespace: the node imports the storage it serves, and when its processes
-# die (a power-off) the mount goes with the namespace.
 run_ganesha() {
-  local ns="$1" root="$2" device="" path=""
-  [ ! -r "$root/mount" ] || read -r device path <"$root/mount"
+  local ns="$1" root="$2"
   # Both daemonize; they are found again as the processes of the namespace (stop_ganesha).
+  # shellcheck disable=SC2016 # expanded by the inner shell
   ip netns exec "$ns" unshare --mount --propagation private sh -c '
     mount -t tmpfs -o mode=755 storlab-run /run && mkdir -p /run/rpcbind || exit 1
-    if [ -n "$2" ]; then mount "$2" "$3" || { echo "mount $2 $3 failed"; exit 1; }; fi
     rpcbind -w || { echo "rpcbind did not start"; exit 1; }
     exec ganesha.nfsd -f "$1/ganesha.conf" -L "$1/ganesha.log" -p "$1/ganesha.pid" -N NIV_EVENT
-  ' sh "$root" "$device" "$path" >"$root/ganesha.out" 2>&1 ||
+  ' sh "$root" >"$root/ganesha.out" 2>&1 ||
     fail_server NFS-Ganesha "$root/ganesha.log" "rpcbind or ganesha.nfsd failed to start in namespace $ns (output: $root/ganesha.out)"
 }
 
-# wait_nfs ROOT ADDR: until the first export (ROOT/probe-export, default export1) answers.
+# wait_nfs ROOT ADDR: until the first export answers.
 wait_nfs() {
-  local root="$1" addr="$2" i probe=export1
-  [ ! -r "$root/probe-export" ] || probe="$(cat "$root/probe-export")"
+  local root="$1" addr="$2" i
   for ((i = 0; i < START_TIMEOUT * 10; i++)); do
-    if nfs-ls "nfs://$addr/$probe?version=3" >/dev/null 2>&1; then
+    if nfs-ls "nfs://$addr/export1?version=3" >/dev/null 2>&1; then
       return 0
     fi
     if [ "$i" -gt 30 ] && ! alive "$(pidfile_pid "$root/ganesha.pid")"; then
@@ -397,11 +384,10 @@ cmd_status() {
   return "$ok"
 }
 
-# The failover of the RAID brief's node: the serving node's Ganesha and rpcbind die at once
-# (SIGKILL, as a node losing power), its namespace and link go; the other node (B after A, A
-# after B), a new namespace at the same address, serves the same exports (the same storage)
-# once it answers. Prints the seconds from
-# the kill to node B answering.
+# An NFS node failover: the serving node's Ganesha and rpcbind die at once (SIGKILL, as a node
+# losing power), its namespace and link go; the other node (B after A, A after B), a new
+# namespace at the same address, serves the same exports (the same storage) once it answers.
+# Prints the seconds from the kill to node B answering.
 cmd_failover() {
   local dir t
   dir="$(resolve_dir "${1:-}")"
@@ -461,86 +447,6 @@ cmd_restart_nfs() {
   wait_nfs "$root" "$(sed 's|nfs://||' "$root/url")"
 }
 
-# The RAID study's NFS node A: its namespace and address, nothing served until `export` (the
-# array it serves is made during the study). DIR/env.sh: STORLAB_RAID_NODE_SERVER (nfs://ADDR),
-# STORLAB_RAID_NODE_DIR, STORLAB_RAID_NODE_SCRIPT. `stop DIR` removes it (and node B).
-cmd_start_node() {
-  local dir
-  dir="$(resolve_dir "${1:-}")"
-  stop_all "$dir" quiet || die "could not stop the file servers left in $dir"
-  rm -rf "$dir/samba" "$dir/nfs" "$dir/lan"
-  trap 'rc=$?; if [ "$rc" -ne 0 ]; then stop_all "'"$dir"'" quiet || true; fi' EXIT
-  start_node "$dir"
-  cat >"$dir/env.sh" <<EOF
-# written by scripts/fileservers.sh start-node $dir
-export STORLAB_RAID_NODE_SERVER='$(cat "$dir/nfs/url")'
-export STORLAB_RAID_NODE_DIR='$dir'
-export STORLAB_RAID_NODE_SCRIPT='$SCRIPTS/fileservers.sh'
-EOF
-  trap - EXIT
-  log "NFS node A at $(sed 's|nfs://||' "$dir/nfs/url") (namespace $(cat "$dir/nfs/netns")), nothing served yet; source $dir/env.sh"
-}
-
-# Node A serves PATH as /export (Ganesha and rpcbind in its namespace). With DEVICE, the node
-# mounts DEVICE at PATH in its own mount namespace first (the array it imports; the host need
-# not have it mounted); after `failover`, node B mounts it again. Returns once /export answers.
-cmd_export() {
-  local dir path="${3:-}" device="${4:-}"
-  dir="$(resolve_dir "${2:-}")"
-  local root="$dir/nfs"
-  [ -r "$root/subnet" ] || die "no NFS node under $dir: run scripts/fileservers.sh start-node $dir"
-  [ -d "$path" ] || die "export: PATH '$path' is not a directory"
-  [ -z "$(ns_pids "$(cat "$root/netns")")" ] || die "node $(cat "$root/netns") already serves"
-  if [ -n "$device" ]; then echo "$device $path" >"$root/mount"; else rm -f "$root/mount"; fi
-  echo export >"$root/probe-export"
-  {
-    ganesha_conf_head "$(cat "$root/netns")" "$(sed 's|nfs://||' "$root/url")" "$root"
-    ganesha_export 1 "$path" /export
-  } >"$root/ganesha.conf"
-  run_ganesha "$(cat "$root/netns")" "$root"
-  wait_nfs "$root" "10.213.$(cat "$root/subnet").2"
-  log "node $(cat "$root/netns") serves $path${device:+ ($device mounted there)} as $(cat "$root/url")/export"
-}
-
-# The namespace of the node serving NFS now (A, or B after a failover): for a power-off event.
-cmd_nfs_netns() {
-  local dir
-  dir="$(resolve_dir "${1:-}")"
-  [ -r "$dir/nfs/netns" ] || die "no NFS node under $dir"
-  cat "$dir/nfs/netns"
-}
-
-# Exit 0 when the serving node's first export answers at its address (a probe for a wait-for).
-cmd_nfs_answers() {
-  local dir root probe=export1
-  dir="$(resolve_dir "${1:-}")"
-  root="$dir/nfs"
-  [ -r "$root/url" ] || die "no NFS node under $dir"
-  [ ! -r "$root/probe-export" ] || probe="$(cat "$root/probe-export")"
-  timeout 5 nfs-ls "$(cat "$root/url")/$probe?version=3" >/dev/null 2>&1
-}
-
-# What Pacemaker and Corosync do for the RAID brief's two nodes: watch the node that serves
-# (every 0.1 s: a node whose namespace has no process left is lost, as a node that stopped
-# answering the heartbeat), then, DETECT_S seconds later (the heartbeat's timeout and fencing
-# on real nodes; 0 by default), fail the export over to the other node (`failover`: it mounts
-# the array and serves the same export at the same address). Goes on watching the new node;
-# runs until stopped (a study's `start` event: storlab stops it when the step ends).
-cmd_ha_monitor() {
-  local dir detect="${2:-0}" ns
-  dir="$(resolve_dir "${1:-}")"
-  [ -r "$dir/nfs/netns" ] || die "no NFS node under $dir"
-  while true; do
-    ns="$(cat "$dir/nfs/netns")"
-    if [ -z "$(ns_pids "$ns")" ]; then
-      log "ha-monitor: node $ns lost; failover in $detect s"
-      sleep "$detect"
-      cmd_failover "$dir" >/dev/null || die "ha-monitor: the failover from $ns failed"
-    fi
-    sleep 0.1
-  done
-}
-
 case "${1:-}" in
 install) cmd_install ;;
 start) cmd_start "${2:-}" ;;
@@ -548,10 +454,5 @@ stop) cmd_stop "${2:-}" ;;
 status) cmd_status "${2:-}" ;;
 failover) cmd_failover "${2:-}" ;;
 restart-nfs) cmd_restart_nfs "${2:-}" ;;
-start-node) cmd_start_node "${2:-}" ;;
-export) cmd_export "$@" ;;
-nfs-netns) cmd_nfs_netns "${2:-}" ;;
-nfs-answers) cmd_nfs_answers "${2:-}" ;;
-ha-monitor) cmd_ha_monitor "${2:-}" "${3:-}" ;;
 *) usage ;;
 esac

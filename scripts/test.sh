@@ -9,7 +9,9 @@
 # (scripts/cluster.sh, each node in its own network namespace; tests/cluster.rs then
 # tests/elastic.rs each power its leader off); a Redis 7.0 Cluster of 3 masters and 3 replicas
 # (scripts/rediscluster.sh, each node in its own network namespace; tests/rediscluster.rs
-# powers a master off); YCSB 0.17.0's jar (Maven) for the draw-for-draw comparison.
+# powers a master off); Pacemaker 2.1 and Corosync 3 on two nodes (scripts/pacemaker.sh, each
+# node in its own namespaces and cgroup; tests/raid.rs fails the RAID study's array over and
+# back); YCSB 0.17.0's jar (Maven) for the draw-for-draw comparison.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh --tests
@@ -23,6 +25,7 @@ cargo clippy --locked --all-targets --features mpi -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --workspace --document-private-items
 ./scripts/servers.sh install
 ./scripts/fileservers.sh install
+./scripts/pacemaker.sh install
 ./scripts/cluster.sh install
 ./scripts/rediscluster.sh install
 # YCSB 0.17.0's core jar, for tests/ycsb_exact.rs (draw-for-draw comparison with YCSB).

@@ -543,9 +543,9 @@ fn every_study_in_studies_checks_valid() {
             .env("STORLAB_RAID_FAIL", "/dev/null")
             .env("STORLAB_RAID_MNT", "/mnt/storlab-none")
             .env("STORLAB_RAID_SPARE", "/dev/loop98")
-            .env("STORLAB_RAID_NODE_SERVER", "nfs://192.0.2.1")
-            .env("STORLAB_RAID_NODE_SCRIPT", "scripts/fileservers.sh")
-            .env("STORLAB_RAID_NODE_DIR", "/tmp/storlab-raid-node-none")
+            .env("STORLAB_HA_SERVER", "nfs://192.0.2.1")
+            .env("STORLAB_HA_SCRIPT", "scripts/pacemaker.sh")
+            .env("STORLAB_HA_DIR", "/tmp/storlab-ha-none")
             .env(
                 "STORLAB_REDIS_CLUSTER_URLS",
                 "redis://192.0.2.1:7000,redis://192.0.2.2:7000",

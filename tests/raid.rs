@@ -6,10 +6,12 @@
 //! together (as many operations in flight); the efficiency table has all four rows. Then
 //! a member fails under verified random writes (its XFS shut down), a spare replaces it while
 //! the writes go on, and the verify pass finds every acknowledged block intact. Last, the
-//! brief's node failover: node A (a network namespace, scripts/fileservers.sh start-node)
-//! mounts the array and serves it over NFS-Ganesha, loses power under verified random writes
-//! through the export, node B mounts the same members and serves the same export at the same
-//! address; the clients' outage and recovery are measured and no acknowledged write is lost.
+//! brief's high availability under real Pacemaker and Corosync (scripts/pacemaker.sh: two
+//! nodes, each a set of namespaces and a cgroup): the array's resource group (mount, service
+//! address, NFS-Ganesha) runs on node a, which loses power under verified random writes
+//! through the export; node b fences it and runs the group, node a is powered on and the group
+//! fails back to it; both outages and recoveries are measured, the fencing is recorded, and
+//! no acknowledged write is lost.
 
 mod common;
 
@@ -87,45 +89,52 @@ impl Members {
     }
 }
 
-/// The RAID study's NFS nodes (`scripts/fileservers.sh start-node`): node A's namespace and
-/// address, nothing served until the study's step exports the array; on drop, `stop` removes
-/// node A and node B (their namespaces, and with them the array's mount in them). Declared
-/// after [`Members`], so dropped before it: the array is let go before its loops.
-struct Node {
+/// The RAID study's Pacemaker cluster (`scripts/pacemaker.sh start`): nodes a and b online,
+/// fencing configured, no resource group until the study's step 6 creates it (`serve`); on
+/// drop, `stop` halts both nodes (and with them the array's mount in the serving node's mount
+/// namespace). Declared after [`Members`], so dropped before it: the array is let go before
+/// its loops.
+struct Cluster {
     dir: PathBuf,
     env: Vec<(String, String)>,
 }
 
-fn fileservers_script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/fileservers.sh")
+fn pacemaker_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/pacemaker.sh")
 }
 
-impl Node {
-    fn start(dir: &Path) -> Result<Node, String> {
-        // The guard first: a half-started node is stopped too.
-        let mut node = Node {
+impl Cluster {
+    fn start(dir: &Path) -> Result<Cluster, String> {
+        // The guard first: a half-started cluster is stopped too.
+        let mut cluster = Cluster {
             dir: dir.to_path_buf(),
             env: Vec::new(),
         };
-        sh(&[
-            &fileservers_script().to_string_lossy(),
-            "start-node",
-            &dir.to_string_lossy(),
-        ])?;
+        std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+        cluster.pacemaker(&["start"])?;
         let env = std::fs::read_to_string(dir.join("env.sh")).map_err(|e| e.to_string())?;
-        node.env = env
+        cluster.env = env
             .lines()
             .filter_map(|l| l.strip_prefix("export "))
             .filter_map(|l| l.split_once('='))
             .map(|(k, v)| (k.to_string(), v.trim_matches('\'').to_string()))
             .collect();
-        Ok(node)
+        Ok(cluster)
+    }
+
+    /// `scripts/pacemaker.sh SUBCOMMAND DIR ARGS...`'s output.
+    fn pacemaker(&self, args: &[&str]) -> Result<String, String> {
+        let script = pacemaker_script().to_string_lossy().to_string();
+        let dir = self.dir.to_string_lossy().to_string();
+        let mut argv = vec![script.as_str(), args[0], dir.as_str()];
+        argv.extend_from_slice(&args[1..]);
+        sh(&argv)
     }
 }
 
-impl Drop for Node {
+impl Drop for Cluster {
     fn drop(&mut self) {
-        let _ = Command::new(fileservers_script())
+        let _ = Command::new(pacemaker_script())
             .arg("stop")
             .arg(&self.dir)
             .output();
@@ -142,7 +151,7 @@ fn mounted(path: &Path) -> bool {
 
 impl Drop for Members {
     fn drop(&mut self) {
-        // At the study's end only node B has the array mounted (gone with its namespace).
+        // At the study's end only node a has the array mounted (gone with its namespaces).
         if mounted(&self.array_mnt) {
             let _ = Command::new("umount").arg(&self.array_mnt).status();
         }
@@ -171,7 +180,7 @@ fn raid6_efficiency_study_runs_on_btrfs_over_loop_devices() {
     }
     let lab = Lab::new();
     let members = Members::new(&lab.path().join("raid")).expect("set up the members");
-    let node = Node::start(&lab.path().join("node")).expect("start the NFS node");
+    let cluster = Cluster::start(&lab.path().join("ha")).expect("start the Pacemaker cluster");
     let study = Path::new(env!("CARGO_MANIFEST_DIR")).join("studies/raid-efficiency.toml");
     let mut cmd = lab.cmd();
     cmd.args(["run", &study.to_string_lossy(), "--quick"]);
@@ -179,8 +188,8 @@ fn raid6_efficiency_study_runs_on_btrfs_over_loop_devices() {
         cmd.env(format!("STORLAB_RAID_M{i}"), l);
     }
     cmd.env("STORLAB_RAID_SPARE", &members.loops[MEMBERS]);
-    // STORLAB_RAID_NODE_SERVER, _SCRIPT and _DIR: node A, where step 6 serves the array.
-    cmd.envs(node.env.iter().map(|(k, v)| (k, v)));
+    // STORLAB_HA_SERVER, _SCRIPT and _DIR: the cluster whose group serves the array in step 6.
+    cmd.envs(cluster.env.iter().map(|(k, v)| (k, v)));
     cmd.env("STORLAB_RAID_MNT", &members.array_mnt);
     // Btrfs's strip is 64 KiB, whatever the brief's arrays use.
     cmd.env("STORLAB_RAID_STRIP", "64KiB");
@@ -381,10 +390,18 @@ fn raid6_efficiency_study_runs_on_btrfs_over_loop_devices() {
         "{verify_event:#}"
     );
 
-    // Step 6: node A lost under verified writes through its export, node B serving the same
-    // export of the same members: an outage, then successes again, and no acknowledged write
-    // lost.
+    // Step 6: node a lost under verified writes through the export, node b fencing it and
+    // serving the same export of the same members, then the group back on node a: two
+    // outages, successes again after each, and no acknowledged write lost.
     node_failover(&failures[1]);
+    // Pacemaker runs the group on node a again, and the fencing log names node a.
+    assert_eq!(
+        cluster.pacemaker(&["where"]).as_deref(),
+        Ok("a"),
+        "the group after the failback"
+    );
+    let fencing = std::fs::read_to_string(cluster.dir.join("fencing.log")).unwrap_or_default();
+    assert!(fencing.contains("by b: fence off a: killed"), "{fencing}");
     assert!(
         stdout.contains("Node failover: array-node-failover"),
         "{stdout}"
@@ -420,7 +437,11 @@ fn raid6_efficiency_study_runs_on_btrfs_over_loop_devices() {
     assert!(
         section.contains("Event `node-a-power-off` (power-off): ok")
             && section.contains("Event `export-served-again` (wait-for): ok")
+            && section.contains("Event `failback` (exec): ok")
+            && section.contains("Event `export-served-on-a` (wait-for): ok")
             && section.contains("Recovery after `node-a-power-off` at ")
+            && section.contains("Recovery after `failback` at ")
+            && section.contains("`fencing-log` printed: ")
             && section.contains(" 0 lost (acknowledged writes not found)"),
         "{section}"
     );
@@ -448,9 +469,11 @@ fn raid6_efficiency_study_runs_on_btrfs_over_loop_devices() {
     common::shot::first_screen(&page, "brief-raid-efficiency");
 }
 
-/// The node failover run in raid.json: node A powered off, the export answering again from
-/// node B, an outage the clients saw and their first success after it, and a verify pass
-/// through node B that found every acknowledged write.
+/// The node failover run in raid.json: node a powered off, the export answering again from
+/// node b (Pacemaker's failover, node a fenced), node a powered on and the group moved back
+/// to it, the export answering from node a; an outage the clients saw around each move and
+/// their first success after it, and a verify pass through node a that found every
+/// acknowledged write.
 fn node_failover(f: &serde_json::Value) {
     assert_eq!(f["step"], "array-node-failover", "{f:#}");
     assert_eq!(f["kind"], "node-failover", "{f:#}");
@@ -463,18 +486,41 @@ fn node_failover(f: &serde_json::Value) {
         .collect();
     assert_eq!(
         events,
-        [("node-a-power-off", "ok"), ("export-served-again", "ok")],
+        [
+            ("node-a-power-off", "ok"),
+            ("export-served-again", "ok"),
+            ("node-a-power-on", "ok"),
+            ("failback", "ok"),
+            ("export-served-on-a", "ok"),
+            ("fencing-log", "ok")
+        ],
         "{f:#}"
     );
-    let failover_s = f["events"][1]["duration-seconds"].as_f64().unwrap();
-    assert!(failover_s > 0.0, "{f:#}");
-    let r = &f["recovery"][0];
-    assert_eq!(r["event"], "node-a-power-off", "{f:#}");
-    assert!(r["outage-seconds"].as_f64().unwrap() > 0.0, "{f:#}");
-    let first = r["time-to-first-success-seconds"].as_f64();
-    assert!(first.is_some_and(|t| t > 0.0), "{f:#}");
-    // Operations succeeded after the failover: the last phase (after the export answered
-    // again) has some.
+    let took = |i: usize| f["events"][i]["duration-seconds"].as_f64().unwrap();
+    let (failover_s, power_on_s, failback_s) = (took(1), took(2), took(3));
+    assert!(failover_s > 0.0 && failback_s > 0.0, "{f:#}");
+    // Node b fenced node a (the fence agent's log, kept as the event's output).
+    let fencing = f["events"][5]["output"].as_str().unwrap_or("");
+    assert!(fencing.contains("by b: fence off a: killed"), "{f:#}");
+    for (r, event) in f["recovery"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(["node-a-power-off", "failback"])
+    {
+        assert_eq!(r["event"], event, "{f:#}");
+        assert!(r["outage-seconds"].as_f64().unwrap() > 0.0, "{f:#}");
+        let first = r["time-to-first-success-seconds"].as_f64();
+        assert!(first.is_some_and(|t| t > 0.0), "{f:#}");
+    }
+    assert_eq!(f["recovery"].as_array().unwrap().len(), 2, "{f:#}");
+    eprintln!(
+        "failover (power-off to the export answering from b) {failover_s:.3} s, power-on \
+         {power_on_s:.3} s, failback (to the export answering from a) {failback_s:.3} s; \
+         client outages {:.3} s and {:.3} s",
+        f["recovery"][0]["outage-seconds"], f["recovery"][1]["outage-seconds"]
+    );
+    // Operations succeeded after the failback: the last phase has some.
     let phases = f["phases"].as_array().unwrap();
     let last = phases.last().expect("phases");
     assert!(last["ops"].as_u64().unwrap() > 0, "{f:#}");
