@@ -37,6 +37,8 @@ SCRIPTS="$(cd "$(dirname "$0")" && pwd)"
 . "$SCRIPTS/tools-lib.sh"
 # shellcheck source=scripts/netns-lib.sh
 . "$SCRIPTS/netns-lib.sh"
+# shellcheck source=scripts/ganesha-lib.sh
+. "$SCRIPTS/ganesha-lib.sh"
 
 SHARES=25
 CLIENTS=5
@@ -213,45 +215,6 @@ wait_nfs() {
   fail_server NFS-Ganesha "$root/ganesha.log" "did not answer on $addr within ${START_TIMEOUT}s"
 }
 
-# ganesha_conf_head NS ADDR ROOT: Ganesha's core settings (NFSv3 and v4 over TCP, no grace
-# period, recovery state under ROOT).
-ganesha_conf_head() {
-  cat <<EOF
-# storlab scripts/fileservers.sh: inside network namespace $1 ($2)
-NFS_CORE_PARAM {
-  Protocols = 3, 4;
-  NFS_Port = 2049;
-  MNT_Port = 20048;
-  NLM_Port = 32803;
-  Enable_RQUOTA = false;
-  Mount_Path_Pseudo = true;
-}
-NFSV4 {
-  Graceless = true;
-  RecoveryBackend = fs;
-  RecoveryRoot = "$3/recovery";
-}
-NFS_KRB5 { Active_krb5 = false; }
-EOF
-}
-
-# ganesha_export ID PATH PSEUDO: one read-write export (VFS FSAL, no root squash).
-ganesha_export() {
-  cat <<EOF
-EXPORT {
-  Export_Id = $1;
-  Path = "$2";
-  Pseudo = "$3";
-  Access_Type = RW;
-  Squash = No_Root_Squash;
-  Protocols = 3, 4;
-  Transports = TCP;
-  SecType = sys;
-  FSAL { Name = VFS; }
-}
-EOF
-}
-
 # start_node DIR: NFS node A, its namespace and link (on a free 10.213.X.0/30), nothing
 # running in it yet; ROOT/netns, ROOT/subnet and ROOT/url say where it is.
 start_node() {
@@ -276,7 +239,7 @@ start_ganesha() {
   ns="$(cat "$root/netns")"
   addr="10.213.$(cat "$root/subnet").2"
   {
-    ganesha_conf_head "$ns" "$addr" "$root"
+    ganesha_conf_head "storlab scripts/fileservers.sh: inside network namespace $ns ($addr)" "$root/recovery"
     for ((i = 1; i <= SHARES; i++)); do
       mkdir -p "$root/export$i"
       ganesha_export "$i" "$root/export$i" "/export$i"

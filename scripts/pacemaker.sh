@@ -70,6 +70,8 @@ SCRIPTS="$(cd "$(dirname "$0")" && pwd)"
 . "$SCRIPTS/tools-lib.sh"
 # shellcheck source=scripts/netns-lib.sh
 . "$SCRIPTS/netns-lib.sh"
+# shellcheck source=scripts/ganesha-lib.sh
+. "$SCRIPTS/ganesha-lib.sh"
 
 NODES=(a b)
 START_TIMEOUT="${STORLAB_HA_START_TIMEOUT:-120}" # seconds to wait for nodes, the group, answers
@@ -240,38 +242,11 @@ logging {
 EOF
 }
 
-# ganesha.conf: as scripts/fileservers.sh's (NFSv3 and v4 over TCP, no grace period), one
-# export: MOUNTPOINT as /export.
+# ganesha.conf (scripts/ganesha-lib.sh): one export, MOUNTPOINT as /export.
 write_ganesha_conf() {
   local dir="$1" mnt="$2"
-  cat <<EOF
-# storlab scripts/pacemaker.sh: the array's export, on the node that runs the group
-NFS_CORE_PARAM {
-  Protocols = 3, 4;
-  NFS_Port = 2049;
-  MNT_Port = 20048;
-  NLM_Port = 32803;
-  Enable_RQUOTA = false;
-  Mount_Path_Pseudo = true;
-}
-NFSV4 {
-  Graceless = true;
-  RecoveryBackend = fs;
-  RecoveryRoot = "$dir/ha/recovery";
-}
-NFS_KRB5 { Active_krb5 = false; }
-EXPORT {
-  Export_Id = 1;
-  Path = "$mnt";
-  Pseudo = "/export";
-  Access_Type = RW;
-  Squash = No_Root_Squash;
-  Protocols = 3, 4;
-  Transports = TCP;
-  SecType = sys;
-  FSAL { Name = VFS; }
-}
-EOF
+  ganesha_conf_head "storlab scripts/pacemaker.sh: the array's export, on the node that runs the group" "$dir/ha/recovery"
+  ganesha_export 1 "$mnt" /export
 }
 
 # nv ID NAME VALUE: an nvpair.
