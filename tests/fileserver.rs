@@ -41,8 +41,8 @@ fn the_file_server_study_runs_25_shares_over_smb_and_nfs_with_iometers_rows() {
     assert!(o.status.success(), "{err}");
     let runs: serde_json::Value = serde_json::from_str(&out).unwrap();
     let runs = runs.as_array().unwrap();
-    // 2 protocols x 4 workloads x 2 queue depths.
-    assert_eq!(runs.len(), 16);
+    // 2 protocols x 5 workloads x 2 queue depths.
+    assert_eq!(runs.len(), 20);
     // Targets that completed an operation in some point.
     let mut measured: Vec<&str> = Vec::new();
     for r in runs {
@@ -122,15 +122,15 @@ fn the_file_server_study_runs_25_shares_over_smb_and_nfs_with_iometers_rows() {
             .filter(|l| l.starts_with(&format!("{kind},")))
             .count()
     };
-    assert_eq!(rows("ALL"), 16, "{csv}");
-    assert_eq!(rows("MANAGER"), 16 * 5, "{csv}");
+    assert_eq!(rows("ALL"), 20, "{csv}");
+    assert_eq!(rows("MANAGER"), 20 * 5, "{csv}");
     // A WORKER row per worker (2 per share), each followed by its share's DISK row.
     let workers: u64 = runs
         .iter()
         .flat_map(|r| r["targets"].as_array().unwrap())
         .map(|t| t["threads"].as_u64().unwrap())
         .sum();
-    assert_eq!(workers, 16 * 25 * 2);
+    assert_eq!(workers, 20 * 25 * 2);
     assert_eq!(rows("WORKER") as u64, workers, "{csv}");
     assert_eq!(rows("DISK") as u64, workers, "{csv}");
     // Each worker's own figures add up to its target's.
@@ -183,6 +183,8 @@ fn the_file_server_study_runs_25_shares_over_smb_and_nfs_with_iometers_rows() {
         "{published}"
     );
     assert_eq!(published.matches("10,464 MiB/s").count(), 2, "{published}");
+    // The brief's large sequential reads, beside each server's sequential 64 KiB test.
+    assert_eq!(published.matches("10,000 MB/s").count(), 2, "{published}");
     common::shot::first_screen(&lab.path().join("report.html"), "brief-fileserver");
     // The password is in no result file.
     let password = smb
@@ -203,7 +205,7 @@ fn the_file_server_study_runs_25_shares_over_smb_and_nfs_with_iometers_rows() {
             }
         }
     }
-    assert!(files.len() > 16 * 3, "{files:?}");
+    assert!(files.len() > 20 * 3, "{files:?}");
     for f in files {
         if let Ok(text) = std::fs::read_to_string(&f) {
             assert!(!text.contains(&password), "{}", f.display());
