@@ -12,8 +12,8 @@
 //! `startdelay`) holds the worker's first operation the same way, and moves its measured
 //! window after it (decided once per worker, in `Issuer::new`).
 //!
-//! The loop reads the clock once per operation (right before its submit) and once per batch
-//! of completions, and touches no shared state per operation: stop flags are polled every few
+//! The loop reads the clock once per operation (right before its submit; once per batch for
+//! operations that all start in the session's `complete`) and once per batch of completions, and touches no shared state per operation: stop flags are polled every few
 //! milliseconds, and figures go to the recorder, whose intervals rotate on time boundaries.
 //! The loop itself is one value, `op_loop::OpLoop`, its steps the methods; this file holds
 //! what the rest of the engine hands a worker and gets back.

@@ -117,7 +117,8 @@ impl Submitted {
 /// The contract, as fio's engines: `submit` either executes the operation and says so
 /// ([`Submitted::Done`]), or queues it ([`Submitted::Queued`]) for `complete` to report. A
 /// session never reads the clock; the worker stamps each operation's start right before its
-/// `submit` and its end when it learns of the completion. A target that cannot overlap
+/// `submit` (or, for operations that all start in `complete`, before the first of them: see
+/// [`Session::starts_in_complete`]) and its end when it learns of the completion. A target that cannot overlap
 /// operations declares [`Overlap::None`] and always answers `Done`; the plan then refuses a
 /// queue depth above 1 for it.
 pub trait Session {
