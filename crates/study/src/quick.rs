@@ -9,11 +9,11 @@ use storlab_workload::Workload;
 
 impl Plan {
     /// Quick mode, for checking a study end to end (not for figures): warm-up at most 0.2 s
-    /// (a rate schedule's shrinks with its phases),
-    /// measurement at most 1 s (3 s with timed events, 6 s with a timed `wait-for`, the step's
-    /// `quick-duration` when it has one; a rate schedule's phases at `quick-phase` each) and 20,000 operations, files at most 64 MiB, a
-    /// block workload's `start-delay` shrunk with the measurement and at most the quick
-    /// measurement (so a step with a delayed workload lasts at most twice it).
+    /// (a rate schedule's shrinks with its phases), measurement at most 1 s (3 s with timed
+    /// events, 6 s with a timed `wait-for`, the step's `quick-duration` when it has one; a
+    /// rate schedule's phases at `quick-phase` each) and 20,000 operations, files at most
+    /// 64 MiB, a block workload's `start-delay` shrunk with the measurement and at most the
+    /// quick measurement (so a step with a delayed workload lasts at most twice it).
     pub fn make_quick(&mut self) {
         for r in &mut self.runs {
             // A rate schedule's warm-up (the brief's ramp-up) shrinks with its phases instead.
