@@ -289,25 +289,40 @@ fn rocksdb_scaling_study_runs_quick_on_loop_device_filesystems() {
                 assert!(t["p99-latency-ns"].as_u64().unwrap() > 0, "{t}");
             }
         }
-        // The call-outs are the extremes of the points above.
+        // The call-outs set the reference (ssd-a, the study's `reference-target`) against
+        // each other target: the largest of its ratios and improvements over the points.
+        let of = |p: &Value, name: &str, key: &str| {
+            p["targets"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|t| t["target"] == name)
+                .unwrap_or_else(|| panic!("no {name} in {p}"))[key]
+                .as_f64()
+                .unwrap()
+        };
+        let largest = |f: &dyn Fn(&Value, &str) -> f64| {
+            points
+                .iter()
+                .flat_map(|p| ["ssd-b", "ssd-c"].map(|other| f(p, other)))
+                .fold(f64::MIN, f64::max)
+        };
         let ratio = &step["largest-ops-ratio"];
-        let max_ratio = points
-            .iter()
-            .map(|p| {
-                let r: Vec<f64> = p["targets"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|t| t["rate-ops"].as_f64().unwrap())
-                    .collect();
-                r.iter().cloned().fold(0.0, f64::max) / r.iter().cloned().fold(f64::MAX, f64::min)
-            })
-            .fold(0.0, f64::max);
+        let max_ratio = largest(&|p, o| of(p, "ssd-a", "rate-ops") / of(p, o, "rate-ops"));
         assert!(
             (ratio["value"].as_f64().unwrap() - max_ratio).abs() < 1e-9,
             "{ratio}"
         );
-        assert!(step["largest-p99-improvement"]["value"].as_f64().unwrap() >= 0.0);
+        let p99 = &step["largest-p99-improvement"];
+        let max_p99 =
+            largest(&|p, o| 1.0 - of(p, "ssd-a", "p99-latency-ns") / of(p, o, "p99-latency-ns"));
+        assert!(
+            (p99["value"].as_f64().unwrap() - max_p99).abs() < 1e-9,
+            "{p99}"
+        );
+        for c in [ratio, p99] {
+            assert_eq!(c["best"], "ssd-a", "{c}");
+        }
         // Each call-out says how sure it is: quick runs last one interval, too little for an
         // interval, and the text says so.
         for c in [ratio, &step["largest-p99-improvement"]] {
@@ -346,6 +361,31 @@ fn rocksdb_scaling_study_runs_quick_on_loop_device_filesystems() {
         }
     }
     assert_eq!(checked, 18);
+
+    // The brief's call-outs sit beside the ones measured here.
+    let out = lab
+        .cmd()
+        .args([
+            "report",
+            "--format",
+            "md",
+            "-o",
+            "-",
+            folder.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let (md, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    let rows: Vec<&str> = md.lines().filter(|l| l.contains("(Call-outs)")).collect();
+    assert_eq!(rows.len(), 4, "{md}");
+    for (row, published) in rows.iter().zip(["1.59x", "54%", "2.1x", "49%"]) {
+        assert!(
+            row.contains(published) && row.contains("ssd-a vs ssd-"),
+            "{row}"
+        );
+        assert!(!row.contains("not measured here"), "{row}");
+    }
 }
 
 /// The share of a readrandom run's gets that found their key.

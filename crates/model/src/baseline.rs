@@ -83,6 +83,9 @@ pub enum FigureUnit {
     /// Training samples per second.
     #[serde(rename = "samples/s")]
     SamplesPerSecond,
+    /// A ratio of two figures (a call-out's 2.1x).
+    #[serde(rename = "x")]
+    Times,
 }
 
 impl FigureUnit {
@@ -93,7 +96,8 @@ impl FigureUnit {
             FigureUnit::OpsPerSecond
             | FigureUnit::Seconds
             | FigureUnit::Count
-            | FigureUnit::SamplesPerSecond => value,
+            | FigureUnit::SamplesPerSecond
+            | FigureUnit::Times => value,
             FigureUnit::MegabytesPerSecond => value * 1e6,
             FigureUnit::MebibytesPerSecond => value * 1_048_576.0,
             FigureUnit::GigabytesPerSecond => value * 1e9,

@@ -31,7 +31,8 @@ pub struct Beside {
 /// The figures measured in `runs` that a baseline can name: every headline figure (a training
 /// study's per model: `accelerators`, `AU`, `samples/s`, `MB/s`, in table `Training`), the RAID
 /// efficiency rows (`raw`, `theoretical`, `RAID`, `efficiency`), a schedule's reported
-/// throughput and moving-average deviations, and a fault's recovery times (seconds).
+/// throughput and moving-average deviations, a fault's recovery times (seconds), and each
+/// step's call-outs.
 pub fn measured(runs: &[StoredRun], headline: &Headline) -> Vec<Measured> {
     let mut out = Vec::new();
     for s in &headline.sections {
@@ -68,6 +69,7 @@ pub fn measured(runs: &[StoredRun], headline: &Headline) -> Vec<Measured> {
             }
         }
     }
+    out.extend(callouts(runs));
     for run in runs {
         let schedule = run.summary.schedule.as_ref();
         let mut figures = Vec::new();
@@ -96,6 +98,40 @@ pub fn measured(runs: &[StoredRun], headline: &Headline) -> Vec<Measured> {
             metric,
             value,
         }));
+    }
+    out
+}
+
+/// Each step's call-outs (table `Call-outs`, test the step's name): `largest ops/s ratio` (a
+/// ratio) and `largest p99 improvement` (a fraction), measured on `REFERENCE vs OTHER at
+/// POINT`, the systems and point they were found at.
+fn callouts(runs: &[StoredRun]) -> Vec<Measured> {
+    let Some(study) = runs.first().map(|r| r.summary.study.clone()) else {
+        return Vec::new();
+    };
+    let comparison = storlab_results::comparison::compare_stored(&study, runs);
+    let mut out = Vec::new();
+    for step in &comparison.steps {
+        let found = [
+            ("largest ops/s ratio", &step.largest_ops_ratio),
+            ("largest p99 improvement", &step.largest_p99_improvement),
+        ];
+        for (metric, c) in found {
+            let Some(c) = c else { continue };
+            let point = storlab_results::comparison::parameters_text(&c.parameters);
+            let at = if point.is_empty() {
+                String::new()
+            } else {
+                format!(" at {point}")
+            };
+            out.push(Measured {
+                table: "Call-outs".into(),
+                test: step.step.clone(),
+                target: format!("{} vs {}{at}", c.best, c.worst),
+                metric: metric.into(),
+                value: c.value,
+            });
+        }
     }
     out
 }
@@ -162,6 +198,7 @@ fn as_written(unit: FigureUnit, v: f64) -> String {
     }
     match unit {
         FigureUnit::Percent => format!("{grouped}%"),
+        FigureUnit::Times => format!("{grouped}x"),
         FigureUnit::Count => grouped,
         _ => format!("{grouped} {}", unit_name(unit)),
     }
@@ -180,6 +217,7 @@ fn show(unit: FigureUnit, stored: f64) -> String {
     let v = stored / unit.to_stored(1.0);
     match unit {
         FigureUnit::Percent => format!("{}%", significant(v)),
+        FigureUnit::Times => format!("{}x", significant(v)),
         FigureUnit::Count if v.fract() == 0.0 => crate::table::thousands(v),
         _ => format!("{} {}", significant(v), unit_name(unit)),
     }

@@ -117,6 +117,9 @@ struct RawStudy {
     raid: Option<raid::RawRaid>,
     /// The brief's published figures: a file beside the study (`baselines/NAME.toml`).
     baseline: Option<Spanned<String>>,
+    /// The target whose call-outs set it against each other target (a brief's product
+    /// against each competitor); without it, the best against the worst.
+    reference_target: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -310,6 +313,22 @@ pub fn parse_with(file: &str, text: &str, limits: Limits) -> Result<Plan, StudyE
         .baseline
         .as_ref()
         .and_then(|b| read_baseline(&src, b, &mut errors));
+    let reference_target = raw.reference_target.as_ref().and_then(|r| {
+        if raw.targets.contains_key(r.get_ref()) {
+            return Some(r.get_ref().clone());
+        }
+        let known = target_names
+            .iter()
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>();
+        let message = format!(
+            "`{}` is not a target of this study (its targets: {})",
+            r.get_ref(),
+            known.join(", ")
+        );
+        errors.push(src.error(Some(r.span()), "reference-target", message));
+        None
+    });
 
     // Count before expanding: a study of millions of runs is refused, not expanded.
     let mut runs = Vec::new();
@@ -343,7 +362,9 @@ pub fn parse_with(file: &str, text: &str, limits: Limits) -> Result<Plan, StudyE
         runs,
         raid,
         baseline,
+        reference_target,
     };
+    plan.name_the_reference();
     plan.equalize_raid_load();
     Ok(plan)
 }

@@ -26,6 +26,9 @@ pub struct Plan {
     /// The brief's published figures (`baseline = "FILE"`), for the report to put beside.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub baseline: Option<storlab_model::baseline::Baseline>,
+    /// The target call-outs set against each other target (`reference-target`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reference_target: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -64,6 +67,10 @@ pub struct RunPlan {
     /// longest the run lasts.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub steady_state: Option<super::steady::SteadyPlan>,
+    /// The study's `reference-target`, in every run (a step's targets usually run apart): the
+    /// target its call-outs set against each other (a brief's product against each competitor).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reference_target: Option<String>,
     /// Targets driven at the same time in this run.
     pub targets: Vec<RunTarget>,
 }
@@ -90,6 +97,16 @@ pub struct RunTarget {
     /// [`storlab_workload::thread_seed`]`(seed, i)`, readwhilewriting's writer from
     /// [`storlab_workload::writer_seed`]`(seed)`.
     pub seed: u64,
+}
+
+impl Plan {
+    /// Every run carries the study's `reference-target`: the call-outs are computed from the
+    /// stored runs alone.
+    pub(crate) fn name_the_reference(&mut self) {
+        for run in &mut self.runs {
+            run.reference_target.clone_from(&self.reference_target);
+        }
+    }
 }
 
 impl RunPlan {

@@ -403,6 +403,7 @@ fn push_runs(step: &Step, interval: Dur, point_runs: &[PointRuns], runs: &mut Ve
                     interval,
                     schedule: step.schedule.clone(),
                     steady_state: step.steady_state,
+                    reference_target: None,
                     targets: group
                         .into_iter()
                         .map(|t| run_target(step, t, workloads, *point_number, repetition))

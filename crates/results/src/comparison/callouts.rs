@@ -149,8 +149,11 @@ fn at(p: &BTreeMap<String, String>) -> String {
     }
 }
 
-/// The largest ops/s ratio and the largest p99 improvement over the points, between systems.
-pub fn of_points(points: &[Point]) -> (Option<Callout>, Option<Callout>) {
+/// The largest ops/s ratio and the largest p99 improvement over the points. With a
+/// `reference` (the study's `reference-target`), the reference against each other system at
+/// each point, as a brief sets its product against each competitor: the largest may then be
+/// below 1 (or negative), and is said so. Without one, the best system against the worst.
+pub fn of_points(points: &[Point], reference: Option<&str>) -> (Option<Callout>, Option<Callout>) {
     let mut best_ratio: Option<Callout> = None;
     let mut best_p99: Option<Callout> = None;
     for p in points {
@@ -158,89 +161,272 @@ pub fn of_points(points: &[Point]) -> (Option<Callout>, Option<Callout>) {
         if measured.len() < 2 {
             continue;
         }
-        let by_rate = |a: &&&SystemPoint, b: &&&SystemPoint| a.rate_ops.total_cmp(&b.rate_ops);
-        if let (Some(hi), Some(lo)) = (
-            measured.iter().max_by(by_rate),
-            measured.iter().min_by(by_rate),
-        ) {
-            let ratio = hi.rate_ops / lo.rate_ops;
-            if lo.rate_ops > 0.0
-                && ratio > 1.0
-                && best_ratio.as_ref().is_none_or(|c| ratio > c.value)
+        let pairs = Pairs::of(&measured, reference);
+        // Best against worst: a tie is no call-out. The reference's largest is one whatever
+        // its sign.
+        let (ratio_above, p99_above) = match pairs.reference {
+            true => (f64::NEG_INFINITY, f64::NEG_INFINITY),
+            false => (1.0, 0.0),
+        };
+        let larger = |c: &Callout, above: f64, so_far: &Option<Callout>| {
+            c.value > above && so_far.as_ref().is_none_or(|b| c.value > b.value)
+        };
+        for (ours, theirs) in pairs.throughput {
+            if let Some(c) = throughput(ours, theirs, &p.parameters)
+                && larger(&c, ratio_above, &best_ratio)
             {
-                let how = if ratio >= 2.0 {
-                    format!("{ratio:.1}x the ops/s of")
-                } else {
-                    format!("{} more ops/s than", percent(ratio - 1.0))
-                };
-                let interval =
-                    CalloutInterval::of(Figure::RateOps, (hi.rate_ops, hi), (lo.rate_ops, lo));
-                let sure = interval
-                    .as_ref()
-                    .map_or_else(|| NO_INTERVAL.to_string(), |i| i.text(true));
-                best_ratio = Some(Callout {
-                    kind: CalloutKind::Throughput,
-                    parameters: p.parameters.clone(),
-                    best: hi.system.clone(),
-                    worst: lo.system.clone(),
-                    value: ratio,
-                    best_value: hi.rate_ops,
-                    worst_value: lo.rate_ops,
-                    text: format!(
-                        "{}: {how} {}{}{sure}",
-                        hi.system,
-                        lo.system,
-                        at(&p.parameters)
-                    ),
-                    interval,
-                });
+                best_ratio = Some(c);
             }
         }
-        // Systems whose p99 is known (from merged histograms when several targets make one).
-        let timed: Vec<(&SystemPoint, u64)> = measured
-            .iter()
-            .filter_map(|t| t.p99_latency_ns.filter(|p| *p > 0).map(|p| (*t, p)))
-            .collect();
-        if let (Some((fast, fast_p99)), Some((slow, slow_p99))) = (
-            timed.iter().min_by_key(|t| t.1),
-            timed.iter().max_by_key(|t| t.1),
-        ) {
-            let improvement = 1.0 - *fast_p99 as f64 / *slow_p99 as f64;
-            if improvement > 0.0 && best_p99.as_ref().is_none_or(|c| improvement > c.value) {
-                let interval = CalloutInterval::of(
-                    Figure::P99Latency,
-                    (*fast_p99 as f64, fast),
-                    (*slow_p99 as f64, slow),
-                );
-                let sure = interval
-                    .as_ref()
-                    .map_or_else(|| NO_INTERVAL.to_string(), |i| i.text(false));
-                best_p99 = Some(Callout {
-                    kind: CalloutKind::P99,
-                    parameters: p.parameters.clone(),
-                    best: fast.system.clone(),
-                    worst: slow.system.clone(),
-                    value: improvement,
-                    best_value: *fast_p99 as f64,
-                    worst_value: *slow_p99 as f64,
-                    text: format!(
-                        "{}: p99 {} lower than {}{}{sure}",
-                        fast.system,
-                        percent(improvement),
-                        slow.system,
-                        at(&p.parameters)
-                    ),
-                    interval,
-                });
+        for (ours, theirs) in pairs.p99 {
+            if let Some(c) = p99(ours, theirs, &p.parameters)
+                && larger(&c, p99_above, &best_p99)
+            {
+                best_p99 = Some(c);
             }
         }
     }
     (best_ratio, best_p99)
 }
 
+/// The systems a point sets against each other: (ours, theirs) for ops/s and for p99.
+struct Pairs<'a> {
+    /// Set against the reference (else the best against the worst).
+    reference: bool,
+    throughput: Vec<(&'a SystemPoint, &'a SystemPoint)>,
+    p99: Vec<(&'a SystemPoint, &'a SystemPoint)>,
+}
+
+impl<'a> Pairs<'a> {
+    fn of(measured: &[&'a SystemPoint], reference: Option<&str>) -> Pairs<'a> {
+        let is_reference = |s: &SystemPoint| {
+            reference.is_some_and(|r| s.system == r || s.targets.iter().any(|t| t == r))
+        };
+        if let Some(ours) = measured.iter().copied().find(|s| is_reference(s)) {
+            let others: Vec<_> = measured
+                .iter()
+                .filter(|s| !is_reference(s))
+                .map(|s| (ours, *s))
+                .collect();
+            return Pairs {
+                reference: true,
+                throughput: others.clone(),
+                p99: others,
+            };
+        }
+        let by_rate = |a: &&&SystemPoint, b: &&&SystemPoint| a.rate_ops.total_cmp(&b.rate_ops);
+        let throughput = measured
+            .iter()
+            .max_by(by_rate)
+            .zip(measured.iter().min_by(by_rate))
+            .map(|(hi, lo)| (*hi, *lo))
+            .into_iter()
+            .collect();
+        // Systems whose p99 is known (from merged histograms when several targets make one).
+        let timed: Vec<(&SystemPoint, u64)> = measured
+            .iter()
+            .filter_map(|t| t.p99_latency_ns.filter(|p| *p > 0).map(|p| (*t, p)))
+            .collect();
+        let p99 = timed
+            .iter()
+            .min_by_key(|t| t.1)
+            .zip(timed.iter().max_by_key(|t| t.1))
+            .map(|(fast, slow)| (fast.0, slow.0))
+            .into_iter()
+            .collect();
+        Pairs {
+            reference: false,
+            throughput,
+            p99,
+        }
+    }
+}
+
+/// `ours` against `theirs` in ops/s; None when one has none.
+fn throughput(
+    ours: &SystemPoint,
+    theirs: &SystemPoint,
+    at_point: &BTreeMap<String, String>,
+) -> Option<Callout> {
+    if theirs.rate_ops <= 0.0 || ours.rate_ops <= 0.0 || ours.system == theirs.system {
+        return None;
+    }
+    let ratio = ours.rate_ops / theirs.rate_ops;
+    let how = if ratio >= 2.0 {
+        format!("{ratio:.1}x the ops/s of")
+    } else if ratio >= 1.0 {
+        format!("{} more ops/s than", percent(ratio - 1.0))
+    } else {
+        format!("{} fewer ops/s than", percent(1.0 - ratio))
+    };
+    let interval = CalloutInterval::of(
+        Figure::RateOps,
+        (ours.rate_ops, ours),
+        (theirs.rate_ops, theirs),
+    );
+    let sure = interval
+        .as_ref()
+        .map_or_else(|| NO_INTERVAL.to_string(), |i| i.text(true));
+    Some(Callout {
+        kind: CalloutKind::Throughput,
+        parameters: at_point.clone(),
+        best: ours.system.clone(),
+        worst: theirs.system.clone(),
+        value: ratio,
+        best_value: ours.rate_ops,
+        worst_value: theirs.rate_ops,
+        text: format!(
+            "{}: {how} {}{}{sure}",
+            ours.system,
+            theirs.system,
+            at(at_point)
+        ),
+        interval,
+    })
+}
+
+/// `ours` against `theirs` in p99 latency: 1 - ours/theirs; None without both p99s.
+fn p99(
+    ours: &SystemPoint,
+    theirs: &SystemPoint,
+    at_point: &BTreeMap<String, String>,
+) -> Option<Callout> {
+    let (fast_p99, slow_p99) = (
+        ours.p99_latency_ns.filter(|p| *p > 0)?,
+        theirs.p99_latency_ns.filter(|p| *p > 0)?,
+    );
+    if ours.system == theirs.system {
+        return None;
+    }
+    let improvement = 1.0 - fast_p99 as f64 / slow_p99 as f64;
+    let interval = CalloutInterval::of(
+        Figure::P99Latency,
+        (fast_p99 as f64, ours),
+        (slow_p99 as f64, theirs),
+    );
+    let sure = interval
+        .as_ref()
+        .map_or_else(|| NO_INTERVAL.to_string(), |i| i.text(false));
+    let how = if improvement >= 0.0 {
+        format!("{} lower", percent(improvement))
+    } else {
+        format!("{} higher", percent(-improvement))
+    };
+    Some(Callout {
+        kind: CalloutKind::P99,
+        parameters: at_point.clone(),
+        best: ours.system.clone(),
+        worst: theirs.system.clone(),
+        value: improvement,
+        best_value: fast_p99 as f64,
+        worst_value: slow_p99 as f64,
+        text: format!(
+            "{}: p99 {how} than {}{}{sure}",
+            ours.system,
+            theirs.system,
+            at(at_point)
+        ),
+        interval,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn system(name: &str, rate_ops: f64, p99_ns: u64) -> SystemPoint {
+        SystemPoint {
+            system: name.into(),
+            targets: vec![name.into()],
+            clients: Vec::new(),
+            file_server: false,
+            rate_ops,
+            rate_bytes: 0.0,
+            ops: 1000,
+            bytes: 0,
+            errors: 0,
+            mean_latency_ns: None,
+            p99_latency_ns: Some(p99_ns),
+            uncertainty: None,
+            first: 0,
+        }
+    }
+
+    fn point(threads: u32, systems: Vec<SystemPoint>) -> Point {
+        Point {
+            parameters: [("threads".to_string(), threads.to_string())].into(),
+            targets: Vec::new(),
+            systems,
+        }
+    }
+
+    /// The brief's Figure 1 at 64 threads, and a point where a competitor is ahead: the best
+    /// against the worst finds the competitor's lead; the reference, its own against each.
+    #[test]
+    fn a_reference_is_set_against_each_other_target() {
+        let points = [
+            point(
+                8,
+                vec![
+                    system("a", 100.0, 400),
+                    system("b", 300.0, 200),
+                    system("c", 90.0, 600),
+                ],
+            ),
+            point(
+                64,
+                vec![
+                    system("a", 616_344.0, 240),
+                    system("b", 388_751.0, 520),
+                    system("c", 559_924.0, 500),
+                ],
+            ),
+        ];
+        let (ratio, p99) = of_points(&points, None);
+        let (ratio, p99) = (ratio.unwrap(), p99.unwrap());
+        assert_eq!((ratio.best.as_str(), ratio.worst.as_str()), ("b", "c"));
+        assert!((ratio.value - 300.0 / 90.0).abs() < 1e-9, "{}", ratio.value);
+        assert_eq!((p99.best.as_str(), p99.worst.as_str()), ("b", "c"));
+
+        let (ratio, p99) = of_points(&points, Some("a"));
+        let (ratio, p99) = (ratio.unwrap(), p99.unwrap());
+        assert_eq!((ratio.best.as_str(), ratio.worst.as_str()), ("a", "b"));
+        assert!((ratio.value - 616_344.0 / 388_751.0).abs() < 1e-9);
+        assert!(
+            ratio
+                .text
+                .starts_with("a: 59% more ops/s than b at threads=64"),
+            "{}",
+            ratio.text
+        );
+        assert!((p99.value - (1.0 - 240.0 / 520.0)).abs() < 1e-9);
+        assert!(
+            p99.text
+                .starts_with("a: p99 54% lower than b at threads=64"),
+            "{}",
+            p99.text
+        );
+
+        // A reference behind everywhere: its largest is still its call-out, said as it is.
+        let behind = [point(
+            8,
+            vec![system("a", 80.0, 500), system("b", 100.0, 400)],
+        )];
+        let (ratio, p99) = of_points(&behind, Some("a"));
+        let (ratio, p99) = (ratio.unwrap(), p99.unwrap());
+        assert!(
+            ratio.text.starts_with("a: 20% fewer ops/s than b"),
+            "{}",
+            ratio.text
+        );
+        assert!(
+            p99.text.starts_with("a: p99 25% higher than b"),
+            "{}",
+            p99.text
+        );
+        // A reference not measured at a point leaves that point out.
+        assert_eq!(of_points(&behind, Some("z")).0.unwrap().best, "b");
+    }
 
     #[test]
     fn percents_never_read_100_for_less() {

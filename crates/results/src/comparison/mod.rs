@@ -537,7 +537,7 @@ pub fn compare_all(runs: &[RunFigures]) -> Vec<StepComparison> {
                 if scheduled.contains(&(study.clone(), step.clone())) {
                     (None, None)
                 } else {
-                    callouts::of_points(&points)
+                    callouts::of_points(&points, reference_of(runs, &study, &step))
                 };
             StepComparison {
                 study,
@@ -548,6 +548,14 @@ pub fn compare_all(runs: &[RunFigures]) -> Vec<StepComparison> {
             }
         })
         .collect()
+}
+
+/// The study's `reference-target`, from the first stored plan of the step's runs that names
+/// one.
+fn reference_of<'a>(runs: &'a [RunFigures], study: &str, step: &str) -> Option<&'a str> {
+    runs.iter()
+        .filter(|r| r.summary.study == study && r.summary.step == step)
+        .find_map(|r| r.plan?.get("reference-target")?.as_str())
 }
 
 /// The file servers of the runs' targets (each once): what their names tell apart.
