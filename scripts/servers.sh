@@ -260,19 +260,44 @@ start_memcached() {
   fail_server memcached "$logfile" "did not answer on 127.0.0.1:$port within ${START_TIMEOUT}s"
 }
 
+# The memory cgroup FerretDB runs in, for a study's `server-cgroup` (studies/ycsb-mongodb.toml
+# holds it to a share of its database): cgroup v2's when its memory controller is there, else
+# cgroup v1's memory hierarchy (a hybrid host's). Prints its path; nothing when neither can be
+# made (not root, no memory controller): FerretDB then runs without one.
+memory_cgroup() {
+  local name r
+  name="storlab-servers-$(printf '%s' "$1" | md5sum | cut -c1-6)-ferretdb"
+  r="$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)"
+  if [ -n "$r" ] && grep -qw memory "$r/cgroup.controllers" 2>/dev/null; then
+    grep -qw memory "$r/cgroup.subtree_control" 2>/dev/null ||
+      echo +memory >"$r/cgroup.subtree_control" 2>/dev/null || true
+    if mkdir -p "$r/$name" 2>/dev/null && [ -e "$r/$name/memory.max" ]; then
+      echo "$r/$name"
+      return
+    fi
+  fi
+  r="$(awk '$3 == "cgroup" && $4 ~ /(^|,)memory(,|$)/ { print $2; exit }' /proc/self/mounts)"
+  if [ -n "$r" ] && mkdir -p "$r/$name" 2>/dev/null && [ -e "$r/$name/memory.limit_in_bytes" ]; then
+    echo "$r/$name"
+  fi
+}
+
 start_ferretdb() {
   local port="$2" root="$1/ferretdb"
-  local logfile="$root/ferretdb.log" pidfile="$root/ferretdb.pid" i
+  local logfile="$root/ferretdb.log" pidfile="$root/ferretdb.pid" i cgroup
   ferretdb_cached || die "FerretDB: $FERRETDB_BIN ($FERRETDB_VERSION) missing: run scripts/servers.sh install"
   mkdir -p "$root/data" "$root/state"
   echo "$port" >"$root/port"
+  cgroup="$(memory_cgroup "$1")"
+  echo "$cgroup" >"$root/cgroup"
   # In its own session, with no descriptor of ours (a caller piping our output must not wait
-  # for FerretDB). The shell writes its own pid, then becomes FerretDB (exec): the pid file is
-  # right from the start, so stop can find a half-started FerretDB.
+  # for FerretDB). The shell writes its own pid (and joins the memory cgroup), then becomes
+  # FerretDB (exec): the pid file is right from the start, so stop can find a half-started
+  # FerretDB.
   (
     cd "$root" || exit 1
-    exec setsid sh -c 'echo $$ > "$0"; exec "$@"' "$pidfile" \
-      "$FERRETDB_BIN" --listen-addr="127.0.0.1:$port" --handler=sqlite --sqlite-url="file:$root/data/" \
+    exec setsid sh -c 'echo $$ > "$0"; [ -z "$1" ] || echo $$ > "$1/cgroup.procs"; shift; exec "$@"' \
+      "$pidfile" "$cgroup" "$FERRETDB_BIN" --listen-addr="127.0.0.1:$port" --handler=sqlite --sqlite-url="file:$root/data/" \
       --state-dir="$root/state" --telemetry=disable --debug-addr=- --log-level=info
   ) </dev/null >"$logfile" 2>&1 &
   for ((i = 0; i < START_TIMEOUT * 10; i++)); do
@@ -321,6 +346,7 @@ cmd_start() {
     printf "export STORLAB_TEST_POSTGRES_PID='%s'\n" "$(pidfile_pid "$dir/postgres/data/postmaster.pid")"
     printf "export STORLAB_TEST_REDIS_PID='%s'\n" "$(pidfile_pid "$dir/redis/redis.pid")"
     printf "export STORLAB_TEST_MONGODB_PID='%s'\n" "$(pidfile_pid "$dir/ferretdb/ferretdb.pid")"
+    printf "export STORLAB_TEST_MONGODB_CGROUP='%s'\n" "$(cat "$dir/ferretdb/cgroup")"
     printf "export STORLAB_TEST_MEMCACHED_URL='%s'\n" "$(cat "$dir/memcached/url")"
   } >"$dir/env.sh.tmp"
   mv -f "$dir/env.sh.tmp" "$dir/env.sh"
@@ -343,6 +369,10 @@ stop_all() {
     [ -n "$quiet" ] || log "FerretDB: stopping pid $pid"
     term_wait FerretDB "$pid" || ok=1
   fi
+  # Its memory cgroup, once empty (rmdir refuses one that still has a process).
+  local cgroup
+  cgroup="$(cat "$dir/ferretdb/cgroup" 2>/dev/null || true)"
+  [ -z "$cgroup" ] || [ ! -d "$cgroup" ] || rmdir "$cgroup" 2>/dev/null || true
 
   pid="$(pidfile_pid "$dir/memcached/memcached.pid")"
   if alive "$pid" && [ "$(exe_of "$pid")" = memcached ]; then

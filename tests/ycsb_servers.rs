@@ -44,11 +44,28 @@ fn mongodb_study_quick_prints_the_briefs_four_metrics() {
     let db = format!("study{}", std::process::id());
     let url = mongodb_url(&url, &db);
     let lab = Lab::new();
+    // FerretDB's memory cgroup (scripts/servers.sh makes one as root): the study holds the
+    // server to its own memory + 0.326 of the database for the run, and puts it back.
+    let cgroup = std::env::var("STORLAB_TEST_MONGODB_CGROUP").unwrap_or_default();
+    assert!(
+        !cgroup.is_empty()
+            || !common::is_root()
+            || std::env::var_os("STORLAB_REQUIRE_ROOT").is_none(),
+        "scripts/servers.sh made no memory cgroup for FerretDB, as root"
+    );
+    let limit_file = ["memory.max", "memory.limit_in_bytes"]
+        .map(|f| Path::new(&cgroup).join(f))
+        .into_iter()
+        .find(|f| !cgroup.is_empty() && f.is_file());
+    let limit_before = limit_file
+        .as_ref()
+        .map(|f| std::fs::read_to_string(f).unwrap());
     // From the repository, as a user runs it: the workload file is relative to it.
     let out = lab
         .cmd()
         .current_dir(repo())
         .env("STORLAB_MONGODB_URL", &url)
+        .env("STORLAB_MONGODB_CGROUP", &cgroup)
         .args(["run", "studies/ycsb-mongodb.toml", "--quick"])
         .output()
         .expect("run storlab");
@@ -122,6 +139,26 @@ fn mongodb_study_quick_prints_the_briefs_four_metrics() {
         at("### YCSB") < at("### Throughput"),
         "the brief's table first:\n{md}"
     );
+    // What each run set of the server's memory: nothing for the load (an empty database),
+    // the limit for workload A; and the limit put back after.
+    if let Some(f) = &limit_file {
+        let said = md
+            .lines()
+            .find(|l| l.starts_with("- **mongodb**: "))
+            .unwrap_or_else(|| panic!("no tested line:\n{md}"));
+        assert!(
+            said.contains("Server memory: run 1: the database is empty")
+                && said.contains("; run 2: memory.")
+                && said.contains(" + 0.326 x the database's "),
+            "{said}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(f).ok(),
+            limit_before,
+            "{}",
+            f.display()
+        );
+    }
     let ycsb: Vec<&str> = md[at("### YCSB")..]
         .lines()
         .skip(2)

@@ -157,8 +157,10 @@ pub(super) fn run_one(
     summary.training = crate::training::results(run, &m.training, &armed.ready);
     summary.checkpoint = crate::training::checkpoint_results(run, &m.checkpoints);
     summary.warnings.extend(moved_warnings);
-    // Events before the run (page cache dropped) are stamped at the start of the warm-up.
-    for (kind, detail) in events_before {
+    // Events before the run (page cache dropped, what the targets' preparation set) are
+    // stamped at the start of the warm-up.
+    events_before.extend(armed.ready.setup_events.iter().cloned());
+    for (kind, detail) in events_before.into_iter().rev() {
         summary
             .events
             .insert(0, Event::mark(-summary.warmup_seconds, &kind, detail));

@@ -30,6 +30,9 @@ pub struct Ready {
     pub software: BTreeMap<String, String>,
     /// Per target: seconds its `prepare` took (a dataset's writing, a database's load).
     pub prepare_seconds: Vec<f64>,
+    /// What the targets' `prepare` did to the systems under test (a server's memory limit):
+    /// (kind, `target: detail`), recorded as events at the run's start.
+    pub setup_events: Vec<(String, String)>,
 }
 
 /// Prepares every target of the run (safety checks, layout, open databases), before any
@@ -42,6 +45,7 @@ pub fn prepare_targets(
     let mut regions = Vec::new();
     let mut handles_prepared = Vec::new();
     let mut software = BTreeMap::new();
+    let mut setup_events = Vec::new();
     let mut prepare_seconds = Vec::new();
     for t in &run.targets {
         let popts = PrepareOptions {
@@ -112,6 +116,9 @@ pub fn prepare_targets(
         for (name, version) in t.config.software(&p) {
             software.insert(format!("{}.{name}", t.name), version);
         }
+        for (kind, detail) in t.config.setup_events(&p) {
+            setup_events.push((kind, format!("{}: {detail}", t.name)));
+        }
         handles_prepared.push(p);
     }
 
@@ -120,6 +127,7 @@ pub fn prepare_targets(
         handles: handles_prepared,
         software,
         prepare_seconds,
+        setup_events,
     })
 }
 

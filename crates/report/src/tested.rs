@@ -17,11 +17,38 @@ pub fn sentences(runs: &[StoredRun]) -> Vec<(String, String)> {
             if out.iter().any(|(n, _)| *n == t.name) || shares.contains(&t.name) {
                 continue;
             }
-            out.push((t.name.clone(), sentence(r, i)));
+            let mut s = sentence(r, i);
+            s.push_str(&server_memory(runs, &t.name));
+            out.push((t.name.clone(), s));
         }
     }
     out.extend(servers);
     out
+}
+
+/// What each run set of the target's server memory (`server-cgroup`): ` Server memory:
+/// run 2: memory.max of ... set to ...`, from the runs' `server-memory-*` events; empty when
+/// none set or declined one.
+fn server_memory(runs: &[StoredRun], target: &str) -> String {
+    let prefix = format!("{target}: ");
+    let said: Vec<String> = runs
+        .iter()
+        .flat_map(|r| {
+            r.summary
+                .events
+                .iter()
+                .map(move |e| (r.summary.run_index, e))
+        })
+        .filter(|(_, e)| e.kind == "server-memory-limited" || e.kind == "server-memory-not-limited")
+        .filter_map(|(run, e)| {
+            let detail = e.detail.strip_prefix(&prefix)?;
+            Some(format!("run {run}: {detail}"))
+        })
+        .collect();
+    if said.is_empty() {
+        return String::new();
+    }
+    format!(" Server memory: {}.", said.join("; "))
 }
 
 fn sentence(r: &StoredRun, i: usize) -> String {

@@ -13,6 +13,7 @@ pub mod mountinfo;
 pub mod netns;
 pub mod readback;
 pub mod registry;
+pub mod server_memory;
 pub mod session;
 pub mod ycsb_store;
 

@@ -12,6 +12,9 @@
 //!
 //! YCSB properties: `mongodb.url` (default `mongodb://localhost:27017/ycsb?w=1`),
 //! `batchsize` (the load's insert batch: the workload's queue depth).
+//!
+//! `server-cgroup` and `server-memory-to-data` hold the server's memory to a share of the
+//! database's size (dbStats' `storageSize + indexSize`) for each run ([`crate::server_memory`]).
 
 use std::time::Duration;
 
@@ -22,6 +25,8 @@ use serde::{Deserialize, Serialize};
 
 use storlab_model::{ErrorKind, OpError, OpKind};
 use crate::{Completion, Completions, OptionError, Overlap, PrepareOptions, Session, SessionParams, SessionUser, Submitted, TargetConfig, TargetError, TargetType, YcsbBinding, YcsbBindingError, YcsbStore, claim_value, option_error, ycsb_op};
+use crate::server_memory::{DataSize, MemoryLimit, Share};
+use storlab_model::units::Bytes;
 use storlab_model::Op;
 use storlab_model::YcsbOp;
 use storlab_workload::{ycsb::Properties, ycsb::RecordBuf};
@@ -29,10 +34,24 @@ use storlab_workload::{ycsb::Properties, ycsb::RecordBuf};
 pub const TYPE: TargetType = TargetType {
     name: "mongodb",
     summary: "a MongoDB (or FerretDB) server: a document per YCSB record",
-    options: &[(
-        "url",
-        "mongodb://[user:password@]host:port/database?w=1&readPreference=primary",
-    )],
+    options: &[
+        (
+            "url",
+            "mongodb://[user:password@]host:port/database?w=1&readPreference=primary",
+        ),
+        (
+            "server-cgroup",
+            "the server's cgroup v2 folder (/sys/fs/cgroup/NAME); empty: none",
+        ),
+        (
+            "server-memory-to-data",
+            "memory.max of server-cgroup for each run: the server's own memory + this share of the database (the MongoDB brief: 150/460.04 = 0.326)",
+        ),
+        (
+            "server-memory-headroom",
+            "added to that limit for the server's own growth during the run (default 256MiB)",
+        ),
+    ],
     parse,
     file_server: None,
     ycsb: Some(YcsbBinding {
@@ -51,6 +70,23 @@ pub struct MongoConfig {
         serialize_with = "crate::serialize_redacted_url"
     )]
     pub url: String,
+    /// The server's cgroup v2 folder, whose `memory.max` each run sets (with
+    /// `server-memory-to-data`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_cgroup: Option<std::path::PathBuf>,
+    /// The share of the database's size the server may cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_memory_to_data: Option<f64>,
+    /// Added to the limit for the server's own memory growing during the run (connections,
+    /// buffers): without it, a server that allocates past the limit is OOM-killed.
+    #[serde(default = "default_headroom")]
+    pub server_memory_headroom: Bytes,
+}
+
+/// 256 MiB: 0.17% of the MongoDB brief's 150 GB; at a quick run's scale, it keeps FerretDB
+/// (about 20 MB of heap under 4 clients) alive.
+fn default_headroom() -> Bytes {
+    Bytes(256 << 20)
 }
 
 fn default_url() -> String {
@@ -58,7 +94,26 @@ fn default_url() -> String {
 }
 
 fn parse(table: toml::Table) -> Result<TargetConfig, OptionError> {
-    let c: MongoConfig = table.try_into().map_err(option_error)?;
+    let mut c: MongoConfig = table.try_into().map_err(option_error)?;
+    // `server-cgroup = "${STORLAB_MONGODB_CGROUP:-}"`: empty when not given.
+    c.server_cgroup = c.server_cgroup.filter(|p| !p.as_os_str().is_empty());
+    let error = |key: &str, message: &str| OptionError {
+        key: key.into(),
+        message: message.into(),
+    };
+    match (&c.server_cgroup, c.server_memory_to_data) {
+        (_, Some(share)) if !(share.is_finite() && share > 0.0) => {
+            return Err(error("server-memory-to-data", "expected a share above 0 (0.326)"));
+        }
+        (Some(p), None) => {
+            let message = format!(
+                "server-cgroup {} is given without server-memory-to-data (the share of the database the server may cache)",
+                p.display()
+            );
+            return Err(error("server-memory-to-data", &message));
+        }
+        _ => {}
+    }
     if !c.url.starts_with("mongodb://") && !c.url.starts_with("mongodb+srv://") {
         return Err(OptionError {
             key: "url".into(),
@@ -83,7 +138,8 @@ crate::ycsb_store::server_target!(
     Overlap::Batched {
         kinds: &[OpKind::Insert],
         max_queue_depth: 1024,
-    }
+    },
+    memory = server_memory
 );
 
 impl MongoConfig {
@@ -123,6 +179,36 @@ impl MongoConfig {
             out.push(("ferretdb".to_string(), v.to_string()));
         }
         Ok(out)
+    }
+
+    /// With `server-cgroup`, holds the server to `server-memory-to-data` of the database for
+    /// the run (dbStats' storageSize + indexSize: what it holds on disk, indexes included).
+    /// Without a share (the server's memory not limited), nothing.
+    fn server_memory(&self, _opts: &PrepareOptions) -> Result<Option<MemoryLimit>, TargetError> {
+        let (Some(cgroup), Some(share)) = (&self.server_cgroup, self.server_memory_to_data) else {
+            return Ok(None);
+        };
+        let (client, db) = self.client()?;
+        let stats = client
+            .database(&db)
+            .run_command(doc! { "dbStats": 1, "scale": 1 })
+            .run()
+            .map_err(|e| TargetError::Invalid(format!("mongodb: dbStats: {e}")))?;
+        let bytes = |key: &str| match stats.get(key) {
+            Some(Bson::Int32(v)) => (*v).max(0) as u64,
+            Some(Bson::Int64(v)) => (*v).max(0) as u64,
+            Some(Bson::Double(v)) if v.is_finite() && *v > 0.0 => *v as u64,
+            _ => 0,
+        };
+        let data = DataSize {
+            bytes: bytes("storageSize") + bytes("indexSize"),
+            measured_by: "dbStats storageSize + indexSize",
+        };
+        let share = Share {
+            of_data: share,
+            headroom_bytes: self.server_memory_headroom.0,
+        };
+        MemoryLimit::set(cgroup, share, data).map(Some)
     }
 
     fn open_session<U: SessionUser>(

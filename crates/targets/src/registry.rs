@@ -109,6 +109,12 @@ pub trait Target {
         Vec::new()
     }
 
+    /// What `prepare` did to the system under test that the run's results must say, as
+    /// events stamped at the run's start: (kind, detail), e.g. a server's memory limit set.
+    fn setup_events(&self, _shared: &Self::Shared) -> Vec<(String, String)> {
+        Vec::new()
+    }
+
     /// Scales the target down for `--quick` (e.g. a smaller file).
     fn make_quick(&mut self) {}
 
@@ -256,6 +262,16 @@ macro_rules! registry {
                 match (self, &prepared.handle) {
                     $((TargetConfig::$variant(c), Handle::$variant(shared)) =>
                         registry::Target::software(c, shared),)*
+                    _ => Vec::new(),
+                }
+            }
+
+            /// What `prepare` did that the run's results must say: (kind, detail) events.
+            pub fn setup_events(&self, prepared: &Prepared) -> Vec<(String, String)> {
+                #[allow(unreachable_patterns)]
+                match (self, &prepared.handle) {
+                    $((TargetConfig::$variant(c), Handle::$variant(shared)) =>
+                        registry::Target::setup_events(c, shared),)*
                     _ => Vec::new(),
                 }
             }

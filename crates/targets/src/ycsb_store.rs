@@ -162,15 +162,28 @@ pub const YCSB_OPS: [OpKind; 5] = [
     OpKind::ReadModifyWrite,
 ];
 
+/// What a database server's sessions share: its version, asked once in `prepare`, and the
+/// memory limit `prepare` set on it for the run (put back when the run ends).
+pub struct ServerShared {
+    pub software: Vec<(String, String)>,
+    pub memory: Option<crate::server_memory::MemoryLimit>,
+}
+
 /// The [`Target`](super::Target) declaration of a database server's target: YCSB workloads,
 /// YCSB's operations, the server's version asked once in `prepare` and shared, and the
-/// type's own `server_version` and `open_session`.
+/// type's own `server_version` and `open_session`. With `memory = METHOD`, `prepare` also
+/// calls the type's `METHOD(opts)` for the run's [`MemoryLimit`](crate::server_memory::MemoryLimit).
 macro_rules! server_target {
     ($config:ty, $overlap:expr) => {
+        $crate::ycsb_store::server_target!(@impl $config, $overlap, |_, _| Ok(None));
+    };
+    ($config:ty, $overlap:expr, memory = $method:ident) => {
+        $crate::ycsb_store::server_target!(@impl $config, $overlap, <$config>::$method);
+    };
+    (@impl $config:ty, $overlap:expr, $memory:expr) => {
         impl $crate::Target for $config {
             const TYPE: $crate::TargetType = TYPE;
-            /// The server's version, asked once in `prepare`.
-            type Shared = Vec<(String, String)>;
+            type Shared = $crate::ycsb_store::ServerShared;
 
             fn capabilities(&self) -> $crate::Capabilities {
                 $crate::Capabilities {
@@ -188,7 +201,19 @@ macro_rules! server_target {
                 &self,
                 opts: &$crate::PrepareOptions,
             ) -> Result<($crate::Region, Self::Shared), $crate::TargetError> {
-                Ok(($crate::Region::default(), self.server_version(opts)?))
+                let software = self.server_version(opts)?;
+                let memory: fn(
+                    &$config,
+                    &$crate::PrepareOptions,
+                ) -> Result<
+                    Option<$crate::server_memory::MemoryLimit>,
+                    $crate::TargetError,
+                > = $memory;
+                let memory = memory(self, opts)?;
+                Ok((
+                    $crate::Region::default(),
+                    $crate::ycsb_store::ServerShared { software, memory },
+                ))
             }
 
             fn open<U: $crate::SessionUser>(
@@ -201,7 +226,11 @@ macro_rules! server_target {
             }
 
             fn software(&self, shared: &Self::Shared) -> Vec<(String, String)> {
-                shared.clone()
+                shared.software.clone()
+            }
+
+            fn setup_events(&self, shared: &Self::Shared) -> Vec<(String, String)> {
+                shared.memory.iter().map(|m| m.event()).collect()
             }
         }
     };
