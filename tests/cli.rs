@@ -543,6 +543,8 @@ fn every_study_in_studies_checks_valid() {
             .env("STORLAB_RAID_FAIL", "/dev/null")
             .env("STORLAB_RAID_MNT", "/mnt/storlab-none")
             .env("STORLAB_RAID_SPARE", "/dev/loop98")
+            .env("STORLAB_RAID_FAIL2", "/dev/null")
+            .env("STORLAB_RAID_SPARE2", "/dev/loop97")
             .env("STORLAB_HA_SERVER", "nfs://192.0.2.1")
             .env("STORLAB_HA_SCRIPT", "scripts/pacemaker.sh")
             .env("STORLAB_HA_DIR", "/tmp/storlab-ha-none")

@@ -22,7 +22,7 @@ use common::{Lab, root_or_skip, text};
 
 const MEMBERS: usize = 8;
 /// The members and the spare.
-const DEVICES: usize = MEMBERS + 1;
+const DEVICES: usize = MEMBERS + 2;
 
 fn sh(args: &[&str]) -> Result<String, String> {
     let o = Command::new(args[0])
@@ -188,19 +188,24 @@ fn raid6_efficiency_study_runs_on_btrfs_over_loop_devices() {
         cmd.env(format!("STORLAB_RAID_M{i}"), l);
     }
     cmd.env("STORLAB_RAID_SPARE", &members.loops[MEMBERS]);
+    cmd.env("STORLAB_RAID_SPARE2", &members.loops[MEMBERS + 1]);
     // STORLAB_HA_SERVER, _SCRIPT and _DIR: the cluster whose group serves the array in step 6.
     cmd.envs(cluster.env.iter().map(|(k, v)| (k, v)));
     cmd.env("STORLAB_RAID_MNT", &members.array_mnt);
     // Btrfs's strip is 64 KiB, whatever the brief's arrays use.
     cmd.env("STORLAB_RAID_STRIP", "64KiB");
-    // The eighth member fails: its XFS is shut down, every I/O to its image returns EIO.
-    cmd.env(
-        "STORLAB_RAID_FAIL",
-        format!(
+    // The eighth member fails, then the seventh: its XFS is shut down, every I/O to its
+    // image returns EIO.
+    for (var, member) in [
+        ("STORLAB_RAID_FAIL", MEMBERS - 1),
+        ("STORLAB_RAID_FAIL2", MEMBERS - 2),
+    ] {
+        let shutdown = format!(
             "xfs_io -x -c shutdown '{}'",
-            members.mounts[MEMBERS - 1].display()
-        ),
-    );
+            members.mounts[member].display()
+        );
+        cmd.env(var, shutdown);
+    }
     let out = cmd.output().expect("run storlab");
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
@@ -317,8 +322,8 @@ fn raid6_efficiency_study_runs_on_btrfs_over_loop_devices() {
         summary["events"]
     );
 
-    // Step 4: the member failed, the spare replaced it (the rebuild timed by its wait-for),
-    // and every acknowledged block read back after the run was intact.
+    // Step 4: two members failed, the spares replaced them one after the other (each rebuild
+    // timed by its wait-for), and every acknowledged block read back after the run was intact.
     let failures = raid["failures"].as_array().expect("failures");
     assert_eq!(failures.len(), 2, "{raid:#}");
     let f = &failures[0];
@@ -334,7 +339,7 @@ fn raid6_efficiency_study_runs_on_btrfs_over_loop_devices() {
         events,
         [
             ("fail-member", "ok"),
-            ("start-rebuild", "ok"),
+            ("fail-second-member", "ok"),
             ("rebuild", "ok")
         ],
         "{f:#}"
