@@ -123,19 +123,88 @@ fn merged_histograms_are_the_ranks_added_exactly() {
     let out = mpirun(&lab, &mpi, 4, &[], &["run", "s.toml"])
         .output()
         .expect("mpirun");
-    let (stdout, stderr) = common::text(&out);
+    let summary = check_merged_exactly(&lab, &out, 4);
+    assert_eq!(
+        summary["distributed"]["gather"]["levels"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+
+    // The Markdown report shows the tables from the stored results.
+    let md_path = lab.path().join("report.md");
+    let report = lab.run(&[
+        "report",
+        lab.study_folder().to_str().unwrap(),
+        "--format",
+        "md",
+        "-o",
+        md_path.to_str().unwrap(),
+    ]);
+    assert!(report.status.success(), "{:?}", common::text(&report));
+    let md = std::fs::read_to_string(&md_path).expect("the Markdown report");
+    assert!(md.contains("| rank | host | workers |"), "{md}");
+    assert!(md.contains("| host | ranks |"), "{md}");
+}
+
+/// 6 ranks: rank 1 has a child (rank 5) in the gather tree, so it merges rank 5's intervals
+/// with its own before sending them on; the result is still every rank's counts added.
+#[test]
+fn a_tree_of_three_levels_still_merges_exactly() {
+    let Some(mpi) = mpirun_or_skip() else { return };
+    let lab = Lab::new();
+    lab.write(
+        "s.toml",
+        &STUDY
+            .replace("DURATION", "2s")
+            .replace("threads = 8", "threads = 12"),
+    );
+    let out = mpirun(&lab, &mpi, 6, &[], &["run", "s.toml"])
+        .output()
+        .expect("mpirun");
+    let summary = check_merged_exactly(&lab, &out, 6);
+    let g = &summary["distributed"]["gather"];
+    assert_eq!(g["fan-out"], 4);
+    let levels = g["levels"].as_array().unwrap();
+    assert_eq!(levels.len(), 3, "{g:#}");
+    assert_eq!(
+        (levels[1]["ranks"].as_u64(), levels[2]["ranks"].as_u64()),
+        (Some(4), Some(1))
+    );
+    // Rank 1 received rank 5's streams and added their histograms.
+    assert!(
+        levels[1]["histogram-merges-per-rank-per-second"]
+            .as_f64()
+            .unwrap()
+            > 0.0,
+        "{g:#}"
+    );
+    assert!(
+        levels[2]["bytes-sent-per-rank-per-second"]
+            .as_f64()
+            .unwrap()
+            > 0.0,
+        "{g:#}"
+    );
+}
+
+/// Checks a complete run of `n` ranks, 2 workers each: every rank's row, and the merged
+/// histogram exactly the ranks' added. Returns the summary.
+fn check_merged_exactly(lab: &Lab, out: &std::process::Output, n: usize) -> serde_json::Value {
+    let (stdout, stderr) = common::text(out);
     assert!(out.status.success(), "{stdout}\n{stderr}");
     // The per-rank and per-host tables are printed once, by rank 0.
     assert_eq!(stdout.matches("| rank | host |").count(), 1, "{stdout}");
-    let folder = run_folder(&lab);
+    let folder = run_folder(lab);
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(folder.join("summary.json")).unwrap())
             .unwrap();
     assert_eq!(summary["status"], "complete", "{summary:#}");
     let d = &summary["distributed"];
-    assert_eq!(d["ranks-total"], 4);
+    assert_eq!(d["ranks-total"], n);
     let ranks = d["ranks"].as_array().expect("ranks");
-    assert_eq!(ranks.len(), 4);
+    assert_eq!(ranks.len(), n);
     let mut workers = Vec::new();
     let mut ops = 0u64;
     for (i, r) in ranks.iter().enumerate() {
@@ -147,7 +216,7 @@ fn merged_histograms_are_the_ranks_added_exactly() {
             .iter()
             .map(|w| w.as_u64().unwrap())
             .collect();
-        assert_eq!(w.len(), 2, "8 workers split evenly over 4 ranks: {r}");
+        assert_eq!(w.len(), 2, "workers split evenly, 2 per rank: {r}");
         workers.extend(w);
         assert!(r["ops"].as_u64().unwrap() > 0, "{r}");
         ops += r["ops"].as_u64().unwrap();
@@ -157,7 +226,7 @@ fn merged_histograms_are_the_ranks_added_exactly() {
         }
     }
     workers.sort();
-    assert_eq!(workers, (0..8).collect::<Vec<u64>>());
+    assert_eq!(workers, (0..2 * n as u64).collect::<Vec<u64>>());
     assert_eq!(ops, summary["total"]["ops"].as_u64().unwrap());
     assert_eq!(d["hosts"].as_array().unwrap().len(), 1);
 
@@ -166,7 +235,7 @@ fn merged_histograms_are_the_ranks_added_exactly() {
     let merged = hlog_by_tag(&folder.join("histograms.hlog"));
     let merged = &merged["null.read"];
     let per_rank = hlog_by_tag(&folder.join("ranks.hlog"));
-    assert_eq!(per_rank.len(), 4, "{:?}", per_rank.keys());
+    assert_eq!(per_rank.len(), n, "{:?}", per_rank.keys());
     let mut added: BTreeMap<u64, u64> = BTreeMap::new();
     let mut one = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).unwrap();
     for (tag, h) in &per_rank {
@@ -199,21 +268,7 @@ fn merged_histograms_are_the_ranks_added_exactly() {
         one.value_at_percentile(99.0)
     );
     assert_eq!(lat["max-ns"].as_u64().unwrap(), one.max());
-
-    // The Markdown report shows the tables from the stored results.
-    let md_path = lab.path().join("report.md");
-    let report = lab.run(&[
-        "report",
-        lab.study_folder().to_str().unwrap(),
-        "--format",
-        "md",
-        "-o",
-        md_path.to_str().unwrap(),
-    ]);
-    assert!(report.status.success(), "{:?}", common::text(&report));
-    let md = std::fs::read_to_string(&md_path).expect("the Markdown report");
-    assert!(md.contains("| rank | host | workers |"), "{md}");
-    assert!(md.contains("| host | ranks |"), "{md}");
+    summary
 }
 
 /// The pid of the rank `rank` among mpirun's children.
@@ -233,23 +288,36 @@ fn rank_pid(mpirun_pid: u32, rank: u32) -> Option<i32> {
 
 #[test]
 fn a_rank_killed_mid_run_gives_a_partial_result_naming_it() {
+    kill_mid_run(4, 2);
+}
+
+/// Rank 5 of 6 sends its intervals to rank 1 in the gather tree, not to rank 0: rank 1
+/// declares it lost and tells rank 0, with what it had received of it.
+#[test]
+fn a_rank_killed_below_another_is_named_by_its_parent() {
+    kill_mid_run(6, 5);
+}
+
+/// Runs `n` ranks, kills rank `victim` once a second has been measured, and checks the
+/// partial result names it, with what it sent.
+fn kill_mid_run(n: u32, victim_rank: u32) {
     let Some(mpi) = mpirun_or_skip() else { return };
     let lab = Lab::new();
     lab.write("s.toml", &STUDY.replace("DURATION", "8s"));
-    let child = mpirun(&lab, &mpi, 4, &[], &["run", "s.toml", "-q"])
+    let child = mpirun(&lab, &mpi, n, &[], &["run", "s.toml", "-q"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("mpirun");
-    // Rank 2, once the run has measured for a while.
+    // The victim, once the run has measured for a while.
     let t0 = Instant::now();
     let victim = loop {
-        if let Some(p) = rank_pid(child.id(), 2) {
+        if let Some(p) = rank_pid(child.id(), victim_rank) {
             break p;
         }
         assert!(
             t0.elapsed() < Duration::from_secs(20),
-            "rank 2 never started"
+            "rank {victim_rank} never started"
         );
         std::thread::sleep(Duration::from_millis(50));
     };
@@ -285,16 +353,17 @@ fn a_rank_killed_mid_run_gives_a_partial_result_naming_it() {
     .unwrap();
     assert_eq!(summary["status"], "partial", "{summary:#}");
     let ranks = summary["distributed"]["ranks"].as_array().unwrap();
-    assert_eq!(ranks[2]["status"], "lost", "{summary:#}");
-    assert!(ranks[2]["last-heard-seconds"].as_f64().unwrap() >= 1.0);
-    let host = ranks[2]["host"].as_str().unwrap();
+    let v = victim_rank as usize;
+    assert_eq!(ranks[v]["status"], "lost", "{summary:#}");
+    assert!(ranks[v]["last-heard-seconds"].as_f64().unwrap() >= 1.0);
+    let host = ranks[v]["host"].as_str().unwrap();
     let warning = summary["warnings"]
         .as_array()
         .unwrap()
         .iter()
         .filter_map(|w| w.as_str())
-        .find(|w| w.contains("rank 2 on host"))
-        .unwrap_or_else(|| panic!("no warning naming rank 2: {summary:#}"));
+        .find(|w| w.contains(&format!("rank {victim_rank} on host")))
+        .unwrap_or_else(|| panic!("no warning naming rank {victim_rank}: {summary:#}"));
     assert!(
         warning.contains(host) && warning.contains(&format!("pid {victim}")),
         "{warning}"

@@ -381,8 +381,8 @@ impl Threads<'_> {
             inputs,
             gate,
             rx,
-            spare_senders,
-            worker_target,
+            mut spare_senders,
+            mut worker_target,
             shapes,
             background_names,
             to_collector,
@@ -397,6 +397,9 @@ impl Threads<'_> {
         {
             m.mark("warmup-start", "", stored.started);
         }
+        if let Some(d) = self.dist0 {
+            d.add_streams(&mut spare_senders, &mut worker_target);
+        }
         let feed = Feed {
             rx,
             spare_senders,
@@ -406,7 +409,7 @@ impl Threads<'_> {
         };
         let mut cpu_at_start = (0u64, 0u64);
         let mut start_ns = 0u64;
-        let (joined, during, collected, received, training) =
+        let (joined, during, mut collected, received, training) =
             std::thread::scope(|scope| -> Result<_, RunError> {
                 let collector = std::thread::Builder::new()
                     .name("storlab-collector".into())
@@ -462,6 +465,7 @@ impl Threads<'_> {
             .collect();
         let mut training = training;
         if let (Some(d), Some(r)) = (self.dist0, &received) {
+            d.merge_collected(r, &mut collected);
             open_errors.extend(d.merge_outcomes(r, &mut outcomes, &mut cpu_used_ns));
             d.merge_training(r, &mut training);
         }

@@ -48,16 +48,22 @@ pub struct RankResult {
     pub clock_rtt_ns: u64,
     /// `complete`, or `lost`: its messages stopped before it finished.
     pub status: String,
-    /// Lost: seconds after the start of measurement when rank 0 last heard from it.
+    /// Lost: seconds after the start of measurement when its parent in the gather tree last
+    /// heard from it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_heard_seconds: Option<f64>,
+    /// Lost because its intervals went through this rank, lost (at `last_heard_seconds`):
+    /// what it measured after that never reached rank 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut_off_by: Option<u32>,
     pub ops: u64,
     pub bytes: u64,
     pub errors: u64,
     /// Over the run's measured time.
     pub rate_ops: f64,
     pub service_latency: LatencySummary,
-    /// Bytes it sent to rank 0 (intervals and its end report), and per measured second.
+    /// Bytes it sent (its merged intervals to its parent in the gather tree, its end report to
+    /// rank 0), and per measured second.
     pub bytes_sent: u64,
     pub bytes_sent_per_second: f64,
     pub messages_sent: u64,
@@ -87,15 +93,45 @@ pub struct Stonewall {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub struct GatherCost {
-    /// Mean over the ranks other than 0 of the bytes each sent per measured second.
+    /// Mean over the ranks other than 0 of the bytes each sent per measured second (to its
+    /// parent in the gather tree).
     pub bytes_per_rank_per_second: f64,
-    /// CPU time of rank 0's receiving thread (receiving and decoding the other ranks'
+    /// CPU time of rank 0's receiving thread (receiving and decoding its children's merged
     /// intervals), s.
     pub receive_cpu_seconds: f64,
     /// CPU time of rank 0's collector thread (merging every rank's intervals and writing the
     /// timeline and interval log), s.
     pub merge_cpu_seconds: f64,
     pub intervals_received: u64,
+    /// Children per rank in the gather tree (rank r's parent is (r - 1) / fan-out).
+    #[serde(default)]
+    pub fan_out: u32,
+    /// Per level of the gather tree (0: rank 0), what gathering cost its ranks.
+    #[serde(default)]
+    pub levels: Vec<GatherLevel>,
+}
+
+/// What gathering cost the ranks of one level of the gather tree, per measured second.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct GatherLevel {
+    /// Depth in the tree: 0 is rank 0, 1 its children, ...
+    pub level: u32,
+    /// Ranks on this level that sent their end report (a lost rank's costs are unknown).
+    pub ranks: u32,
+    /// Mean over its ranks of the bytes each sent its parent (level 0: none).
+    pub bytes_sent_per_rank_per_second: f64,
+    /// Mean over its ranks of the bytes each received from its children.
+    pub bytes_received_per_rank_per_second: f64,
+    /// Mean over its ranks of the messages each received from its children.
+    pub messages_received_per_rank_per_second: f64,
+    /// CPU time of a rank's gathering, s per measured second: mean and largest over its
+    /// ranks (a rank's shipper thread: its workers' intervals and its children's merged and
+    /// sent on; rank 0: its receiving thread and its collector).
+    pub cpu_seconds_per_second_mean: f64,
+    pub cpu_seconds_per_second_max: f64,
+    /// Mean over its ranks of the histograms each added (rank 0's collector: not counted).
+    pub histogram_merges_per_rank_per_second: f64,
 }
 
 /// Per host, the ranks' figures added (their histograms merged by adding counts).
@@ -175,11 +211,29 @@ pub fn markdown(d: &DistributedResult) -> String {
         ));
     }
     out.push_str(&format!(
-        "\nGathering: {:.0} bytes per rank per second sent to rank 0; rank 0 spent {:.3} s of CPU receiving and {:.3} s merging ({} intervals received).\n",
+        "\nGathering: {:.0} bytes per rank per second sent up the gather tree; rank 0 spent {:.3} s of CPU receiving and {:.3} s merging ({} intervals received).\n",
         d.gather.bytes_per_rank_per_second,
         d.gather.receive_cpu_seconds,
         d.gather.merge_cpu_seconds,
         d.gather.intervals_received
     ));
+    if !d.gather.levels.is_empty() {
+        out.push_str(&format!(
+            "\nGather tree (fan-out {}), per rank per second:\n\n| level | ranks | sent B/s | received B/s | CPU ms/s mean | CPU ms/s max | histogram merges/s |\n|---|---|---|---|---|---|---|\n",
+            d.gather.fan_out
+        ));
+        for l in &d.gather.levels {
+            out.push_str(&format!(
+                "| {} | {} | {:.0} | {:.0} | {:.2} | {:.2} | {:.0} |\n",
+                l.level,
+                l.ranks,
+                l.bytes_sent_per_rank_per_second,
+                l.bytes_received_per_rank_per_second,
+                l.cpu_seconds_per_second_mean * 1e3,
+                l.cpu_seconds_per_second_max * 1e3,
+                l.histogram_merges_per_rank_per_second
+            ));
+        }
+    }
     out
 }

@@ -5,14 +5,17 @@
 //! the ranks (evenly, or as `[clients.NAME] rank` / `host` pin them); every rank opens its
 //! sessions, then all agree on one start instant (rank 0's wall clock, each rank's clock
 //! offset measured by ping-pong at the start of the run) so that interval N is the same
-//! second on every host. A rank's shipper thread (never a worker) sends each of its workers'
-//! intervals to rank 0 as it completes (counters and V2-serialized HDR histograms); rank 0's
-//! receiving thread decodes them into the same collector its own workers feed, which merges
-//! by adding histogram counts and writes the one timeline, interval log and summary, with
-//! tables per rank and per host and every rank's system capture. With the stonewall, the
+//! second on every host. The ranks form a gather tree ([`tree`]): a rank's shipper thread
+//! (never a worker) merges its workers' intervals, and its children's, by interval index
+//! (adding histogram counts) and sends them on to its parent as each completes (counters and
+//! V2-serialized HDR histograms); rank 0's receiving thread decodes its children's into the
+//! same collector its own workers feed, which writes the one timeline, interval log and
+//! summary; every rank's own figures come to rank 0 once, in its end report, for the tables
+//! per rank and per host, with every rank's system capture. With the stonewall, the
 //! first rank to finish its operations stops every rank; steady state, judged on rank 0 from
 //! every rank's merged intervals, stops every rank too. A rank whose messages stop is
-//! named in a partial result, with its host and when it was last heard; what it sent is kept.
+//! named in a partial result, with its host and when its parent last heard it; what it sent
+//! is kept, and the ranks below it in the tree are named as cut off.
 //!
 //! MPI itself is behind the `mpi` cargo feature: without it storlab never needs MPI, and a
 //! launch under mpirun is refused with an error rather than running N separate copies.
@@ -22,9 +25,14 @@ pub mod wire;
 #[cfg(feature = "mpi")]
 mod comm;
 #[cfg(feature = "mpi")]
+mod finish;
+#[cfg(feature = "mpi")]
+mod gather;
+#[cfg(feature = "mpi")]
 mod rank0;
 #[cfg(feature = "mpi")]
 mod remote;
+pub mod tree;
 
 #[cfg(feature = "mpi")]
 pub use comm::{Dist, MpiGuard, current, start};
@@ -202,6 +210,12 @@ mod stub {
             match *self {}
         }
         pub fn remote_error(&self) -> Option<(u32, String)> {
+            match *self {}
+        }
+        pub fn add_streams(&self, _: &mut Vec<SyncSender<Box<Interval>>>, _: &mut Vec<u32>) {
+            match *self {}
+        }
+        pub fn merge_collected(&self, _: &Received, _: &mut Collected) {
             match *self {}
         }
         pub fn agree(&self, _: bool, _: &Clock) -> Option<u64> {

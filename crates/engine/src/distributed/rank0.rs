@@ -1,34 +1,30 @@
 //! Rank 0 of a distributed run: keeps its own share of the workers, hears every other rank's
-//! opening (host, clock offset, system capture), agrees the start, receives the other ranks'
-//! intervals on its own thread and feeds them to the collector its own workers feed, stops
-//! every rank for the stonewall, steady state or an interruption, notices a rank that went
-//! silent, and adds the ranks' tables, systems and histograms to the run's results.
+//! opening (host, clock offset, system capture), agrees the start, receives its children's
+//! streams in the gather tree (see `tree`: each already merged below it) on its own thread
+//! and feeds them to the collector its own workers feed, stops every rank for the stonewall,
+//! steady state or an interruption, notices a child that went silent, and keeps every rank's
+//! end report (its own figures, sent once) for the run's results (`finish`).
 
-use std::collections::BTreeMap;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::SyncSender;
 use std::time::{Duration, Instant};
 
-use hdrhistogram::Histogram;
 use hdrhistogram::serialization::Deserializer;
 
 use super::comm::{Dist, current};
+use super::gather::{Child, stale_after, worker_kinds};
+use super::tree;
 use super::wire::{
-    self, Final, Hello, Stop, TAG_DONE, TAG_FINAL, TAG_HELLO, TAG_INTERVAL, TAG_STOP,
+    Final, Hello, KindTotalsWire, LostWire, Stop, TAG_DONE, TAG_FINAL, TAG_HELLO, TAG_INTERVAL,
+    TAG_STOP,
 };
 use super::{assign_workers, keep_share};
 use crate::RunError;
 use crate::collector::Collected;
 use crate::setup::Workers;
 use crate::worker::{Clock, Control, WorkerOutcome};
-use storlab_record::totals::{KindTotals, merge};
-use storlab_record::{EndReason, Interval, new_histogram, thread_cpu_ns};
-use storlab_results::RunFolder;
-use storlab_results::distributed::{
-    DistributedResult, GatherCost, RankResult, Stonewall, host_rows,
-};
-use storlab_results::summary::{RunStatus, RunSummary};
+use storlab_record::{Interval, thread_cpu_ns};
 use storlab_study::plan::RunPlan;
 use storlab_targets::TargetError;
 
@@ -36,55 +32,94 @@ use storlab_targets::TargetError;
 pub(super) const PINGS: u32 = 16;
 /// How long after the agreement every rank starts.
 pub(super) const START_IN: Duration = Duration::from_millis(200);
-/// After rank 0 is interrupted, how long it waits for the others' last intervals.
-const INTERRUPT_GRACE: Duration = Duration::from_millis(300);
+/// After an interruption, how long a parent waits for its children's last intervals, per
+/// level of the tree below it (its children wait for theirs first).
+pub(super) const INTERRUPT_GRACE: Duration = Duration::from_millis(300);
+
+/// How long rank `rank` waits for its children after an interruption.
+pub(super) fn interrupt_grace(rank: u32, size: u32) -> Duration {
+    INTERRUPT_GRACE * tree::height(rank, size).max(1)
+}
 
 /// Rank 0's side of one distributed run.
 pub struct Rank0Run {
-    dist: &'static Dist,
-    assignment: Vec<u32>,
-    hellos: Vec<Hello>,
+    pub(super) dist: &'static Dist,
+    pub(super) assignment: Vec<u32>,
+    /// Per worker of the run's targets: its target.
+    worker_target: Vec<u32>,
+    /// The collector's own workers (every worker of the run: rank 0's feed it, the others'
+    /// are ended at once); the children's streams come after, as workers of their own.
+    collector_workers: usize,
+    /// Per child stream (the collector's worker `collector_workers + i`): (child, stream id).
+    streams: Vec<(u32, u32)>,
+    pub(super) hellos: Vec<Hello>,
     /// Rank 0's start: wall clock ns, run clock ns.
-    start: OnceLock<(i64, u64)>,
+    pub(super) start: OnceLock<(i64, u64)>,
     stonewall: bool,
     run_index: usize,
     interval_ns: u64,
-    warmup_ns: u64,
+    pub(super) warmup_ns: u64,
 }
 
 /// What rank 0's receiving thread heard.
 pub struct Received {
-    ranks: Vec<RankState>,
-    stonewall: Option<(u32, u64)>,
-    cpu_ns: u64,
-    intervals: u64,
+    pub(super) ranks: Vec<RankState>,
+    pub(super) stonewall: Option<(u32, u64)>,
+    pub(super) cpu_ns: u64,
+    pub(super) intervals: u64,
+    pub(super) bytes: u64,
 }
 
 #[derive(Default)]
-struct RankState {
-    workers: usize,
-    lasts: usize,
-    /// Per worker of this rank that has not sent its last: (global index, target, last index
-    /// seen, its end on the run clock).
-    open: BTreeMap<u32, (u32, i64, u64)>,
-    final_: Option<Final>,
-    lost_at_ns: Option<u64>,
-    last_heard: Option<Instant>,
-    last_heard_ns: u64,
-    bytes: u64,
+pub(super) struct RankState {
+    pub final_: Option<Final>,
+    /// Bytes of its end report.
+    pub final_bytes: u64,
+    pub lost: Option<Lost>,
+}
+
+/// A rank lost mid-run.
+pub(super) struct Lost {
+    /// When it was last heard (run clock, ns).
+    pub at_ns: u64,
+    /// Cut off: its intervals went through this lost rank.
+    pub behind: Option<u32>,
+    pub bytes: u64,
+    pub messages: u64,
+    /// Its own workers' figures as they reached its parent.
+    pub totals: Vec<KindTotalsWire>,
 }
 
 impl RankState {
-    /// Lost, or has sent its end and every worker's last interval.
+    /// Lost, or has sent its end report.
     fn done(&self) -> bool {
-        self.lost_at_ns.is_some() || (self.final_.is_some() && self.lasts >= self.workers)
+        self.lost.is_some() || self.final_.is_some()
     }
+}
 
-    /// A message of `bytes` bytes arrived from this rank.
-    fn heard(&mut self, bytes: usize, clock: &Clock) {
-        self.bytes += bytes as u64;
-        self.last_heard = Some(Instant::now());
-        self.last_heard_ns = clock.now_ns();
+/// Marks `lost.rank` lost (unless it already is; a rank only cut off takes its parent's
+/// report) and every rank below it, cut off.
+fn mark_lost(ranks: &mut [RankState], lost: LostWire) {
+    let size = ranks.len() as u32;
+    let at_ns = lost.last_heard_ns.max(1);
+    for b in tree::below(lost.rank, size) {
+        ranks[b as usize].lost.get_or_insert(Lost {
+            at_ns,
+            behind: Some(lost.rank),
+            bytes: 0,
+            messages: 0,
+            totals: Vec::new(),
+        });
+    }
+    let slot = &mut ranks[lost.rank as usize].lost;
+    if slot.as_ref().is_none_or(|l| l.behind.is_some()) {
+        *slot = Some(Lost {
+            at_ns,
+            behind: None,
+            bytes: lost.bytes,
+            messages: lost.messages,
+            totals: lost.totals,
+        });
     }
 }
 
@@ -96,37 +131,6 @@ struct Stops {
     stop_sent: bool,
     steady_sent: bool,
     interrupted_at: Option<Instant>,
-}
-
-/// Ranks not heard from for `stale` (or, once the grace after an interruption is over, any
-/// not done) are lost: their open workers' last intervals are made up, empty, so that the
-/// collector finishes with what they sent.
-fn lose_silent(
-    ranks: &mut [RankState],
-    tx: &SyncSender<Box<Interval>>,
-    stale: Duration,
-    grace_over: bool,
-) {
-    let now = Instant::now();
-    for s in ranks.iter_mut().skip(1) {
-        if s.done() {
-            continue;
-        }
-        let heard = *s.last_heard.get_or_insert(now);
-        if grace_over || now.duration_since(heard) > stale {
-            s.lost_at_ns = Some(s.last_heard_ns.max(1));
-            for (w, (t, index, end)) in std::mem::take(&mut s.open) {
-                let mut iv = Interval::new(w, t, &[], false);
-                // Past every second: the collector adds nothing and writes no row for it.
-                let _ = index;
-                iv.index = i64::MAX;
-                iv.start_ns = end;
-                iv.end_ns = end;
-                iv.last = true;
-                let _ = tx.send(iv);
-            }
-        }
-    }
 }
 
 impl Rank0Run {
@@ -161,9 +165,20 @@ impl Rank0Run {
             })?;
             hellos.push(hello);
         }
+        let worker_target = tree::worker_targets(run);
+        let streams = tree::children(0, dist.size)
+            .flat_map(|c| {
+                tree::streams_of(c, dist.size, &assignment, &worker_target)
+                    .into_iter()
+                    .map(move |id| (c, id))
+            })
+            .collect();
         Ok(Some(Rank0Run {
             dist,
             assignment,
+            worker_target,
+            collector_workers: workers.worker_target.len(),
+            streams,
             hellos,
             start: OnceLock::new(),
             stonewall: run.stonewall,
@@ -176,6 +191,19 @@ impl Rank0Run {
     /// Per worker (global index): its rank.
     pub fn assignment(&self) -> &[u32] {
         &self.assignment
+    }
+
+    /// Adds rank 0's children's streams to the collector's workers, after the run's own (their
+    /// intervals go back to no one).
+    pub fn add_streams(
+        &self,
+        spare_senders: &mut Vec<SyncSender<Box<Interval>>>,
+        worker_target: &mut Vec<u32>,
+    ) {
+        for (_, id) in &self.streams {
+            spare_senders.push(std::sync::mpsc::sync_channel(0).0);
+            worker_target.push(id / 2);
+        }
     }
 
     /// A rank whose targets could not be prepared: the first, and why.
@@ -194,9 +222,10 @@ impl Rank0Run {
         Some(start_ns)
     }
 
-    /// Rank 0's receiving thread: until every other rank has sent its last intervals and its
-    /// end (or went silent), feeds their intervals into `tx` (the collector's channel).
-    /// `local_fg_done` counts rank 0's own targets' workers that have ended.
+    /// Rank 0's receiving thread: until every child has sent its streams' last intervals (or
+    /// went silent) and every rank its end report (or is lost), feeds the children's
+    /// intervals into `tx` (the collector's channel). `local_fg_done` counts rank 0's own
+    /// targets' workers that have ended.
     pub fn receive(
         &self,
         tx: SyncSender<Box<Interval>>,
@@ -206,16 +235,19 @@ impl Rank0Run {
         local_fg: usize,
     ) -> Received {
         let cpu0 = thread_cpu_ns();
-        let mut ranks = self.rank_states();
+        self.end_remote_workers(&tx);
+        let mut children = self.children();
+        let mut ranks: Vec<RankState> = (0..self.dist.size).map(|_| RankState::default()).collect();
         let mut de = Deserializer::new();
         let mut stops = Stops::default();
-        let mut intervals = 0u64;
-        let stale = Duration::from_nanos(3 * self.interval_ns) + Duration::from_secs(2);
+        let mut counts = (0u64, 0u64);
+        let stale = stale_after(self.interval_ns);
+        let grace = interrupt_grace(0, self.dist.size);
+        let mut children_done_at: Option<Instant> = None;
         loop {
             let got_intervals =
-                self.take_intervals(&mut ranks, &mut de, &tx, clock, &mut intervals);
-            let got_finals = self.take_finals(&mut ranks, clock);
-            let busy = got_intervals || got_finals;
+                self.take_intervals(&mut children, &mut de, &tx, clock, &mut counts);
+            let got_finals = self.take_finals(&mut ranks);
             let mut first_done = None;
             while let Some((r, bytes)) = self.dist.try_receive_any(TAG_DONE) {
                 if bytes == (self.run_index as u64).to_le_bytes() {
@@ -227,18 +259,36 @@ impl Rank0Run {
             }
             let started = self.start.get().is_some();
             self.send_stops(&mut stops, &ranks, first_done, started, control, clock);
-            // Silent ranks are lost: their workers' last intervals are made up, empty, so that
-            // the collector finishes with what they sent.
+            // Silent children are lost: their streams end with what they sent.
             let grace_over = stops.interrupted_at.is_some_and(|t| {
-                t.elapsed() > INTERRUPT_GRACE && local_fg_done.load(Ordering::Relaxed) >= local_fg
+                t.elapsed() > grace && local_fg_done.load(Ordering::Relaxed) >= local_fg
             });
             if started {
-                lose_silent(&mut ranks, &tx, stale, grace_over);
+                self.lose_silent(&mut children, &mut ranks, &tx, stale, grace_over);
             }
-            if ranks.iter().skip(1).all(RankState::done) {
-                break;
+            if children.iter().all(Child::done) {
+                // Every rank sends its end report straight here once its streams ended: one
+                // still missing a while after is lost.
+                let at = *children_done_at.get_or_insert_with(Instant::now);
+                if grace_over || at.elapsed() > stale {
+                    for (r, s) in ranks.iter_mut().enumerate().skip(1) {
+                        if !s.done() {
+                            let heard = children.iter().find(|c| c.rank == r as u32);
+                            s.lost = Some(Lost {
+                                at_ns: heard.map_or(clock.now_ns(), |c| c.last_heard_ns),
+                                behind: None,
+                                bytes: heard.map_or(0, |c| c.bytes),
+                                messages: heard.map_or(0, |c| c.messages),
+                                totals: heard.map_or(Vec::new(), |c| c.own.to_wire()),
+                            });
+                        }
+                    }
+                }
+                if ranks.iter().skip(1).all(RankState::done) {
+                    break;
+                }
             }
-            if !busy {
+            if !(got_intervals || got_finals) {
                 std::thread::sleep(Duration::from_millis(1));
             }
         }
@@ -246,67 +296,114 @@ impl Rank0Run {
             ranks,
             stonewall: stops.stonewall,
             cpu_ns: thread_cpu_ns().saturating_sub(cpu0),
-            intervals,
+            intervals: counts.0,
+            bytes: counts.1,
         }
     }
 
-    /// Per rank: the workers it runs, all still open.
-    fn rank_states(&self) -> Vec<RankState> {
-        let n = self.dist.size as usize;
-        let mut ranks: Vec<RankState> = (0..n).map(|_| RankState::default()).collect();
+    /// The other ranks' workers send the collector nothing (their figures come merged in the
+    /// children's streams): each is ended at once, with an empty last interval past every
+    /// second (the collector adds nothing and writes no row for it).
+    fn end_remote_workers(&self, tx: &SyncSender<Box<Interval>>) {
         for (w, r) in self.assignment.iter().enumerate() {
-            let s = &mut ranks[*r as usize];
-            s.workers += 1;
-            s.open.insert(w as u32, (0, i64::MIN, 0));
+            let Some(t) = self.worker_target.get(w).filter(|_| *r != 0) else {
+                continue;
+            };
+            let mut iv = Interval::new(w as u32, *t, &[], false);
+            iv.index = i64::MAX;
+            iv.last = true;
+            let _ = tx.send(iv);
         }
-        ranks
     }
 
-    /// Feeds every interval the other ranks have sent into `tx`; true if there was any.
+    /// Rank 0's children, each stream feeding its collector worker.
+    fn children(&self) -> Vec<Child> {
+        tree::children(0, self.dist.size)
+            .map(|c| {
+                let streams = self
+                    .streams
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, (r, _))| *r == c)
+                    .map(|(i, (_, id))| (*id, self.collector_workers + i))
+                    .collect();
+                Child::new(c, streams)
+            })
+            .collect()
+    }
+
+    /// Feeds every interval the children have sent into `tx`; true if there was any.
     fn take_intervals(
         &self,
-        ranks: &mut [RankState],
+        children: &mut [Child],
         de: &mut Deserializer,
         tx: &SyncSender<Box<Interval>>,
         clock: &Clock,
-        intervals: &mut u64,
+        (intervals, bytes_in): &mut (u64, u64),
     ) -> bool {
         let mut busy = false;
         while let Some((r, bytes)) = self.dist.try_receive_any(TAG_INTERVAL) {
             busy = true;
-            let s = &mut ranks[r as usize];
-            s.heard(bytes.len(), clock);
-            if s.lost_at_ns.is_some() {
+            let Some(c) = children.get_mut((r as usize).wrapping_sub(1)) else {
                 continue;
-            }
-            match wire::decode_interval(&bytes, r, de) {
-                Ok(iv) => {
+            };
+            *bytes_in += bytes.len() as u64;
+            match c.take(&bytes, de, clock.now_ns()) {
+                Ok(Some((input, mut iv))) => {
                     *intervals += 1;
-                    if iv.last {
-                        s.lasts += 1;
-                        s.open.remove(&iv.worker);
-                    } else if let Some(o) = s.open.get_mut(&iv.worker) {
-                        *o = (iv.target, iv.index, iv.end_ns);
-                    }
+                    iv.worker = input as u32;
                     if tx.send(iv).is_err() {
                         break;
                     }
                 }
+                Ok(None) => {}
                 Err(e) => eprintln!("storlab rank 0: {e}"),
             }
         }
         busy
     }
 
-    /// Keeps every end report the other ranks have sent; true if there was any.
-    fn take_finals(&self, ranks: &mut [RankState], clock: &Clock) -> bool {
+    /// Children silent for `stale` (or, once the grace after an interruption is over, any not
+    /// done) are lost, and the ranks below them cut off: their streams' last intervals are
+    /// made up, empty, so that the collector finishes with what they sent.
+    fn lose_silent(
+        &self,
+        children: &mut [Child],
+        ranks: &mut [RankState],
+        tx: &SyncSender<Box<Interval>>,
+        stale: Duration,
+        grace_over: bool,
+    ) {
+        for c in children.iter_mut() {
+            if !c.lose_if_silent(stale, grace_over) {
+                continue;
+            }
+            for input in c.inputs() {
+                let id = self.streams[input - self.collector_workers].1;
+                let mut iv = Interval::new(input as u32, id / 2, &[], false);
+                iv.index = i64::MAX;
+                iv.last = true;
+                let _ = tx.send(iv);
+            }
+            mark_lost(ranks, c.to_lost());
+        }
+    }
+
+    /// Keeps every end report the other ranks have sent, and the children they declared
+    /// lost; true if there was any.
+    fn take_finals(&self, ranks: &mut [RankState]) -> bool {
         let mut busy = false;
         while let Some((r, bytes)) = self.dist.try_receive_any(TAG_FINAL) {
             busy = true;
-            let s = &mut ranks[r as usize];
-            s.heard(bytes.len(), clock);
             match serde_json::from_slice::<Final>(&bytes) {
-                Ok(f) => s.final_ = Some(f),
+                Ok(mut f) => {
+                    for lost in std::mem::take(&mut f.lost) {
+                        mark_lost(ranks, lost);
+                    }
+                    let s = &mut ranks[r as usize];
+                    s.final_bytes = bytes.len() as u64;
+                    s.final_ = Some(f);
+                }
                 Err(e) => eprintln!("storlab rank 0: rank {r}'s end report: {e}"),
             }
         }
@@ -356,8 +453,46 @@ impl Rank0Run {
         }
     }
 
-    /// Adds the other ranks' workers' ends (times already on rank 0's clock) and CPU time;
-    /// returns the sessions they could not open.
+    /// The collector's per-worker figures for the other ranks' workers, from their end
+    /// reports (the collector saw only merged streams), and each rank's own figures per
+    /// target and kind: its end report's, or for a lost rank what reached its parent.
+    pub fn merge_collected(&self, received: &Received, collected: &mut Collected) {
+        let n = self.collector_workers;
+        collected.worker_cpu_ns.truncate(n);
+        collected.worker_wall_ns.truncate(n);
+        collected.worker_totals.truncate(n);
+        collected.worker_shape.truncate(n);
+        let groups = &mut collected.group_totals;
+        groups.resize_with(received.ranks.len().max(groups.len()), Vec::new);
+        for (r, s) in received.ranks.iter().enumerate().skip(1) {
+            let totals = match (&s.lost, &s.final_) {
+                (Some(l), _) => &l.totals,
+                (None, Some(f)) => &f.totals,
+                (None, None) => continue,
+            };
+            for t in totals {
+                let (Some(dst), Some(src)) = (
+                    groups[r]
+                        .get_mut(t.target as usize)
+                        .and_then(|k| k.get_mut(t.kind as usize))
+                        .and_then(Option::as_mut),
+                    t.decode(),
+                ) else {
+                    continue;
+                };
+                dst.add_totals(&src);
+            }
+            for w in s.final_.iter().flat_map(|f| &f.worker_totals) {
+                let i = w.worker as usize;
+                if i < n {
+                    collected.worker_cpu_ns[i] = w.cpu_ns;
+                    collected.worker_wall_ns[i] = w.wall_ns;
+                    collected.worker_totals[i] = worker_kinds(w);
+                }
+            }
+        }
+    }
+
     /// The other ranks' accelerators, added to rank 0's own (per training target).
     pub fn merge_training(
         &self,
@@ -375,6 +510,8 @@ impl Rank0Run {
         }
     }
 
+    /// Adds the other ranks' workers' ends (times already on rank 0's clock) and CPU time;
+    /// returns the sessions they could not open.
     pub fn merge_outcomes(
         &self,
         received: &Received,
@@ -412,190 +549,14 @@ impl Rank0Run {
         outcomes.sort_by_key(|o| o.worker);
         errors
     }
-
-    /// Adds the ranks' tables, systems and histograms to the run's results; a lost rank
-    /// makes the run partial.
-    pub fn finish(
-        &self,
-        received: &Received,
-        collected: &Collected,
-        run: &RunPlan,
-        summary: &mut RunSummary,
-        folder: &RunFolder,
-    ) -> Result<(), storlab_results::write::WriteError> {
-        let secs = summary.measured_seconds.max(1e-9);
-        let measure_start_ns = self.start.get().map_or(0, |s| s.1) + self.warmup_ns;
-        let since_measure = |ns: u64| (ns as i64 - measure_start_ns as i64) as f64 / 1e9;
-        let mut rank_hist: Vec<Histogram<u64>> = Vec::new();
-        let mut ranks = Vec::new();
-        let mut log_entries: Vec<(String, &Histogram<u64>)> = Vec::new();
-        for (r, s) in received.ranks.iter().enumerate() {
-            let (row, all) = self.rank_row(r, s, collected, run, secs, &mut log_entries);
-            ranks.push(RankResult {
-                last_heard_seconds: s.lost_at_ns.map(since_measure),
-                ..row
-            });
-            rank_hist.push(all);
-            storlab_results::write_json_file(
-                &folder
-                    .path
-                    .join(storlab_results::distributed::system_file(r as u32)),
-                &self.hellos[r].system,
-            )?;
-        }
-        let mut by_host: BTreeMap<String, Histogram<u64>> = BTreeMap::new();
-        for (r, h) in ranks.iter().zip(&rank_hist) {
-            merge(
-                by_host.entry(r.host.clone()).or_insert_with(new_histogram),
-                h,
-            );
-        }
-        let gather = gather_cost(&ranks, received, collected);
-        mark_lost(&ranks, summary);
-        self.client_cpus(summary);
-        let stonewall = received.stonewall.map(|(first, at)| Stonewall {
-            first_rank: first,
-            at_seconds: since_measure(at),
-        });
-        if let Some(s) = &stonewall {
-            summary.events.push(storlab_results::events::Event::mark(
-                s.at_seconds,
-                "stonewall",
-                format!(
-                    "rank {} finished its operations first: every rank stopped",
-                    s.first_rank
-                ),
-            ));
-        }
-        summary.distributed = Some(DistributedResult {
-            ranks_total: self.dist.size,
-            hosts: host_rows(&ranks, &by_host, secs),
-            ranks,
-            stonewall,
-            gather,
-        });
-        write_ranks_log(folder, &log_entries, secs)
-    }
-
-    /// Rank `r`'s row (`last_heard_seconds` left out) and its measured histogram; adds its
-    /// histograms per target and operation to `log_entries`.
-    fn rank_row<'c>(
-        &self,
-        r: usize,
-        s: &RankState,
-        collected: &'c Collected,
-        run: &RunPlan,
-        secs: f64,
-        log_entries: &mut Vec<(String, &'c Histogram<u64>)>,
-    ) -> (RankResult, Histogram<u64>) {
-        let hello = &self.hellos[r];
-        let mut all = new_histogram::<u64>();
-        let (mut ops, mut bytes, mut errors) = (0, 0, 0);
-        if let Some(per_target) = collected.group_totals.get(r) {
-            for (t, kinds) in per_target.iter().enumerate().take(run.targets.len()) {
-                for (k, kt) in kinds.iter().enumerate() {
-                    let Some(kt) = kt else { continue };
-                    let kt: &KindTotals = kt;
-                    merge(&mut all, &kt.service);
-                    ops += kt.ops;
-                    bytes += kt.bytes;
-                    errors += kt.error_count();
-                    let tag = format!(
-                        "rank-{r}.{}.{}",
-                        run.targets[t].name.replace([' ', ',', '='], "_"),
-                        storlab_model::OpKind::ALL[k].name()
-                    );
-                    log_entries.push((tag, &kt.service));
-                }
-            }
-        }
-        let sent = if r == 0 { 0 } else { s.bytes };
-        let lost = s.lost_at_ns.is_some();
-        let row = RankResult {
-            rank: r as u32,
-            host: hello.host.clone(),
-            pid: hello.pid,
-            workers: self
-                .assignment
-                .iter()
-                .enumerate()
-                .filter(|(_, a)| **a as usize == r)
-                .map(|(w, _)| w as u32)
-                .collect(),
-            clock_offset_ns: hello.clock_offset_ns,
-            clock_rtt_ns: hello.clock_rtt_ns,
-            status: if lost { "lost" } else { "complete" }.into(),
-            last_heard_seconds: None,
-            ops,
-            bytes,
-            errors,
-            rate_ops: ops as f64 / secs,
-            service_latency: storlab_record::summary::LatencySummary::from_histogram(&all),
-            bytes_sent: sent,
-            bytes_sent_per_second: sent as f64 / secs,
-            messages_sent: s.final_.as_ref().map_or(0, |f| f.messages_sent + 1),
-        };
-        (row, all)
-    }
 }
 
-/// What gathering the other ranks' intervals cost rank 0.
-fn gather_cost(ranks: &[RankResult], received: &Received, collected: &Collected) -> GatherCost {
-    let others: Vec<&RankResult> = ranks.iter().skip(1).collect();
-    GatherCost {
-        bytes_per_rank_per_second: if others.is_empty() {
-            0.0
-        } else {
-            others.iter().map(|r| r.bytes_sent_per_second).sum::<f64>() / others.len() as f64
-        },
-        receive_cpu_seconds: received.cpu_ns as f64 / 1e9,
-        merge_cpu_seconds: collected.cpu_ns as f64 / 1e9,
-        intervals_received: received.intervals,
+fn placement(e: super::DistError) -> RunError {
+    RunError::Target {
+        target: "distributed".into(),
+        source: TargetError::Invalid(e.to_string()),
     }
 }
-
-/// A lost rank makes the run partial, with a warning naming it.
-fn mark_lost(ranks: &[RankResult], summary: &mut RunSummary) {
-    for r in ranks.iter().filter(|r| r.status == "lost") {
-        summary.status = RunStatus::Partial;
-        if summary.end_reason != EndReason::Error {
-            summary.end_reason = EndReason::Interrupted;
-        }
-        summary.warnings.push(format!(
-            "partial run: rank {} on host {} (pid {}) was lost: rank 0 last heard from it {:.2} s after the start of measurement; what it sent until then is kept",
-            r.rank,
-            r.host,
-            r.pid,
-            r.last_heard_seconds.unwrap_or(0.0)
-        ));
-    }
-}
-
-impl Rank0Run {
-    /// The client's CPU use is every rank's: over the logical CPUs of every host (each
-    /// host's counted once), not rank 0's alone.
-    fn client_cpus(&self, summary: &mut RunSummary) {
-        let mut per_host: BTreeMap<&str, u32> = BTreeMap::new();
-        for h in &self.hellos {
-            let cpus = h.system["cpu"]["logical-cpus"].as_u64().unwrap_or(0) as u32;
-            per_host.insert(&h.host, cpus);
-        }
-        let cpus: u32 = per_host.values().sum();
-        let c = &mut summary.client;
-        if cpus <= c.logical_cpus {
-            return;
-        }
-        c.logical_cpus = cpus;
-        let cpu_bound = c.worker_busy_max >= 0.9 || c.cpu_cores_used >= 0.9 * cpus as f64;
-        if c.saturated && !cpu_bound {
-            c.saturated = false;
-            summary
-                .warnings
-                .retain(|w| !w.starts_with("storlab itself was saturated"));
-        }
-    }
-}
-
 /// Keys of what sessions used, as `&'static str` (each distinct key is kept once).
 fn intern(key: &str) -> &'static str {
     static KEYS: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
@@ -606,49 +567,4 @@ fn intern(key: &str) -> &'static str {
     let k: &'static str = Box::leak(key.to_string().into_boxed_str());
     keys.push(k);
     k
-}
-
-fn placement(e: super::DistError) -> RunError {
-    RunError::Target {
-        target: "distributed".into(),
-        source: TargetError::Invalid(e.to_string()),
-    }
-}
-
-/// Each rank's measured histograms, one interval-log entry per rank, target and operation.
-fn write_ranks_log(
-    folder: &RunFolder,
-    entries: &[(String, &Histogram<u64>)],
-    secs: f64,
-) -> Result<(), storlab_results::write::WriteError> {
-    let path = folder.path.join(storlab_results::distributed::RANKS_HLOG);
-    write_log(&path, entries, secs).map_err(|e| storlab_results::write::WriteError::new(&path, e))
-}
-
-fn write_log(
-    path: &std::path::Path,
-    entries: &[(String, &Histogram<u64>)],
-    secs: f64,
-) -> std::io::Result<()> {
-    use hdrhistogram::serialization::V2DeflateSerializer;
-    use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
-    let mut file = std::io::BufWriter::new(std::fs::File::create(path)?);
-    let mut ser = V2DeflateSerializer::new();
-    let mut builder = IntervalLogWriterBuilder::new();
-    builder.add_comment("storlab: each rank's measured histograms; tags are rank-N.target.op");
-    let mut log = builder.begin_log_with(&mut file, &mut ser)?;
-    for (tag, h) in entries {
-        log.write_histogram(
-            h,
-            Duration::ZERO,
-            Duration::from_secs_f64(secs),
-            Tag::new(tag),
-        )
-        .map_err(|e| match e {
-            hdrhistogram::serialization::interval_log::IntervalLogWriterError::IoError(e) => e,
-            e => std::io::Error::other(format!("{e:?}")),
-        })?;
-    }
-    drop(log);
-    std::io::Write::flush(&mut file)
 }

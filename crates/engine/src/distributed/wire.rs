@@ -1,6 +1,7 @@
-//! What the ranks of a distributed run send each other, as bytes: a worker's interval
-//! (counters and V2-serialized HDR histograms, times already on rank 0's run clock) and the
-//! small JSON messages around a run. Encoded and decoded off the hot path: a rank's shipper
+//! What the ranks of a distributed run send each other, as bytes: an interval (counters and
+//! V2-serialized HDR histograms, times already on rank 0's run clock; a rank sends its parent
+//! in the gather tree one per stream and interval index, see `tree`; an empty message is a
+//! rank saying it is alive while it waits) and the small JSON messages around a run. Encoded and decoded off the hot path: a rank's shipper
 //! thread encodes, rank 0's receiving thread decodes.
 
 use hdrhistogram::Histogram;
@@ -8,6 +9,7 @@ use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use serde::{Deserialize, Serialize};
 
 use storlab_model::{ErrorKind, OpError, OpKind};
+use storlab_record::totals::KindTotals;
 use storlab_record::{ERROR_SAMPLES, Interval, KindStats};
 
 /// Message tags.
@@ -226,6 +228,118 @@ pub struct Final {
     /// A training workload's accelerators on this rank: (target index, what each did).
     #[serde(default)]
     pub training: Vec<(usize, Vec<storlab_model::training::AcceleratorSteps>)>,
+    /// Its own workers' measured figures per target and kind (its row of the rank table).
+    #[serde(default)]
+    pub totals: Vec<KindTotalsWire>,
+    /// Each of its workers' measured counts and CPU time (their rows in the summary).
+    #[serde(default)]
+    pub worker_totals: Vec<WorkerTotalsWire>,
+    /// Its children in the gather tree that it declared lost.
+    #[serde(default)]
+    pub lost: Vec<LostWire>,
+    /// What gathering cost it (its shipper thread).
+    #[serde(default)]
+    pub gather: GatherWire,
+}
+
+/// One operation kind's measured totals on one target, histograms V2-serialized in base64.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct KindTotalsWire {
+    pub target: u32,
+    pub kind: u8,
+    pub ops: u64,
+    pub bytes: u64,
+    pub misses: u64,
+    pub errors: Vec<u64>,
+    pub service: String,
+    pub intended: Option<String>,
+}
+
+fn histogram_text(h: &Histogram<u64>) -> String {
+    use base64::Engine;
+    let mut out = Vec::new();
+    V2Serializer::new()
+        .serialize(h, &mut out)
+        .expect("serializing into memory does not fail");
+    base64::engine::general_purpose::STANDARD.encode(out)
+}
+
+fn histogram_of(text: &str) -> Option<Histogram<u64>> {
+    use base64::Engine;
+    let raw = base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .ok()?;
+    Deserializer::new().deserialize(&mut &raw[..]).ok()
+}
+
+impl KindTotalsWire {
+    pub fn encode(target: u32, kind: usize, t: &KindTotals) -> KindTotalsWire {
+        KindTotalsWire {
+            target,
+            kind: kind as u8,
+            ops: t.ops,
+            bytes: t.bytes,
+            misses: t.misses,
+            errors: t.errors.to_vec(),
+            service: histogram_text(&t.service),
+            intended: t.intended.as_ref().map(histogram_text),
+        }
+    }
+
+    /// The totals back; None if a histogram does not decode.
+    pub fn decode(&self) -> Option<KindTotals> {
+        let mut errors = [0u64; ErrorKind::COUNT];
+        for (d, s) in errors.iter_mut().zip(&self.errors) {
+            *d = *s;
+        }
+        let intended = match &self.intended {
+            Some(t) => Some(histogram_of(t)?),
+            None => None,
+        };
+        Some(KindTotals {
+            service: histogram_of(&self.service)?,
+            intended,
+            ops: self.ops,
+            bytes: self.bytes,
+            misses: self.misses,
+            errors,
+        })
+    }
+}
+
+/// One worker's measured counts per kind and its CPU time in measured intervals.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct WorkerTotalsWire {
+    pub worker: u32,
+    pub cpu_ns: u64,
+    pub wall_ns: u64,
+    /// Per kind it ran: (kind, ops, bytes, errors, service sum ns, service max ns).
+    pub kinds: Vec<(u8, u64, u64, u64, u64, u64)>,
+}
+
+/// A rank its parent in the gather tree declared lost: when it was last heard (rank 0's run
+/// clock, ns), what it had sent, and its own workers' figures as they reached the parent.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct LostWire {
+    pub rank: u32,
+    pub last_heard_ns: u64,
+    pub bytes: u64,
+    pub messages: u64,
+    pub totals: Vec<KindTotalsWire>,
+}
+
+/// What gathering cost one rank over a run: its shipper thread's CPU time, what it received
+/// from its children and the histograms it added.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct GatherWire {
+    pub cpu_ns: u64,
+    pub bytes_received: u64,
+    pub messages_received: u64,
+    pub histogram_merges: u64,
 }
 
 /// Rank 0 to the others: stop issuing (sent with the run's index, so that a stop arriving
@@ -293,5 +407,28 @@ mod tests {
         assert!(back.kinds[OpKind::Fsync as usize].is_none());
         assert_eq!(back.error_samples[0], iv.error_samples[0]);
         assert!(decode_interval(&out[..out.len() - 3], 3, &mut Deserializer::new()).is_err());
+    }
+
+    #[test]
+    fn totals_survive_the_wire() {
+        let mut t = KindTotals::new(true);
+        for v in [1u64, 1000, 123_456_789] {
+            t.service.record(v).unwrap();
+        }
+        t.intended.as_mut().unwrap().record(5).unwrap();
+        t.ops = 3;
+        t.errors[1] = 2;
+        let w = KindTotalsWire::encode(2, 1, &t);
+        let text = serde_json::to_string(&w).unwrap();
+        let back: KindTotalsWire = serde_json::from_str(&text).unwrap();
+        let back = back.decode().unwrap();
+        assert_eq!(back.service, t.service);
+        assert_eq!(back.intended, t.intended);
+        assert_eq!((back.ops, back.errors), (3, t.errors));
+        let bad = KindTotalsWire {
+            service: "!".into(),
+            ..w
+        };
+        assert!(bad.decode().is_none());
     }
 }
