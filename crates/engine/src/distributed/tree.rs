@@ -81,7 +81,11 @@ pub fn stream_id(target: u32, part: Part) -> u32 {
 
 /// The part a stream id carries.
 pub fn part_of(id: u32) -> Part {
-    if id % 2 == 0 { Part::Own } else { Part::Rest }
+    if id.is_multiple_of(2) {
+        Part::Own
+    } else {
+        Part::Rest
+    }
 }
 
 /// Per worker of the run's targets (in `assign_workers`'s order): its target's index.
