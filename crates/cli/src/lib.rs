@@ -24,6 +24,7 @@ mod reports;
 mod serve;
 mod study_files;
 mod tools;
+mod volatile_fs;
 
 use fio::fio;
 use fio_args::FioArgs;
@@ -194,6 +195,15 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Serve block devices (or files) through a FUSE mount that holds every write in its own
+    /// memory until an fsync of that file writes it through: a node's volatile write cache,
+    /// for stand-in clusters on one machine. Run in a node's cgroup, killing the node (a power
+    /// loss) loses exactly what it acknowledged and did not sync; SIGTERM writes everything
+    /// through and unmounts. scripts/pacemaker.sh serves a RAID array's members through it.
+    ///
+    /// Example: storlab volatile-fs --mount /run/members m0=/dev/loop3 m1=/dev/loop4, then
+    /// losetup --find --show /run/members/m0
+    VolatileFs(volatile_fs::VolatileFsArgs),
 }
 
 #[derive(Args)]
@@ -563,6 +573,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
             }
             Ok(if r.damaged() > 0 { 3 } else { 0 })
         }
+        Command::VolatileFs(args) => volatile_fs::run(args),
         Command::Keeper { file } => Ok(storlab_engine::events::started::keep(&file)),
         Command::Targets => {
             for t in storlab_targets::REGISTRY {
