@@ -677,7 +677,11 @@ impl FileConfig {
             .map(priority::ThreadPriority::set)
             .transpose()
             .map_err(|e| TargetError::Invalid(format!("priority (ioprio_set): {e}")))?;
-        let verify = b.verify.as_ref().map(|v| Stamper::new(v, slots));
+        // O_SYNC / O_DSYNC: each acknowledged write is durable.
+        let verify = b
+            .verify
+            .as_ref()
+            .map(|v| Stamper::new(v, slots).durable_on_ack(self.open_sync.is_some()));
         let bounds = (
             p.region.offset_bytes,
             p.region.offset_bytes + p.region.size_bytes,

@@ -19,7 +19,7 @@ use crate::{
     Target, TargetConfig, TargetError, TargetType, option_error,
 };
 use storlab_model::units::{Bytes, Dur};
-use ffi::Mounted;
+use ffi::{Mounted, OpenHow};
 use session::NfsSession;
 
 pub const TYPE: TargetType = TargetType {
@@ -38,6 +38,10 @@ pub const TYPE: TargetType = TargetType {
             "timeout",
             "how long one call may wait for the server before it fails with an error (default \"10s\"; whole seconds)",
         ),
+        (
+            "open-sync",
+            "\"sync\": open the file O_SYNC, so that every WRITE is sent FILE_SYNC and acknowledged only once on the server's stable storage (the verify pass then counts each acknowledged write durable); default: UNSTABLE writes, durable at the workload's fsync (a COMMIT)",
+        ),
     ],
     parse,
     file_server: Some(crate::url_server),
@@ -50,6 +54,8 @@ pub struct NfsConfig {
     pub url: String,
     pub size: Option<Bytes>,
     pub timeout: Option<Dur>,
+    /// Only `sync`: NFS has no O_DSYNC of its own (libnfs sends FILE_SYNC for O_SYNC alone).
+    pub open_sync: Option<crate::file::OpenSync>,
 }
 
 fn parse(table: toml::Table) -> Result<TargetConfig, OptionError> {
@@ -78,6 +84,12 @@ fn parse(table: toml::Table) -> Result<TargetConfig, OptionError> {
         return Err(OptionError {
             key: "size".into(),
             message: "size must be above 0".into(),
+        });
+    }
+    if c.open_sync == Some(crate::file::OpenSync::Dsync) {
+        return Err(OptionError {
+            key: "open-sync".into(),
+            message: "\"dsync\" is not taken by the nfs target: libnfs sends FILE_SYNC writes for O_SYNC alone; write \"sync\"".into(),
         });
     }
     if c.timeout.is_some_and(|t| t.0.as_secs() == 0) {
@@ -122,7 +134,13 @@ impl Target for NfsConfig {
     }
 
     fn prepare(&self, opts: &PrepareOptions) -> Result<(Region, NfsShared), TargetError> {
-        let (m, created) = Mounted::open(&self.url, true, self.timeout_ms()).map_err(|e| self.error(e))?;
+        // Filled and committed here; the sessions open it as `open-sync` says.
+        let how = OpenHow {
+            create: true,
+            sync: false,
+            timeout_ms: self.timeout_ms(),
+        };
+        let (m, created) = Mounted::open(&self.url, how).map_err(|e| self.error(e))?;
         let existing = m.size_bytes().map_err(|e| self.error(e))?;
         let size = match self.size {
             Some(s) => s.0,
@@ -173,7 +191,12 @@ impl Target for NfsConfig {
         p: &SessionParams,
         user: U,
     ) -> Result<U::Output, TargetError> {
-        let (m, _) = Mounted::open(&self.url, false, self.timeout_ms()).map_err(|e| self.error(e))?;
+        let how = OpenHow {
+            create: false,
+            sync: self.open_sync.is_some(),
+            timeout_ms: self.timeout_ms(),
+        };
+        let (m, _) = Mounted::open(&self.url, how).map_err(|e| self.error(e))?;
         let (read_max, write_max) = m.max_transfer_bytes();
         let b = p.block_only("nfs")?;
         if b.block_bytes as u64 > read_max.min(write_max) {
@@ -190,8 +213,17 @@ impl Target for NfsConfig {
             ("nfs.max-read-bytes", read_max.to_string()),
             ("nfs.max-write-bytes", write_max.to_string()),
             ("nfs.test-file", shared.test_file.clone()),
+            (
+                "nfs.write-stability",
+                if how.sync {
+                    "FILE_SYNC (open-sync: each write on stable storage when acknowledged)"
+                } else {
+                    "UNSTABLE (durable once a COMMIT, the workload's fsync, completes)"
+                }
+                .into(),
+            ),
         ];
-        let session = NfsSession::new(m, &self.url, p, b, self.timeout_ms(), used);
+        let session = NfsSession::new(m, &self.url, p, b, how, used);
         Ok(user.run(session))
     }
 
@@ -222,7 +254,12 @@ pub struct NfsReader(Mounted);
 
 impl NfsReader {
     pub fn open(url: &str) -> std::io::Result<NfsReader> {
-        Mounted::open(url, false, 10_000)
+        let how = OpenHow {
+            create: false,
+            sync: false,
+            timeout_ms: 10_000,
+        };
+        Mounted::open(url, how)
             .map(|(m, _)| NfsReader(m))
             .map_err(|e| std::io::Error::other(format!("{url}: {e}")))
     }
@@ -298,5 +335,10 @@ mod tests {
         assert_eq!(e.key, "timeout");
         let e = parse_text("url = \"nfs://h/e/f\"\nthreads = 2").unwrap_err();
         assert_eq!(e.key, "threads", "{}", e.message);
+        let c = parse_text("url = \"nfs://h/e/f\"\nopen-sync = \"sync\"").unwrap();
+        assert_eq!(c.open_sync, Some(crate::file::OpenSync::Sync));
+        let e = parse_text("url = \"nfs://h/e/f\"\nopen-sync = \"dsync\"").unwrap_err();
+        assert_eq!(e.key, "open-sync");
+        assert!(e.message.contains("write \"sync\""), "{}", e.message);
     }
 }

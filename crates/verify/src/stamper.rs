@@ -17,6 +17,9 @@ pub struct Stamper {
     slot_generation: Vec<u64>,
     /// Per slot: for an fsync in flight, the watermark it makes durable (0: none).
     slot_fsync: Vec<u64>,
+    /// The target's writes are synchronous (opened O_SYNC or O_DSYNC, NFS FILE_SYNC): each
+    /// acknowledged write is durable, with no fsync.
+    durable_on_ack: bool,
 }
 
 /// What a session does with a write before it issues it.
@@ -40,7 +43,18 @@ impl Stamper {
             slot_block: vec![0; slots],
             slot_generation: vec![0; slots],
             slot_fsync: vec![0; slots],
+            durable_on_ack: false,
         }
+    }
+
+    /// For a target whose writes are synchronous (O_SYNC, O_DSYNC, NFS FILE_SYNC): an
+    /// acknowledged write is durable when acknowledged, so a crash may lose none of them (a
+    /// lost one is `lost-durable`, not `lost-unsynced`). Each write's completion then moves
+    /// the durable watermark up to just below the oldest write still in flight (a scan of the
+    /// slots, as an fsync's submission does).
+    pub fn durable_on_ack(mut self, yes: bool) -> Stamper {
+        self.durable_on_ack = yes;
+        self
     }
 
     pub fn table(&self) -> &VerifyTable {
@@ -73,20 +87,27 @@ impl Stamper {
         self.table.in_flight(index)
     }
 
-    /// An fsync leaves from `slot`: it will make durable every write acknowledged before now
-    /// (those of this worker below the oldest one still in flight).
+    /// The newest generation below which every write of this worker is acknowledged: just
+    /// below the oldest write still in flight, or the last one issued.
     #[inline]
-    pub fn fsync_submitted(&mut self, slot: u32) {
+    fn acknowledged_watermark(&self) -> u64 {
         let oldest_in_flight = self
             .slot_generation
             .iter()
             .copied()
             .filter(|&g| g != 0)
             .min();
-        let watermark = match oldest_in_flight {
+        match oldest_in_flight {
             Some(g) => g - 1,
             None => self.table.generation(self.thread, self.counter),
-        };
+        }
+    }
+
+    /// An fsync leaves from `slot`: it will make durable every write acknowledged before now
+    /// (those of this worker below the oldest one still in flight).
+    #[inline]
+    pub fn fsync_submitted(&mut self, slot: u32) {
+        let watermark = self.acknowledged_watermark();
         self.slot_generation[slot as usize] = 0;
         self.slot_fsync[slot as usize] = watermark;
     }
@@ -99,6 +120,10 @@ impl Stamper {
         let generation = std::mem::take(&mut self.slot_generation[s]);
         if generation != 0 {
             self.table.end_write(self.slot_block[s], generation, ok);
+            if ok && self.durable_on_ack {
+                let watermark = self.acknowledged_watermark();
+                self.table.make_durable(self.thread, watermark);
+            }
         }
         let watermark = std::mem::take(&mut self.slot_fsync[s]);
         if watermark != 0 && ok {
@@ -169,5 +194,27 @@ mod tests {
         s.fsync_submitted(3);
         s.completed(3, true);
         assert_eq!(s.table().durable(0), 102);
+    }
+
+    #[test]
+    fn with_synchronous_writes_each_acknowledgement_is_durable_below_the_oldest_in_flight() {
+        let mut s = stamper().durable_on_ack(true);
+        let mut buf = vec![0u8; 4096];
+        s.prepare(0, &mut buf, 0); // 101
+        s.prepare(1, &mut buf, 4096); // 102
+        // 102 acknowledged first: 101 still in flight, nothing durable yet.
+        s.completed(1, true);
+        assert_eq!(s.table().durable(0), 100);
+        s.completed(0, true);
+        assert_eq!(s.table().durable(0), 102);
+        // A failed write makes nothing durable.
+        s.prepare(0, &mut buf, 8192); // 103
+        s.completed(0, false);
+        assert_eq!(s.table().durable(0), 102);
+        // Without the flag an acknowledgement makes nothing durable.
+        let mut plain = stamper();
+        plain.prepare(0, &mut buf, 0);
+        plain.completed(0, true);
+        assert_eq!(plain.table().durable(0), 0);
     }
 }

@@ -271,7 +271,7 @@ pub fn after_run(
                 .warnings
                 .push(format!("target `{}`: verify state not saved: {e}", t.name));
         }
-        let report = pass::open(&path, direct).and_then(|f| pass::run(table, &f));
+        let report = pass::open(&path, direct).and_then(|f| pass::run(table, &f, crashed));
         match report {
             Ok(mut r) => {
                 r.state_file = state_file.map(|p| p.display().to_string());
@@ -325,7 +325,9 @@ pub fn verify_state_file(state_path: &std::path::Path) -> Result<Verified, Verif
 fn verify_block_state_file(state_path: &std::path::Path) -> Result<VerifyReport, VerifyError> {
     let (meta, table, origin) = state::load(state_path)?;
     let file = pass::open(&meta.path, meta.direct)?;
-    let mut r = pass::run(&table, &file)?;
+    // After the fact, whether the machine crashed is not known: a block with no header stays
+    // `foreign` (older generations lost before their sync are `lost-unsynced`, as always).
+    let mut r = pass::run(&table, &file, false)?;
     r.serialized_writes = meta.serialized_writes;
     r.interrupted = origin.interrupted;
     r.state_last_sync = origin.last_sync;

@@ -82,8 +82,22 @@ fn read_full(file: &Reader, buf: &mut [u8], offset: u64) -> std::io::Result<()> 
 }
 
 /// Classifies one block read back against its table entry (known generation, not failed).
-pub fn classify(table: &VerifyTable, block: &[u8], offset: u64, acked: u64) -> (VerifyClass, bool) {
+/// `crashed`: a power-off or SIGKILL came before the pass; then a block with no header
+/// whose acknowledged write was not yet durable still holds what it held before that write
+/// reached storage (the target's fill, or nothing): the write was lost (`lost-unsynced`), as
+/// an older generation would be. Otherwise a block with no header is `foreign`.
+pub fn classify(
+    table: &VerifyTable,
+    block: &[u8],
+    offset: u64,
+    acked: u64,
+    crashed: bool,
+) -> (VerifyClass, bool) {
+    let durable = || acked <= table.durable(table.thread_of(acked));
     let Some(h) = header::parse(block) else {
+        if crashed && !durable() {
+            return (VerifyClass::LostUnsynced, false);
+        }
         return (VerifyClass::Foreign, false);
     };
     if !header::crc_ok(block, &h) {
@@ -93,8 +107,7 @@ pub fn classify(table: &VerifyTable, block: &[u8], offset: u64, acked: u64) -> (
         return (VerifyClass::Misplaced, false);
     }
     if h.generation < acked {
-        let durable = acked <= table.durable(table.thread_of(acked));
-        let class = if durable {
+        let class = if durable() {
             VerifyClass::LostDurable
         } else {
             VerifyClass::LostUnsynced
@@ -129,8 +142,9 @@ pub fn in_flight_held(
     }
 }
 
-/// Reads back every block of `table` with a known generation from `file`.
-pub fn run(table: &VerifyTable, file: &Reader) -> Result<VerifyReport, VerifyError> {
+/// Reads back every block of `table` with a known generation from `file` and classifies it
+/// (`crashed`: see [`classify`]).
+pub fn run(table: &VerifyTable, file: &Reader, crashed: bool) -> Result<VerifyReport, VerifyError> {
     let started = std::time::Instant::now();
     let block = table.block_bytes as u64;
     let per_chunk = (CHUNK_BYTES / block).max(1) as usize;
@@ -182,7 +196,7 @@ pub fn run(table: &VerifyTable, file: &Reader) -> Result<VerifyReport, VerifyErr
                 r.in_flight.add(held, offset);
                 continue;
             }
-            let (class, newer) = classify(table, data, offset, acked);
+            let (class, newer) = classify(table, data, offset, acked, crashed);
             r.newer_than_acknowledged += u64::from(newer);
             r.add(class, offset);
         }
@@ -261,7 +275,7 @@ mod tests {
         t.make_durable(0, 110);
         write(&t, &f, 6, 101, 6);
         // 7: never written: not checked; 0: intact
-        let r = run(&t, &Reader::File(f)).unwrap();
+        let r = run(&t, &Reader::File(f), false).unwrap();
         assert_eq!(r.blocks_checked, 7);
         assert_eq!(r.intact.first_offsets, vec![0, 5 * 4096]);
         assert_eq!(r.newer_than_acknowledged, 1);
@@ -281,9 +295,30 @@ mod tests {
         t.begin_write(2);
         t.end_write(2, 110, true);
         write(&t, &f, 2, 105, 2);
-        let r = run(&t, &Reader::File(f)).unwrap();
+        let r = run(&t, &Reader::File(f), false).unwrap();
         assert_eq!(r.lost_unsynced.first_offsets, vec![2 * 4096]);
         assert_eq!(r.lost_durable.blocks, 0);
+    }
+
+    /// After a crash, a block with no header whose write was not yet durable holds what it
+    /// held before that write reached storage: lost, not foreign. A durable one is foreign.
+    #[test]
+    fn after_a_crash_a_headerless_block_whose_write_was_unsynced_is_lost_unsynced() {
+        let dir = tempfile::tempdir().unwrap();
+        let (t, f) = setup(dir.path());
+        for i in 0..2 {
+            t.begin_write(i);
+            t.end_write(i, 110 + i as u64, true);
+        }
+        t.make_durable(0, 110);
+        // Block 0 durable (110), block 1 not (111): both read back as the fill (zeros).
+        let again = File::open(dir.path().join("f")).unwrap();
+        let crashed = run(&t, &Reader::File(again), true).unwrap();
+        assert_eq!(crashed.lost_unsynced.first_offsets, vec![4096]);
+        assert_eq!(crashed.foreign.first_offsets, vec![0]);
+        let up = run(&t, &Reader::File(f), false).unwrap();
+        assert_eq!(up.foreign.first_offsets, vec![0, 4096]);
+        assert_eq!(up.lost.blocks, 0);
     }
 
     /// A write in flight when the state was left may have landed or not: the old or the new
@@ -305,7 +340,7 @@ mod tests {
         // 4: zeros (foreign), 5: old
         write(&t, &f, 5, 110, 5);
         t.begin_write(7); // never acknowledged, zeros: old content
-        let r = run(&t, &Reader::File(f)).unwrap();
+        let r = run(&t, &Reader::File(f), false).unwrap();
         assert_eq!(
             (
                 r.in_flight.blocks,

@@ -137,11 +137,27 @@ pub struct Mounted {
 // preparation); libnfs keeps no thread-local state.
 unsafe impl Send for Mounted {}
 
+/// How [`Mounted::open`] opens the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenHow {
+    /// Create the file when it does not exist.
+    pub create: bool,
+    /// Open it O_SYNC: libnfs then sends every WRITE as FILE_SYNC, so the server answers
+    /// only once the data is on stable storage (without: UNSTABLE, durable at a COMMIT).
+    pub sync: bool,
+    /// How long an RPC may wait for its answer (0: forever).
+    pub timeout_ms: u32,
+}
+
 impl Mounted {
     /// Connects to the URL's server, mounts its export and opens its file for reading and
-    /// writing (`create`: creating it when it does not exist). Returns also whether the file
-    /// was created. `timeout_ms`: how long an RPC may wait for its answer (0: forever).
-    pub fn open(url: &str, create: bool, timeout_ms: u32) -> Result<(Mounted, bool), NfsError> {
+    /// writing as `how` says. Returns also whether the file was created.
+    pub fn open(url: &str, how: OpenHow) -> Result<(Mounted, bool), NfsError> {
+        let OpenHow {
+            create,
+            sync,
+            timeout_ms,
+        } = how;
         let c_url = CString::new(url).map_err(|_| NfsError {
             what: "the url".into(),
             message: "contains a NUL byte".into(),
@@ -203,8 +219,9 @@ impl Mounted {
         }
         let file = cstring(&m.file);
         let mut fh = std::ptr::null_mut();
+        let flags = libc::O_RDWR | if sync { libc::O_SYNC } else { 0 };
         // SAFETY: a live, mounted context; fh receives the handle.
-        let mut rc = unsafe { nfs_open(nfs, file.as_ptr(), libc::O_RDWR, &mut fh) };
+        let mut rc = unsafe { nfs_open(nfs, file.as_ptr(), flags, &mut fh) };
         let mut created = false;
         if rc == -libc::ENOENT && create {
             // SAFETY: as above.

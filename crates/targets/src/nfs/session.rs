@@ -12,7 +12,7 @@
 use std::cell::UnsafeCell;
 use std::ffi::{c_int, c_void};
 
-use super::ffi::{Mounted, RawContext};
+use super::ffi::{Mounted, OpenHow, RawContext};
 use storlab_model::{ErrorKind, OpError};
 use rand::{Rng, SeedableRng};
 
@@ -101,7 +101,8 @@ pub struct NfsSession {
     /// New connections the session opened after one broke.
     reconnects: u64,
     url: String,
-    timeout_ms: u32,
+    /// How each connection opens the file (`timeout_ms`: the calls' timeout).
+    how: OpenHow,
     stamp: bool,
     verify: Option<Stamper>,
     used: Vec<(&'static str, String)>,
@@ -113,15 +114,16 @@ unsafe impl Send for NfsSession {}
 
 impl NfsSession {
     /// A session on `mounted` for the worker `p` describes (`b`: its block workload's part);
-    /// `timeout_ms`: the calls' timeout.
+    /// `how`: how `mounted` was opened, and a new connection is.
     pub fn new(
         mounted: Mounted,
         url: &str,
         p: &SessionParams,
         b: &BlockParams,
-        timeout_ms: u32,
+        how: OpenHow,
         used: Vec<(&'static str, String)>,
     ) -> NfsSession {
+        let timeout_ms = how.timeout_ms;
         let (queue_depth, block_bytes) = (p.queue_depth, b.block_bytes as usize);
         let slots = queue_depth.max(1) as usize;
         let done = Box::new(DoneQueue {
@@ -162,9 +164,13 @@ impl NfsSession {
             suspect: false,
             reconnects: 0,
             url: url.to_string(),
-            timeout_ms,
+            how,
             stamp: b.random_data,
-            verify: b.verify.as_ref().map(|v| Stamper::new(v, slots)),
+            // FILE_SYNC writes: each acknowledged write is on stable storage.
+            verify: b
+                .verify
+                .as_ref()
+                .map(|v| Stamper::new(v, slots).durable_on_ack(how.sync)),
             used,
         }
     }
@@ -260,14 +266,17 @@ impl NfsSession {
     /// other not yet serving) must not hold the session for the calls' whole timeout.
     #[cold]
     fn reconnect(&mut self) {
-        let attempt_ms = self.timeout_ms.min(RECONNECT_ATTEMPT_MS);
-        let Ok((fresh, _)) = Mounted::open(&self.url, false, attempt_ms) else {
+        let attempt = OpenHow {
+            timeout_ms: self.how.timeout_ms.min(RECONNECT_ATTEMPT_MS),
+            ..self.how
+        };
+        let Ok((fresh, _)) = Mounted::open(&self.url, attempt) else {
             std::thread::sleep(std::time::Duration::from_millis(POLL_SLICE_MS as u64));
             self.suspect = true;
             return;
         };
-        if self.timeout_ms > 0 {
-            fresh.set_timeout(self.timeout_ms);
+        if self.how.timeout_ms > 0 {
+            fresh.set_timeout(self.how.timeout_ms);
         }
         std::mem::replace(&mut self.mounted, fresh).abandon();
         self.reconnects += 1;
