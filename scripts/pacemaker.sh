@@ -9,13 +9,20 @@
 #                                         both nodes, Corosync and Pacemaker and the fencing
 #                                         devices; returns once both nodes are online (prints
 #                                         the seconds). With DEVICE, `serve` follows
-#   scripts/pacemaker.sh serve DIR [DEVICE MOUNTPOINT [FSTYPE [OPTIONS]]]
+#   scripts/pacemaker.sh serve DIR [--node-cache STORLAB] [DEVICE MOUNTPOINT [FSTYPE [OPTIONS]]]
 #                                         the array's resource group, created in the running
 #                                         cluster (for an array made after the start); returns
 #                                         once it runs on a and the export answers. Without
 #                                         DEVICE: a 256 MiB ext4 file on a loop device under
 #                                         DIR, mounted at DIR/mnt. OPTIONS: mount's -o (a Btrfs
-#                                         over several devices: device=M0,device=M1,...)
+#                                         over several devices: device=M0,device=M1,...).
+#                                         --node-cache: each node reaches the members (DEVICE
+#                                         and each device= of OPTIONS) through its own volatile
+#                                         write cache, `STORLAB volatile-fs` run in the node
+#                                         (scripts/ha/members, the group's first resource), so
+#                                         that its power loss loses what it did not flush
+#                                         (STORLAB_HA_CACHE_DIRTY_LIMIT: what a node may hold,
+#                                         1GiB; env.sh's STORLAB_HA_NODE_CACHE names the binary)
 #   scripts/pacemaker.sh stop DIR         stop everything started under DIR (also half-started)
 #   scripts/pacemaker.sh status DIR       crm_mon -1 of a live node
 #   scripts/pacemaker.sh where DIR        the node that runs the group now (a, b or nothing)
@@ -75,6 +82,7 @@ SCRIPTS="$(cd "$(dirname "$0")" && pwd)"
 
 NODES=(a b)
 START_TIMEOUT="${STORLAB_HA_START_TIMEOUT:-120}" # seconds to wait for nodes, the group, answers
+CACHE_DIRTY_LIMIT="${STORLAB_HA_CACHE_DIRTY_LIMIT:-1GiB}" # serve --node-cache: what a node may hold
 TOKEN_MS="${STORLAB_HA_TOKEN_MS:-1000}"          # Corosync's token timeout
 # Pacemaker's priority-fencing-delay (seconds): in a split (the link lost, both nodes alive),
 # fencing the node that runs the group waits this long, so that node wins the fencing race. 0:
@@ -86,7 +94,7 @@ PROBE_TIMEOUT="${STORLAB_HA_PROBE_TIMEOUT:-2}"
 IMAGE_MB=256
 
 usage() {
-  sed -n '7,36p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '7,43p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -309,23 +317,104 @@ $(nv rsc-stickiness resource-stickiness 200)
 EOF
 }
 
-# write_group DIR DEVICE MOUNTPOINT FSTYPE OPTIONS: the array's group, for cibadmin --create.
+# member_devices DEVICE OPTIONS: the array's member devices, one per line: each device=X of
+# OPTIONS in order, or DEVICE alone when OPTIONS names none.
+member_devices() {
+  local o found=0
+  local IFS=,
+  for o in $2; do
+    case "$o" in device=*) echo "${o#device=}" && found=1 ;; esac
+  done
+  [ "$found" -eq 1 ] || echo "$1"
+}
+
+# node_view DIR NODE DEVICE OPTIONS: "DEVICE OPTIONS" as NODE sees them through its cache: each
+# member device replaced by DIR/nodes/NODE/dev/mK (scripts/ha/members makes the link).
+node_view() {
+  local dir="$1" n="$2" dev="$3" opts="$4" k=0 m out="" o
+  local IFS=,
+  for o in $opts; do
+    k=0
+    while read -r m; do
+      [ "$o" != "device=$m" ] || o="device=$dir/nodes/$n/dev/m$k"
+      k=$((k + 1))
+    done < <(member_devices "$3" "$4")
+    out="${out:+$out,}$o"
+  done
+  k=0
+  while read -r m; do
+    [ "$dev" != "$m" ] || dev="$dir/nodes/$n/dev/m$k"
+    k=$((k + 1))
+  done < <(member_devices "$3" "$4")
+  printf '%s %s\n' "$dev" "$out"
+}
+
+# fs_device_attrs DIR DEVICE OPTIONS CACHE: the filesystem's device and options: as given, or
+# (with CACHE) per node, each node's own path through its cache (a rule on #uname).
+fs_device_attrs() {
+  local dir="$1" dev="$2" opts="$3" cache="$4" n view
+  if [ -z "$cache" ]; then
+    echo '          <instance_attributes id="array-fs-dev">'
+    nv array-fs-device device "$dev"
+    [ -z "$opts" ] || nv array-fs-options options "$opts"
+    echo '          </instance_attributes>'
+    return
+  fi
+  for n in "${NODES[@]}"; do
+    view="$(node_view "$dir" "$n" "$dev" "$opts")"
+    echo "          <instance_attributes id=\"array-fs-on-$n\" score=\"1\">"
+    echo "            <rule id=\"array-fs-on-$n-rule\" score=\"0\"><expression id=\"array-fs-on-$n-expr\" attribute=\"#uname\" operation=\"eq\" value=\"$n\"/></rule>"
+    nv "array-fs-device-$n" device "${view%% *}"
+    [ -z "$opts" ] || nv "array-fs-options-$n" options "${view#* }"
+    echo '          </instance_attributes>'
+  done
+}
+
+# members_primitive DIR DEVICE OPTIONS CACHE: with CACHE (the storlab binary), the group's first
+# resource: the node's path to the members through its volatile write cache.
+members_primitive() {
+  local dir="$1" dev="$2" opts="$3" cache="$4" k=0 m list=""
+  [ -n "$cache" ] || return 0
+  while read -r m; do
+    list="${list:+$list }m$k=$m"
+    k=$((k + 1))
+  done < <(member_devices "$dev" "$opts")
+  cat <<EOF
+        <primitive id="array-members" class="ocf" provider="storlab" type="members">
+          <instance_attributes id="array-members-ia">
+$(nv array-members-storlab storlab "$cache")
+$(nv array-members-members members "$list")
+$(nv array-members-state state "$dir/nodes")
+$(nv array-members-dirty dirty_limit "$CACHE_DIRTY_LIMIT")
+$(nv array-members-host host_netns "$dir/ha/host-netns")
+          </instance_attributes>
+          <operations>
+            <op id="array-members-start" name="start" interval="0" timeout="60s"/>
+            <op id="array-members-stop" name="stop" interval="0" timeout="90s"/>
+            <op id="array-members-monitor" name="monitor" interval="10s" timeout="20s"/>
+          </operations>
+        </primitive>
+EOF
+}
+
+# write_group DIR DEVICE MOUNTPOINT FSTYPE OPTIONS CACHE: the array's group, for cibadmin
+# --create.
 write_group() {
-  local dir="$1" dev="$2" mnt="$3" fstype="$4" opts="$5"
+  local dir="$1" dev="$2" mnt="$3" fstype="$4" opts="$5" cache="$6"
   cat <<EOF
       <group id="array">
         <meta_attributes id="array-meta">
 $(nv array-priority priority 10)
 $(nv array-target-role target-role Stopped)
         </meta_attributes>
+$(members_primitive "$dir" "$dev" "$opts" "$cache")
         <primitive id="array-fs" class="ocf" provider="heartbeat" type="Filesystem">
           <instance_attributes id="array-fs-ia">
-$(nv array-fs-device device "$dev")
 $(nv array-fs-directory directory "$mnt")
 $(nv array-fs-fstype fstype "$fstype")
-$([ -z "$opts" ] || nv array-fs-options options "$opts")
 $(nv array-fs-force force_unmount false)
           </instance_attributes>
+$(fs_device_attrs "$dir" "$dev" "$opts" "$cache")
           <operations>
             <op id="array-fs-start" name="start" interval="0" timeout="60s"/>
             <op id="array-fs-stop" name="stop" interval="0" timeout="60s"/>
@@ -509,8 +598,22 @@ stop_all() {
     "$(node_ns "$dir" a)" "$(node_veth "$dir" a)" \
     "$(node_ns "$dir" b)" "$(node_veth "$dir" b)" \
     "$(client_ns "$dir")" "$(node_veth "$dir" c)" || rc=1
+  # The loop devices the nodes' member caches left (scripts/ha/members: after a power loss
+  # they point into a dead mount).
+  local loop seq list
+  for list in "$dir"/nodes/*/loops; do
+    [ -r "$list" ] || continue
+    while read -r loop seq; do
+      # Only the attachment a node made (a number is reused once detached, its disk
+      # sequence number is not).
+      [ -n "$loop" ] || continue
+      [ "$(cat "/sys/block/${loop#/dev/}/diskseq" 2>/dev/null)" = "$seq" ] || continue
+      losetup -d "$loop" || rc=1
+    done <"$list"
+    rm -f "$list"
+  done
+  ! mountpoint -q "$dir/ha/host-netns" 2>/dev/null || umount "$dir/ha/host-netns" || rc=1
   # The loop device this script attached (the nodes' mounts went with their namespaces).
-  local loop
   loop="$(cat "$dir/ha/loop" 2>/dev/null || true)"
   if [ -n "$loop" ]; then
     if losetup "$loop" 2>/dev/null | grep -qF "$dir/array.img"; then
@@ -523,6 +626,15 @@ stop_all() {
 
 # ---------------------------------------------------------------------------------------------
 # commands
+
+# The storlab binary `serve --node-cache` runs in the nodes (env.sh's STORLAB_HA_NODE_CACHE):
+# STORLAB_BIN, else this checkout's release build, else storlab on PATH; empty if none.
+storlab_binary() {
+  local b="${STORLAB_BIN:-}"
+  [ -n "$b" ] || b="$SCRIPTS/../target/release/storlab"
+  [ -x "$b" ] || b="$(command -v storlab || true)"
+  [ -z "$b" ] || echo "$(cd "$(dirname "$b")" && pwd)/$(basename "$b")"
+}
 
 cmd_start() {
   local dir t n x
@@ -544,6 +656,11 @@ cmd_start() {
   mkdir -p "$dir/ha/sbin" "$dir/ha/ocf/storlab" "$dir/ha/recovery"
   ln -s "$SCRIPTS/ha/fence_storlab_cgroup" "$dir/ha/sbin/fence_storlab_cgroup"
   ln -s "$SCRIPTS/ha/ganesha" "$dir/ha/ocf/storlab/ganesha"
+  ln -s "$SCRIPTS/ha/members" "$dir/ha/ocf/storlab/members"
+  # A handle of the host's network namespace, for scripts/ha/members' keeper (the nodes see it:
+  # their mount namespaces are copies made after this).
+  touch "$dir/ha/host-netns"
+  mount --bind /proc/self/ns/net "$dir/ha/host-netns"
   : >"$dir/fencing.log"
   # The network.
   netns_lock
@@ -577,6 +694,7 @@ export STORLAB_HA_SERVER='nfs://$(service_addr "$dir")'
 export STORLAB_HA_CLIENT_NETNS='$(client_ns "$dir")'
 export STORLAB_HA_NODE_A_NETNS='$(node_ns "$dir" a)'
 export STORLAB_HA_NODE_B_NETNS='$(node_ns "$dir" b)'
+export STORLAB_HA_NODE_CACHE='$(storlab_binary)'
 EOF
   trap - EXIT TERM INT
   log "both nodes online ${s_online} s after boot (all: $(elapsed "$t") s); the array's group comes with serve; source $dir/env.sh"
@@ -589,8 +707,16 @@ EOF
 # b and stay there, sticky). Returns once it runs on a and the export answers at the service
 # address.
 cmd_serve() {
-  local dir dev="${2:-}" mnt="${3:-}" fstype="${4:-}" opts="${5:-}" t n
+  local dir cache="" t n
   dir="$(resolve_dir "${1:-}")"
+  shift
+  if [ "${1:-}" = --node-cache ]; then
+    cache="${2:-}"
+    [ -x "$cache" ] || die "--node-cache needs the storlab binary (got '${cache}')"
+    cache="$(cd "$(dirname "$cache")" && pwd)/$(basename "$cache")"
+    shift 2
+  fi
+  local dev="${1:-}" mnt="${2:-}" fstype="${3:-}" opts="${4:-}"
   [ -r "$dir/ha/subnet" ] || die "nothing started under $dir: scripts/pacemaker.sh start $dir"
   [ ! -e "$dir/ha/array" ] || die "the cluster under $dir serves an array already ($(cat "$dir/ha/array"))"
   n="$(live_node "$dir")" || die "no node runs under $dir"
@@ -610,7 +736,7 @@ cmd_serve() {
   [ -n "$fstype" ] || die "no file system type for $dev"
   mkdir -p "$mnt"
   write_ganesha_conf "$dir" "$mnt" >"$dir/ha/ganesha.conf"
-  write_group "$dir" "$dev" "$mnt" "$fstype" "$opts" >"$dir/ha/group.xml"
+  write_group "$dir" "$dev" "$mnt" "$fstype" "$opts" "$cache" >"$dir/ha/group.xml"
   t="$(now)"
   in_node "$dir" "$n" cibadmin --create -o resources --xml-file "$dir/ha/group.xml" >/dev/null ||
     die "cibadmin could not add the group ($dir/ha/group.xml)"
@@ -625,7 +751,7 @@ cmd_serve() {
   s_group="$(elapsed "$t")"
   wait_for "the export at $(service_addr "$dir")" "$START_TIMEOUT" answers "$dir"
   s_answers="$(elapsed "$t")"
-  log "group on a at ${s_group} s, export answers at ${s_answers} s: $dev ($fstype${opts:+, -o $opts}) at $mnt as nfs://$(service_addr "$dir")/export"
+  log "group on a at ${s_group} s, export answers at ${s_answers} s: $dev ($fstype${opts:+, -o $opts}) at $mnt as nfs://$(service_addr "$dir")/export${cache:+, each node through its volatile write cache ($cache volatile-fs)}"
   echo "group_s=$s_group answers_s=$s_answers"
 }
 

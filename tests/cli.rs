@@ -548,6 +548,7 @@ fn every_study_in_studies_checks_valid() {
             .env("STORLAB_HA_SERVER", "nfs://192.0.2.1")
             .env("STORLAB_HA_SCRIPT", "scripts/pacemaker.sh")
             .env("STORLAB_HA_DIR", "/tmp/storlab-ha-none")
+            .env("STORLAB_HA_NODE_CACHE", "/usr/local/bin/storlab")
             .env(
                 "STORLAB_REDIS_CLUSTER_URLS",
                 "redis://192.0.2.1:7000,redis://192.0.2.2:7000",

@@ -273,11 +273,15 @@ fn failure_section(f: &FailureRun) -> FailureSection {
     match &f.verify {
         Some(v) => caption.push_str(&format!(
             "\nVerify pass after the run: {} blocks checked, {} intact, {} lost (acknowledged \
-             writes not found), {} torn, {} misplaced, {} foreign, {} unreadable; {} not checked \
-             (their last write failed).",
+             writes not found: {} synced before they were lost, {} not yet synced when a power-off \
+             or SIGKILL came, {} with no crash), {} torn, {} misplaced, {} foreign, {} unreadable; \
+             {} not checked (their last write failed).",
             v.checked,
             v.intact,
             v.lost,
+            v.lost_durable,
+            v.lost_unsynced,
+            v.lost_while_up,
             v.torn,
             v.misplaced,
             v.foreign,

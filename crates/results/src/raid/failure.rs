@@ -35,7 +35,19 @@ pub struct FailureEvent {
 pub struct VerifyCounts {
     pub checked: u64,
     pub intact: u64,
+    /// Acknowledged writes not found: the three below together.
     pub lost: u64,
+    /// Of `lost`: writes that were synced (or written synchronously) before any crash: a
+    /// promise the storage broke.
+    #[serde(default)]
+    pub lost_durable: u64,
+    /// Of `lost`: writes acknowledged but not yet synced when a power-off or SIGKILL came
+    /// (POSIX lets a crash lose them).
+    #[serde(default)]
+    pub lost_unsynced: u64,
+    /// Of `lost`: writes not yet synced, lost with no crash before the pass.
+    #[serde(default)]
+    pub lost_while_up: u64,
     pub torn: u64,
     pub misplaced: u64,
     pub foreign: u64,
@@ -132,6 +144,9 @@ pub fn failures(geometry: &Geometry, summaries: &[RunSummary]) -> Vec<FailureRun
                 checked: v.blocks_checked,
                 intact: v.intact.blocks,
                 lost: v.lost.blocks,
+                lost_durable: v.lost_durable.blocks,
+                lost_unsynced: v.lost_unsynced.blocks,
+                lost_while_up: v.lost_while_up.blocks,
                 torn: v.torn.blocks,
                 misplaced: v.misplaced.blocks,
                 foreign: v.foreign.blocks,
