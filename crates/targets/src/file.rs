@@ -79,6 +79,10 @@ pub const TYPE: TargetType = TargetType {
             "size",
             "bytes to address; a regular file is created and laid out to offset + size",
         ),
+        (
+            "filesystem-share",
+            "instead of size, for a regular file: this share (above 0, at most 1) of the size of the filesystem that holds it, e.g. 0.8 for most of an array under test (full scale that follows the storage); refused when that is more than is free; --quick addresses 64 MiB",
+        ),
         ("offset", "first byte addressed (default 0)"),
         (
             "remove-after",
@@ -153,6 +157,9 @@ pub struct FileConfig {
     #[serde(default)]
     pub direct: bool,
     pub size: Option<Bytes>,
+    /// Instead of `size`: this share of the size of the filesystem holding the file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filesystem_share: Option<f64>,
     #[serde(default)]
     pub offset: Bytes,
     #[serde(default)]
@@ -206,6 +213,7 @@ fn parse(table: toml::Table) -> Result<TargetConfig, OptionError> {
         });
     }
     check_set(&c)?;
+    check_share(&c)?;
     if c.size == Some(Bytes(0)) {
         return Err(OptionError {
             key: "size".into(),
@@ -256,6 +264,74 @@ fn parse(table: toml::Table) -> Result<TargetConfig, OptionError> {
         });
     }
     Ok(TargetConfig::File(c))
+}
+
+/// `share` of the size of the filesystem that holds `path` (its directory when the file does
+/// not exist yet), less `offset`, in whole MiB; refused when more than is free for it (the
+/// file's own bytes count as free).
+fn share_of_filesystem(path: &Path, share: f64, offset: Bytes) -> Result<Bytes, TargetError> {
+    let dir = match path.parent() {
+        Some(d) if !path.exists() && !d.as_os_str().is_empty() => d,
+        Some(_) if !path.exists() => Path::new("."),
+        _ => path,
+    };
+    let (total, free) = filesystem_bytes(dir).map_err(|e| TargetError::Invalid(format!(
+        "filesystem-share: the filesystem of {}: {e}",
+        dir.display()
+    )))?;
+    let own = std::fs::metadata(path).map_or(0, |m| m.len());
+    let want = ((total as f64 * share) as u64).saturating_sub(offset.0) & !((1 << 20) - 1);
+    if want == 0 || offset.0 + want > free + own {
+        return Err(TargetError::Invalid(format!(
+            "filesystem-share {share}: {want} bytes of {} ({total} bytes) for {}, but {} bytes are free for it",
+            dir.display(),
+            path.display(),
+            free + own
+        )));
+    }
+    Ok(Bytes(want))
+}
+
+/// The size and the bytes free to an unprivileged writer of the filesystem holding `path`.
+fn filesystem_bytes(path: &Path) -> std::io::Result<(u64, u64)> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: statvfs is plain old data; an all-zero value is valid.
+    let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: c is NUL-terminated and s is a valid out-pointer.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut s) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let frsize = s.f_frsize as u64;
+    Ok((s.f_blocks as u64 * frsize, s.f_bavail as u64 * frsize))
+}
+
+/// `filesystem-share` is a share in (0, 1] and stands instead of `size`, for one regular file.
+fn check_share(c: &FileConfig) -> Result<(), OptionError> {
+    let Some(share) = c.filesystem_share else {
+        return Ok(());
+    };
+    let conflict = if c.size.is_some() {
+        Some("give either `size` or `filesystem-share`")
+    } else if !c.files.is_empty() {
+        Some("a set of `files` gives each file its size")
+    } else if c.path.starts_with("/dev/") {
+        Some("a device is addressed whole (or by `size`), not by a share of a filesystem")
+    } else {
+        None
+    };
+    let message = match conflict {
+        Some(m) => m.to_string(),
+        None if !(share > 0.0 && share <= 1.0) => {
+            format!("filesystem-share must be above 0 and at most 1 (got {share})")
+        }
+        None => return Ok(()),
+    };
+    Err(OptionError {
+        key: "filesystem-share".into(),
+        message,
+    })
 }
 
 /// A set of files (`files`) stands instead of `path`, `size` and `offset`.
@@ -425,6 +501,9 @@ impl Target for FileConfig {
     /// `--quick`: a regular file addresses at most 64 MiB.
     fn make_quick(&mut self) {
         let cap = 64u64 << 20;
+        if self.filesystem_share.take().is_some() {
+            self.size = Some(Bytes(cap));
+        }
         if self.files.is_empty()
             && self.size.is_none_or(|s| s.0 > cap)
             && !self.path.starts_with("/dev/")
@@ -470,7 +549,10 @@ impl FileConfig {
             offset_bytes: 0,
             size_bytes: 0,
         };
-        let entries = self.entries();
+        let mut entries = self.entries();
+        if let Some(share) = self.filesystem_share {
+            entries[0].1 = Some(share_of_filesystem(&self.path, share, self.offset)?);
+        }
         // Each file of a set may be smaller than a block (it takes the I/Os that fit); the
         // largest must hold one.
         let each = PrepareOptions {
@@ -771,6 +853,36 @@ mod tests {
             let e = parse_text(text).expect_err(text);
             assert_eq!(e.key, key, "{text}: {}", e.message);
         }
+    }
+
+    #[test]
+    fn a_share_of_the_filesystem_sizes_one_regular_file() {
+        for (text, why) in [
+            ("path = \"f\"\nsize = \"1GiB\"\nfilesystem-share = 0.5", "either `size`"),
+            ("path = \"/dev/sdz\"\nfilesystem-share = 0.5", "a device"),
+            ("path = \"f\"\nfilesystem-share = 0.0", "above 0"),
+            ("path = \"f\"\nfilesystem-share = 1.5", "at most 1"),
+        ] {
+            let e = parse_text(text).expect_err(text);
+            assert_eq!(e.key, "filesystem-share", "{text}");
+            assert!(e.message.contains(why), "{text}: {}", e.message);
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("array.dat");
+        let (total, free) = filesystem_bytes(dir.path()).unwrap();
+        // A small share fits; its size is whole MiB of the filesystem's size.
+        let share = (64u64 << 20) as f64 / total as f64;
+        let size = share_of_filesystem(&path, share, Bytes(0)).unwrap();
+        assert!(size.0 > 0 && size.0 <= 64 << 20 && size.0.is_multiple_of(1 << 20));
+        // The whole filesystem is more than is free.
+        if free < total {
+            let e = share_of_filesystem(&path, 1.0, Bytes(0)).unwrap_err();
+            assert!(e.to_string().contains("bytes are free for it"), "{e}");
+        }
+        // --quick: 64 MiB, the share dropped.
+        let mut c = parse_text(&format!("path = {:?}\nfilesystem-share = 0.8", path)).unwrap();
+        c.make_quick();
+        assert_eq!((c.size, c.filesystem_share), (Some(Bytes(64 << 20)), None));
     }
 
     #[test]
