@@ -17,6 +17,9 @@ pub struct Measured {
     pub target: String,
     pub metric: String,
     pub value: f64,
+    /// A time that was not reached: `value` is how long it was waited for (a `wait-for` that
+    /// timed out or was cut off), so the figure is more than that.
+    pub not_reached: bool,
 }
 
 /// The published figures beside the measured ones.
@@ -45,6 +48,7 @@ pub fn measured(runs: &[StoredRun], headline: &Headline) -> Vec<Measured> {
                         target: r.target.clone(),
                         metric: m.name.to_string(),
                         value: *v,
+                        not_reached: false,
                     });
                 }
             }
@@ -65,6 +69,7 @@ pub fn measured(runs: &[StoredRun], headline: &Headline) -> Vec<Measured> {
                     target: t.geometry.array.clone(),
                     metric: metric.into(),
                     value,
+                    not_reached: false,
                 });
             }
         }
@@ -74,12 +79,17 @@ pub fn measured(runs: &[StoredRun], headline: &Headline) -> Vec<Measured> {
         let schedule = run.summary.schedule.as_ref();
         let mut figures = Vec::new();
         if let Some(s) = schedule {
-            figures.push(("reported throughput".to_string(), s.reported_rate_ops));
+            figures.push((
+                "reported throughput".to_string(),
+                s.reported_rate_ops,
+                false,
+            ));
             for m in &s.moving_averages {
                 if let Some(d) = m.max_deviation {
                     figures.push((
                         format!("max deviation, {}-phase moving average", m.window_phases),
                         d,
+                        false,
                     ));
                 }
             }
@@ -91,13 +101,18 @@ pub fn measured(runs: &[StoredRun], headline: &Headline) -> Vec<Measured> {
         } else {
             "Recovery"
         };
-        out.extend(figures.into_iter().map(|(metric, value)| Measured {
-            table: table.into(),
-            test: run.summary.step.clone(),
-            target: "all".into(),
-            metric,
-            value,
-        }));
+        out.extend(
+            figures
+                .into_iter()
+                .map(|(metric, value, not_reached)| Measured {
+                    table: table.into(),
+                    test: run.summary.step.clone(),
+                    target: "all".into(),
+                    metric,
+                    value,
+                    not_reached,
+                }),
+        );
     }
     out
 }
@@ -130,6 +145,7 @@ fn callouts(runs: &[StoredRun]) -> Vec<Measured> {
                 target: format!("{} vs {}{at}", c.best, c.worst),
                 metric: metric.into(),
                 value: c.value,
+                not_reached: false,
             });
         }
     }
@@ -139,21 +155,28 @@ fn callouts(runs: &[StoredRun]) -> Vec<Measured> {
 /// A run's recovery figures, seconds: per fault (`recovery` event) the time to the first
 /// success and to recover (back within its bound of the baseline for `settle`); per
 /// `wait-for` that succeeded, `time to NAME` (its name's dashes as spaces: `full-redundancy`
-/// gives `time to full redundancy`) from the fault before it (else from its own start).
-fn recovery_figures(s: &storlab_results::summary::RunSummary) -> Vec<(String, f64)> {
+/// gives `time to full redundancy`) from the fault before it (else from its own start); per
+/// `wait-for` that timed out or was cut off, the same name with how long it was waited for,
+/// marked not reached (true): the time is more than that, never no figure at all.
+fn recovery_figures(s: &storlab_results::summary::RunSummary) -> Vec<(String, f64, bool)> {
     use storlab_results::events::EventStatus;
     let mut out = Vec::new();
     for r in &s.recovery {
         if let Some(t) = r.time_to_first_success_seconds {
-            out.push(("time to first success".to_string(), t));
+            out.push(("time to first success".to_string(), t, false));
         }
         if let Some(t) = r.time_to_recover_seconds {
-            out.push(("time to recover".to_string(), t));
+            out.push(("time to recover".to_string(), t, false));
         }
     }
     for e in s.events.iter().filter(|e| e.kind == "wait-for") {
-        let Some(o) = e.outcome.as_ref().filter(|o| o.status == EventStatus::Ok) else {
+        let Some(o) = e.outcome.as_ref() else {
             continue;
+        };
+        let not_reached = match o.status {
+            EventStatus::Ok => false,
+            EventStatus::TimedOut | EventStatus::CutOff => true,
+            _ => continue,
         };
         let end_s = o.end_ns as f64 / 1e9;
         let fault_s = s
@@ -163,7 +186,11 @@ fn recovery_figures(s: &storlab_results::summary::RunSummary) -> Vec<(String, f6
             .filter(|at| *at <= e.time_seconds + 1e-9)
             .reduce(f64::max);
         let value = fault_s.map_or(o.duration_seconds, |at| end_s - at);
-        out.push((format!("time to {}", o.name.replace('-', " ")), value));
+        out.push((
+            format!("time to {}", o.name.replace('-', " ")),
+            value,
+            not_reached,
+        ));
     }
     out
 }
@@ -263,14 +290,23 @@ fn rows_of(f: &PublishedFigure, measured: &[Measured], with_system: bool) -> Vec
             let mut cells = Vec::new();
             lead(&mut cells);
             cells.push(text(m.target.clone()));
+            // Not reached: more than the time waited, so the ratio is a lower bound.
+            let (before, value) = if m.not_reached {
+                ("not reached after ", None)
+            } else {
+                ("", Some(m.value))
+            };
             cells.push(Cell {
-                shown: show(f.unit, m.value),
-                value: Some(m.value),
+                shown: format!("{before}{}", show(f.unit, m.value)),
+                value,
             });
             let ratio = (published != 0.0).then(|| m.value / published);
+            let above = if m.not_reached { "> " } else { "" };
             cells.push(Cell {
-                shown: ratio.map(significant).unwrap_or_else(|| "-".into()),
-                value: ratio,
+                shown: ratio
+                    .map(|r| format!("{above}{}", significant(r)))
+                    .unwrap_or_else(|| "-".into()),
+                value: ratio.filter(|_| !m.not_reached),
             });
             TableRow {
                 keys: keys.clone(),
@@ -492,20 +528,21 @@ wording = "Run Time"
             sections: Vec::new(),
             compared_with: None,
         };
-        let got: Vec<(String, String, f64)> = measured(std::slice::from_ref(&run), &h)
+        let got: Vec<(String, String, f64, bool)> = measured(std::slice::from_ref(&run), &h)
             .into_iter()
-            .map(|m| (m.test, m.metric, m.value))
+            .map(|m| (m.test, m.metric, m.value, m.not_reached))
             .collect();
         let step = "data-accessibility".to_string();
         assert_eq!(
             got,
             vec![
-                (step.clone(), "reported throughput".into(), 480.0),
-                (step.clone(), "time to first success".into(), 9.5),
-                (step.clone(), "time to recover".into(), 12.5),
-                (step.clone(), "time to full redundancy".into(), 41.25),
+                (step.clone(), "reported throughput".into(), 480.0, false),
+                (step.clone(), "time to first success".into(), 9.5, false),
+                (step.clone(), "time to recover".into(), 12.5, false),
+                (step.clone(), "time to full redundancy".into(), 41.25, false),
+                // A wait that timed out: not reached after the 60 s it waited from the loss.
+                (step.clone(), "time to never".into(), 60.0, true),
             ],
-            "a wait that timed out is no figure"
         );
         let b = Baseline::from_toml(
             r#"
@@ -523,13 +560,40 @@ wording = "after 2:05:38"
 "#,
         )
         .expect("baseline");
-        let side = beside(&b, &[run], &h);
+        let side = beside(&b, std::slice::from_ref(&run), &h);
         let shown: Vec<&str> = side.table.rows[0]
             .cells
             .iter()
             .map(|c| c.shown.as_str())
             .collect();
         assert_eq!(shown[2..], ["7,538 s", "all", "41.2 s", "0.00547"]);
+        // A wait that did not succeed gives a lower bound, never a missing figure.
+        let b = Baseline::from_toml(
+            r#"
+name = "hci"
+brief = "TPCx-HCI"
+source = "shared/seeds/002"
+system = "vSAN"
+[[figure]]
+table = "Elastic"
+test = "data-accessibility"
+metric = "time to never"
+value = 7_538
+unit = "s"
+wording = "after 2:05:38"
+"#,
+        )
+        .expect("baseline");
+        let side = beside(&b, std::slice::from_ref(&run), &h);
+        let shown: Vec<&str> = side.table.rows[0]
+            .cells
+            .iter()
+            .map(|c| c.shown.as_str())
+            .collect();
+        assert_eq!(
+            shown[2..],
+            ["7,538 s", "all", "not reached after 60.0 s", "> 0.00796"]
+        );
     }
 
     /// MLPerf's result per model: the run with the most accelerators that met the AU rule; a
