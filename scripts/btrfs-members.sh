@@ -8,7 +8,9 @@
 #                                          mount point, mount options and the members' loops
 #   scripts/btrfs-members.sh fail DIR N    member N (0-7) fails: every I/O to it returns EIO
 #   scripts/btrfs-members.sh stop DIR      unmount and detach everything start made under DIR
-#                                          (also half-started), remove DIR's images
+#                                          (also half-started), remove DIR's images; what
+#                                          another mount namespace still holds (a copy of a
+#                                          mount made while it existed) is detached lazily
 #   scripts/btrfs-members.sh keep DIR      wait; on SIGTERM or SIGINT run `stop DIR` (in a
 #                                          session of its own, so that a SIGKILL of this
 #                                          process's group does not cut the teardown short)
@@ -52,24 +54,28 @@ loops_of() {
   done
 }
 
-# umount MOUNTPOINT, retried for up to 30 s: a loop detached a moment ago lets go of its
-# image asynchronously, and the filesystem holding it is busy until it has.
+# umount MOUNTPOINT, retried for up to 10 s (a loop detached a moment ago lets go of its image
+# asynchronously, and the filesystem holding it is busy until it has); then detached lazily:
+# a mount namespace made while the mount existed (another program's container or cluster
+# node) holds a copy of it, and the filesystem stays busy until that namespace lets go.
 unmount() {
-  for _ in $(seq 150); do
+  for _ in $(seq 50); do
     mounted "$1" || return 0
     umount "$1" 2>/dev/null || sleep 0.2
   done
-  umount "$1"
+  mounted "$1" || return 0
+  umount -l "$1" || return 1
+  echo "btrfs-members: $1 is still in use (a copy of the mount in another mount namespace?): detached lazily, the kernel unmounts it when the last user lets go" >&2
 }
 
-# Detaches every loop device attached to FILE, retried for up to 30 s until none is left: a
-# loop that someone holds open (udev probing it after a change, a filesystem letting go of
-# it) is only marked for detaching, and a failed member's loop was once seen to stay. Each
-# try looks the loops up by FILE again, so a loop number reused by someone else is never
-# touched.
+# Detaches every loop device attached to FILE. A loop still open (udev probing it after a
+# change, a filesystem letting go of it, a copy of a mount in another mount namespace) is only
+# marked to detach (autoclear) and goes when the last user lets go: waited for up to 5 s, then
+# left to the kernel. Each try looks the loops up by FILE again, so a loop number reused by
+# someone else is never touched.
 detach() {
-  local l
-  for _ in $(seq 150); do
+  local l left=""
+  for _ in $(seq 25); do
     [ -n "$(loops_of "$1")" ] || return 0
     for l in $(loops_of "$1"); do
       losetup -d "$l" 2>/dev/null || true
@@ -78,7 +84,15 @@ detach() {
     [ -n "$(loops_of "$1")" ] || return 0
     sleep 0.2
   done
-  echo "btrfs-members: $1 is still attached to $(loops_of "$1" | tr '\n' ' ')" >&2
+  for l in $(loops_of "$1"); do
+    if [ "$(cat "/sys/block/${l#/dev/}/loop/autoclear" 2>/dev/null)" = 1 ]; then
+      echo "btrfs-members: $l ($1) is still open elsewhere: marked to detach, the kernel detaches it when the last user lets go" >&2
+    else
+      left="$left $l"
+    fi
+  done
+  [ -z "$left" ] && return 0
+  echo "btrfs-members: $1 is still attached to$left" >&2
   return 1
 }
 
@@ -104,9 +118,9 @@ cmd_stop() {
   if [ "$failed" = 0 ]; then
     for n in $(seq 0 $((MEMBERS - 1))); do
       rm -f "$dir/xfs$n.img"
-      [ -d "$dir/xfs$n" ] && rmdir "$dir/xfs$n"
+      if [ -d "$dir/xfs$n" ]; then rmdir "$dir/xfs$n"; fi
     done
-    [ -d "$dir/array" ] && rmdir "$dir/array"
+    if [ -d "$dir/array" ]; then rmdir "$dir/array"; fi
     rmdir "$dir" 2>/dev/null || true
   else
     echo "btrfs-members: could not stop everything under $dir (see above)" >&2
