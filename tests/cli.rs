@@ -345,15 +345,31 @@ fn every_example_study_runs_in_quick_mode() {
             );
             continue;
         }
+        // An example that builds its own array (scripts/btrfs-members.sh: loop devices, XFS
+        // and Btrfs) needs root.
+        let uses_members = std::fs::read_to_string(&p)
+            .unwrap()
+            .contains("scripts/btrfs-members.sh");
+        if uses_members
+            && !common::root_or_skip(&format!("{}: loop devices, XFS and Btrfs", p.display()))
+        {
+            continue;
+        }
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
             .unwrap()
             .port();
         let lab = Lab::new();
+        let members =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/btrfs-members.sh");
         let run = |args: &[&str]| {
             lab.cmd()
                 .env("STORLAB_REDIS_KILL_PORT", port.to_string())
+                // The example's array lives in the lab (the script removes what it made there),
+                // and the script is found from the test's working directory.
+                .env("STORLAB_DEGRADED_DIR", lab.path().join("degraded"))
+                .env("STORLAB_BTRFS_MEMBERS", &members)
                 .args(args)
                 .output()
                 .expect("run storlab")
