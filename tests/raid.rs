@@ -486,6 +486,7 @@ fn raid6_efficiency_study_runs_on_btrfs_over_loop_devices() {
         .nth(1)
         .unwrap_or_else(|| panic!("no published figures:\n{md}"));
     let published = published.split("\n#").next().unwrap_or(published);
+    eprintln!("## Published figures: xinnor-xiraid-raid6{published}");
     assert!(!published.contains("not measured here"), "{published}");
     assert!(
         published.contains("| Sequential write (RAID efficiency) | theoretical | 64.5 GB/s |"),
