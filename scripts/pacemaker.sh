@@ -331,22 +331,18 @@ member_devices() {
 # node_view DIR NODE DEVICE OPTIONS: "DEVICE OPTIONS" as NODE sees them through its cache: each
 # member device replaced by DIR/nodes/NODE/dev/mK (scripts/ha/members makes the link).
 node_view() {
-  local dir="$1" n="$2" dev="$3" opts="$4" k=0 m out="" o
+  local dir="$1" n="$2" dev="$3" opts="$4" k m out="" o
+  local -a members
+  local -A path_of
+  mapfile -t members < <(member_devices "$dev" "$opts")
+  for k in "${!members[@]}"; do path_of["${members[$k]}"]="$dir/nodes/$n/dev/m$k"; done
   local IFS=,
   for o in $opts; do
-    k=0
-    while read -r m; do
-      [ "$o" != "device=$m" ] || o="device=$dir/nodes/$n/dev/m$k"
-      k=$((k + 1))
-    done < <(member_devices "$3" "$4")
+    m="${o#device=}"
+    [ "$m" = "$o" ] || [ -z "${path_of[$m]:-}" ] || o="device=${path_of[$m]}"
     out="${out:+$out,}$o"
   done
-  k=0
-  while read -r m; do
-    [ "$dev" != "$m" ] || dev="$dir/nodes/$n/dev/m$k"
-    k=$((k + 1))
-  done < <(member_devices "$3" "$4")
-  printf '%s %s\n' "$dev" "$out"
+  printf '%s %s\n' "${path_of[$dev]:-$dev}" "$out"
 }
 
 # fs_device_attrs DIR DEVICE OPTIONS CACHE: the filesystem's device and options: as given, or
