@@ -232,7 +232,7 @@ fn two_storlab_processes_write_to_one_postgres_store_at_once() {
         .iter()
         .filter(|l| l.starts_with("schema_version:"))
         .collect();
-    assert_eq!(versions.len(), 2, "{versions:?}");
+    assert_eq!(versions.len(), 3, "{versions:?}");
     for (folder, id) in run_folders(&a.study_folder())
         .iter()
         .zip(run_ids(&a.study_folder()))

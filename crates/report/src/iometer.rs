@@ -693,6 +693,7 @@ mod tests {
                  "burst-delay": "5ms"}
             ]}}]})),
             timeline: Default::default(),
+            samples: Vec::new(),
             from_store: None,
         }
     }

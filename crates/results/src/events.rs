@@ -19,7 +19,18 @@ pub struct Event {
     pub outcome: Option<EventOutcome>,
 }
 
+/// The kind of a `sample` event's own row: its command ran through the whole step (no phase
+/// boundary, no mark on a timeline: what it read is drawn beside them).
+pub const SAMPLE_KIND: &str = "sample";
+/// The kind of a span a `sample` event's command reported (`span START END NAME ...`).
+pub const REPORTED_KIND: &str = "reported";
+
 impl Event {
+    /// A `sample` event's own row, which spans the whole step.
+    pub fn is_sample(&self) -> bool {
+        self.kind == SAMPLE_KIND
+    }
+
     /// A phase mark.
     pub fn mark(time_seconds: f64, kind: &str, detail: impl Into<String>) -> Event {
         Event {
@@ -101,6 +112,12 @@ pub struct EventOutcome {
     /// (None in results stored before it was recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_failure: Option<storlab_study::events::OnFailure>,
+    /// What a `reported` span (a line a `sample` event's command printed) says it moved
+    /// (`bytes=N`), and those bytes over its duration (none for a span of no duration).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_bytes: Option<f64>,
 }
 
 /// What the figures computed after a run (its phases and its recovery) read of it: its events,

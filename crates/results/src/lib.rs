@@ -1,5 +1,6 @@
 //! Results: each run's folder (the study as given, the resolved plan, the system capture, the
-//! summary JSON, the per-second timeline CSV and the HDR interval log) and the SQLite results
+//! summary JSON, the per-second timeline CSV, the HDR interval log and the series its `sample`
+//! events read) and the SQLite results
 //! store that indexes every run; reading them back (`stored`, `timeline`, `histograms`) and
 //! the one comparison of runs that every report and `storlab compare` shows. Reports read from
 //! here only; nothing here knows of the reports.
@@ -17,6 +18,7 @@ pub mod raid;
 pub mod recovery;
 pub mod redact;
 pub mod reindex;
+pub mod samples;
 pub mod schedule;
 pub mod steady;
 pub mod store;

@@ -3,7 +3,9 @@
 //! from live state), like the recovery metrics.
 //!
 //! Boundaries are the start of every event that ran during measurement and, for an event that
-//! lasted at least one interval (a `wait-for` rebuild, a long `exec`), its end too. Each
+//! lasted at least one interval (a `wait-for` rebuild, a long `exec`, a resync a `sample`
+//! event's command reported), its end too; a `sample` event's own row, which spans the whole
+//! step, is none. Each
 //! boundary is moved to the nearest interval edge, so that a phase is made of whole timeline
 //! intervals and its operation count is the count the intervals hold: every figure here has
 //! the interval's resolution. Boundaries on the same edge are merged; empty phases are left
@@ -57,7 +59,7 @@ pub fn for_run(run: &RunOutline, timeline: &Timeline, interval_s: f64) -> Vec<Ph
 
     // (edge, the event's own time, name): sorted by edge, then by when the event came.
     let mut marks: Vec<(f64, f64, String)> = Vec::new();
-    for e in run.events {
+    for e in run.events.iter().filter(|e| !e.is_sample()) {
         let Some(o) = &e.outcome else { continue };
         if matches!(o.status, EventStatus::NotReached | EventStatus::Skipped) || o.start_ns < 0 {
             continue;
@@ -163,6 +165,8 @@ pub(crate) mod tests {
                 recovery: false,
                 verify: None,
                 on_failure: None,
+                bytes: None,
+                rate_bytes: None,
             }),
         }
     }

@@ -46,6 +46,8 @@ pub struct StoredRun {
     /// This run's resolved plan (`plan.json`), redacted.
     pub plan: Option<serde_json::Value>,
     pub timeline: Timeline,
+    /// What the step's `sample` events read (`samples.csv`; empty when none).
+    pub samples: Vec<crate::samples::Sample>,
     /// The files read from the results store (the folder not being on this machine), of
     /// those read when needed: `None` when the run was read from its folder.
     pub from_store: Option<std::sync::Arc<FromStore>>,
@@ -73,6 +75,7 @@ impl StoredRun {
             study_text: None,
             plan: None,
             timeline: Timeline::default(),
+            samples: Vec::new(),
             from_store: None,
         }
     }
@@ -256,6 +259,9 @@ fn read_run(
     let timeline = text(crate::write::TIMELINE_FILE)?
         .map(|t| parse_timeline(&t))
         .unwrap_or_default();
+    let samples = text(crate::samples::SAMPLES_FILE)?
+        .map(|t| crate::samples::parse_samples(&t))
+        .unwrap_or_default();
     Ok(StoredRun {
         folder: folder.to_path_buf(),
         summary,
@@ -263,6 +269,7 @@ fn read_run(
         study_text,
         plan,
         timeline,
+        samples,
         from_store: None,
     })
 }

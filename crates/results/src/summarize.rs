@@ -107,6 +107,7 @@ pub fn failed_summary(
         latency_search: Vec::new(),
         training: Vec::new(),
         checkpoint: Vec::new(),
+        samples: BTreeMap::new(),
         steady_state: None,
         error_samples: Vec::new(),
     }
@@ -290,6 +291,7 @@ pub fn summarize(plan: &Plan, run: &RunPlan, m: &Measured<'_>) -> RunSummary {
         latency_search: Vec::new(),
         training: Vec::new(),
         checkpoint: Vec::new(),
+        samples: BTreeMap::new(),
         steady_state: None,
         error_samples: error_samples(run, m),
     }

@@ -262,6 +262,11 @@ pub struct RunSummary {
     /// A checkpoint workload: per target, each checkpoint written and read, per rank.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checkpoint: Vec<storlab_model::training::CheckpointResult>,
+    /// What the step's `sample` events read, per series: its unit and its values' count,
+    /// mean, minimum and maximum over the measurement (see `results::samples`; every value
+    /// is in the run folder's `samples.csv`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub samples: BTreeMap<String, crate::samples::SeriesSummary>,
 }
 
 fn is_zero(n: &u64) -> bool {

@@ -514,6 +514,8 @@ pub fn to_summary(recorded: &[Recorded], measure_start_ns: u64, end_seconds: f64
                     recovery: r.recovery,
                     verify: r.verify.clone(),
                     on_failure: Some(r.on_failure),
+                    bytes: None,
+                    rate_bytes: None,
                 }),
             }
         })

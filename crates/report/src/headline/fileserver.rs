@@ -238,6 +238,7 @@ mod tests {
             study_text: None,
             plan: Some(serde_json::json!({ "targets": targets })),
             timeline: Default::default(),
+            samples: Vec::new(),
             from_store: None,
         }
     }

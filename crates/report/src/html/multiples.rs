@@ -489,6 +489,7 @@ pub(crate) mod tests {
                     study_text: None,
                     plan: None,
                     timeline: parse_timeline(&new_style()),
+                    samples: Vec::new(),
                     from_store: None,
                 }
             })

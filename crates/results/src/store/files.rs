@@ -6,17 +6,28 @@ use std::path::Path;
 use super::{RunFiles, StoreError};
 
 /// A run folder's files a store keeps, as written there.
-pub const RUN_FILE_NAMES: [&str; 6] = [
+pub const RUN_FILE_NAMES: [&str; 7] = [
     "summary.json",
     "plan.json",
     "system.json",
     "study.toml",
     crate::write::TIMELINE_FILE,
     crate::write::HDR_LOG_FILE,
+    crate::samples::SAMPLES_FILE,
 ];
 
 /// The study folder's files a report reads beside its runs', kept as `study/NAME`.
 pub const STUDY_FILE_NAMES: [&str; 2] = ["raid.json", crate::write::BASELINE_FILE];
+
+/// The samples of the run folder `folder` (`samples.csv`; none when it has no such file).
+pub fn read_samples(folder: &Path) -> Result<Vec<crate::samples::Sample>, StoreError> {
+    let path = folder.join(crate::samples::SAMPLES_FILE);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Ok(crate::samples::parse_samples(&text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(source) => Err(StoreError::Io { path, source }),
+    }
+}
 
 /// The files of a run folder (and of its study folder) a store keeps; those not there are
 /// left out.

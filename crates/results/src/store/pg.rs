@@ -20,6 +20,7 @@ use tokio_postgres::{Client, NoTls, Row};
 
 use super::{NewRun, PgUrl, RunFiles, RunRow, StoreError, process_alive, schema};
 use crate::redact;
+use crate::samples::Sample;
 use crate::summary::RunSummary;
 
 /// How long connecting may take when the URL does not say (`connect_timeout`).
@@ -370,8 +371,7 @@ impl PgStore {
             .filter_map(|e| e.outcome.as_ref().map(|o| (e, o)));
         for (position, (e, o)) in studied.enumerate() {
             exec(
-                "INSERT INTO events (run_id, position, name, action, status, start_ns, end_ns, duration_seconds, exit_code, pid, detail, stdout, stderr, on_failure)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                schema::INSERT_EVENT,
                 &[
                     &run_id,
                     &(position as i64),
@@ -387,6 +387,8 @@ impl PgStore {
                     &redact(&o.stdout),
                     &redact(&o.stderr),
                     &o.on_failure.map(|f| f.name()),
+                    &o.bytes.map(|b| b as i64),
+                    &o.rate_bytes,
                 ],
             )?;
         }
@@ -524,6 +526,26 @@ impl PgStore {
         let sql = schema::for_postgres(schema::UPSERT_FILE);
         for (name, bytes) in files {
             self.call(tx.execute(sql.as_str(), &[&run_id, name, bytes]))?;
+        }
+        self.call(tx.commit())
+    }
+
+    /// Stores the run's samples (replacing any earlier), one row each, in one transaction.
+    pub(super) fn store_samples(
+        &mut self,
+        run_id: &str,
+        samples: &[Sample],
+    ) -> Result<(), StoreError> {
+        let mut client = self.client_mut();
+        let tx = self.call(client.transaction())?;
+        let delete = schema::for_postgres("DELETE FROM samples WHERE run_id = ?1");
+        self.call(tx.execute(delete.as_str(), &[&run_id]))?;
+        let insert = schema::for_postgres(schema::INSERT_SAMPLE);
+        for (position, s) in samples.iter().enumerate() {
+            let position = position as i64;
+            let row: [&(dyn ToSql + Sync); 6] =
+                [&run_id, &position, &s.t_ns, &s.series, &s.value, &s.unit];
+            self.call(tx.execute(insert.as_str(), &row))?;
         }
         self.call(tx.commit())
     }

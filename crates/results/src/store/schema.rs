@@ -4,7 +4,7 @@
 //! what it lacks from version 1 again: every statement there is `IF NOT EXISTS`.
 
 /// The newest version of the schema.
-pub(super) const VERSION: i64 = 2;
+pub(super) const VERSION: i64 = 3;
 
 /// The table recording each version applied, and when.
 pub(super) const VERSIONS_TABLE: &str = "CREATE TABLE IF NOT EXISTS schema_version (
@@ -87,6 +87,21 @@ pub(super) fn statements(version: i64) -> &'static [&'static str] {
             )",
             "ALTER TABLE verify ADD COLUMN position BIGINT NOT NULL DEFAULT 0",
         ],
+        // What `sample` events read: each value of a series (as `samples.csv` holds it), and
+        // the bytes a reported span moved.
+        3 => &[
+            "CREATE TABLE IF NOT EXISTS samples (
+                run_id TEXT NOT NULL,
+                position BIGINT NOT NULL,
+                t_ns BIGINT NOT NULL,
+                series TEXT NOT NULL,
+                value DOUBLE PRECISION NOT NULL,
+                unit TEXT NOT NULL,
+                PRIMARY KEY (run_id, position)
+            )",
+            "ALTER TABLE events ADD COLUMN bytes BIGINT",
+            "ALTER TABLE events ADD COLUMN rate_bytes DOUBLE PRECISION",
+        ],
         _ => &[],
     }
 }
@@ -103,6 +118,13 @@ pub(super) const UPSERT_RUN: &str = " ON CONFLICT (run_id) DO UPDATE SET study =
     repetition = excluded.repetition, parameters = excluded.parameters, status = excluded.status, \
     started_at = excluded.started_at, ended_at = NULL, folder = excluded.folder, \
     pid = excluded.pid, summary = NULL, note = NULL";
+
+/// Inserting one study event of a run (the same in both, `?N` parameters).
+pub(super) const INSERT_EVENT: &str = "INSERT INTO events (run_id, position, name, action, status, start_ns, end_ns, duration_seconds, exit_code, pid, detail, stdout, stderr, on_failure, bytes, rate_bytes) \
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)";
+
+/// Inserting one sample of a run (the same in both, `?N` parameters).
+pub(super) const INSERT_SAMPLE: &str = "INSERT INTO samples (run_id, position, t_ns, series, value, unit) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
 
 /// Upserting one file of a run (the same in both, `?N` parameters).
 pub(super) const UPSERT_FILE: &str = "INSERT INTO run_files (run_id, name, bytes) VALUES (?1, ?2, ?3) \

@@ -7,6 +7,7 @@ use std::time::SystemTime;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{NewRun, RunFiles, RunRow, StoreError, process_alive, schema};
+use crate::samples::Sample;
 use crate::summary::RunSummary;
 
 pub(super) struct SqliteStore {
@@ -177,8 +178,7 @@ impl SqliteStore {
             .filter_map(|e| e.outcome.as_ref().map(|o| (e, o)));
         for (position, (e, o)) in studied.enumerate() {
             tx.execute(
-                "INSERT INTO events (run_id, position, name, action, status, start_ns, end_ns, duration_seconds, exit_code, pid, detail, stdout, stderr, on_failure)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                schema::INSERT_EVENT,
                 params![
                     run_id,
                     position as i64,
@@ -194,6 +194,8 @@ impl SqliteStore {
                     crate::redact(&o.stdout),
                     crate::redact(&o.stderr),
                     o.on_failure.map(|f| f.name()),
+                    o.bytes.map(|b| b as i64),
+                    o.rate_bytes,
                 ],
             )
             .map_err(sql)?;
@@ -224,6 +226,35 @@ impl SqliteStore {
                 ],
             )
             .map_err(sql)?;
+        }
+        tx.commit().map_err(sql)
+    }
+
+    /// Stores the run's samples (replacing any earlier), one row each, in one transaction.
+    pub(super) fn store_samples(
+        &mut self,
+        run_id: &str,
+        samples: &[Sample],
+    ) -> Result<(), StoreError> {
+        let path = self.path.clone();
+        let sql = |source| store_error(&path, source);
+        let tx = self.conn.transaction().map_err(sql)?;
+        tx.execute("DELETE FROM samples WHERE run_id = ?1", params![run_id])
+            .map_err(sql)?;
+        {
+            let mut insert = tx.prepare(schema::INSERT_SAMPLE).map_err(sql)?;
+            for (position, s) in samples.iter().enumerate() {
+                insert
+                    .execute(params![
+                        run_id,
+                        position as i64,
+                        s.t_ns,
+                        s.series,
+                        s.value,
+                        s.unit
+                    ])
+                    .map_err(sql)?;
+            }
         }
         tx.commit().map_err(sql)
     }
@@ -583,11 +614,11 @@ mod tests {
         SqliteStore::open_to_read(&path)
             .unwrap()
             .conn
-            .execute("DELETE FROM schema_version WHERE version = 2", [])
+            .execute("DELETE FROM schema_version WHERE version >= 2", [])
             .expect_err("read only");
         {
             let c = Connection::open(&path).unwrap();
-            c.execute("DELETE FROM schema_version WHERE version = 2", [])
+            c.execute("DELETE FROM schema_version WHERE version >= 2", [])
                 .unwrap();
         }
         let e = SqliteStore::open_to_read(&path).err().expect("older");
@@ -596,6 +627,34 @@ mod tests {
                 && e.to_string().contains("storlab results list"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_runs_samples_replace_those_stored_before() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = SqliteStore::open_file(&dir.path().join(STORE_FILE)).unwrap();
+        let sample = |t_ns: i64, value: f64| Sample {
+            t_ns,
+            series: "node1.cpu".into(),
+            value,
+            unit: "cpus".into(),
+        };
+        store
+            .store_samples("r1", &[sample(1, 0.5), sample(2, 0.25)])
+            .unwrap();
+        store.store_samples("r1", &[sample(-5, 0.75)]).unwrap();
+        store.store_samples("r2", &[sample(3, 1.0)]).unwrap();
+        let rows: Vec<(i64, i64, String, f64, String)> = store
+            .conn
+            .prepare("SELECT position, t_ns, series, value, unit FROM samples WHERE run_id = 'r1'")
+            .unwrap()
+            .query_map([], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+            })
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(rows, [(0, -5, "node1.cpu".into(), 0.75, "cpus".into())]);
     }
 
     #[test]
