@@ -1,6 +1,8 @@
 //! Bad study files: every error names the file, the line and the key, and says what is expected.
 
 mod common;
+#[path = "study_errors/sample.rs"]
+mod sample;
 #[path = "study_errors/schedule.rs"]
 mod schedule;
 #[path = "study_errors/target_workloads.rs"]

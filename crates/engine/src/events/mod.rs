@@ -215,7 +215,7 @@ fn wait_for_trigger(trigger: &Trigger, ctx: &Context, measure_start_ns: u64) -> 
         }
         let now = ctx.clock.now_ns();
         let wait_ns = match trigger {
-            Trigger::BeforeStep | Trigger::AfterStep => return true,
+            Trigger::BeforeStep | Trigger::AfterStep | Trigger::WholeStep => return true,
             Trigger::At(at) => {
                 let due = measure_start_ns.saturating_add(at.0.as_nanos() as u64);
                 if now >= due {
@@ -262,6 +262,14 @@ fn execute(e: &EventPlan, ctx: &Context, processes: &mut Processes) -> Recorded 
             pid_files,
         } => power_off_event(&mut r, netns, netns_command, pid_files),
         Action::Verify { state } => verify_event(&mut r, state),
+        // Not one of the events run in turn: its command runs through the whole step, on a
+        // thread of its own (see `sample`).
+        Action::Sample { .. } => {
+            (r.status, r.detail) = (
+                EventStatus::Failed,
+                "a sample event runs through the whole step, on its own thread".into(),
+            )
+        }
     }
     r.end_ns = Some(ctx.clock.now_ns());
     r

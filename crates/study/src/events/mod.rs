@@ -1,6 +1,7 @@
 //! Events in a step (`[[steps.events]]`): commands run, processes started, signalled and
 //! waited for at a time from the start of measurement, after a number of operations, before
-//! the step's targets are prepared, or after its workers have stopped. This file validates
+//! the step's targets are prepared, or after its workers have stopped, and commands sampling
+//! the system under test through the whole step (`sample`). This file validates
 //! them into the plan's [`EventPlan`]s, every problem with file, line and key; `run::events`
 //! runs them.
 
@@ -42,6 +43,10 @@ pub enum Trigger {
     /// wrote was read back), before the processes its events started are stopped and before
     /// the next step.
     AfterStep,
+    /// Through the whole step: from the start of its load (the warm-up's, else the
+    /// measurement's) until the step ends (after any `outlive-step` wait, before its
+    /// `after-step` events). A `sample` event's, which takes no trigger key.
+    WholeStep,
 }
 
 impl Trigger {
@@ -97,6 +102,10 @@ pub enum Action {
     /// Runs the verify pass of a saved verify state (`verify-state` of an earlier run, as
     /// `storlab verify`): fails when a block is damaged.
     Verify { state: std::path::PathBuf },
+    /// Runs a command through the whole step and reads what it prints, line by line: the
+    /// series it samples (`sample SERIES VALUE UNIT`) and what the system did by itself
+    /// (`span START END NAME ...`). See docs/events.md.
+    Sample { command: Vec<String> },
 }
 
 impl Action {
@@ -110,6 +119,7 @@ impl Action {
             Action::WaitFor { .. } => "wait-for",
             Action::Verify { .. } => "verify",
             Action::PowerOff { .. } => "power-off",
+            Action::Sample { .. } => "sample",
         }
     }
 }
@@ -202,7 +212,7 @@ const KEYS: [&str; 23] = [
     "outlive-step",
 ];
 
-const ACTIONS: [&str; 8] = [
+const ACTIONS: [&str; 9] = [
     "exec",
     "start",
     "kill",
@@ -211,12 +221,14 @@ const ACTIONS: [&str; 8] = [
     "wait-for",
     "verify",
     "power-off",
+    "sample",
 ];
 
 /// The keys an action takes besides the common ones.
 fn action_keys(action: &str) -> &'static [&'static str] {
     match action {
         "exec" => &["command", "timeout"],
+        "sample" => &["command"],
         "start" => &["command", "keep"],
         "kill" => &["signal", "pid-file", "process"],
         "stop" | "cont" => &["pid-file", "process"],
@@ -270,6 +282,8 @@ pub(super) fn parse_events(
             continue;
         }
         match &event.trigger {
+            // Runs beside the others, whatever their order.
+            Trigger::WholeStep => {}
             Trigger::BeforeStep if timed_seen => errors.push(src.error(
                 src.locate_in(&span, "before-step"),
                 format!("{key}.before-step"),

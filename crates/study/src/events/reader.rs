@@ -185,10 +185,13 @@ impl EventReader<'_, '_> {
         if name.is_empty() {
             self.err("name", "`name` is empty");
         }
-        let trigger = self.trigger(duration);
+        let trigger = if action == "sample" {
+            self.whole_step()
+        } else {
+            self.trigger(duration)
+        };
         let action = self.action(&action, kept, started);
-        let after_step = trigger == Some(Trigger::AfterStep);
-        let on_failure = self.on_failure(after_step);
+        let on_failure = self.on_failure(trigger.as_ref());
         let action = action?;
         let recovery = self.recovery(&action, trigger.as_ref());
         Some(EventPlan {
@@ -337,6 +340,24 @@ impl EventReader<'_, '_> {
         }
     }
 
+    /// A `sample` event's trigger: it runs through the whole step, so every trigger key is
+    /// refused (`before-step = false` too: it says nothing a sample event could mean).
+    fn whole_step(&mut self) -> Option<Trigger> {
+        let given: Vec<&str> = ["at", "after-ops", "before-step", "after-step"]
+            .into_iter()
+            .filter(|k| self.table.contains_key(*k))
+            .collect();
+        for k in &given {
+            self.err(
+                k,
+                format!(
+                    "a `sample` event takes no `{k}`: it runs through the whole step, its command started with the step's load (the warm-up's start, else the measurement's) and stopped when the step ends"
+                ),
+            );
+        }
+        given.is_empty().then_some(Trigger::WholeStep)
+    }
+
     /// The action `action` with its own keys.
     fn action(
         &mut self,
@@ -363,6 +384,7 @@ impl EventReader<'_, '_> {
                 .process(kept, started)
                 .map(|process| Action::Stop { process }),
             "verify" => self.verify(),
+            "sample" => self.command().map(|command| Action::Sample { command }),
             _ => self
                 .process(kept, started)
                 .map(|process| Action::Cont { process }),
@@ -434,9 +456,11 @@ impl EventReader<'_, '_> {
     }
 
     /// `on-failure`: stop-step (the default), stop-study (also spelled `stop`) or continue;
-    /// for an `after-step` event, whose step is over, continue (the default) or stop-study.
-    fn on_failure(&mut self, after_step: bool) -> OnFailure {
-        let default = if after_step {
+    /// for an `after-step` event, whose step is over, continue (the default) or stop-study;
+    /// for a `sample` event (a monitor beside the load), continue unless written.
+    fn on_failure(&mut self, trigger: Option<&Trigger>) -> OnFailure {
+        let after_step = trigger == Some(&Trigger::AfterStep);
+        let default = if after_step || trigger == Some(&Trigger::WholeStep) {
             OnFailure::Continue
         } else {
             OnFailure::StopStep
@@ -478,6 +502,13 @@ impl EventReader<'_, '_> {
                 | Action::PowerOff { .. }
         ) && trigger.is_none_or(Trigger::in_measurement);
         let recovery_on = self.boolean("recovery").unwrap_or(recovery_default);
+        if recovery_on && matches!(action, Action::Sample { .. }) {
+            self.err(
+                "recovery",
+                "recovery is measured around a fault: a sample event only reads what the system reports, through the whole step",
+            );
+            return None;
+        }
         if recovery_on && trigger == Some(&Trigger::AfterStep) {
             self.err(
                 "recovery",
@@ -715,6 +746,49 @@ mod tests {
         // ...and after-step after a timed one is fine.
         let timed = "[[steps.events]]\naction = \"exec\"\nat = \"0.5s\"\ncommand = [\"true\"]\n";
         assert_eq!(events(&format!("{timed}{AFTER}")).unwrap().len(), 2);
+    }
+
+    const SAMPLE: &str = "[[steps.events]]\nname = \"use\"\naction = \"sample\"\ncommand = [\"sh\", \"-c\", \"echo sample a 1 x\"]\n";
+
+    #[test]
+    fn a_sample_event_runs_through_the_step_and_its_failure_is_a_warning() {
+        let e = events(SAMPLE).unwrap();
+        assert_eq!(e[0].trigger, Trigger::WholeStep);
+        assert!(!e[0].trigger.in_measurement());
+        assert_eq!(e[0].on_failure, OnFailure::Continue);
+        assert_eq!(e[0].recovery, None);
+        assert!(
+            matches!(&e[0].action, crate::events::Action::Sample { command } if command[0] == "sh")
+        );
+        let e = events(&format!("{SAMPLE}on-failure = \"stop-step\"\n")).unwrap();
+        assert_eq!(e[0].on_failure, OnFailure::StopStep);
+        // Beside the others in any order: after an after-step event too.
+        assert_eq!(events(&format!("{AFTER}{SAMPLE}")).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_sample_event_refuses_triggers_and_recovery_with_file_line_and_key() {
+        for (line, key) in [
+            ("at = \"0.5s\"\n", "at"),
+            ("before-step = true\n", "before-step"),
+            ("after-step = false\n", "after-step"),
+            ("after-ops = 10\n", "after-ops"),
+        ] {
+            let errs = events(&format!("{SAMPLE}{line}")).unwrap_err();
+            assert_eq!(errs.len(), 1, "{errs:?}");
+            assert_eq!(errs[0].key, format!("steps[1].events[1].{key}"));
+            assert_eq!(errs[0].line, Some(18));
+            assert!(
+                errs[0].message.contains("runs through the whole step"),
+                "{}",
+                errs[0].message
+            );
+        }
+        let errs = events(&format!("{SAMPLE}recovery = true\n")).unwrap_err();
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert_eq!(errs[0].key, "steps[1].events[1].recovery");
+        let errs = events("[[steps.events]]\naction = \"sample\"\n").unwrap_err();
+        assert!(errs[0].message.contains("missing `command`"), "{errs:?}");
     }
 
     #[test]
