@@ -51,6 +51,8 @@ struct Measurement {
     background_names: Vec<String>,
     /// The timed events: what they did, and the one that stopped the step.
     during: (Vec<Recorded>, Option<Failure>),
+    /// What the sample events read.
+    sampled: events::sample::Sampled,
     /// Per training target (its index): what each accelerator did.
     training: Vec<(usize, Vec<storlab_model::training::AcceleratorSteps>)>,
     /// Per checkpoint target (its index): the clock its ranks met at.
@@ -174,6 +176,8 @@ pub(super) fn run_one(
     let measure_start_ns = m.start_ns + run.warmup.0.as_nanos() as u64;
     let (timed, failure) = m.during;
     recorded.extend(timed);
+    // What the sample events read: their rows, the spans reported, the series' figures.
+    let failure = failure.or(m.sampled.add_to(&mut summary, &mut recorded));
     // Read back what was written (not part of any latency figure), once the workers stopped.
     let crashed = events::crash_before(run, &recorded);
     super::verify::after_run(run, &armed.verify_tables, crashed, &mut summary);
@@ -409,7 +413,8 @@ impl Threads<'_> {
         };
         let mut cpu_at_start = (0u64, 0u64);
         let mut start_ns = 0u64;
-        let (joined, during, mut collected, received, training) =
+        let sampling = events::sample::Sampling::open(self.run, &stored.folder.path)?;
+        let (joined, (during, sampled), mut collected, received, training) =
             std::thread::scope(|scope| -> Result<_, RunError> {
                 let collector = std::thread::Builder::new()
                     .name("storlab-collector".into())
@@ -437,14 +442,14 @@ impl Threads<'_> {
                 let ok;
                 (ok, cpu_at_start, start_ns) = self.release(&gate);
                 let event_thread = self.spawn_events(scope, ok, start_ns, processes)?;
+                let measure_start = start_ns + self.run.warmup.0.as_nanos() as u64;
+                let samplers = sampling.spawn(scope, self.events, ok, measure_start)?;
                 let joined = join_workers(threads, self.flags);
                 let training = crate::training::join(accelerator_threads)?;
-                let during = match event_thread {
-                    Some(t) => t.join().map_err(|_| {
-                        RunError::Thread(std::io::Error::other("the event thread panicked"))
-                    })?,
-                    None => (Vec::new(), None),
-                };
+                // The step ends once its timed events have (an `outlive-step` wait), then its
+                // sample commands are stopped.
+                let during = join_events(event_thread)?;
+                let during = (during, samplers.stop()?);
                 let collected = collector.join().map_err(|_| {
                     RunError::Thread(std::io::Error::other("the collector panicked"))
                 })?;
@@ -483,6 +488,7 @@ impl Threads<'_> {
             start_ns,
             background_names,
             during,
+            sampled,
             training,
             checkpoints,
         })
@@ -583,3 +589,13 @@ impl Threads<'_> {
 }
 
 type EventThread<'scope> = std::thread::ScopedJoinHandle<'scope, (Vec<Recorded>, Option<Failure>)>;
+
+/// What the timed events did, once their thread (if any) has ended.
+fn join_events(thread: Option<EventThread>) -> Result<(Vec<Recorded>, Option<Failure>), RunError> {
+    match thread {
+        Some(t) => t
+            .join()
+            .map_err(|_| RunError::Thread(std::io::Error::other("the event thread panicked"))),
+        None => Ok((Vec::new(), None)),
+    }
+}

@@ -31,6 +31,31 @@ impl Event {
         self.kind == SAMPLE_KIND
     }
 
+    /// Something the system under test did by itself from `start_ns` to `end_ns` (ns from
+    /// the start of measurement), as a `sample` event's command reported it: a `reported`
+    /// event, with the bytes it says it moved and their rate over its duration.
+    pub fn reported(
+        name: &str,
+        detail: String,
+        (start_ns, end_ns): (i64, i64),
+        bytes: Option<u64>,
+    ) -> Event {
+        let outcome = EventOutcome::ran(name, EventStatus::Ok, (start_ns, end_ns));
+        let rate_bytes = bytes
+            .filter(|_| end_ns > start_ns)
+            .map(|b| b as f64 / outcome.duration_seconds);
+        Event {
+            time_seconds: start_ns as f64 / 1e9,
+            kind: REPORTED_KIND.to_string(),
+            detail,
+            outcome: Some(EventOutcome {
+                bytes,
+                rate_bytes,
+                ..outcome
+            }),
+        }
+    }
+
     /// A phase mark.
     pub fn mark(time_seconds: f64, kind: &str, detail: impl Into<String>) -> Event {
         Event {
@@ -118,6 +143,31 @@ pub struct EventOutcome {
     pub bytes: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_bytes: Option<f64>,
+}
+
+impl EventOutcome {
+    /// An event `name` that ran from `start_ns` to `end_ns` (ns from the start of
+    /// measurement) and ended `status`, with nothing else said of it.
+    pub fn ran(name: &str, status: EventStatus, (start_ns, end_ns): (i64, i64)) -> EventOutcome {
+        EventOutcome {
+            name: name.to_string(),
+            status,
+            start_ns,
+            end_ns,
+            duration_seconds: (end_ns - start_ns) as f64 / 1e9,
+            exit_code: None,
+            pid: None,
+            attempts: None,
+            pids_killed: None,
+            stdout: String::new(),
+            stderr: String::new(),
+            recovery: false,
+            verify: None,
+            on_failure: None,
+            bytes: None,
+            rate_bytes: None,
+        }
+    }
 }
 
 /// What the figures computed after a run (its phases and its recovery) read of it: its events,

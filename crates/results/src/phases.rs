@@ -151,22 +151,8 @@ pub(crate) mod tests {
             kind: "exec".into(),
             detail: String::new(),
             outcome: Some(EventOutcome {
-                name: name.into(),
-                status,
-                start_ns: (start_s * 1e9) as i64,
-                end_ns: (end_s * 1e9) as i64,
-                duration_seconds: end_s - start_s,
                 exit_code: Some(0),
-                pid: None,
-                attempts: None,
-                pids_killed: None,
-                stdout: String::new(),
-                stderr: String::new(),
-                recovery: false,
-                verify: None,
-                on_failure: None,
-                bytes: None,
-                rate_bytes: None,
+                ..EventOutcome::ran(name, status, ((start_s * 1e9) as i64, (end_s * 1e9) as i64))
             }),
         }
     }

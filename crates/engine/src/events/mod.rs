@@ -2,8 +2,9 @@
 //! the targets are prepared, the timed and counted ones on a thread of their own while the
 //! workers run, each waiting for its time (`at`) or operation count (`after-ops`, read from
 //! the workers' shared count, which they add to every few milliseconds, never per operation),
-//! and those marked `after-step` in order once the workers have stopped. The workers never
-//! wait for an event.
+//! and those marked `after-step` in order once the workers have stopped; `sample` events run
+//! their command through the whole step, each on a thread of its own (see [`sample`]). The
+//! workers never wait for an event.
 //!
 //! Each event's start and end are read on the run's clock and stored relative to the start of
 //! measurement; a failing event is recorded and, unless `on-failure = "continue"`, stops the
@@ -13,6 +14,7 @@
 
 pub mod power_off;
 pub mod process;
+pub mod sample;
 pub mod started;
 
 use std::path::PathBuf;

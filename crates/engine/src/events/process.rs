@@ -62,7 +62,7 @@ pub fn describe(status: &ExitStatus) -> String {
     }
 }
 
-fn command(argv: &[String]) -> Command {
+pub(super) fn command(argv: &[String]) -> Command {
     let mut c = Command::new(&argv[0]);
     c.args(&argv[1..]).stdin(Stdio::null()).process_group(0);
     c
@@ -97,8 +97,20 @@ fn keep_first<R: Read + Send + 'static>(pipe: Option<R>) -> Option<JoinHandle<St
         .ok()
 }
 
+/// The log file of a process an event starts (its folder made), opened to append.
+pub(super) fn open_log(log: &Path) -> Result<std::fs::File, String> {
+    if let Some(dir) = log.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .map_err(|e| format!("{}: {e}", log.display()))
+}
+
 /// Sends `signal` to the process group led by `pid`.
-fn signal_group(pid: i32, signal: i32) {
+pub(super) fn signal_group(pid: i32, signal: i32) {
     // SAFETY: kill has no memory effects; a negative pid names the group storlab created.
     unsafe { libc::kill(-pid, signal) };
 }
@@ -216,14 +228,7 @@ impl Processes {
                 old.child.id()
             ));
         }
-        if let Some(dir) = log.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        }
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(log)
-            .map_err(|e| format!("{}: {e}", log.display()))?;
+        let file = open_log(log)?;
         let file2 = file
             .try_clone()
             .map_err(|e| format!("{}: {e}", log.display()))?;

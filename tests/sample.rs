@@ -1,0 +1,186 @@
+//! `sample` events, run by the real binary on the null target: a command printing samples, a
+//! span with its bytes, a line of neither and a comment, then sampling until its step ends.
+//! What it read is in the run's `samples.csv`, in `summary.json` (`samples` per series, the
+//! span as a `reported` event with its duration and bytes), in the results store (`samples`
+//! table, the span's bytes in `events`). A command that exits before its step ends is a warning, its status
+//! and exit code recorded, and the study goes on.
+
+mod common;
+
+use common::{Lab, text};
+
+/// Two steps of 1 s on the null target (the first with a warm-up): the first sampled by a
+/// command that prints a sample of two series, a span with bytes, a line of neither, then a
+/// sample of one series every 100 ms; the second by one that exits 3 after one sample.
+const STUDY: &str = r##"name = "sampled"
+interval = "100ms"
+
+[targets.null]
+type = "null"
+
+[workloads.w]
+block-size = "4KiB"
+rate-ops = 5000
+
+[[steps]]
+workload = "w"
+targets = ["null"]
+duration = "1s"
+warmup = "200ms"
+
+[[steps.events]]
+name = "node-use"
+action = "sample"
+command = ["sh", "-c", """
+echo 'sample node1.disk-write 1.25e7 bytes/s'
+echo '# a comment, then a blank line'
+echo
+s=$(date +%s.%N); sleep 0.3; e=$(date +%s.%N)
+echo "span $s $e resync-tenant-3 bytes=3000000 node2->node4 pg_basebackup"
+echo 'cpu is high'
+echo 'to stderr' >&2
+i=0
+while true; do i=$((i+1)); echo "sample node1.cpu 0.$i cpus"; sleep 0.1; done
+"""]
+
+[[steps]]
+workload = "w"
+targets = ["null"]
+duration = "1s"
+
+[[steps.events]]
+name = "short"
+action = "sample"
+command = ["sh", "-c", "echo 'sample x 1 things'; exit 3"]
+"##;
+
+#[test]
+fn a_sample_event_stores_its_series_and_spans() {
+    let lab = Lab::new();
+    let study = lab.write("sampled.toml", STUDY);
+    let out = lab.run(&["run", study.to_str().unwrap(), "-q"]);
+    assert!(out.status.success(), "{:?}", text(&out));
+    let folder = lab.study_folder();
+    let summary = |run: &str| -> serde_json::Value {
+        let path = folder.join(run).join("summary.json");
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    };
+    let s = summary("run-001");
+    assert_eq!(s["status"], "complete", "{s}");
+
+    // Per series over the measurement: the CPU sampled every 100 ms through the 1 s, the disk
+    // only during the warm-up (no value in the measurement).
+    let cpu = &s["samples"]["node1.cpu"];
+    assert_eq!(cpu["unit"], "cpus", "{s}");
+    assert!(cpu["count"].as_u64().unwrap() >= 5, "{cpu}");
+    let (min, max) = (cpu["min"].as_f64().unwrap(), cpu["max"].as_f64().unwrap());
+    assert!(min <= cpu["mean"].as_f64().unwrap() && max > min, "{cpu}");
+    assert_eq!(s["samples"]["node1.disk-write"]["unit"], "bytes/s");
+
+    // The span, on the timeline's clock, with its duration and bytes; the event's own row.
+    let events: Vec<&serde_json::Value> = s["events"].as_array().unwrap().iter().collect();
+    let resync = events
+        .iter()
+        .find(|e| e["name"] == "resync-tenant-3")
+        .unwrap_or_else(|| panic!("{s}"));
+    assert_eq!(resync["kind"], "reported");
+    assert_eq!(resync["status"], "ok");
+    assert_eq!(resync["detail"], "node2->node4 pg_basebackup");
+    assert_eq!(resync["bytes"], 3_000_000);
+    let took = resync["duration-seconds"].as_f64().unwrap();
+    assert!((0.29..1.0).contains(&took), "{resync}");
+    let rate = resync["rate-bytes"].as_f64().unwrap();
+    assert!((rate - 3e6 / took).abs() < 1.0, "{resync}");
+    let start = resync["start-ns"].as_i64().unwrap();
+    assert!((-200_000_000..500_000_000).contains(&start), "{resync}");
+    let own = events.iter().find(|e| e["name"] == "node-use").unwrap();
+    assert_eq!(
+        (&own["kind"], &own["status"]),
+        (&"sample".into(), &"ok".into())
+    );
+    assert!(
+        own["start-ns"].as_i64().unwrap() < 0,
+        "from the warm-up's start: {own}"
+    );
+    assert!(own["end-ns"].as_i64().unwrap() >= 1_000_000_000, "{own}");
+
+    // The line of neither is one warning, quoted; the comment and the blank line are not.
+    let warnings: Vec<&str> = s["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .collect();
+    let bad: Vec<&&str> = warnings.iter().filter(|w| w.contains("node-use")).collect();
+    assert_eq!(bad.len(), 1, "{warnings:?}");
+    assert!(bad[0].contains("1 line was not a sample or a span, the first: `cpu is high`"));
+
+    // Every sample in the run's folder, stamped from the start of measurement.
+    let csv = std::fs::read_to_string(folder.join("run-001/samples.csv")).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(lines.next(), Some("t_ns,series,value,unit"));
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows[0][1..], ["node1.disk-write", "12500000", "bytes/s"]);
+    assert!(
+        rows[0][0].parse::<i64>().unwrap() < 0,
+        "during warm-up: {csv}"
+    );
+    assert!(rows.len() >= 6, "{csv}");
+    let stderr = std::fs::read_to_string(folder.join("processes/node-use-run001.log")).unwrap();
+    assert_eq!(stderr, "to stderr\n");
+
+    // The results store: one row per sample, the span's bytes.
+    let db = rusqlite::Connection::open(lab.results().join("results.db")).unwrap();
+    let id = s["run-id"].as_str().unwrap();
+    let stored: i64 = db
+        .query_row(
+            "SELECT count(*) FROM samples WHERE run_id = ?1",
+            [id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(stored as usize, rows.len());
+    let unit: String = db
+        .query_row(
+            "SELECT unit FROM samples WHERE run_id = ?1 AND position = 0",
+            [id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(unit, "bytes/s");
+    let bytes: i64 = db
+        .query_row(
+            "SELECT bytes FROM events WHERE name = 'resync-tenant-3' AND action = 'reported'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(bytes, 3_000_000);
+
+    // A command that exits before its step ends: recorded, a warning, the study went on.
+    let s = summary("run-002");
+    assert_eq!(s["status"], "complete", "{s}");
+    let short = s["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "short")
+        .unwrap();
+    assert_eq!(
+        (&short["status"], &short["exit-code"]),
+        (&"failed".into(), &3.into())
+    );
+    assert!(
+        short["detail"]
+            .as_str()
+            .unwrap()
+            .contains("exited before the step ended"),
+        "{short}"
+    );
+    assert!(
+        s["warnings"]
+            .to_string()
+            .contains("event `short` (sample) failed"),
+        "{s}"
+    );
+}
