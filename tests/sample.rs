@@ -2,7 +2,8 @@
 //! span with its bytes, a line of neither and a comment, then sampling until its step ends.
 //! What it read is in the run's `samples.csv`, in `summary.json` (`samples` per series, the
 //! span as a `reported` event with its duration and bytes), in the results store (`samples`
-//! table, the span's bytes in `events`). A command that exits before its step ends is a warning, its status
+//! table, the span's bytes in `events`) and in the reports (the HTML report's chart per unit
+//! under the throughput timeline, the series' table in HTML and Markdown). A command that exits before its step ends is a warning, its status
 //! and exit code recorded, and the study goes on.
 
 mod common;
@@ -55,7 +56,7 @@ command = ["sh", "-c", "echo 'sample x 1 things'; exit 3"]
 "##;
 
 #[test]
-fn a_sample_event_stores_its_series_and_spans() {
+fn a_sample_event_stores_its_series_and_spans_and_the_report_draws_them() {
     let lab = Lab::new();
     let study = lab.write("sampled.toml", STUDY);
     let out = lab.run(&["run", study.to_str().unwrap(), "-q"]);
@@ -156,6 +157,41 @@ fn a_sample_event_stores_its_series_and_spans() {
         )
         .unwrap();
     assert_eq!(bytes, 3_000_000);
+
+    // The reports, from the stored results: a chart per unit under the run's throughput
+    // timeline, the span marked with its duration and listed with its bytes, each series'
+    // figures in a table.
+    let out = lab.run(&["report", folder.to_str().unwrap()]);
+    assert!(out.status.success(), "{:?}", text(&out));
+    let html = std::fs::read_to_string(folder.join("report.html")).unwrap();
+    let timeline = html
+        .find("id=\"timeline-1\"")
+        .expect("the throughput timeline");
+    let cpus = html.find("id=\"samples-1-1\"").expect("the chart of cpus");
+    assert!(timeline < cpus, "under the throughput timeline");
+    let chart = &html[cpus..html[cpus..].find("</svg>").unwrap() + cpus];
+    assert!(chart.contains("samples in cpus"), "{chart}");
+    assert!(chart.contains("data-series=\"node1.cpu\""), "{chart}");
+    assert!(chart.contains("resync-tenant-3 (reported, "), "{chart}");
+    assert!(html.contains("id=\"samples-1-0\"") && html.contains("samples in bytes/s"));
+    assert!(html.contains("node2-&gt;node4 pg_basebackup (3000000 bytes, "));
+    assert!(
+        html.contains("<td>node1.disk-write</td>"),
+        "the samples table"
+    );
+    let out = lab.run(&[
+        "report",
+        folder.to_str().unwrap(),
+        "--format",
+        "md",
+        "-o",
+        "-",
+    ]);
+    let md = text(&out).0;
+    assert!(
+        md.contains("## Samples") && md.contains("| 1 | node1.cpu | cpus |"),
+        "{md}"
+    );
 
     // A command that exits before its step ends: recorded, a warning, the study went on.
     let s = summary("run-002");

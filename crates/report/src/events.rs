@@ -4,7 +4,7 @@
 //! recover, errors during the outage), and the run's throughput phase by phase between its
 //! events. The terminal, Markdown and HTML reports show them.
 
-use crate::table::{Cell, Table, TableRow, render};
+use crate::table::{Cell, Table, TableRow};
 use storlab_results::phases::Phase;
 use storlab_results::recovery::Recovery;
 use storlab_results::summary::RunSummary;
@@ -45,7 +45,24 @@ const EVENT_COLUMNS: [(&str, bool); 9] = [
     ("what it did", false),
 ];
 
-/// The study events of `runs`, or None when they had none.
+/// An event's detail, with the bytes a reported span moved and their rate.
+fn what_it_did(detail: &str, o: &storlab_results::events::EventOutcome) -> String {
+    let Some(bytes) = o.bytes else {
+        return detail.to_string();
+    };
+    let moved = match o.rate_bytes {
+        Some(r) => format!("{bytes} bytes, {:.1} MB/s", r / 1e6),
+        None => format!("{bytes} bytes"),
+    };
+    if detail.is_empty() {
+        moved
+    } else {
+        format!("{detail} ({moved})")
+    }
+}
+
+/// The study events of `runs`, or None when they had none; a span a `sample` event's command
+/// reported is one (`reported`), with the bytes it moved.
 pub fn events_table<'a>(runs: impl IntoIterator<Item = &'a RunSummary>) -> Option<Table> {
     let mut rows = Vec::new();
     for s in runs {
@@ -63,7 +80,7 @@ pub fn events_table<'a>(runs: impl IntoIterator<Item = &'a RunSummary>) -> Optio
                     seconds(o.duration_seconds),
                     o.exit_code
                         .map_or_else(|| text("-"), |c| text(c.to_string())),
-                    text(e.detail.clone()),
+                    text(what_it_did(&e.detail, o)),
                 ],
             });
         }
@@ -238,15 +255,7 @@ pub const PHASES_NOTE: &str = "Phases, from the stored timeline: the run split a
 /// The events and recovery of one run, as text for the terminal (empty when it had none).
 pub fn event_lines(s: &RunSummary) -> String {
     let mut out = String::new();
-    let table_text = |t: &Table| {
-        let header: Vec<&str> = t.columns.iter().skip(1).map(|(n, _)| n.as_str()).collect();
-        let rows: Vec<Vec<String>> = t
-            .rows
-            .iter()
-            .map(|r| r.cells.iter().skip(1).map(|c| c.shown.clone()).collect())
-            .collect();
-        render(&header, &rows)
-    };
+    let table_text = Table::text_of_one_run;
     if let Some(t) = events_table([s]) {
         out.push_str("events (seconds from the start of measurement):\n");
         out.push_str(&table_text(&t));

@@ -24,6 +24,7 @@ pub mod model;
 pub mod png;
 pub mod raid;
 pub mod run_text;
+pub mod samples;
 pub mod schedule;
 pub mod steady;
 pub mod svg;

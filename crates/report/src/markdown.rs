@@ -48,6 +48,11 @@ fn events_markdown(summaries: &[RunSummary]) -> String {
         out.push_str(&t.markdown());
         out.push_str(&format!("\n{}\n", crate::events::PHASES_NOTE));
     }
+    if let Some(t) = crate::samples::samples_table(summaries) {
+        out.push_str("\n## Samples\n\n");
+        out.push_str(&t.markdown());
+        out.push_str(&format!("\n{}\n", crate::samples::SAMPLES_NOTE));
+    }
     if let Some(t) = crate::schedule::schedule_table(summaries) {
         out.push_str("\n## Rate schedule\n\n");
         out.push_str(&t.markdown());

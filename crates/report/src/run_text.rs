@@ -50,6 +50,10 @@ pub fn run_table(s: &RunSummary) -> String {
         s.client.worker_busy_max * 100.0
     ));
     out.push_str(&event_lines(s));
+    if let Some(t) = crate::samples::samples_table([s]) {
+        out.push_str("samples (the values printed during measurement):\n");
+        out.push_str(&t.text_of_one_run());
+    }
     out.push_str(&schedule_lines(s));
     if let Some(ss) = &s.steady_state {
         out.push_str(&format!("{}\n", ss.sentence()));

@@ -491,6 +491,22 @@ impl Table {
         }
         out
     }
+
+    /// Terminal text of a table of one run, its first column (the run) left out.
+    pub fn text_of_one_run(&self) -> String {
+        let header: Vec<&str> = self
+            .columns
+            .iter()
+            .skip(1)
+            .map(|(n, _)| n.as_str())
+            .collect();
+        let rows: Vec<Vec<String>> = self
+            .rows
+            .iter()
+            .map(|r| r.cells.iter().skip(1).map(|c| c.shown.clone()).collect())
+            .collect();
+        render(&header, &rows)
+    }
 }
 
 /// What the targets' sessions actually used (how operations overlapped, kernel features and

@@ -244,6 +244,7 @@ pub fn au_chart(summaries: &[RunSummary]) -> Option<String> {
             marks: &[],
             shades: &[],
             x_min: None,
+            x_max: None,
         }
         .svg(),
     )

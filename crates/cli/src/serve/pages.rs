@@ -245,6 +245,7 @@ pub fn history_page(q: &HistoryQuery, points: &[HistoryRun], confidence: f64) ->
             marks: &marks,
             shades: &[],
             x_min: None,
+            x_max: None,
         }
         .svg()
     };

@@ -6,11 +6,12 @@
 use std::fmt::Write;
 
 use crate::html::params_text;
+use crate::html::samples::UnitCharts;
 use crate::model::{self, Group};
 use crate::svg::{self, Highlight, Mark, Series, Shade, XAxis, YAxis, esc};
 use storlab_model::op::ResultKind;
 use storlab_results::comparison::CalloutKind;
-use storlab_results::events::EventStatus;
+use storlab_results::events::{EventStatus, REPORTED_KIND};
 use storlab_results::histograms::hlog_tag;
 use storlab_results::stored::StoredRun;
 use storlab_results::summary::RunSummary;
@@ -120,6 +121,7 @@ fn comparison_charts(h: &mut String, gi: usize, g: &Group, targets: &[String]) {
             marks: &[],
             shades: &[],
             x_min: None,
+            x_max: None,
         }
         .svg(),
     );
@@ -333,6 +335,7 @@ pub fn percentile_section(
                 marks: &[],
                 shades: &[],
                 x_min: Some(0.0),
+                x_max: None,
             }
             .svg(),
         );
@@ -342,16 +345,21 @@ pub fn percentile_section(
 }
 
 /// The run's events as vertical marks: a study event with its name, action and status (one
-/// that did not run: no mark), other marks with their kind and detail. `phases`: also the
-/// rate schedule's phase changes.
+/// that did not run: no mark), a span a `sample` event's command reported with its duration,
+/// other marks with their kind and detail; a `sample` event's own row, which spans the step,
+/// is none. `phases`: also the rate schedule's phase changes.
 pub fn event_marks(s: &RunSummary, phases: bool) -> Vec<Mark> {
     s.events
         .iter()
         .filter(|e| e.kind != "warmup-start" || s.warmup_seconds > 0.0)
-        .filter(|e| e.kind != "process-stopped")
+        .filter(|e| e.kind != "process-stopped" && !e.is_sample())
         .filter(|e| phases || e.kind != "schedule-phase")
         .filter_map(|e| match &e.outcome {
             Some(o) if matches!(o.status, EventStatus::NotReached | EventStatus::Skipped) => None,
+            Some(o) if e.kind == REPORTED_KIND => Some(Mark {
+                x: e.time_seconds,
+                label: format!("{} ({}, {:.1} s)", o.name, e.kind, o.duration_seconds),
+            }),
             Some(o) => Some(Mark {
                 x: e.time_seconds,
                 label: if o.status == EventStatus::Ok {
@@ -429,25 +437,33 @@ pub fn timeline_chart(h: &mut String, r: &StoredRun, colors: &[String]) {
     }
     let marks = event_marks(s, true);
     let shades = run_shades(s);
-    h.push_str(
-        &svg::LineChart {
-            labels: svg::Labels {
-                id: &id,
-                title: &title,
-                x: "seconds from the start of measurement",
-                y: "operations per second",
-            },
-            width: svg::FULL_WIDTH,
-            y_div: 1.0,
-            series: &series,
-            x_axis: XAxis::Linear,
-            y_axis: YAxis::Linear,
-            marks: &marks,
-            shades: &shades,
-            x_min: None,
-        }
-        .svg(),
-    );
+    let mut chart = svg::LineChart {
+        labels: svg::Labels {
+            id: &id,
+            title: &title,
+            x: "seconds from the start of measurement",
+            y: "operations per second",
+        },
+        width: svg::FULL_WIDTH,
+        y_div: 1.0,
+        series: &series,
+        x_axis: XAxis::Linear,
+        y_axis: YAxis::Linear,
+        marks: &marks,
+        shades: &shades,
+        x_min: None,
+        x_max: None,
+    };
+    // What the run's sample events read, under it on the same time axis.
+    let samples = UnitCharts::of(r);
+    let axis = samples.shared_axis(chart.x_extent());
+    if let Some((from, to)) = axis {
+        (chart.x_min, chart.x_max) = (Some(from), Some(to));
+    }
+    h.push_str(&chart.svg());
+    if let Some(axis) = axis {
+        samples.draw(h, r, (&marks, &shades), axis);
+    }
 }
 
 /// A run's timeline curves, one per target: each interval's ops/s at its end (measured, and

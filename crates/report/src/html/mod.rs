@@ -13,6 +13,7 @@ pub mod appendix;
 pub mod charts;
 pub mod disclosure;
 pub mod multiples;
+pub mod samples;
 pub mod schedule;
 pub mod summary;
 pub mod tables;
@@ -468,6 +469,14 @@ fn events_section(h: &mut String, summaries: &[RunSummary]) {
     if let Some(t) = &events {
         h.push_str("<p class=\"meta\">The study's events: times in seconds from the start of measurement; each is marked on its run's timeline.</p>");
         h.push_str(&tables::table_html(t, "events"));
+    }
+    if let Some(t) = crate::samples::samples_table(summaries) {
+        h.push_str(&tables::table_html(&t, "samples"));
+        let _ = write!(
+            h,
+            "<p class=\"meta\">{} Drawn under each run's timeline in the appendix.</p>",
+            esc(crate::samples::SAMPLES_NOTE)
+        );
     }
     if let Some(t) = &recovery {
         h.push_str(&tables::table_html(t, "recovery"));

@@ -118,7 +118,7 @@ fn total_chart(
     h.push_str(&svg::LineChart { labels: svg::Labels { id: &format!("schedule-total-{}", s.run_index), title: &format!(
             "run {}: throughput during the ramp-up and the measurement interval, all groups",
             s.run_index
-        ), x: "seconds from the start of measurement", y: "operations per second" }, width: svg::FULL_WIDTH, y_div: 1.0, series: &total_series(sched, per, interval_s, covered_s, ramp_up), x_axis: XAxis::Linear, y_axis: YAxis::Linear, marks: &total_marks, shades: &total_shades, x_min: Some(from) }.svg());
+        ), x: "seconds from the start of measurement", y: "operations per second" }, width: svg::FULL_WIDTH, y_div: 1.0, series: &total_series(sched, per, interval_s, covered_s, ramp_up), x_axis: XAxis::Linear, y_axis: YAxis::Linear, marks: &total_marks, shades: &total_shades, x_min: Some(from), x_max: None }.svg());
 }
 
 /// The study's events (a node lost), not the start and end of measurement (the x axis is

@@ -73,6 +73,9 @@ pub struct LineChart<'a> {
     pub shades: &'a [Shade],
     /// Where the x axis starts, when not at zero (or at the smallest x of a log scale).
     pub x_min: Option<f64>,
+    /// Where the x axis ends at least (beyond the data, marks and shades): charts drawn on
+    /// one time axis (a run's throughput and its samples).
+    pub x_max: Option<f64>,
 }
 
 impl LineChart<'_> {
@@ -94,6 +97,7 @@ impl LineChart<'_> {
             marks,
             shades,
             x_min,
+            x_max,
         } = *self;
         let names: Vec<String> = series.iter().map(|s| s.name.clone()).collect();
         let mut notes = Vec::new();
@@ -130,7 +134,8 @@ impl LineChart<'_> {
             .map(|(i, s)| s.color.unwrap_or(i))
             .collect();
         legend(&mut svg, (fr.x, 38.0, fr.w), &names, &colors, note);
-        let ext = Extent::of(series, marks, shades);
+        let mut ext = Extent::of(series, marks, shades);
+        ext.xmax = ext.xmax.max(x_max.unwrap_or(f64::MIN));
         let ys = y_scale(&mut svg, fr, y_axis_kind, &ext, y_div, y_label);
         let xs = x_scale(&mut svg, fr, &x_axis, x_min, &ext, x_label);
         shade_ranges(&mut svg, fr, xs, shades);
@@ -141,6 +146,13 @@ impl LineChart<'_> {
         }
         svg.raw("</g>");
         svg.finish(id, title)
+    }
+
+    /// The x range its data, marks and shades span, (lowest, highest): the axis drawn covers
+    /// it.
+    pub fn x_extent(&self) -> (f64, f64) {
+        let e = Extent::of(self.series, self.marks, self.shades);
+        (e.xlo, e.xmax)
     }
 }
 
@@ -491,6 +503,7 @@ mod tests {
             marks: &[],
             shades: &[],
             x_min: None,
+            x_max: None,
         }
         .svg();
         let plot = svg.split("<g class=\"plot\"").nth(1).unwrap();
@@ -541,6 +554,7 @@ mod tests {
             marks: &[],
             shades: &[],
             x_min: Some(0.0),
+            x_max: None,
         }
         .svg();
         let plot = svg.split("<g class=\"plot\"").nth(1).unwrap();
