@@ -3,18 +3,20 @@
 //! What it read is in the run's `samples.csv`, in `summary.json` (`samples` per series, the
 //! span as a `reported` event with its duration and bytes), in the results store (`samples`
 //! table, the span's bytes in `events`) and in the reports (the HTML report's chart per unit
-//! under the throughput timeline, the series' table in HTML and Markdown). A command that exits before its step ends is a warning, its status
-//! and exit code recorded, and the study goes on.
+//! under the throughput timeline, the series' table in HTML and Markdown). A command that
+//! exits before its step ends is a warning, its status and exit code recorded, and the study
+//! goes on. The command is stopped once an `outlive-step` wait has ended, before the step's
+//! `after-step` events.
 
 mod common;
 
 use common::{Lab, text};
 
-/// Two steps of 1 s on the null target (the first with a warm-up): the first sampled by a
-/// command that prints a sample of two series, a span with bytes, a line of neither, then a
-/// sample of one series every 100 ms; the second by one that exits 3 after one sample.
-const STUDY: &str = r##"name = "sampled"
-interval = "100ms"
+/// The null target at 5,000 operations per second, and a step of 1 s on it (its events and
+/// keys follow).
+macro_rules! null_step {
+    () => {
+        r#"interval = "100ms"
 
 [targets.null]
 type = "null"
@@ -27,7 +29,17 @@ rate-ops = 5000
 workload = "w"
 targets = ["null"]
 duration = "1s"
-warmup = "200ms"
+"#
+    };
+}
+
+/// Two steps of 1 s on the null target (the first with a warm-up): the first sampled by a
+/// command that prints a sample of two series, a span with bytes, a line of neither, then a
+/// sample of one series every 100 ms; the second by one that exits 3 after one sample.
+const STUDY: &str = concat!(
+    "name = \"sampled\"\n",
+    null_step!(),
+    r##"warmup = "200ms"
 
 [[steps.events]]
 name = "node-use"
@@ -53,7 +65,8 @@ duration = "1s"
 name = "short"
 action = "sample"
 command = ["sh", "-c", "echo 'sample x 1 things'; exit 3"]
-"##;
+"##
+);
 
 #[test]
 fn a_sample_event_stores_its_series_and_spans_and_the_report_draws_them() {
@@ -219,4 +232,93 @@ fn a_sample_event_stores_its_series_and_spans_and_the_report_draws_them() {
             .contains("event `short` (sample) failed"),
         "{s}"
     );
+}
+
+/// A step of 1 s whose `wait-for` (with `outlive-step`) succeeds 0.6 s after its load ended:
+/// the sample command is stopped only after it, and before the step's `after-step` event, so
+/// it reads values after the load too (in `samples.csv`, in none of the summary's figures).
+#[test]
+fn a_sample_event_is_stopped_after_an_outlive_step_wait_and_before_after_step_events() {
+    let lab = Lab::new();
+    let flag = lab.path().join("redundant");
+    let study = format!(
+        concat!(
+            "name = \"outlived\"\n",
+            null_step!(),
+            r#"
+[[steps.events]]
+name = "use"
+action = "sample"
+command = ["sh", "-c", "while :; do echo 'sample n1.cpu 0.5 cpus'; sleep 0.05; done"]
+
+[[steps.events]]
+name = "copy"
+action = "start"
+at = "0.1s"
+command = ["sh", "-c", "sleep 1.5; touch {flag}"]
+
+[[steps.events]]
+name = "resynced"
+action = "wait-for"
+at = "0.2s"
+command = ["test", "-e", "{flag}"]
+poll = "50ms"
+timeout = "20s"
+outlive-step = true
+
+[[steps.events]]
+name = "after"
+action = "exec"
+after-step = true
+command = ["true"]
+"#
+        ),
+        flag = flag.display()
+    );
+    let path = lab.write("outlived.toml", &study);
+    let out = lab.run(&["run", path.to_str().unwrap(), "-q"]);
+    assert!(out.status.success(), "{:?}", text(&out));
+    let folder = lab.study_folder().join("run-001");
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(folder.join("summary.json")).unwrap())
+            .unwrap();
+    let event = |name: &str| {
+        s["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == name)
+            .unwrap_or_else(|| panic!("{name}: {s}"))
+            .clone()
+    };
+    let ns = |e: &serde_json::Value, k: &str| e[k].as_i64().unwrap();
+    let (sampled, resynced, after) = (event("use"), event("resynced"), event("after"));
+    assert_eq!(resynced["status"], "ok", "{resynced}");
+    assert_eq!(sampled["status"], "ok", "{sampled}");
+    assert!(ns(&resynced, "end-ns") > 1_300_000_000, "{resynced}");
+    assert!(
+        ns(&sampled, "end-ns") >= ns(&resynced, "end-ns"),
+        "{sampled} {resynced}"
+    );
+    assert!(
+        ns(&after, "start-ns") >= ns(&sampled, "end-ns"),
+        "{after} {sampled}"
+    );
+    // Values read while the wait outlived the load: stored, but not in the figures.
+    let measured_ns = (s["measured-seconds"].as_f64().unwrap() * 1e9) as i64;
+    let csv = std::fs::read_to_string(folder.join("samples.csv")).unwrap();
+    let times: Vec<i64> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').next().unwrap().parse().unwrap())
+        .collect();
+    let inside = times
+        .iter()
+        .filter(|t| (0..=measured_ns).contains(*t))
+        .count();
+    assert!(
+        times.iter().any(|t| *t > measured_ns + 200_000_000),
+        "{csv}"
+    );
+    assert_eq!(s["samples"]["n1.cpu"]["count"], inside as u64, "{s}");
 }
