@@ -19,12 +19,13 @@ pub const RUN_FILE_NAMES: [&str; 7] = [
 /// The study folder's files a report reads beside its runs', kept as `study/NAME`.
 pub const STUDY_FILE_NAMES: [&str; 2] = ["raid.json", crate::write::BASELINE_FILE];
 
-/// The samples of the run folder `folder` (`samples.csv`; none when it has no such file).
-pub fn read_samples(folder: &Path) -> Result<Vec<crate::samples::Sample>, StoreError> {
+/// The samples of the run folder `folder` (`samples.csv`); None when it has no such file (its
+/// step had no `sample` event).
+pub fn read_samples(folder: &Path) -> Result<Option<Vec<crate::samples::Sample>>, StoreError> {
     let path = folder.join(crate::samples::SAMPLES_FILE);
     match std::fs::read_to_string(&path) {
-        Ok(text) => Ok(crate::samples::parse_samples(&text)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Ok(text) => Ok(Some(crate::samples::parse_samples(&text))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(source) => Err(StoreError::Io { path, source }),
     }
 }

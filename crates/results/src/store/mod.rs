@@ -312,9 +312,11 @@ impl Store {
     pub fn finish_run(&mut self, run_id: &str, summary: &RunSummary) -> Result<(), StoreError> {
         each!(&mut self.backend, s => s.finish_run(run_id, summary))?;
         let folder = self.folder(run_id)?;
-        // What its `sample` events read, from the folder's `samples.csv` (none: no rows).
-        let samples = files::read_samples(&folder)?;
-        each!(&mut self.backend, s => s.store_samples(run_id, &samples))?;
+        // What its `sample` events read, from the folder's `samples.csv` (a run without the
+        // file had no sample event: nothing to write).
+        if let Some(samples) = files::read_samples(&folder)? {
+            each!(&mut self.backend, s => s.store_samples(run_id, &samples))?;
+        }
         if self.is_shared() {
             let files = files::read_run_files(&folder)?;
             self.put_files(run_id, &files)?;
