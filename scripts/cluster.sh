@@ -24,7 +24,7 @@
 # own, not a member per node: the DCS is not what is under test; with a member per node, powering
 # off the node whose member leads etcd would add an etcd election to the outage, so the outage
 # would depend on which member led.
-# Timings (the issue's measured ones): ttl 10, loop_wait 2, retry_timeout 4, synchronous_mode.
+# Timings: scripts/patroni-lib.sh.
 # Every data, config, log and pid file is under DIR; PostgreSQL and Patroni run as `postgres`.
 # Nothing else on the host is touched: no other interface, no forwarding, no firewall rule.
 set -euo pipefail
@@ -33,6 +33,8 @@ SCRIPTS="$(cd "$(dirname "$0")" && pwd)"
 . "$SCRIPTS/tools-lib.sh"
 # shellcheck source=scripts/netns-lib.sh
 . "$SCRIPTS/netns-lib.sh"
+# shellcheck source=scripts/patroni-lib.sh
+. "$SCRIPTS/patroni-lib.sh"
 
 PG_BIN="${STORLAB_PG_BIN:-/usr/lib/postgresql/15/bin}"
 NODES=(node1 node2 node3)
@@ -148,96 +150,14 @@ EOF
 # ---------------------------------------------------------------------------------------------
 # start
 
-start_etcd() {
-  local dir="$1" root="$1/dcs" ns ip
-  ns="$(ns_of "$dir" dcs)"
-  ip="$(node_ip "$dir" dcs)"
-  mkdir -p "$root"
-  echo "$ns" >"$root/netns"
-  # The peer URL is the namespace's own loopback: a one-member cluster.
-  ns_spawn "$ns" "$root/etcd.pid" "$root/etcd.log" root etcd --name dcs --data-dir "$root/data" \
-    --listen-client-urls "http://$ip:2379" --advertise-client-urls "http://$ip:2379" \
-    --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
-    --initial-cluster dcs=http://127.0.0.1:2380 --initial-cluster-state new
-  local i
-  for ((i = 0; i < 300; i++)); do
-    if ip netns exec "$ns" env ETCDCTL_API=3 etcdctl --endpoints "http://$ip:2379" --dial-timeout=1s endpoint health >/dev/null 2>&1; then
-      return 0
-    fi
-    if [ "$i" -gt 20 ] && ! alive "$(pidfile_pid "$root/etcd.pid")"; then
-      fail_server etcd "$root/etcd.log" "exited before answering on $ip:2379"
-    fi
-    sleep 0.1
-  done
-  fail_server etcd "$root/etcd.log" "did not answer on $ip:2379 within 30 s"
-}
+start_etcd() { etcd_start "$1/dcs" "$(ns_of "$1" dcs)" "$(node_ip "$1" dcs)"; }
 
 write_patroni_conf() {
-  local dir="$1" node="$2" root="$1/$2" x ip
-  x="$(cat "$dir/subnet")"
-  ip="$(node_ip "$dir" "$node")"
-  cat >"$root/patroni.yml" <<EOF
-# storlab scripts/cluster.sh: node $node in namespace $(ns_of "$dir" "$node") ($ip)
-scope: storlab-$(dir_hash "$dir")
-namespace: /storlab/
-name: $node
-log:
-  level: INFO
-restapi:
-  listen: $ip:8008
-  connect_address: $ip:8008
-etcd3:
-  host: $(node_ip "$dir" dcs):2379
-bootstrap:
-  dcs:
-    ttl: 10
-    loop_wait: 2
-    retry_timeout: 4
-    maximum_lag_on_failover: 1048576
-    synchronous_mode: true
-    postgresql:
-      use_pg_rewind: true
-      use_slots: true
-      parameters:
-        wal_level: replica
-        hot_standby: "on"
-        max_wal_senders: 10
-        max_replication_slots: 10
-        wal_log_hints: "on"
-  initdb:
-    - encoding: UTF8
-    - locale: C
-  pg_hba:
-    - local all all trust
-    - host replication replicator 10.214.$x.0/24 scram-sha-256
-    - host all all 10.214.$x.0/24 scram-sha-256
-  post_bootstrap: $dir/post-bootstrap.sh
-postgresql:
-  listen: $ip:5432
-  connect_address: $ip:5432
-  use_unix_socket: true
-  data_dir: $root/data
-  bin_dir: $PG_BIN
-  pgpass: $root/pgpass
-  # A replica's copy starts at once (the default spread checkpoint took 95 s on a new cluster).
-  basebackup:
-    - checkpoint: fast
-  authentication:
-    superuser:
-      username: postgres
-      password: $(cat "$dir/superuser-password")
-    replication:
-      username: replicator
-      password: $(cat "$dir/replication-password")
-  parameters:
-    unix_socket_directories: $root/run
-    unix_socket_permissions: "0700"
-    password_encryption: scram-sha-256
-    logging_collector: "on"
-    log_directory: $root/pglog
-    shared_buffers: 64MB
-    max_connections: 100
-EOF
+  local dir="$1" node="$2" root="$1/$2"
+  patroni_conf "$root/patroni.yml" "note=scripts/cluster.sh: node $node in namespace $(ns_of "$dir" "$node")" \
+    "scope=storlab-$(dir_hash "$dir")" "name=$node" "ip=$(node_ip "$dir" "$node")" rest=8008 pg=5432 \
+    "data=$root/data" "run=$root/run" "pglog=$root/pglog" "dcs=$(node_ip "$dir" dcs)" \
+    "subnet=$(cat "$dir/subnet")" "secrets=$dir" "post=$dir/post-bootstrap.sh"
 }
 
 start_node() {
@@ -267,26 +187,11 @@ cmd_start() {
     die "the postgres user cannot reach $dir: use a DIR whose parent directories others may traverse (e.g. under /tmp)"
   local x br
   br="$(bridge_of "$dir")"
-  netns_lock
-  x="$(free_octet 10.214 "no free 10.214.X.0/24 for the cluster's bridge")"
-  echo "$x" >"$dir/subnet"
-  bridge_add "$br" "10.214.$x.1/24"
-  netns_unlock
+  x="$(bridge_subnet "$dir" 10.214 "$br")"
   local who
   for who in dcs "${NODES[@]}"; do make_ns "$dir" "$who"; done
 
-  local pw
-  for pw in superuser replication storlab; do
-    od -An -N12 -tx1 /dev/urandom | tr -d ' \n' >"$dir/$pw-password"
-    chmod 600 "$dir/$pw-password"
-  done
-  # Patroni runs this once, on the node that bootstraps, with a superuser connection URL.
-  cat >"$dir/post-bootstrap.sh" <<EOF
-#!/bin/sh
-exec psql -X -q "\$1" -v ON_ERROR_STOP=1 -c "CREATE ROLE $PG_USER LOGIN PASSWORD '$(cat "$dir/storlab-password")'" -c "CREATE DATABASE $PG_DB OWNER $PG_USER"
-EOF
-  chown postgres:postgres "$dir/post-bootstrap.sh"
-  chmod 700 "$dir/post-bootstrap.sh"
+  patroni_secrets "$dir" "$PG_USER" "$PG_DB"
 
   start_etcd "$dir"
   local node
@@ -350,24 +255,12 @@ stop_all() {
   netns_teardown cluster "$where" "$(bridge_of "$dir")" "${links[@]}"
 }
 
-cmd_stop() {
-  local dir
-  [ -n "${1:-}" ] || usage
-  [ -d "$1" ] || { log "$1: no such directory, nothing to stop"; return 0; }
-  dir="$(resolve_dir "$1")"
-  stop_all "$dir" || die "some of the cluster under $dir could not be stopped"
-  log "stopped: no process, namespace, link or bridge of $dir left"
-}
+cmd_stop() { stop_under "${1:-}" "some of the cluster" "no process, namespace, link or bridge"; }
 
 # ---------------------------------------------------------------------------------------------
 # status, leader, redundant, power-off
 
-need_cluster() {
-  local dir
-  dir="$(resolve_dir "${1:-}")"
-  [ -r "$dir/subnet" ] || die "no cluster was started under $dir"
-  echo "$dir"
-}
+need_cluster() { started_under "${1:-}" "cluster"; }
 
 cmd_status() {
   local dir node ns rc=0

@@ -73,6 +73,18 @@ free_octet() {
   die "$2"
 }
 
+# bridge_subnet DIR PREFIX BRIDGE: a free PREFIX.X.0/24 (written to DIR/subnet) and BRIDGE on
+# the host at PREFIX.X.1/24; prints X. Under netns_lock: two scripts never take the same.
+bridge_subnet() {
+  local x
+  netns_lock
+  x="$(free_octet "$2" "no free $2.X.0/24 for the bridge $3")"
+  echo "$x" >"$1/subnet"
+  bridge_add "$3" "$2.$x.1/24"
+  netns_unlock
+  echo "$x"
+}
+
 # host_has_addr ADDR: a link on the host has address ADDR (any prefix length).
 host_has_addr() {
   local addrs

@@ -138,11 +138,7 @@ cmd_start() {
   trap 'rc=$?; if [ "$rc" -ne 0 ]; then log "start failed: stopping what was started in '"$dir"'"; stop_all "'"$dir"'" quiet || true; fi' EXIT
   local x br node
   br="$(bridge_of "$dir")"
-  netns_lock
-  x="$(free_octet 10.215 "no free 10.215.X.0/24 for the cluster's bridge")"
-  echo "$x" >"$dir/subnet"
-  bridge_add "$br" "10.215.$x.1/24"
-  netns_unlock
+  x="$(bridge_subnet "$dir" 10.215 "$br")"
   for node in "${NODES[@]}"; do
     make_ns "$dir" "$node"
     mkdir -p "$dir/$node"
@@ -232,12 +228,7 @@ check() {
 cmd_serving() { check "$(need_cluster "${1:-}")" serving; }
 cmd_redundant() { check "$(need_cluster "${1:-}")" redundant; }
 
-need_cluster() {
-  local dir
-  dir="$(resolve_dir "${1:-}")"
-  [ -r "$dir/subnet" ] || die "no cluster was started under $dir"
-  echo "$dir"
-}
+need_cluster() { started_under "${1:-}" "cluster"; }
 
 cmd_status() {
   local dir node ns rc=0
@@ -301,14 +292,7 @@ stop_all() {
   netns_teardown "redis cluster" "$where" "$(bridge_of "$dir")" "${links[@]}"
 }
 
-cmd_stop() {
-  local dir
-  [ -n "${1:-}" ] || usage
-  [ -d "$1" ] || { log "$1: no such directory, nothing to stop"; return 0; }
-  dir="$(resolve_dir "$1")"
-  stop_all "$dir" || die "some of the cluster under $dir could not be stopped"
-  log "stopped: no process, namespace, link or bridge of $dir left"
-}
+cmd_stop() { stop_under "${1:-}" "some of the cluster" "no process, namespace, link or bridge"; }
 
 case "${1:-}" in
 install) cmd_install ;;

@@ -412,14 +412,7 @@ stop_all() {
   return "$ok"
 }
 
-cmd_stop() {
-  local dir
-  [ -n "${1:-}" ] || usage
-  [ -d "$1" ] || { log "$1: no such directory, nothing to stop"; return 0; }
-  dir="$(resolve_dir "$1")"
-  stop_all "$dir" || die "some processes under $dir could not be stopped"
-  log "stopped: no server process left under $dir"
-}
+cmd_stop() { stop_under "${1:-}" "some processes" "no server process"; }
 
 # ---------------------------------------------------------------------------------------------
 # status

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by scripts/servers.sh and scripts/peers.sh (sourced, not run).
 # Binaries are built once per machine into a cache outside the repository and reused.
 
@@ -93,6 +94,26 @@ resolve_dir() {
 }
 
 is_root() { [ "$(id -u)" -eq 0 ]; }
+
+# stop_under DIR WHAT LEFT: a script's `stop DIR` command, over the caller's `stop_all DIR`:
+# nothing to do when DIR does not exist; dies with "WHAT under DIR could not be stopped", else
+# logs "stopped: LEFT of DIR left" (LEFT: what is no longer there).
+stop_under() {
+  local dir
+  [ -n "${1:-}" ] || usage
+  [ -d "$1" ] || { log "$1: no such directory, nothing to stop"; return 0; }
+  dir="$(resolve_dir "$1")"
+  stop_all "$dir" || die "$2 under $dir could not be stopped"
+  log "stopped: $3 of $dir left"
+}
+
+# started_under DIR WHAT: DIR resolved, when WHAT was started under it (it has DIR/subnet).
+started_under() {
+  local dir
+  dir="$(resolve_dir "${1:-}")"
+  [ -r "$dir/subnet" ] || die "no $2 was started under $dir"
+  echo "$dir"
+}
 
 # A pid that exists and is not a zombie.
 alive() {
