@@ -79,19 +79,20 @@ pub fn add_recovery(
             source,
         })?;
     let interval_s = run.interval.0.as_secs_f64();
+    // The figures end with the step's duration: the sliver after it is the workers noticing
+    // the end (a session stuck in a transaction then), not an outage nor a phase.
+    let scheduled_s = run
+        .duration
+        .map_or(summary.measured_seconds, |d| d.0.as_secs_f64())
+        .min(summary.measured_seconds);
     if !run.events.is_empty() {
-        let outline = summary.outline();
+        let mut outline = summary.outline();
+        outline.measured_seconds = scheduled_s;
         let recovery =
             storlab_results::recovery::for_run(&outline, &timeline, interval_s, &run.events);
         let phases = storlab_results::phases::for_run(&outline, &timeline, interval_s);
         (summary.recovery, summary.phases) = (recovery, phases);
     }
-    // The schedule's figures end with its step's duration: the sliver after it is the
-    // workers noticing the end, not a phase.
-    let scheduled_s = run
-        .duration
-        .map_or(summary.measured_seconds, |d| d.0.as_secs_f64())
-        .min(summary.measured_seconds);
     summary.schedule = run
         .schedule
         .as_ref()
