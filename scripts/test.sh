@@ -6,8 +6,9 @@
 # (FerretDB is built once from its Go module, a few minutes) and started on 127.0.0.1 for
 # the tests only, then stopped; Samba 4.17 and NFS-Ganesha 4.3 (scripts/fileservers.sh, Ganesha
 # in its own network namespace); a three-node PostgreSQL 15 / Patroni / etcd cluster
-# (scripts/cluster.sh, each node in its own network namespace; tests/cluster.rs then
-# tests/elastic.rs each power its leader off); a Redis 7.0 Cluster of 3 masters and 3 replicas
+# (scripts/cluster.sh, each node in its own network namespace; tests/cluster.rs powers its
+# leader off); the HCI cluster of 4 bounded nodes and 4 tenant Patroni clusters (scripts/hci.sh,
+# started by tests/elastic.rs, which loses two of its nodes); a Redis 7.0 Cluster of 3 masters and 3 replicas
 # (scripts/rediscluster.sh, each node in its own network namespace; tests/rediscluster.rs
 # powers a master off); Pacemaker 2.1 and Corosync 3 on two nodes (scripts/pacemaker.sh, each
 # node in its own namespaces and cgroup; tests/raid.rs fails the RAID study's array over and
@@ -27,6 +28,7 @@ RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --workspace --document-p
 ./scripts/fileservers.sh install
 ./scripts/pacemaker.sh install
 ./scripts/cluster.sh install
+./scripts/hci.sh install
 ./scripts/rediscluster.sh install
 # YCSB 0.17.0's core jar, for tests/ycsb_exact.rs (draw-for-draw comparison with YCSB).
 ./scripts/peers.sh install-ycsb
@@ -47,6 +49,8 @@ trap './scripts/servers.sh stop "$servers" >/dev/null 2>&1 || true; ./scripts/fi
 . "$cluster/env.sh"
 # shellcheck disable=SC1091
 . "$rcluster/env.sh"
+# The HCI cluster's script: tests/elastic.rs starts a cluster of its own with it.
+export STORLAB_HCI_SCRIPT="$PWD/scripts/hci.sh"
 export STORLAB_REQUIRE_SERVERS=1
 export STORLAB_REQUIRE_CHROMIUM=1
 # Tests that need root (loop devices, filesystems) fail instead of skipping when not root.

@@ -532,7 +532,7 @@ fn help_teaches() {
 /// `storlab check` with documentation addresses (192.0.2.0/24) and device names for the
 /// servers and members the studies read from the environment. The studies that need servers
 /// are run in quick mode by their own tests (fileserver, raid), the rest by theirs or not at
-/// all in CI (elastic-failover needs the cluster that tests/cluster.rs powers off); this one
+/// all in CI (elastic-failover needs the HCI cluster that tests/elastic.rs starts); this one
 /// catches a study that no longer parses.
 #[test]
 fn every_study_in_studies_checks_valid() {
@@ -556,6 +556,8 @@ fn every_study_in_studies_checks_valid() {
             )
             .env("STORLAB_CLUSTER_SCRIPT", "scripts/cluster.sh")
             .env("STORLAB_CLUSTER_DIR", "/tmp/storlab-cluster-none")
+            .env("STORLAB_HCI_SCRIPT", "scripts/hci.sh")
+            .env("STORLAB_HCI_DIR", "/tmp/storlab-hci-none")
             .env("STORLAB_RAID_FAIL", "/dev/null")
             .env("STORLAB_RAID_MNT", "/mnt/storlab-none")
             .env("STORLAB_RAID_SPARE", "/dev/loop98")
@@ -574,6 +576,12 @@ fn every_study_in_studies_checks_valid() {
             .env("STORLAB_REDIS_CLUSTER_DIR", "/tmp/storlab-redis-none");
         for m in 0..8 {
             cmd.env(format!("STORLAB_RAID_M{m}"), format!("/dev/loop9{m}"));
+        }
+        for t in 1..=4 {
+            cmd.env(
+                format!("STORLAB_HCI_URL_T{t}"),
+                format!("postgresql://user@192.0.2.1:550{t},192.0.2.2:550{t}/ycsb?target_session_attrs=read-write"),
+            );
         }
         let o = cmd
             .args(["check", path.to_str().unwrap()])

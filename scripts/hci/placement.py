@@ -1,0 +1,351 @@
+#!/usr/bin/env python3
+"""The HCI cluster's placement daemon and its views (scripts/hci.sh calls these).
+
+  placement.py leaders DIR      exit 0 when every tenant has a running primary
+  placement.py redundant DIR    exit 0 when every tenant has a running primary and a streaming
+                                synchronous replica on two live nodes and no copy is running
+  placement.py status DIR       a line per member, then redundant's verdict
+  placement.py hosted DIR NODE  the members NODE hosts, with their roles, on one line
+  placement.py daemon DIR HCI   the daemon (HCI: scripts/hci.sh, whose add-member and
+                                remove-member it calls): every second it copies a lost member
+                                back and, when DIR/balancer enables it, runs the balance policy
+
+The daemon is part of the system under test, as vSAN's resync and DRS are part of the brief's:
+- A member on a powered-off node is dropped; a tenant left with one member gets a new replica on
+  the live node with the fewest members that does not host it (Patroni copies the primary's
+  data with pg_basebackup). When it streams, a span `resync-tT` with the bytes copied (the new
+  data directory's size then) goes to DIR/spans.log.
+- With DIR/balancer `script EPOCH POLICY` and EPOCH passed, every 2 s it gives POLICY the state
+  as JSON on stdin (each node's CPU limit and use over the last period, each tenant's primary,
+  replicas and CPU use per node); POLICY prints nothing or `move TENANT NODE`: the tenant's
+  primary to NODE. When NODE holds the tenant's replica, a Patroni switchover; else a new
+  replica on NODE (pg_basebackup), the other replica removed (Patroni's synchronous mode only
+  switches over to the synchronous standby), then the switchover. Each move is a span
+  `move-tT` with its duration. After a move it waits 10 s (the cooldown) before the next.
+Spans: `span START END NAME [bytes=N] DETAIL` (Unix seconds), read by `scripts/hci.sh watch`.
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+
+PERIOD_S, BALANCE_EVERY_S, COOLDOWN_S, MOVE_TIMEOUT_S = 1.0, 2.0, 10.0, 600.0
+
+
+def read(path, default=""):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return default
+
+
+class Cluster:
+    def __init__(self, d):
+        self.dir = d
+        self.subnet = read(f"{d}/subnet")
+        self.nodes = [f"node{i}" for i in range(1, int(read(f"{d}/nodes", "0")) + 1)]
+        self.tenants = [f"t{i}" for i in range(1, int(read(f"{d}/tenants", "0")) + 1)]
+
+    def ip(self, node):
+        return f"10.214.{self.subnet}.{10 + int(node[4:])}"
+
+    def rest(self, t, node):
+        return f"http://{self.ip(node)}:{8000 + int(t[1:])}"
+
+    def live(self, node):
+        return not os.path.exists(f"{self.dir}/{node}/off")
+
+    def members(self):
+        out = {t: [] for t in self.tenants}
+        for line in read(f"{self.dir}/members").splitlines():
+            t, node = line.split()
+            out.setdefault(t, []).append(node)
+        return out
+
+
+def get(url, timeout=1.0):
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return json.load(r)
+    except urllib.error.HTTPError as e:  # 503 for a replica on "/": still JSON
+        try:
+            return json.load(e)
+        except Exception:
+            return None
+    except Exception:
+        return None
+
+
+def view(c):
+    """Per tenant: its members' own reports (/patroni), the leader, its sync standbys and the
+    replicas streaming to it, as the leader sees them."""
+    members = c.members()
+    pairs = [(t, n) for t, ns in members.items() for n in ns if c.live(n)]
+    with ThreadPoolExecutor(max(1, len(pairs))) as ex:
+        selves = dict(zip(pairs, ex.map(lambda p: get(c.rest(*p) + "/patroni"), pairs)))
+    out = {}
+    for t, ns in members.items():
+        v = {"members": ns, "self": {n: selves.get((t, n)) for n in ns}, "leader": None,
+             "sync": set(), "streaming": set()}
+        for n in ns:
+            s = v["self"][n]
+            if s and s.get("role") in ("master", "primary") and s.get("state") == "running":
+                v["leader"] = n
+        if v["leader"]:
+            top = get(c.rest(t, v["leader"]) + "/") or {}
+            cl = get(c.rest(t, v["leader"]) + "/cluster") or {}
+            # Member names are tT-NODE; a copy's walsender (pg_basebackup) is not a member.
+            v["sync"] = {m["name"][len(t) + 1:] for m in cl.get("members", [])
+                         if m.get("role") == "sync_standby" and m["name"].startswith(t + "-")}
+            v["streaming"] = {r["application_name"][len(t) + 1:] for r in top.get("replication", [])
+                              if r.get("state") == "streaming"
+                              and r.get("application_name", "").startswith(t + "-")}
+        out[t] = v
+    return out
+
+
+def copying(c):
+    return read(f"{c.dir}/placement.copying")
+
+
+def not_redundant(c, v):
+    why = []
+    for t, tv in v.items():
+        if not tv["leader"]:
+            why.append(f"{t}: no primary")
+            continue
+        ok = [n for n in tv["sync"] & tv["streaming"] if n != tv["leader"] and c.live(n)]
+        if not ok:
+            why.append(f"{t}: no synchronous replica streaming (primary {tv['leader']})")
+    if copying(c):
+        why.append(f"copying: {copying(c)}")
+    return why
+
+
+def copied_since_loss(c):
+    """The resync spans since the last power-off: bytes and the time they took."""
+    offs = [float(read(f"{c.dir}/{n}/off", "0")) for n in c.nodes if not c.live(n)]
+    since = max(offs) if offs else 0.0
+    total, first, last = 0, None, None
+    for line in read(f"{c.dir}/spans.log").splitlines():
+        f = line.split()
+        if len(f) < 4 or not f[3].startswith("resync-") or float(f[1]) < since:
+            continue
+        total += next((int(x[6:]) for x in f[4:] if x.startswith("bytes=")), 0)
+        first = float(f[1]) if first is None else min(first, float(f[1]))
+        last = float(f[2]) if last is None else max(last, float(f[2]))
+    if first is None:
+        return "no data copied since the last power-off"
+    secs = max(last - first, 1e-9)
+    return f"copied {total} bytes in {secs:.1f} s ({total / secs / 1e6:.1f} MB/s) since the last power-off"
+
+
+def cmd_leaders(c):
+    v = view(c)
+    missing = [t for t, tv in v.items() if not tv["leader"]]
+    print(f"{len(v) - len(missing)} of {len(v)} tenants have a primary" + (f" (not: {' '.join(missing)})" if missing else ""))
+    return 1 if missing else 0
+
+
+def cmd_redundant(c, quiet=False):
+    v = view(c)
+    why = not_redundant(c, v)
+    if why:
+        print("; ".join(why))
+        return 1
+    if not quiet:
+        print(f"redundant: {len(v)} tenants, each with a primary and a synchronous replica on two live nodes; {copied_since_loss(c)}")
+    return 0
+
+
+def cmd_status(c):
+    v = view(c)
+    for n in c.nodes:
+        print(f"{n} {'live' if c.live(n) else 'powered off'} {c.ip(n)}")
+    for t, tv in v.items():
+        for n in tv["members"]:
+            s = tv["self"].get(n) or {}
+            role = "primary" if n == tv["leader"] else ("sync" if n in tv["sync"] else "replica")
+            print(f"  {t}-{n} {role} {s.get('state', 'no answer')} streaming={n in tv['streaming']}")
+    return cmd_redundant(c)
+
+
+class Cpu:
+    """CPU time of each node's group and each member's (cgroup v1 cpuacct, or v2 cpu.stat)."""
+
+    def __init__(self, c):
+        mounts = [l.split() for l in read("/proc/self/mounts").splitlines()]
+        acct = [m[1] for m in mounts if m[2] == "cgroup" and "cpuacct" in m[3].split(",")]
+        v2 = [m[1] for m in mounts if m[2] == "cgroup2"]
+        self.base = f"{(acct or v2 or [''])[0]}/storlab-hci-{c.hash}"
+        self.v1 = bool(acct)
+        self.last, self.at = {}, time.monotonic()
+
+    def usage_s(self, rel):
+        if self.v1:
+            return int(read(f"{self.base}/{rel}/cpuacct.usage", "0")) / 1e9
+        stat = dict(l.split() for l in read(f"{self.base}/{rel}/cpu.stat").splitlines() if l)
+        return int(stat.get("usage_usec", 0)) / 1e6
+
+    def rates(self, rels):
+        now = time.monotonic()
+        dt, out = max(now - self.at, 1e-3), {}
+        for rel in rels:
+            u = self.usage_s(rel)
+            out[rel] = max(0.0, (u - self.last.get(rel, u)) / dt)
+            self.last[rel] = u
+        self.at = now
+        return out
+
+
+class Daemon:
+    def __init__(self, c, hci):
+        self.c, self.hci = c, hci
+        self.c.hash = read(f"{c.dir}/hash")
+        self.cpu = Cpu(c)
+        self.copies = {}  # tenant -> (node, start, detail)
+        self.next_balance = 0.0
+
+    def span(self, start, name, detail, bytes_=None):
+        b = f" bytes={bytes_}" if bytes_ is not None else ""
+        with open(f"{self.c.dir}/spans.log", "a") as f:
+            f.write(f"span {start:.3f} {time.time():.3f} {name}{b} {detail}\n")
+
+    def run(self, *args):
+        r = subprocess.run([self.hci, *args, ], capture_output=True, text=True)
+        if r.returncode != 0:
+            print(f"{' '.join(args)}: exit {r.returncode}: {r.stderr.strip()}", flush=True)
+        return r.returncode == 0
+
+    def data_bytes(self, t, node):
+        total = 0
+        for root, _, files in os.walk(f"{self.c.dir}/{node}/disk/{t}"):
+            for f in files:
+                try:
+                    total += os.lstat(os.path.join(root, f)).st_size
+                except OSError:
+                    pass
+        return total
+
+    def repair(self, v):
+        c, members = self.c, self.c.members()
+        for t, ns in members.items():
+            for n in ns:
+                if not c.live(n):
+                    self.run("remove-member", c.dir, t, n)
+                    self.copies.setdefault(t, (None, time.time(), f"lost {n}"))
+        members = c.members()
+        for t, ns in members.items():
+            if t in self.copies and self.copies[t][0] is None and v.get(t, {}).get("leader"):
+                load = {n: sum(n in m for m in members.values()) for n in c.nodes if c.live(n) and n not in ns}
+                if not load:
+                    continue
+                to = min(load, key=lambda n: (load[n], n))
+                start, why = self.copies[t][1], self.copies[t][2]
+                if self.run("add-member", c.dir, t, to):
+                    self.copies[t] = (to, start, f"{why} -> {to} pg_basebackup")
+        for t, (to, start, detail) in list(self.copies.items()):
+            if to and to in v.get(t, {}).get("streaming", set()):
+                self.span(start, f"resync-{t}", detail, self.data_bytes(t, to))
+                del self.copies[t]
+        with open(f"{c.dir}/placement.copying", "w") as f:
+            f.write(" ".join(f"{t}->{to or '?'}" for t, (to, _, _) in self.copies.items()))
+
+    def wait(self, what, ok):
+        end = time.time() + MOVE_TIMEOUT_S
+        while time.time() < end:
+            v = view(self.c)
+            if ok(v):
+                return v
+            time.sleep(0.5)
+        raise TimeoutError(what)
+
+    def move(self, t, to, v):
+        c, tv, start = self.c, v[t], time.time()
+        frm = tv["leader"]
+        how = "switchover"
+        if to not in tv["members"]:
+            how = "copy+switchover"
+            if not self.run("add-member", c.dir, t, to):
+                return
+            v = self.wait(f"{t}-{to} streaming", lambda v: to in v[t]["streaming"])
+            copied = self.data_bytes(t, to)
+            for n in v[t]["members"]:
+                if n not in (frm, to):
+                    self.run("remove-member", c.dir, t, n)
+            self.wait(f"{t}-{to} synchronous", lambda v: to in v[t]["sync"])
+        body = json.dumps({"leader": f"{t}-{frm}", "candidate": f"{t}-{to}"}).encode()
+        req = urllib.request.Request(c.rest(t, frm) + "/switchover", data=body, method="POST")
+        try:
+            urllib.request.urlopen(req, timeout=30).read()
+        except Exception as e:
+            print(f"switchover {t} {frm}->{to}: {e}", flush=True)
+            return
+        self.wait(f"{t} primary on {to}", lambda v: v[t]["leader"] == to)
+        self.span(start, f"move-{t}", f"{frm}->{to} {how}", copied if how != "switchover" else None)
+
+    def balance(self, v):
+        mode = read(f"{self.c.dir}/balancer", "none").split()
+        if not mode or mode[0] != "script" or time.time() < float(mode[1]) or self.copies:
+            return
+        if time.monotonic() < self.next_balance:
+            return
+        self.next_balance = time.monotonic() + BALANCE_EVERY_S
+        c, members = self.c, self.c.members()
+        rels = [n for n in c.nodes if c.live(n)] + [f"{n}/{t}" for t, ns in members.items() for n in ns if c.live(n)]
+        use = self.cpu.rates(rels)
+        state = {"nodes": {n: {"live": c.live(n), "cpus": float(read(f"{c.dir}/cpus")), "cpu-used": use.get(n, 0.0)}
+                           for n in c.nodes},
+                 "tenants": {t: {"primary": v[t]["leader"],
+                                 "replicas": [n for n in ns if n != v[t]["leader"]],
+                                 "cpu-used": {n: use.get(f"{n}/{t}", 0.0) for n in ns}}
+                             for t, ns in members.items()}}
+        r = subprocess.run([" ".join(mode[2:])], input=json.dumps(state), capture_output=True, text=True)
+        words = r.stdout.split()
+        if r.returncode != 0 or len(words) != 3 or words[0] != "move":
+            if r.returncode != 0 or words:
+                print(f"policy: exit {r.returncode}, printed {r.stdout.strip()!r}: {r.stderr.strip()}", flush=True)
+            return
+        t, to = words[1], words[2]
+        if t in v and to in c.nodes and c.live(to) and v[t]["leader"] and v[t]["leader"] != to:
+            try:
+                self.move(t, to, v)
+            except TimeoutError as e:
+                print(f"move {t} -> {to}: timed out waiting for {e}", flush=True)
+            self.next_balance = time.monotonic() + COOLDOWN_S
+
+    def loop(self):
+        while True:
+            t0 = time.monotonic()
+            v = view(self.c)
+            self.repair(v)
+            self.balance(v)
+            time.sleep(max(0.0, PERIOD_S - (time.monotonic() - t0)))
+
+
+def cmd_hosted(c, node):
+    v = view(c)
+    roles = [f"{t} {'primary' if tv['leader'] == node else 'replica'}"
+             for t, tv in v.items() if node in tv["members"]]
+    print(f"{node} hosted: {', '.join(roles) or 'nothing'}")
+    return 0
+
+
+def main():
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    c = Cluster(sys.argv[2])
+    cmd = sys.argv[1]
+    if cmd == "daemon":
+        Daemon(c, sys.argv[3]).loop()
+    if cmd == "hosted":
+        sys.exit(cmd_hosted(c, sys.argv[3]))
+    sys.exit({"leaders": cmd_leaders, "redundant": cmd_redundant, "status": cmd_status}[cmd](c))
+
+
+if __name__ == "__main__":
+    main()
