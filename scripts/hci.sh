@@ -24,7 +24,8 @@
 #                                       of its group killed at once (cgroup.kill), its disk
 #                                       detached and its file deleted
 #   scripts/hci.sh balancer DIR none|script [--after SECONDS] [--policy PATH]
-#                                       stop balancing, or balance with the policy script (default
+#                                       stop balancing (once a move under way has ended), or
+#                                       balance with the policy script (default
 #                                       scripts/hci/balance-policy) from SECONDS from now
 #   scripts/hci.sh watch DIR [--every 1]  per node CPU and disk use every SECONDS, and the
 #                                       daemon's moves and copies as they end (a `sample` event)
@@ -60,7 +61,7 @@ STOP_TIMEOUT=10
 PLACEMENT="$SCRIPTS/hci/placement.py"
 
 usage() {
-  sed -n '7,32p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '7,34p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -374,26 +375,37 @@ cmd_power_off() {
 }
 
 cmd_balancer() {
-  local dir policy="$SCRIPTS/hci/balance-policy" after=0 mode="${2:-}"
+  local dir policy="$SCRIPTS/hci/balance-policy" after=0 mode="${2:-}" i=0
   dir="$(need_cluster "${1:-}")"
   shift 2 || usage
   while [ $# -gt 0 ]; do
+    [ $# -ge 2 ] || die "balancer: option $1 needs a value"
     case "$1" in
     --after) after="$2" ;;
-    --policy) policy="$(resolve_dir "$2")" ;;
+    --policy) policy="$(realpath -e "$2")" || die "balancer: no policy file $2" ;;
     *) die "balancer: unknown option $1" ;;
     esac
     shift 2
   done
   case "$mode" in
-  none) echo none >"$dir/balancer.tmp" ;;
+  none)
+    echo none >"$dir/balancer.tmp"
+    mv -f "$dir/balancer.tmp" "$dir/balancer"
+    # A move under way ends first (the daemon never leaves one half done).
+    while [ -e "$dir/placement.moving" ] && [ "$i" -lt 1200 ]; do
+      [ "$i" -gt 0 ] || log "balancer: waiting for the move under way ($(cat "$dir/placement.moving" 2>/dev/null)) to end"
+      sleep 0.5
+      i=$((i + 1))
+    done
+    [ ! -e "$dir/placement.moving" ] || die "balancer: the move $(cat "$dir/placement.moving") still runs after 10 minutes"
+    ;;
   script)
     [ -x "$policy" ] || die "balancer: policy $policy is not an executable file"
     awk -v a="$after" -v p="$policy" 'BEGIN { printf "script %.3f %s\n", systime() + a, p }' >"$dir/balancer.tmp"
+    mv -f "$dir/balancer.tmp" "$dir/balancer"
     ;;
   *) die "balancer: none or script (got '$mode')" ;;
   esac
-  mv -f "$dir/balancer.tmp" "$dir/balancer"
   log "balancer: $(cat "$dir/balancer")"
 }
 

@@ -19,9 +19,11 @@ The daemon is part of the system under test, as vSAN's resync and DRS are part o
   as JSON on stdin (each node's CPU limit and use over the last period, each tenant's primary,
   replicas and CPU use per node); POLICY prints nothing or `move TENANT NODE`: the tenant's
   primary to NODE. When NODE holds the tenant's replica, a Patroni switchover; else a new
-  replica on NODE (pg_basebackup), the other replica removed (Patroni's synchronous mode only
-  switches over to the synchronous standby), then the switchover. Each move is a span
-  `move-tT` with its duration. After a move it waits 10 s (the cooldown) before the next.
+  replica on NODE (pg_basebackup) and both replicas synchronous (synchronous_node_count 2:
+  Patroni switches over only to a synchronous standby, and the tenant never has fewer than one
+  synchronous copy), then the switchover, then the old primary's member removed. Each move is
+  a span `move-tT` with its duration. While a move runs, DIR/placement.moving names it; after
+  a move the daemon waits 10 s (the cooldown) before the next.
 Spans: `span START END NAME [bytes=N] DETAIL` (Unix seconds), read by `scripts/hci.sh watch`.
 """
 import json
@@ -264,29 +266,37 @@ class Daemon:
             time.sleep(0.5)
         raise TimeoutError(what)
 
+    def patroni(self, t, node, path, body, method="POST"):
+        req = urllib.request.Request(self.c.rest(t, node) + path, data=json.dumps(body).encode(),
+                                     method=method)
+        urllib.request.urlopen(req, timeout=30).read()
+
     def move(self, t, to, v):
+        """The tenant's primary to `to`, never with fewer than one synchronous replica: when
+        `to` holds no member yet, a new replica there (copied) and both replicas synchronous
+        (synchronous_node_count 2) before the switchover; then the old primary's member goes."""
         c, tv, start = self.c, v[t], time.time()
-        frm = tv["leader"]
-        how = "switchover"
-        if to not in tv["members"]:
-            how = "copy+switchover"
-            if not self.run("add-member", c.dir, t, to):
-                return
-            v = self.wait(f"{t}-{to} streaming", lambda v: to in v[t]["streaming"])
-            copied = self.data_bytes(t, to)
-            for n in v[t]["members"]:
-                if n not in (frm, to):
-                    self.run("remove-member", c.dir, t, n)
-            self.wait(f"{t}-{to} synchronous", lambda v: to in v[t]["sync"])
-        body = json.dumps({"leader": f"{t}-{frm}", "candidate": f"{t}-{to}"}).encode()
-        req = urllib.request.Request(c.rest(t, frm) + "/switchover", data=body, method="POST")
+        frm, how, copied = tv["leader"], "switchover", None
+        with open(f"{c.dir}/placement.moving", "w") as f:
+            f.write(f"{t} {frm}->{to}")
         try:
-            urllib.request.urlopen(req, timeout=30).read()
-        except Exception as e:
-            print(f"switchover {t} {frm}->{to}: {e}", flush=True)
-            return
-        self.wait(f"{t} primary on {to}", lambda v: v[t]["leader"] == to)
-        self.span(start, f"move-{t}", f"{frm}->{to} {how}", copied if how != "switchover" else None)
+            if to not in tv["members"]:
+                how = "copy+switchover"
+                self.patroni(t, frm, "/config", {"synchronous_node_count": 2}, "PATCH")
+                if not self.run("add-member", c.dir, t, to):
+                    return
+                self.wait(f"{t}-{to} synchronous", lambda v: to in v[t]["sync"] and to in v[t]["streaming"])
+                copied = self.data_bytes(t, to)
+            self.patroni(t, frm, "/switchover", {"leader": f"{t}-{frm}", "candidate": f"{t}-{to}"})
+            self.wait(f"{t} primary on {to}", lambda v: v[t]["leader"] == to)
+            if how != "switchover":
+                self.run("remove-member", c.dir, t, frm)
+                self.patroni(t, to, "/config", {"synchronous_node_count": 1}, "PATCH")
+            self.span(start, f"move-{t}", f"{frm}->{to} {how}", copied)
+        except (OSError, urllib.error.URLError) as e:
+            print(f"move {t} {frm}->{to}: {e}", flush=True)
+        finally:
+            os.unlink(f"{c.dir}/placement.moving")
 
     def balance(self, v):
         mode = read(f"{self.c.dir}/balancer", "none").split()
