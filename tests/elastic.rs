@@ -311,6 +311,13 @@ fn the_elastic_failover_study_keeps_its_shares_survives_node_losses_and_loses_no
     );
     assert!(html.contains("moving average over 5 phases (30 s): largest deviation"));
     assert!(html.contains("samples in cpus") && html.contains("samples in bytes/s"));
+    // The per-node view under each run's Figure 4/5 chart too, on its time axis.
+    for run in 1..=4 {
+        assert!(
+            html.contains(&format!("id=\"schedule-samples-{run}-1\"")),
+            "run {run}: the nodes' CPU under the total chart"
+        );
+    }
     let published = html
         .split("Published figures")
         .nth(1)

@@ -465,7 +465,7 @@ pub fn timeline_chart(h: &mut String, r: &StoredRun, colors: &[String]) {
         // The schedule's phases unlabelled there: their long labels would cover the curves
         // (the throughput chart above names them).
         let marks = event_marks(s, false);
-        samples.draw(h, r, (&marks, &shades), axis);
+        samples.draw(h, r, (&marks, &shades), (axis, "samples"));
     }
 }
 

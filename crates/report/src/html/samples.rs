@@ -36,13 +36,15 @@ impl UnitCharts {
         Some((lo.min(chart.0).min(0.0), hi.max(chart.1)))
     }
 
-    /// One chart per unit on the time axis `axis`, with the run's `marks` and `shades`.
+    /// One chart per unit on the time axis `axis`, with the run's `marks` and `shades`; each
+    /// chart's id is `ID-RUN-UNIT` (`id`: "samples" under the run's timeline, "schedule-samples"
+    /// under the rate schedule's total chart).
     pub fn draw(
         &self,
         h: &mut String,
         r: &StoredRun,
         (marks, shades): (&[Mark], &[Shade]),
-        axis: (f64, f64),
+        (axis, id): ((f64, f64), &str),
     ) {
         let s = &r.summary;
         for (ui, (unit, series)) in self.units.iter().enumerate() {
@@ -55,7 +57,7 @@ impl UnitCharts {
             h.push_str(
                 &svg::LineChart {
                     labels: svg::Labels {
-                        id: &format!("samples-{}-{ui}", s.run_index),
+                        id: &format!("{id}-{}-{ui}", s.run_index),
                         title: &title,
                         x: "seconds from the start of measurement",
                         y: unit,

@@ -7,6 +7,7 @@
 use std::fmt::Write;
 
 use crate::html::charts::{event_marks, run_shades};
+use crate::html::samples::UnitCharts;
 use crate::html::tables::table_html;
 use crate::schedule::{
     MOVING_AVERAGE_NOTE, SCHEDULE_NOTE, moving_average_lines, moving_average_table, schedule_table,
@@ -46,7 +47,14 @@ fn run_figures(h: &mut String, r: &StoredRun) {
     };
     let per = per_interval(&sched.groups, covered_s, &r.timeline, interval_s);
     let (marks, shades) = marks_and_shades(s);
-    total_chart(h, r, sched, &per, covered_s);
+    // What the run's sample events read (each node's use, the brief's per-node view), under
+    // the total chart on its time axis.
+    let samples = UnitCharts::of(r);
+    let axis = samples.shared_axis((-s.warmup_seconds.max(0.0), covered_s));
+    total_chart(h, r, sched, &per, (covered_s, axis.map(|a| a.1)));
+    if let Some(axis) = axis {
+        samples.draw(h, r, (&marks, &shades), (axis, "schedule-samples"));
+    }
     // Each group's throughput, stacked.
     let xs: Vec<f64> = (0..per.end_s.len())
         .filter(|i| per.length_s[*i] > 0.0)
@@ -81,13 +89,14 @@ fn run_figures(h: &mut String, r: &StoredRun) {
 
 /// The total throughput chart, as the brief's Figure 4 draws it: the ramp-up (the warm-up,
 /// shaded, its throughput dotted), then the measurement interval from the mark at 0, with
-/// the moving averages, the reported throughput, the events and the recoveries.
+/// the moving averages, the reported throughput, the events and the recoveries; its axis up
+/// to `x_max` when the sample charts under it reach further.
 fn total_chart(
     h: &mut String,
     r: &StoredRun,
     sched: &ScheduleResult,
     per: &PerInterval,
-    covered_s: f64,
+    (covered_s, x_max): (f64, Option<f64>),
 ) {
     let s = &r.summary;
     let interval_s = r.interval_seconds();
@@ -118,7 +127,7 @@ fn total_chart(
     h.push_str(&svg::LineChart { labels: svg::Labels { id: &format!("schedule-total-{}", s.run_index), title: &format!(
             "run {}: throughput during the ramp-up and the measurement interval, all groups",
             s.run_index
-        ), x: "seconds from the start of measurement", y: "operations per second" }, width: svg::FULL_WIDTH, y_div: 1.0, series: &total_series(sched, per, interval_s, covered_s, ramp_up), x_axis: XAxis::Linear, y_axis: YAxis::Linear, marks: &total_marks, shades: &total_shades, x_min: Some(from), x_max: None }.svg());
+        ), x: "seconds from the start of measurement", y: "operations per second" }, width: svg::FULL_WIDTH, y_div: 1.0, series: &total_series(sched, per, interval_s, covered_s, ramp_up), x_axis: XAxis::Linear, y_axis: YAxis::Linear, marks: &total_marks, shades: &total_shades, x_min: Some(from), x_max }.svg());
 }
 
 /// The study's events (a node lost), not the start and end of measurement (the x axis is
