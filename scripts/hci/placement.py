@@ -49,6 +49,7 @@ class Cluster:
     def __init__(self, d):
         self.dir = d
         self.subnet = read(f"{d}/subnet")
+        self.hash = read(f"{d}/hash")
         self.nodes = [f"node{i}" for i in range(1, int(read(f"{d}/nodes", "0")) + 1)]
         self.tenants = [f"t{i}" for i in range(1, int(read(f"{d}/tenants", "0")) + 1)]
 
@@ -207,7 +208,6 @@ class Cpu:
 class Daemon:
     def __init__(self, c, hci):
         self.c, self.hci = c, hci
-        self.c.hash = read(f"{c.dir}/hash")
         self.cpu = Cpu(c)
         self.copies = {}  # tenant -> (node, start, detail)
         self.next_balance = 0.0
@@ -218,7 +218,7 @@ class Daemon:
             f.write(f"span {start:.3f} {time.time():.3f} {name}{b} {detail}\n")
 
     def run(self, *args):
-        r = subprocess.run([self.hci, *args, ], capture_output=True, text=True)
+        r = subprocess.run([self.hci, *args], capture_output=True, text=True)
         if r.returncode != 0:
             print(f"{' '.join(args)}: exit {r.returncode}: {r.stderr.strip()}", flush=True)
         return r.returncode == 0
