@@ -617,6 +617,16 @@ impl Session for SmbSession {
             ),
         ));
         v.push((
+            "smb.credits",
+            format!(
+                "{} granted, {} charged, at most {} held, at most {} asked for by one request",
+                counters.credits_granted.load(Ordering::Relaxed),
+                counters.credits_charged.load(Ordering::Relaxed),
+                counters.max_credits_held.load(Ordering::Relaxed),
+                counters.max_credits_requested.load(Ordering::Relaxed)
+            ),
+        ));
+        v.push((
             "smb.reconnects",
             self.link.reconnects.load(Ordering::Relaxed).to_string(),
         ));
