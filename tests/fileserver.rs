@@ -1,8 +1,9 @@
 //! `studies/fileserver.toml` in quick mode against the test file servers (Samba and
 //! NFS-Ganesha from scripts/fileservers.sh): the brief's experiment end to end, 5 clients x 5
 //! of the 25 shares over SMB and over NFS, 2 workers per share, every point with its 25 share
-//! targets, no error, IOmeter's result file with its ALL, MANAGER (client) and DISK (share)
-//! rows, and the report's headline with each server's total, not a column per share. Each client
+//! targets, each of them (and each of its workers) with operations and no error, IOmeter's
+//! result file with its ALL, MANAGER (client) and DISK (share) rows, and the report's headline
+//! with each server's total, not a column per share, each share's ops in its results tables. Each client
 //! runs in a network namespace of its own on the test servers' client LAN: its link's
 //! counters show that its targets' bytes crossed it.
 
@@ -43,32 +44,33 @@ fn the_file_server_study_runs_25_shares_over_smb_and_nfs_with_iometers_rows() {
     let runs = runs.as_array().unwrap();
     // 2 protocols x 5 workloads x 2 queue depths.
     assert_eq!(runs.len(), 20);
-    // Targets that completed an operation in some point.
-    let mut measured: Vec<&str> = Vec::new();
     for r in runs {
         assert_eq!(r["status"], "complete", "{r}");
         let targets = r["targets"].as_array().unwrap();
         assert_eq!(targets.len(), 25, "{}", r["step"]);
         let proto = &r["step"].as_str().unwrap()[..3];
-        let ops: u64 = targets.iter().map(|t| t["ops"].as_u64().unwrap()).sum();
-        assert!(ops > 0, "{}", r["step"]);
         for t in targets {
             assert_eq!(t["target-type"], proto, "{t}");
             assert_eq!(t["errors"], 0, "{t}");
-            // Samba on the test machine (2 cores, 50 SMB workers of 12 or 24 I/Os in
-            // flight) can leave a connection without credits for the quick second: such a
-            // share completes nothing in that point, but none may in none.
-            if proto == "nfs" {
-                assert!(t["ops"].as_u64().unwrap() > 0, "{t}");
-            }
-            if t["ops"].as_u64().unwrap() > 0 {
-                measured.push(t["name"].as_str().unwrap());
+            // Every share's workers did their share in every point, over SMB as over NFS
+            // (each SMB connection's credits are in its session facts if one ever does not).
+            assert!(t["ops"].as_u64().unwrap() > 0, "{}: {t}", r["step"]);
+            for w in t["workers"].as_array().unwrap() {
+                let ops: u64 = w["kinds"]
+                    .as_object()
+                    .unwrap()
+                    .values()
+                    .map(|k| k["ops"].as_u64().unwrap())
+                    .sum();
+                assert!(
+                    ops > 0,
+                    "{}: a worker of {} completed nothing: {t}",
+                    r["step"],
+                    t["name"]
+                );
             }
         }
     }
-    measured.sort();
-    measured.dedup();
-    assert_eq!(measured.len(), 50, "{measured:?}");
     // What each client's targets read crossed its own link: its namespace's interface
     // received at least those bytes (warm-up, preparation and protocol come on top).
     for (c, ns) in netns.iter().enumerate() {
@@ -169,6 +171,29 @@ fn the_file_server_study_runs_25_shares_over_smb_and_nfs_with_iometers_rows() {
         assert!(headline.contains(column), "{column}: {headline}");
     }
     assert!(!headline.contains("-c1-s1"), "{headline}");
+    // Each share's own figures are in the results tables: a row per run, share and operation
+    // kind, with its ops.
+    for r in runs {
+        let run = r["run-index"].as_u64().unwrap();
+        for t in r["targets"].as_array().unwrap() {
+            for (kind, k) in t["kinds"].as_object().unwrap() {
+                let row = format!(
+                    "<tr data-run=\"{run}\" data-target=\"{}\" data-op=\"{kind}\">",
+                    t["name"].as_str().unwrap()
+                );
+                let cells = html
+                    .split(row.as_str())
+                    .nth(1)
+                    .unwrap_or_else(|| panic!("no row {row} in the results tables"));
+                let ops = cells.split("<td").nth(5).unwrap();
+                let want = format!("data-value=\"{}\"", k["ops"]);
+                assert!(
+                    ops.starts_with(&format!(" class=\"n\" {want}")),
+                    "{row}: {ops}"
+                );
+            }
+        }
+    }
     assert!(!html.contains("the ops/s of smb-c") && !html.contains("the ops/s of nfs-c"));
     // The brief's published figures beside each server's total: every one found its test.
     let published = html
