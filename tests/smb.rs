@@ -479,5 +479,14 @@ fn a_server_answering_every_read_asynchronously_keeps_the_credits_flowing() {
     let interim = used(&runs[0], "smb.interim-responses");
     let count: u64 = interim.split(' ').next().unwrap().parse().unwrap();
     assert!(count >= 1000, "only {count} interim responses: {interim}");
+    // The interim responses' credits counted on the wire too: at the end the connection still
+    // holds at least a queue depth's worth (granted, with the first one, less charged).
+    let credits = used(&runs[0], "smb.credits");
+    let number = |word: &str| -> i64 {
+        let before = credits.split(&format!(" {word}")).next().unwrap();
+        before.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    let held = 1 + number("granted") - number("charged");
+    assert!(held >= 12, "{held} credits held at the end: {credits}");
     assert!(mounted.state.lock().unwrap().reads >= 2000);
 }
