@@ -79,6 +79,8 @@ SCRIPTS="$(cd "$(dirname "$0")" && pwd)"
 . "$SCRIPTS/netns-lib.sh"
 # shellcheck source=scripts/ganesha-lib.sh
 . "$SCRIPTS/ganesha-lib.sh"
+# shellcheck source=scripts/pcmk-lib.sh
+. "$SCRIPTS/pcmk-lib.sh"
 
 NODES=(a b)
 START_TIMEOUT="${STORLAB_HA_START_TIMEOUT:-120}" # seconds to wait for nodes, the group, answers
@@ -205,49 +207,9 @@ live_node() {
 # configuration files
 
 write_corosync_conf() {
-  local dir="$1" x
-  x="$(subnet "$dir")"
-  cat <<EOF
-# storlab scripts/pacemaker.sh: nodes a and b on $(bridge "$dir") (10.216.$x.0/24)
-totem {
-  version: 2
-  cluster_name: storlab-$(h "$dir")
-  transport: knet
-  token: $TOKEN_MS
-  join: 50
-  consensus: $((TOKEN_MS * 12 / 10))
-  crypto_cipher: aes256
-  crypto_hash: sha256
-  interface {
-    linknumber: 0
-    knet_ping_interval: 200
-    knet_ping_timeout: 600
-  }
-}
-nodelist {
-  node {
-    ring0_addr: 10.216.$x.11
-    name: a
-    nodeid: 1
-  }
-  node {
-    ring0_addr: 10.216.$x.12
-    name: b
-    nodeid: 2
-  }
-}
-quorum {
-  provider: corosync_votequorum
-  two_node: 1
-}
-logging {
-  to_logfile: yes
-  logfile: /var/log/corosync/corosync.log
-  to_stderr: no
-  to_syslog: no
-  timestamp: on
-}
-EOF
+  local x
+  x="$(subnet "$1")"
+  pcmk_corosync_conf "storlab-$(h "$1")" "$TOKEN_MS" "a=10.216.$x.11" "b=10.216.$x.12"
 }
 
 # ganesha.conf (scripts/ganesha-lib.sh): one export, MOUNTPOINT as /export.
@@ -257,8 +219,7 @@ write_ganesha_conf() {
   ganesha_export 1 "$mnt" /export
 }
 
-# nv ID NAME VALUE: an nvpair.
-nv() { printf '          <nvpair id="%s" name="%s" value="%s"/>\n' "$1" "$2" "$3"; }
+nv() { pcmk_nv "$@"; }
 
 fence_primitive() {
   local dir="$1" n="$2"
@@ -444,16 +405,7 @@ EOF
 # ---------------------------------------------------------------------------------------------
 # nodes
 
-# node_dirs DIR NODE: the node's own /etc/corosync, /var/lib/... (its disk), owned as the
-# Debian packages own theirs.
-node_dirs() {
-  local d="$1/nodes/$2"
-  mkdir -p "$d"/{etc-corosync,var-lib-corosync,log-corosync}
-  mkdir -p "$d"/var-lib-pacemaker/{cib,pengine,blackbox,cores,bundles} "$d"/log-pacemaker/bundles
-  chown -R hacluster:haclient "$d/var-lib-pacemaker" "$d/log-pacemaker"
-  chmod 750 "$d"/var-lib-pacemaker/{cib,pengine,blackbox,cores}
-  chmod 770 "$d/log-pacemaker"
-}
+node_dirs() { pcmk_node_dirs "$1/nodes/$2"; }
 
 # node_link DIR NODE: the node's namespace and its link to the bridge (ha0), made anew.
 node_link() {
@@ -465,39 +417,6 @@ node_link() {
   ip netns add "$ns"
   veth_to_bridge "$ns" "$veth" "$(bridge "$dir")" ha0 "$(node_addr "$dir" "$n")/24"
 }
-
-# The node's init, run by `node_boot` inside its namespaces: $1 DIR, $2 NODE, $3 cgroup2 root.
-# shellcheck disable=SC2016 # expanded by the node's shell
-NODE_INIT='
-set -eu
-dir="$1" n="$2" d="$1/nodes/$2"
-hostname "$n"
-mount -t tmpfs -o mode=755 storlab-run /run
-mkdir -p /run/lock
-mount -t tmpfs -o mode=1777 storlab-shm /dev/shm
-# ip netns exec mounted a fresh /sys: the cgroup2 hierarchy again, for the fence agent.
-mount -t cgroup2 storlab-cgroup2 /sys/fs/cgroup
-mount --bind "$d/etc-corosync" /etc/corosync
-mount --bind "$d/var-lib-corosync" /var/lib/corosync
-mount --bind "$d/var-lib-pacemaker" /var/lib/pacemaker
-mount --bind "$d/log-corosync" /var/log/corosync
-mount --bind "$d/log-pacemaker" /var/log/pacemaker
-mount -t overlay storlab-sbin -o "lowerdir=$dir/ha/sbin:/usr/sbin" /usr/sbin
-mount -t overlay storlab-ocf -o "lowerdir=$dir/ha/ocf:/usr/lib/ocf/resource.d" /usr/lib/ocf/resource.d
-echo "$(date "+%F %T.%3N") node $n: booting"
-corosync -f &
-i=0
-until corosync-cfgtool -s >/dev/null 2>&1; do
-  i=$((i + 1))
-  [ "$i" -lt 300 ] || { echo "corosync did not start"; exit 1; }
-  kill -0 $! 2>/dev/null || { echo "corosync exited"; exit 1; }
-  sleep 0.1
-done
-echo "$(date "+%F %T.%3N") node $n: corosync up"
-export PCMK_logfile=/var/log/pacemaker/pacemaker.log PCMK_logfacility=none PCMK_debug=no
-pacemakerd -f &
-wait
-'
 
 # node_boot DIR NODE: the node's processes, all in its cgroup from the first one on (the shell
 # joins the group, then execs into the namespaces), output in DIR/nodes/NODE/console.log.
@@ -511,7 +430,7 @@ node_boot() {
   setsid sh -c 'echo $$ >"$1/cgroup.procs" && echo $$ >"$2" && shift 2 && exec "$@"' sh \
     "$g" "$dir/nodes/$n/pid" \
     ip netns exec "$(node_ns "$dir" "$n")" unshare --mount --uts --propagation private \
-    sh -c "$NODE_INIT" sh "$dir" "$n" </dev/null >>"$dir/nodes/$n/console.log" 2>&1 &
+    sh -c "$PCMK_NODE_INIT" sh "$dir/nodes/$n" "$n" "$dir/ha/sbin" "$dir/ha/ocf" </dev/null >>"$dir/nodes/$n/console.log" 2>&1 &
 }
 
 # online DIR NODE [FROM]: crm_mon on FROM (default: a live node) shows NODE online.
@@ -520,8 +439,7 @@ online() {
   [ -n "$from" ] || from="$(live_node "$dir")" || return 1
   [ -n "$(node_pid "$dir" "$from")" ] || return 1
   out="$(in_node "$dir" "$from" crm_mon -1 --output-as=xml 2>/dev/null)" || return 1
-  # The attributes of one node element: name first, online later on the same line.
-  grep -q "<node name=\"$n\" .*online=\"true\"" <<<"$out"
+  pcmk_online "$out" "$n"
 }
 
 # located DIR: the node that runs array-nfs (the group's last member: the whole group runs),
