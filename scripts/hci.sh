@@ -23,10 +23,19 @@
 #   scripts/hci.sh power-off DIR NODE   the node lost with its data: links down, every process
 #                                       of its group killed at once (cgroup.kill), its disk
 #                                       detached and its file deleted
-#   scripts/hci.sh balancer DIR none|script [--after SECONDS] [--policy PATH]
-#                                       stop balancing (once a move under way has ended), or
+#   scripts/hci.sh balancer DIR none|script|pacemaker [--after SECONDS] [--policy PATH]
+#                                       stop balancing (once a move under way has ended); or
 #                                       balance with the policy script (default
-#                                       scripts/hci/balance-policy) from SECONDS from now
+#                                       scripts/hci/balance-policy) from SECONDS from now; or
+#                                       with real Pacemaker and Corosync in every live node,
+#                                       placing the tenants' primaries by their CPU use
+#                                       (utilization), managing them from SECONDS from now
+#                                       (scripts/hci/pacemaker.sh); the other modes stop it
+#   scripts/hci.sh move DIR TENANT NODE the tenant's primary to NODE, as a balancer moves it
+#                                       (a switchover, or a copy first); returns once done
+#   scripts/hci.sh place DIR initial    every primary back where `start` put it
+#   scripts/hci.sh pcmk DIR CMD...      CMD (crm_mon -1, crm_resource...) in a node running
+#                                       Pacemaker
 #   scripts/hci.sh watch DIR [--every 1]  per node CPU and disk use every SECONDS, and the
 #                                       daemon's moves and copies as they end (a `sample` event)
 #   scripts/hci.sh url DIR TENANT       the tenant's libpq URL (every node; read-write session)
@@ -52,6 +61,8 @@ SCRIPTS="$(cd "$(dirname "$0")" && pwd)"
 . "$SCRIPTS/patroni-lib.sh"
 # shellcheck source=scripts/cgroup-lib.sh
 . "$SCRIPTS/cgroup-lib.sh"
+# shellcheck source=scripts/pcmk-lib.sh
+. "$SCRIPTS/pcmk-lib.sh"
 
 PG_BIN="${STORLAB_PG_BIN:-/usr/lib/postgresql/15/bin}"
 PG_USER=storlab
@@ -59,13 +70,17 @@ PG_DB=ycsb
 START_TIMEOUT="${STORLAB_HCI_START_TIMEOUT:-240}" # seconds until every tenant is redundant
 STOP_TIMEOUT=10
 PLACEMENT="$SCRIPTS/hci/placement.py"
+# shellcheck source=scripts/hci/pacemaker.sh
+. "$SCRIPTS/hci/pacemaker.sh"
 
 usage() {
-  sed -n '7,34p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '7,43p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
 cmd_install() {
+  # Pacemaker and Corosync for `balancer pacemaker` (their system services left disabled).
+  "$SCRIPTS/pacemaker.sh" install
   apt_install patroni etcd-server etcd-client python3-etcd postgresql-15 postgresql-client-15 iproute2 util-linux e2fsprogs python3
 }
 
@@ -148,6 +163,7 @@ cmd_add_member() {
   # process of the member is in the group from the start.
   (
     cg_join "$g" "$t" "$BASHPID"
+    # shellcheck disable=SC2016 # $$ and $1 are the inner shell's
     exec ip netns exec "$ns" setsid setpriv --reuid=postgres --regid=postgres --init-groups \
       sh -c 'echo $$ > "$0"; exec patroni "$1"' "$root/patroni.pid" "$root/patroni.yml"
   ) </dev/null >>"$root/patroni.log" 2>&1 &
@@ -200,9 +216,9 @@ parse_start() {
     esac
     shift 2
   done
-  [ "$nodes" -ge 2 ] && [ "$nodes" -le 9 ] || die "--nodes must be 2 to 9 (got $nodes)"
-  [ "$tenants" -ge 1 ] && [ "$tenants" -le 99 ] || die "--tenants must be 1 to 99 (got $tenants)"
-  [ "$empty" -ge 0 ] && [ $((nodes - empty)) -ge 2 ] || die "--empty $empty leaves fewer than 2 nodes for the tenants"
+  if [ "$nodes" -lt 2 ] || [ "$nodes" -gt 9 ]; then die "--nodes must be 2 to 9 (got $nodes)"; fi
+  if [ "$tenants" -lt 1 ] || [ "$tenants" -gt 99 ]; then die "--tenants must be 1 to 99 (got $tenants)"; fi
+  if [ "$empty" -lt 0 ] || [ $((nodes - empty)) -lt 2 ]; then die "--empty $empty leaves fewer than 2 nodes for the tenants"; fi
   dir_hash "$dir" >"$dir/hash"
   echo "$nodes" >"$dir/nodes"
   echo "$tenants" >"$dir/tenants"
@@ -316,6 +332,7 @@ stop_all() {
   rm -f "$dir/env.sh" "$dir/env.sh.tmp"
   pid="$(pidfile_pid "$dir/placement.pid")"
   if alive "$pid"; then term_wait placement "$pid" || true; fi
+  pcmk_down "$dir" || return 1
   n="$(cat "$dir/nodes" 2>/dev/null || echo 9)"
   for ((i = 1; i <= n; i++)); do links+=("$(ns_of "$dir" "node$i")" "$(veth_of "$dir" "node$i")"); done
   links+=("$(ns_of "$dir" dcs)" "$(veth_of "$dir" dcs)")
@@ -392,21 +409,63 @@ cmd_balancer() {
     echo none >"$dir/balancer.tmp"
     mv -f "$dir/balancer.tmp" "$dir/balancer"
     # A move under way ends first (the daemon never leaves one half done).
-    while [ -e "$dir/placement.moving" ] && [ "$i" -lt 1200 ]; do
+    while [ -e "$dir/placement.moving" ] && [ "$i" -lt 1200 ] && alive "$(pidfile_pid "$dir/placement.pid")"; do
       [ "$i" -gt 0 ] || log "balancer: waiting for the move under way ($(cat "$dir/placement.moving" 2>/dev/null)) to end"
       sleep 0.5
       i=$((i + 1))
     done
     [ ! -e "$dir/placement.moving" ] || die "balancer: the move $(cat "$dir/placement.moving") still runs after 10 minutes"
+    pcmk_down "$dir" || die "balancer: Pacemaker's processes survive cgroup.kill"
     ;;
   script)
     [ -x "$policy" ] || die "balancer: policy $policy is not an executable file"
+    pcmk_down "$dir" || die "balancer: Pacemaker's processes survive cgroup.kill"
     awk -v a="$after" -v p="$policy" 'BEGIN { printf "script %.3f %s\n", systime() + a, p }' >"$dir/balancer.tmp"
     mv -f "$dir/balancer.tmp" "$dir/balancer"
     ;;
-  *) die "balancer: none or script (got '$mode')" ;;
+  pacemaker)
+    pcmk_up "$dir"
+    awk -v a="$after" 'BEGIN { printf "pacemaker %.3f\n", systime() + a }' >"$dir/balancer.tmp"
+    mv -f "$dir/balancer.tmp" "$dir/balancer"
+    ;;
+  *) die "balancer: none, script or pacemaker (got '$mode')" ;;
   esac
   log "balancer: $(cat "$dir/balancer")"
+}
+
+# cmd_move DIR TENANT NODE: the tenant's primary to NODE, by the placement daemon's move (a
+# request in DIR/requests); returns once it is there (dies with the daemon's reason if not).
+cmd_move() {
+  local dir="$1" t="$2" node="$3" req t0
+  if [ ! -d "$dir/$node/disk" ] || [ -e "$dir/$node/off" ]; then die "move: $node is not a live node"; fi
+  [ "$(python3 "$PLACEMENT" leader "$dir" "$t")" != "$node" ] || return 0
+  t0="$(now)"
+  req="$dir/requests/$t"
+  mkdir -p "$dir/requests"
+  rm -f "$req.failed"
+  echo "$node" >"$req.tmp"
+  mv -f "$req.tmp" "$req"
+  while [ "$(python3 "$PLACEMENT" leader "$dir" "$t")" != "$node" ]; do
+    if [ -e "$req.failed" ]; then
+      local why
+      why="$(cat "$req.failed")"
+      rm -f "$req" "$req.failed"
+      die "move $t to $node: $why"
+    fi
+    alive "$(pidfile_pid "$dir/placement.pid")" || die "move: the placement daemon does not run"
+    awk -v a="$t0" -v b="$(now)" 'BEGIN { exit !(b - a > 900) }' && die "move $t to $node: not done within 15 minutes"
+    sleep 0.5
+  done
+  rm -f "$req"
+  log "moved $t's primary to $node in $(elapsed "$t0") s"
+}
+
+# cmd_place DIR initial: every tenant's primary back on its node of the initial placement (for
+# a balancing run that starts from the same placement as the unbalanced one).
+cmd_place() {
+  local dir="$1" t p r
+  [ "${2:-}" = initial ] || die "place: only 'initial' is known (got '${2:-}')"
+  while read -r t p r; do cmd_move "$dir" "$t" "$p"; done < <(initial_placement "$dir")
 }
 
 # watch DIR [--every S]: for a `sample` event. Every S seconds, per live node: its CPU use
@@ -460,6 +519,12 @@ watch)
   cmd_watch "$@"
   ;;
 url) cmd_url "${2:-}" "${3:-}" ;;
+move) cmd_move "$(need_cluster "${2:-}")" "${3:?TENANT}" "${4:?NODE}" ;;
+place) cmd_place "$(need_cluster "${2:-}")" "${3:-}" ;;
+pcmk)
+  shift
+  cmd_pcmk "$(need_cluster "${1:-}")" "${@:2}"
+  ;;
 add-member) cmd_add_member "$(need_cluster "${2:-}")" "${3:?}" "${4:?}" ;;
 remove-member) cmd_remove_member "$(need_cluster "${2:-}")" "${3:?}" "${4:?}" ;;
 *) usage ;;

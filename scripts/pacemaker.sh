@@ -221,23 +221,7 @@ write_ganesha_conf() {
 
 nv() { pcmk_nv "$@"; }
 
-fence_primitive() {
-  local dir="$1" n="$2"
-  cat <<EOF
-      <primitive id="fence-$n" class="stonith" type="fence_storlab_cgroup">
-        <instance_attributes id="fence-$n-ia">
-$(nv "fence-$n-hosts" pcmk_host_list "$n")
-$(nv "fence-$n-check" pcmk_host_check static-list)
-$(nv "fence-$n-prefix" cgroup_prefix "storlab-ha-$(h "$dir")-")
-$(nv "fence-$n-log" logfile "$dir/fencing.log")
-$(nv "fence-$n-nodes" nodes "$n")
-        </instance_attributes>
-        <operations>
-          <op id="fence-$n-monitor" name="monitor" interval="30s" timeout="20s"/>
-        </operations>
-      </primitive>
-EOF
-}
+fence_primitive() { pcmk_fence_primitive "$2" "storlab-ha-$(h "$1")-" "$1/fencing.log" 30s; }
 
 # write_cib DIR: the CIB before the first start: the options and the fencing devices (`serve`
 # adds the array's group).

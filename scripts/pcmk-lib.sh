@@ -13,6 +13,10 @@
 #                               corosync.conf: knet, encrypted, one link; node ids 1, 2, ... in
 #                               the order given; two_node when there are two
 #   pcmk_nv ID NAME VALUE       a CIB nvpair line
+#   pcmk_fence_primitive NODE PREFIX LOGFILE INTERVAL
+#                               the fencing device fence-NODE (stonith:fence_storlab_cgroup:
+#                               cgroup.kill of the cgroup v2 group PREFIX+NODE, each fencing
+#                               logged in LOGFILE), monitored every INTERVAL
 #   PCMK_NODE_INIT              the node's init, a `sh -c` script: run it as
 #                               ip netns exec NS unshare --mount --uts --propagation private \
 #                                 sh -c "$PCMK_NODE_INIT" sh D HOSTNAME SBIN OCF
@@ -84,6 +88,24 @@ EOF
 }
 
 pcmk_nv() { printf '          <nvpair id="%s" name="%s" value="%s"/>\n' "$1" "$2" "$3"; }
+
+pcmk_fence_primitive() {
+  local n="$1"
+  cat <<EOF
+      <primitive id="fence-$n" class="stonith" type="fence_storlab_cgroup">
+        <instance_attributes id="fence-$n-ia">
+$(pcmk_nv "fence-$n-hosts" pcmk_host_list "$n")
+$(pcmk_nv "fence-$n-check" pcmk_host_check static-list)
+$(pcmk_nv "fence-$n-prefix" cgroup_prefix "$2")
+$(pcmk_nv "fence-$n-log" logfile "$3")
+$(pcmk_nv "fence-$n-nodes" nodes "$n")
+        </instance_attributes>
+        <operations>
+          <op id="fence-$n-monitor" name="monitor" interval="$4" timeout="20s"/>
+        </operations>
+      </primitive>
+EOF
+}
 
 # shellcheck disable=SC2016,SC2034 # expanded by the node's shell; used by who sources this
 PCMK_NODE_INIT='

@@ -1,12 +1,15 @@
 //! The cluster brief end to end (issues 13 and 40): `studies/elastic-failover.toml` in quick
 //! mode on the HCI cluster of `scripts/hci.sh` (4 nodes bounded in CPU, memory and disk; 4
 //! tenants, each a Patroni cluster with its primary and replica on two nodes, the fourth node
-//! empty at the start), its four steps apart. The elasticity runs, unbalanced then balanced:
+//! empty at the start), its five steps apart. The elasticity runs, unbalanced, balanced by the
+//! policy script, then by real Pacemaker and Corosync in every node (from the same placement):
 //! 40 constant sessions (closed loop) running pgbench TPC-B-like transactions, shared by the
 //! tenants after the `hci-elastic` shape (6 s phases) after a one-phase ramp-up; checked:
 //! every phase has its 40 sessions split as the shares say, every tenant does work, the
-//! reported throughput and moving averages are measured, the balancer is set per step (and
-//! its policy never fails), and the HTML draws the runs as the brief's Figure 4. The
+//! reported throughput and moving averages are measured, the balancer is set per step (its
+//! policy never fails; Pacemaker comes up in every node, manages the tenants from their own
+//! placement and moves a tenant off the node that holds two busy ones), and the HTML draws the
+//! runs as the brief's Figure 4. The
 //! data-accessibility runs: node1, then node2 (databases twice as large), lost with their
 //! data two phases in; checked: the loss is on the timeline with what the node hosted, the
 //! run goes on through it (recovery times in the results), every tenant is fully redundant
@@ -113,13 +116,14 @@ fn the_elastic_failover_study_keeps_its_shares_survives_node_losses_and_loses_no
         )
         .unwrap()
     };
-    let runs: Vec<serde_json::Value> = (1..=4).map(|i| summary(&format!("run-{i:03}"))).collect();
+    let runs: Vec<serde_json::Value> = (1..=5).map(|i| summary(&format!("run-{i:03}"))).collect();
     let steps: Vec<&str> = runs.iter().map(|r| r["step"].as_str().unwrap()).collect();
     assert_eq!(
         steps,
         [
             "elasticity-unbalanced",
             "elasticity-balanced",
+            "elasticity-pacemaker",
             "data-accessibility",
             "data-accessibility-2x"
         ]
@@ -137,7 +141,7 @@ fn the_elastic_failover_study_keeps_its_shares_survives_node_losses_and_loses_no
     // The elasticity runs: 40 sessions in every phase, each tenant its share of them, after a
     // one-phase ramp-up; no failure; the throughput measured, not asked; the balancer set.
     let mut elastic = Vec::new();
-    for (e, balancer) in runs[..2].iter().zip(["none", "script"]) {
+    for (e, balancer) in runs[..3].iter().zip(["none", "script", "pacemaker"]) {
         assert_eq!(e["warmup-seconds"].as_f64(), Some(6.0), "one phase");
         let set = event(e, "balancer");
         assert_eq!(set["status"], "ok", "{set}");
@@ -190,12 +194,36 @@ fn the_elastic_failover_study_keeps_its_shares_survives_node_losses_and_loses_no
     }
     let placement = std::fs::read_to_string(hci.dir.path().join("placement.log")).unwrap();
     assert!(!placement.contains("policy: exit"), "{placement}");
+    // Pacemaker: up in every node, the tenants back where they started and then managed by
+    // it; node1's two busy primaries are more than a node holds, so it moves one (a span).
+    let pcmk = &runs[2];
+    for (name, says) in [
+        ("initial-placement", ""),
+        ("balancer", "Pacemaker up in node1 node2 node3 node4"),
+    ] {
+        let e = event(pcmk, name);
+        assert_eq!(e["status"], "ok", "{e}");
+        assert!(e["stderr"].as_str().unwrap().contains(says), "{e}");
+    }
+    assert!(
+        placement.contains("pacemaker: the tenants are managed"),
+        "{placement}"
+    );
+    let moves: Vec<String> = pcmk["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "reported" && e["name"].as_str().unwrap().starts_with("move-t"))
+        .map(|e| format!("{} ({} s)", e["name"], e["duration-seconds"]))
+        .collect();
+    assert!(!moves.is_empty(), "Pacemaker moved nothing: {placement}");
+    elastic.push(format!("Pacemaker's moves: {}", moves.join(", ")));
 
     // The data-accessibility runs: the node lost with what it hosted, the run going on
     // through it, every tenant redundant again with the lost members' data copied back.
     let mut access = Vec::new();
     let mut copied = Vec::new();
-    for (s, node) in runs[2..].iter().zip(["node1", "node2"]) {
+    for (s, node) in runs[3..].iter().zip(["node1", "node2"]) {
         let lost = event(s, &format!("{node}-lost"));
         assert_eq!(lost["status"], "ok", "{lost}");
         assert!(
@@ -290,7 +318,7 @@ fn the_elastic_failover_study_keeps_its_shares_survives_node_losses_and_loses_no
             .unwrap()
             .to_string()
     };
-    for run in 1..=2 {
+    for run in 1..=3 {
         assert_eq!(
             chart(&format!("schedule-groups-{run}"))
                 .matches("class=\"band\"")
@@ -302,17 +330,17 @@ fn the_elastic_failover_study_keeps_its_shares_survives_node_losses_and_loses_no
         assert!(ramp.contains("measurement interval (60 s)"), "{ramp}");
     }
     assert!(
-        chart("schedule-total-3").contains("node1-lost (exec)"),
+        chart("schedule-total-4").contains("node1-lost (exec)"),
         "the loss marked"
     );
     assert!(
-        chart("schedule-total-4").contains("node2-lost (exec)"),
+        chart("schedule-total-5").contains("node2-lost (exec)"),
         "the loss marked"
     );
     assert!(html.contains("moving average over 5 phases (30 s): largest deviation"));
     assert!(html.contains("samples in cpus") && html.contains("samples in bytes/s"));
     // The per-node view under each run's Figure 4/5 chart too, on its time axis.
-    for run in 1..=4 {
+    for run in 1..=5 {
         assert!(
             html.contains(&format!("id=\"schedule-samples-{run}-1\"")),
             "run {run}: the nodes' CPU under the total chart"

@@ -6,6 +6,7 @@
                                 synchronous replica on two live nodes and no copy is running
   placement.py status DIR       a line per member, then redundant's verdict
   placement.py hosted DIR NODE  the members NODE hosts, with their roles, on one line
+  placement.py leader DIR TENANT  the node of the tenant's primary (empty line if none)
   placement.py daemon DIR HCI   the daemon (HCI: scripts/hci.sh, whose add-member and
                                 remove-member it calls): every second it copies a lost member
                                 back and, when DIR/balancer enables it, runs the balance policy
@@ -24,10 +25,25 @@ The daemon is part of the system under test, as vSAN's resync and DRS are part o
   synchronous copy), then the switchover, then the old primary's member removed. Each move is
   a span `move-tT` with its duration. While a move runs, DIR/placement.moving names it; after
   a move the daemon waits 10 s (the cooldown) before the next.
+- With DIR/balancer `pacemaker EPOCH` (scripts/hci/pacemaker.sh: Pacemaker and Corosync in
+  every live node, each tenant's primary a resource): it sets each node's utilization capacity
+  (DIR/pcmk/full-pct of its CPU limit) and every 5 s each tenant's utilization and priority
+  (its primary's CPU demand: CPU time plus time waiting to run, smoothed, at most a node's
+  capacity) when it changed by 10% of a node's capacity or more, and each node's room left
+  (the node attribute free-cpu: capacity minus its primaries' utilization); once EPOCH has passed it has Pacemaker manage the tenants. Pacemaker decides; a tenant
+  it starts on another node (scripts/hci/tenant) asks for a move (below) and the daemon holds
+  the utilization for the cooldown after it.
+- A file DIR/requests/TENANT naming a node (`hci.sh move`, Pacemaker's tenant agent) asks for
+  the tenant's primary there: the same move, in any balancer mode (after a copy under way);
+  one that cannot be made is answered in DIR/requests/TENANT.failed.
+- With the Pacemaker balancer, a node Pacemaker fenced (DIR/fencing.log) is powered off
+  (`hci.sh power-off`): its data is gone, as after any power loss.
 Spans: `span START END NAME [bytes=N] DETAIL` (Unix seconds), read by `scripts/hci.sh watch`.
 """
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
 import time
@@ -35,6 +51,10 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 PERIOD_S, BALANCE_EVERY_S, COOLDOWN_S, MOVE_TIMEOUT_S = 1.0, 2.0, 10.0, 600.0
+# Pacemaker's utilization: how often it is read (seconds), the weight of each new reading in the
+# smoothed use, and the change (a share of a node's capacity) below which the CIB is left as it
+# is (each change is a new transition for Pacemaker to compute on every node).
+PCMK_EVERY_S, PCMK_SMOOTHING, PCMK_CHANGE = 5.0, 0.5, 0.10
 
 
 def read(path, default=""):
@@ -187,12 +207,37 @@ class Cpu:
         self.base = f"{(acct or v2 or [''])[0]}/storlab-hci-{c.hash}"
         self.v1 = bool(acct)
         self.last, self.at = {}, time.monotonic()
+        self.demand_last, self.demand_at = {}, time.monotonic()
 
     def usage_s(self, rel):
         if self.v1:
             return int(read(f"{self.base}/{rel}/cpuacct.usage", "0")) / 1e9
         stat = dict(l.split() for l in read(f"{self.base}/{rel}/cpu.stat").splitlines() if l)
         return int(stat.get("usage_usec", 0)) / 1e6
+
+    def demand_rates(self, rels):
+        """CPUs each group wanted over the last period (for groups sampled before): its
+        threads' CPU time plus their time
+        runnable but waiting to run (/proc/TID/schedstat's run_delay, which a node's CPU limit
+        adds to while it throttles them), as DRS's demand counts a VM's ready time. A thread
+        first seen in a group sampled before counts whole (it started within the period)."""
+        now = time.monotonic()
+        dt, out = max(now - self.demand_at, 1e-3), {}
+        for rel in rels:
+            ids = read(f"{self.base}/{rel}/{'tasks' if self.v1 else 'cgroup.threads'}").split()
+            seen, last, total = {}, self.demand_last.get(rel), 0
+            for tid in ids:
+                f = read(f"/proc/{tid}/schedstat").split()
+                if len(f) < 2:
+                    continue
+                seen[tid] = int(f[0]) + int(f[1])
+                if last is not None:
+                    total += seen[tid] - last.get(tid, 0)
+            self.demand_last[rel] = seen
+            if last is not None:
+                out[rel] = max(0.0, total / 1e9 / dt)
+        self.demand_at = now
+        return out
 
     def rates(self, rels):
         now = time.monotonic()
@@ -211,6 +256,8 @@ class Daemon:
         self.cpu = Cpu(c)
         self.copies = {}  # tenant -> (node, start, detail)
         self.next_balance = 0.0
+        self.moved_at = -COOLDOWN_S  # monotonic time of the last requested move
+        self.pacemaker = Pacemaker(self)
 
     def span(self, start, name, detail, bytes_=None):
         b = f" bytes={bytes_}" if bytes_ is not None else ""
@@ -298,16 +345,25 @@ class Daemon:
         finally:
             os.unlink(f"{c.dir}/placement.moving")
 
+    def members_cpu(self):
+        """Each live node's CPU use and each live member's (node/tT), over the last period."""
+        c, members = self.c, self.c.members()
+        rels = [n for n in c.nodes if c.live(n)] + [f"{n}/{t}" for t, ns in members.items() for n in ns if c.live(n)]
+        return self.cpu.rates(rels)
+
     def balance(self, v):
         mode = read(f"{self.c.dir}/balancer", "none").split()
+        if mode and mode[0] == "pacemaker":
+            self.pacemaker.step(v, float(mode[1]))
+            return
+        self.pacemaker.reset()
         if not mode or mode[0] != "script" or time.time() < float(mode[1]) or self.copies:
             return
         if time.monotonic() < self.next_balance:
             return
         self.next_balance = time.monotonic() + BALANCE_EVERY_S
         c, members = self.c, self.c.members()
-        rels = [n for n in c.nodes if c.live(n)] + [f"{n}/{t}" for t, ns in members.items() for n in ns if c.live(n)]
-        use = self.cpu.rates(rels)
+        use = self.members_cpu()
         state = {"nodes": {n: {"live": c.live(n), "cpus": float(read(f"{c.dir}/cpus")), "cpu-used": use.get(n, 0.0)}
                            for n in c.nodes},
                  "tenants": {t: {"primary": v[t]["leader"],
@@ -328,13 +384,150 @@ class Daemon:
                 print(f"move {t} -> {to}: timed out waiting for {e}", flush=True)
             self.next_balance = time.monotonic() + COOLDOWN_S
 
+    def requests(self, v):
+        """Moves asked for in DIR/requests (by `hci.sh move` and Pacemaker's tenant agent), one
+        at a time; a request that cannot be carried out is answered in TENANT.failed."""
+        rdir = f"{self.c.dir}/requests"
+        names = sorted(f for f in os.listdir(rdir) if re.fullmatch(r"t\d+", f)) if os.path.isdir(rdir) else []
+        for t in names:
+            to = read(f"{rdir}/{t}")
+            if t not in v or not to or os.path.exists(f"{rdir}/{t}.failed") or v[t]["leader"] == to:
+                continue
+            why = None
+            if to not in self.c.nodes or not self.c.live(to):
+                why = f"{to} is not a live node"
+            elif not v[t]["leader"]:
+                why = f"{t} has no primary to move"
+            elif self.copies:
+                return  # a copy first: the request waits
+            else:
+                print(f"request: moves {t} {v[t]['leader']}->{to}", flush=True)
+                try:
+                    self.move(t, to, v)
+                except TimeoutError as e:
+                    why = f"timed out waiting for {e}"
+                self.moved_at = time.monotonic()
+                v = view(self.c)
+                if not why and v[t]["leader"] != to:
+                    why = f"the primary is on {v[t]['leader']} after the move"
+            if why:
+                with open(f"{rdir}/{t}.failed", "w") as f:
+                    f.write(why + "\n")
+                print(f"request: move {t} -> {to} failed: {why}", flush=True)
+            return
+
     def loop(self):
         while True:
             t0 = time.monotonic()
             v = view(self.c)
             self.repair(v)
+            self.requests(v)
             self.balance(v)
             time.sleep(max(0.0, PERIOD_S - (time.monotonic() - t0)))
+
+
+class Pacemaker:
+    """The daemon's side of `balancer pacemaker`: the CIB's utilization, Pacemaker's move
+    requests, and fenced nodes (see the module's doc)."""
+
+    def __init__(self, daemon):
+        self.d, self.c = daemon, daemon.c
+        self.reset()
+
+    def reset(self):
+        self.capacity, self.managed, self.sent, self.smoothed, self.room, self.ids = None, False, {}, {}, {}, {}
+        self.next_update = 0.0
+
+    def cib(self, *args):
+        return self.d.run("pcmk", self.c.dir, *args)
+
+    def fenced(self):
+        """Nodes Pacemaker fenced (fence_storlab_cgroup's log) that are not yet powered off."""
+        found = set(re.findall(r"fence (?:off|reboot) (node\d+): killed", read(f"{self.c.dir}/fencing.log")))
+        return [n for n in sorted(found) if self.c.live(n)]
+
+    def set_capacity(self):
+        pct = int(read(f"{self.c.dir}/pcmk/full-pct", "80"))
+        self.capacity = int(float(read(f"{self.c.dir}/cpus")) * 1000 * pct / 100)
+        self.ids = self.node_ids()
+        for n in self.c.nodes:
+            if self.c.live(n):
+                self.cib("crm_attribute", "--node", n, "--utilization", "--name", "cpu", "--update", str(self.capacity))
+        print(f"pacemaker: each node's capacity {self.capacity} milli-CPUs ({pct}% of its limit)", flush=True)
+
+    def node_ids(self):
+        """Each node's id in the CIB (Corosync's node id: it depends on the nodes live at start)."""
+        r = subprocess.run([self.d.hci, "pcmk", self.c.dir, "cibadmin", "--query", "--scope", "nodes"],
+                           capture_output=True, text=True)
+        return dict((n, i) for i, n in re.findall(r'<node id="(\d+)" uname="(node\d+)"', r.stdout))
+
+    def update_utilization(self, v):
+        """Each tenant's primary's CPU demand (milli-CPUs, smoothed, 1 to a node's capacity) as its
+        utilization and priority, and each node's room left (capacity minus the utilization of
+        the primaries it runs) as its attribute free-cpu, each tenant's score there: the changed
+        ones in one modification of the CIB, so that Pacemaker never places with the one new and
+        the other old. Demand, not use: on a node at its CPU limit, use only shares the limit
+        out, whatever the tenants want."""
+        c, resources, nodes = self.c, [], []
+        rels = [f"{n}/{t}" for t, ns in c.members().items() for n in ns if c.live(n)]
+        demand = self.d.cpu.demand_rates(rels)
+        for t, tv in v.items():
+            if f"{tv['leader']}/{t}" not in demand:
+                continue
+            now = demand[f"{tv['leader']}/{t}"] * 1000
+            s = self.smoothed[t] = PCMK_SMOOTHING * now + (1 - PCMK_SMOOTHING) * self.smoothed.get(t, now)
+            value = max(1, min(self.capacity, round(s)))
+            if t in self.sent and abs(value - self.sent[t]) < PCMK_CHANGE * self.capacity:
+                continue
+            self.sent[t] = value
+            # The priority orders Pacemaker's placement: the busiest tenants are placed first,
+            # each where it runs when it fits, so the least busy of a full node is the one moved.
+            resources.append(f'<primitive id="{t}"><utilization id="{t}-utilization">'
+                             f'<nvpair id="{t}-utilization-cpu" name="cpu" value="{value}"/></utilization>'
+                             f'<meta_attributes id="{t}-meta"><nvpair id="{t}-priority" name="priority" value="{value}"/>'
+                             f'</meta_attributes></primitive>')
+        room = {n: self.capacity - sum(self.sent.get(t, 0) for t, tv in v.items() if tv["leader"] == n)
+                for n in c.nodes if c.live(n) and n in self.ids}
+        for n, r in room.items():
+            if n not in self.room or abs(r - self.room[n]) >= PCMK_CHANGE * self.capacity:
+                i = self.ids[n]
+                nodes.append(f'<node id="{i}" uname="{n}"><instance_attributes id="nodes-{i}">'
+                             f'<nvpair id="nodes-{i}-free-cpu" name="free-cpu" value="{r}"/></instance_attributes></node>')
+        if not resources and not nodes:
+            return
+        xml = f"<configuration><resources>{''.join(resources)}</resources><nodes>{''.join(nodes)}</nodes></configuration>"
+        if self.cib("cibadmin", "--modify", "--xml-text", xml):
+            self.room.update(room)
+            print("pacemaker: utilization " + " ".join(f"{t}={u}" for t, u in sorted(self.sent.items()))
+                  + "; free-cpu " + " ".join(f"{n}={r}" for n, r in sorted(room.items())), flush=True)
+
+    def manage(self):
+        parts = [f'<primitive id="{t}"><meta_attributes id="{t}-meta">'
+                 f'<nvpair id="{t}-is-managed" name="is-managed" value="true"/></meta_attributes></primitive>'
+                 for t in self.c.tenants]
+        self.managed = self.cib("cibadmin", "--modify", "--xml-text", f"<resources>{''.join(parts)}</resources>")
+        if self.managed:
+            print("pacemaker: the tenants are managed: Pacemaker places them from now on", flush=True)
+
+    def step(self, v, epoch):
+        if not os.path.exists(f"{self.c.dir}/pcmk/full-pct"):
+            return
+        for n in self.fenced():
+            print(f"pacemaker fenced {n}: powered off", flush=True)
+            self.d.run("power-off", self.c.dir, n)
+        if self.capacity is None:
+            self.set_capacity()
+        now = time.monotonic()
+        if now >= self.next_update and now >= self.d.moved_at + COOLDOWN_S:
+            self.next_update = now + PCMK_EVERY_S
+            self.update_utilization(v)
+            if not self.managed and time.time() >= epoch:
+                self.manage()
+
+
+def cmd_leader(c, t):
+    print(view(c).get(t, {}).get("leader") or "")
+    return 0
 
 
 def cmd_hosted(c, node):
@@ -351,9 +544,13 @@ def main():
     c = Cluster(sys.argv[2])
     cmd = sys.argv[1]
     if cmd == "daemon":
+        # SIGTERM unwinds (a move's `finally` removes DIR/placement.moving).
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
         Daemon(c, sys.argv[3]).loop()
     if cmd == "hosted":
         sys.exit(cmd_hosted(c, sys.argv[3]))
+    if cmd == "leader":
+        sys.exit(cmd_leader(c, sys.argv[3]))
     sys.exit({"leaders": cmd_leaders, "redundant": cmd_redundant, "status": cmd_status}[cmd](c))
 
 
