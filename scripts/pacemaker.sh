@@ -251,15 +251,8 @@ $(fence_primitive "$dir" b)
       <rsc_location id="fence-a-not-on-a" rsc="fence-a" node="a" score="-INFINITY"/>
       <rsc_location id="fence-b-not-on-b" rsc="fence-b" node="b" score="-INFINITY"/>
     </constraints>
-    <rsc_defaults>
-      <meta_attributes id="rsc-options">
-$(nv rsc-stickiness resource-stickiness 200)
-      </meta_attributes>
-    </rsc_defaults>
-  </configuration>
-  <status/>
-</cib>
 EOF
+  pcmk_cib_tail 200
 }
 
 # member_devices DEVICE OPTIONS: the array's member devices, one per line: each device=X of

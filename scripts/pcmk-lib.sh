@@ -13,6 +13,8 @@
 #                               corosync.conf: knet, encrypted, one link; node ids 1, 2, ... in
 #                               the order given; two_node when there are two
 #   pcmk_nv ID NAME VALUE       a CIB nvpair line
+#   pcmk_cib_tail STICKINESS    the CIB's end after its constraints: the resources' default
+#                               stickiness, then the closing tags
 #   pcmk_fence_primitive NODE PREFIX LOGFILE INTERVAL
 #                               the fencing device fence-NODE (stonith:fence_storlab_cgroup:
 #                               cgroup.kill of the cgroup v2 group PREFIX+NODE, each fencing
@@ -88,6 +90,19 @@ EOF
 }
 
 pcmk_nv() { printf '          <nvpair id="%s" name="%s" value="%s"/>\n' "$1" "$2" "$3"; }
+
+pcmk_cib_tail() {
+  cat <<EOF
+    <rsc_defaults>
+      <meta_attributes id="rsc-options">
+$(pcmk_nv rsc-stickiness resource-stickiness "$1")
+      </meta_attributes>
+    </rsc_defaults>
+  </configuration>
+  <status/>
+</cib>
+EOF
+}
 
 pcmk_fence_primitive() {
   local n="$1"

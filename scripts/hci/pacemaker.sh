@@ -110,17 +110,8 @@ EOF
       </rsc_location>
 EOF
   done
-  cat <<EOF
-    </constraints>
-    <rsc_defaults>
-      <meta_attributes id="rsc-options">
-$(pcmk_nv rsc-stickiness resource-stickiness 1000)
-      </meta_attributes>
-    </rsc_defaults>
-  </configuration>
-  <status/>
-</cib>
-EOF
+  echo "    </constraints>"
+  pcmk_cib_tail 1000
 }
 
 # pcmk_boot DIR NODE: the node's Corosync and Pacemaker, in its cgroup (child `pcmk`) from the
