@@ -24,7 +24,8 @@ The daemon is part of the system under test, as vSAN's resync and DRS are part o
   Patroni switches over only to a synchronous standby, and the tenant never has fewer than one
   synchronous copy), then the switchover, then the old primary's member removed. Each move is
   a span `move-tT` with its duration. While a move runs, DIR/placement.moving names it; after
-  a move the daemon waits 10 s (the cooldown) before the next.
+  a move the daemon waits 10 s (the cooldown) before the next. While a move waits, a node lost
+  elsewhere is repaired; a move whose source or target node is lost is abandoned.
 - With DIR/balancer `pacemaker EPOCH` (scripts/hci/pacemaker.sh: Pacemaker and Corosync in
   every live node, each tenant's primary a resource): it sets each node's utilization capacity
   (DIR/pcmk/full-pct of its CPU limit) and every 5 s each tenant's utilization and priority
@@ -250,6 +251,10 @@ class Cpu:
         return out
 
 
+class NodeLost(Exception):
+    """A node a move involves was lost during it."""
+
+
 class Daemon:
     def __init__(self, c, hci):
         self.c, self.hci = c, hci
@@ -289,6 +294,10 @@ class Daemon:
                     self.copies.setdefault(t, (None, time.time(), f"lost {n}"))
         members = c.members()
         for t, ns in members.items():
+            if t in self.copies and self.copies[t][0] is None and len(ns) >= 2:
+                # The member lost was one too many (a move's copy, say): still two copies.
+                del self.copies[t]
+                continue
             if t in self.copies and self.copies[t][0] is None and v.get(t, {}).get("leader"):
                 load = {n: sum(n in m for m in members.values()) for n in c.nodes if c.live(n) and n not in ns}
                 if not load:
@@ -304,12 +313,19 @@ class Daemon:
         with open(f"{c.dir}/placement.copying", "w") as f:
             f.write(" ".join(f"{t}->{to or '?'}" for t, (to, _, _) in self.copies.items()))
 
-    def wait(self, what, ok):
+    def wait(self, what, ok, involved=()):
+        """Until `ok` holds of the view; meanwhile a node lost elsewhere is repaired (a move
+        does not hold up the copies that restore redundancy), and the loss of a node the move
+        involves ends it (NodeLost)."""
         end = time.time() + MOVE_TIMEOUT_S
         while time.time() < end:
             v = view(self.c)
             if ok(v):
                 return v
+            lost = [n for n in involved if not self.c.live(n)]
+            if lost:
+                raise NodeLost(f"{' '.join(lost)} lost while waiting for {what}")
+            self.repair(v)
             time.sleep(0.5)
         raise TimeoutError(what)
 
@@ -332,16 +348,28 @@ class Daemon:
                 self.patroni(t, frm, "/config", {"synchronous_node_count": 2}, "PATCH")
                 if not self.run("add-member", c.dir, t, to):
                     return
-                self.wait(f"{t}-{to} synchronous", lambda v: to in v[t]["sync"] and to in v[t]["streaming"])
+                self.wait(f"{t}-{to} synchronous", lambda v: to in v[t]["sync"] and to in v[t]["streaming"], (frm, to))
                 copied = self.data_bytes(t, to)
             self.patroni(t, frm, "/switchover", {"leader": f"{t}-{frm}", "candidate": f"{t}-{to}"})
-            self.wait(f"{t} primary on {to}", lambda v: v[t]["leader"] == to)
+            self.wait(f"{t} primary on {to}", lambda v: v[t]["leader"] == to, (frm, to))
             if how != "switchover":
                 self.run("remove-member", c.dir, t, frm)
                 self.patroni(t, to, "/config", {"synchronous_node_count": 1}, "PATCH")
+                if len(c.members()[t]) < 2:  # its other replica was lost during the move
+                    self.copies.setdefault(t, (None, time.time(), f"moved off {frm} with one copy left"))
             self.span(start, f"move-{t}", f"{frm}->{to} {how}", copied)
         except (OSError, urllib.error.URLError) as e:
             print(f"move {t} {frm}->{to}: {e}", flush=True)
+        except NodeLost as e:
+            # The copy, if any, stays a replica (or is dropped with its node by the repair);
+            # one synchronous standby is enough again.
+            print(f"move {t} {frm}->{to} abandoned: {e}", flush=True)
+            leader = view(c)[t]["leader"]
+            if how != "switchover" and leader:
+                try:
+                    self.patroni(t, leader, "/config", {"synchronous_node_count": 1}, "PATCH")
+                except (OSError, urllib.error.URLError) as e2:
+                    print(f"move {t}: synchronous_node_count back to 1 on {leader}: {e2}", flush=True)
         finally:
             os.unlink(f"{c.dir}/placement.moving")
 
