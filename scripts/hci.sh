@@ -250,7 +250,7 @@ cmd_start() {
   [ "${#dir}" -le 60 ] || die "DIR '$dir' is too long for PostgreSQL's unix socket path: use a shorter DIR"
   t0="$(now)"
   stop_all "$dir" quiet || die "could not stop the cluster left in $dir"
-  rm -rf "${dir:?}"/{dcs,node?,disks,members,members.lock,spans.log,*-password,post-bootstrap.sh,subnet,placement.*,balancer}
+  rm -rf "${dir:?}"/{dcs,node?,disks,members,members.lock,spans.log,*-password,post-bootstrap.sh,subnet,placement.*,balancer,pcmk,requests,fencing.log}
   parse_start "$dir" "$@"
   trap 'rc=$?; if [ "$rc" -ne 0 ]; then log "start failed: stopping what was started in '"$dir"'"; stop_all "'"$dir"'" quiet || true; fi' EXIT
   chmod o+x "$dir"
