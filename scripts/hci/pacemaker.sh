@@ -189,5 +189,7 @@ pcmk_down() {
     rm -f "$dir/pcmk/$node/pid"
   done < <(nodes_of "$dir")
   rm -f "$dir/pcmk/full-pct" # the daemon's sign that Pacemaker runs
+  # Pacemaker's moves not yet made are withdrawn with it (a request by hand stays).
+  grep -lx '[a-z0-9]* pacemaker' "$dir"/requests/t* 2>/dev/null | xargs -r rm -f
   return "$rc"
 }

@@ -34,7 +34,8 @@ The daemon is part of the system under test, as vSAN's resync and DRS are part o
   (the node attribute free-cpu: capacity minus its primaries' utilization); once EPOCH has passed it has Pacemaker manage the tenants. Pacemaker decides; a tenant
   it starts on another node (scripts/hci/tenant) asks for a move (below) and the daemon holds
   the utilization for the cooldown after it.
-- A file DIR/requests/TENANT naming a node (`hci.sh move`, Pacemaker's tenant agent) asks for
+- A file DIR/requests/TENANT naming a node (`hci.sh move`; Pacemaker's tenant agent adds
+  "pacemaker" after it, and its requests go when Pacemaker stops) asks for
   the tenant's primary there: the same move, in any balancer mode (after a copy under way);
   one that cannot be made is answered in DIR/requests/TENANT.failed.
 - With the Pacemaker balancer, a node Pacemaker fenced (DIR/fencing.log) is powered off
@@ -418,7 +419,7 @@ class Daemon:
         rdir = f"{self.c.dir}/requests"
         names = sorted(f for f in os.listdir(rdir) if re.fullmatch(r"t\d+", f)) if os.path.isdir(rdir) else []
         for t in names:
-            to = read(f"{rdir}/{t}")
+            to = (read(f"{rdir}/{t}").split() or [""])[0]  # NODE [by whom]
             if t not in v or not to or os.path.exists(f"{rdir}/{t}.failed") or v[t]["leader"] == to:
                 continue
             why = None
