@@ -56,6 +56,11 @@ fn the_training_study_writes_its_datasets_once_and_states_au_against_the_rule() 
         let target = &s["targets"][0];
         assert_eq!(target["errors"], 0, "{target}");
         assert_eq!(target["ops"].as_u64(), Some(2 * steps * batch));
+        // The client's memory is recorded (the host's, or a cgroup's limit below it); the
+        // quick dataset is far below 5 x it.
+        let memory = &d["client-memory"];
+        assert!(memory["bytes"].as_u64().is_some_and(|b| b > 0), "{d}");
+        assert!(["host", "cgroup"].contains(&memory["bound"].as_str().unwrap_or("")));
         let folder = data.join("quick").join(model);
         assert!(folder.join("storlab-dataset.json").is_file());
         assert!(folder.join("train").read_dir().unwrap().count() > 0);
@@ -65,6 +70,7 @@ fn the_training_study_writes_its_datasets_once_and_states_au_against_the_rule() 
         "{stdout}"
     );
     assert!(stdout.contains("against 70%"), "{stdout}");
+    assert!(stdout.contains(" x the client's memory ("), "{stdout}");
     // The HTML report: the table, AU against accelerators, and what the figures are.
     let html = lab.path().join("r.html");
     let out = lab.run(&[
@@ -82,6 +88,10 @@ fn the_training_study_writes_its_datasets_once_and_states_au_against_the_rule() 
     assert!(
         page.contains("training-au")
             && page.contains("DLIO-compatible, not an MLPerf Storage result")
+    );
+    assert!(
+        page.contains("below the rules&#39; 5 x"),
+        "the quick datasets are said to be below the rules' 5 x the client's memory"
     );
     assert!(
         page.contains("<section id=\"checkpoint\">"),

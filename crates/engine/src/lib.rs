@@ -11,6 +11,7 @@ pub mod collector;
 pub mod distributed;
 pub mod events;
 pub mod http;
+mod memory;
 pub mod metrics;
 mod one;
 pub mod pacer;

@@ -135,6 +135,8 @@ pub(crate) fn results(
             };
             let mut per_accelerator = steps.clone();
             per_accelerator.sort_by_key(|a| a.accelerator);
+            let mut dataset = shared.dataset.facts(shared.generated, seconds);
+            dataset.client_memory = crate::memory::client_memory();
             Some(storlab_model::training::TrainingResult {
                 target: t.name.clone(),
                 model: w.model.clone(),
@@ -144,7 +146,7 @@ pub(crate) fn results(
                 prefetch_batches: w.prefetch * w.read_threads,
                 compute_ns_per_step: w.compute_time.0.as_nanos() as u64,
                 au_threshold_percent: w.au_threshold,
-                dataset: shared.dataset.facts(shared.generated, seconds),
+                dataset,
                 per_accelerator,
             })
         })

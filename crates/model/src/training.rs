@@ -74,6 +74,47 @@ pub struct DatasetFacts {
     pub generated: bool,
     /// Seconds writing them took (0 when found).
     pub generation_seconds: f64,
+    /// The memory the client could have cached the dataset in (rank 0's process), as the run
+    /// found it; None in results from before it was recorded, or where it could not be read.
+    #[serde(default)]
+    pub client_memory: Option<ClientMemory>,
+}
+
+/// MLPerf Storage's rules ask for a dataset at least this many times the client's memory, so
+/// that it is read from the storage and not from the page cache.
+pub const DATASET_MEMORY_RULE: f64 = 5.0;
+
+/// What bounded the memory a client could cache the dataset in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MemoryBound {
+    /// The host's memory (`MemTotal`).
+    Host,
+    /// A memory limit of the process's control group, lower than the host's memory: its page
+    /// cache counts against it too.
+    Cgroup,
+}
+
+/// The client's memory: the lower of the host's and its control groups' limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct ClientMemory {
+    pub bytes: u64,
+    pub bound: MemoryBound,
+}
+
+impl DatasetFacts {
+    /// The dataset's bytes over the client's memory; None when the memory is unknown.
+    pub fn memory_ratio(&self) -> Option<f64> {
+        let m = self.client_memory?;
+        (m.bytes > 0).then(|| self.bytes as f64 / m.bytes as f64)
+    }
+
+    /// The dataset is at least [`DATASET_MEMORY_RULE`] times the client's memory (None when
+    /// the memory is unknown).
+    pub fn meets_memory_rule(&self) -> Option<bool> {
+        self.memory_ratio().map(|r| r >= DATASET_MEMORY_RULE)
+    }
 }
 
 /// A training workload's result on one target.

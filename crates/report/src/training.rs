@@ -5,7 +5,8 @@
 use std::fmt::Write as _;
 
 use crate::table::{Cell, Table, TableRow};
-use storlab_model::training::TrainingResult;
+use storlab_model::training::{DATASET_MEMORY_RULE, MemoryBound, TrainingResult};
+use storlab_model::units::format_bytes;
 use storlab_results::summary::RunSummary;
 
 /// What the table's figures are, said under it.
@@ -25,20 +26,54 @@ const COLUMNS: [(&str, bool); 11] = [
     ("dataset", false),
 ];
 
-/// The dataset in a few words: files, format, size, and whether this run wrote it.
+/// The dataset in a few words: files, format, size, whether this run wrote it, and how many
+/// times the client's memory it is.
 fn dataset_words(r: &TrainingResult) -> String {
     let d = &r.dataset;
-    format!(
-        "{} {} files, {:.1} MB{}",
+    let mut out = format!(
+        "{} {} files, {:.1} MB",
         d.files,
         d.format,
-        d.bytes as f64 / 1e6,
-        if d.generated {
-            format!(", written in {:.1} s", d.generation_seconds)
-        } else {
-            String::new()
+        d.bytes as f64 / 1e6
+    );
+    if d.generated {
+        let _ = write!(out, ", written in {:.1} s", d.generation_seconds);
+    }
+    if let (Some(m), Some(ratio)) = (d.client_memory, d.memory_ratio()) {
+        let bound = match m.bound {
+            MemoryBound::Host => "the host's",
+            MemoryBound::Cgroup => "its cgroup's limit",
+        };
+        let _ = write!(
+            out,
+            "; {ratio:.2} x the client's memory ({}, {bound})",
+            format_bytes(m.bytes)
+        );
+    }
+    out
+}
+
+/// Per step and target whose dataset was smaller than the rules ask against the client's
+/// memory, a line that says so: its later epochs could be read from the page cache.
+pub fn memory_rule_lines(summaries: &[RunSummary]) -> Vec<String> {
+    let mut seen: Vec<(&str, &str)> = Vec::new();
+    let mut out = Vec::new();
+    for s in summaries {
+        for r in &s.training {
+            let key = (s.step.as_str(), r.target.as_str());
+            if seen.contains(&key) || r.dataset.meets_memory_rule() != Some(false) {
+                continue;
+            }
+            seen.push(key);
+            out.push(format!(
+                "step `{}` on {}: the dataset is {:.2} x the client's memory, below the rules' {DATASET_MEMORY_RULE} x: reads after the page cache was filled may have come from memory, not from the storage",
+                s.step,
+                r.target,
+                r.dataset.memory_ratio().unwrap_or(0.0),
+            ));
         }
-    )
+    }
+    out
 }
 
 /// Per model and target, in the order first run, MLPerf Storage's result: of the training
@@ -107,7 +142,10 @@ pub fn markdown(summaries: &[RunSummary]) -> String {
         return String::new();
     };
     let mut out = format!("\n## Training\n\n{}\n{TRAINING_NOTE}\n\n", t.markdown());
-    for l in search_lines(summaries) {
+    for l in search_lines(summaries)
+        .into_iter()
+        .chain(memory_rule_lines(summaries))
+    {
         let _ = writeln!(out, "- {l}");
     }
     out
@@ -285,7 +323,7 @@ pub fn text_lines(s: &RunSummary) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use storlab_model::training::{AcceleratorSteps, EpochSteps};
+    use storlab_model::training::{AcceleratorSteps, ClientMemory, EpochSteps};
 
     #[test]
     fn a_training_run_gets_its_row_and_console_lines() {
@@ -312,8 +350,21 @@ mod tests {
             }],
             ..TrainingResult::default()
         });
+        s.training[0].dataset.bytes = 3 << 30;
+        s.training[0].dataset.client_memory = Some(ClientMemory {
+            bytes: 2 << 30,
+            bound: MemoryBound::Cgroup,
+        });
         let md = markdown(std::slice::from_ref(&s));
         assert!(md.contains("| unet3d |") && md.contains("95.00"), "{md}");
+        assert!(
+            md.contains("1.50 x the client's memory (2GiB, its cgroup's limit)"),
+            "{md}"
+        );
+        assert!(md.contains("below the rules' 5 x"), "{md}");
+        s.training[0].dataset.bytes = 10 << 30;
+        let md = markdown(std::slice::from_ref(&s));
+        assert!(!md.contains("below the rules'"), "{md}");
         let lines = text_lines(&s);
         assert!(
             lines.contains("AU 95.00%") && lines.contains("meets it"),

@@ -435,8 +435,12 @@ fn training_section(h: &mut String, summaries: &[RunSummary]) {
     if let Some(chart) = crate::training::au_chart(summaries) {
         let _ = write!(h, "<div class=\"fig\">{chart}</div>");
     }
-    for l in crate::training::search_lines(summaries) {
-        let _ = write!(h, "<p class=\"steady\">{}</p>", esc(&l));
+    let memory = crate::training::memory_rule_lines(summaries);
+    for l in crate::training::search_lines(summaries)
+        .iter()
+        .chain(&memory)
+    {
+        let _ = write!(h, "<p class=\"steady\">{}</p>", esc(l));
     }
     let _ = writeln!(
         h,

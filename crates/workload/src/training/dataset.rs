@@ -146,6 +146,7 @@ impl Dataset {
             sample_bytes_stdev: var.sqrt(),
             generated,
             generation_seconds,
+            client_memory: None,
         }
     }
 
