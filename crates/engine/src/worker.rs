@@ -246,10 +246,16 @@ fn spin_until(clock: &Clock, target_ns: u64) -> u64 {
     t - start
 }
 
-/// The loop itself (see `op_loop`). `start_ns` is when the run (warm-up first) begins on
-/// the run clock.
+/// The loop itself (see `op_loop`), picked once per worker: the plain loop for a worker
+/// that needs none of its rarer features, compiled without their checks
+/// (`op_loop::is_plain`), else the whole one. `start_ns` is when the run (warm-up first)
+/// begins on the run clock.
 pub fn run_loop<S: Session>(s: S, w: Worker<'_>, start_ns: u64) -> WorkerOutcome {
-    OpLoop::new(s, w, start_ns).run()
+    if op_loop::is_plain(&w) {
+        OpLoop::<S, true>::new(s, w, start_ns).run()
+    } else {
+        OpLoop::<S, false>::new(s, w, start_ns).run()
+    }
 }
 
 mod clock;

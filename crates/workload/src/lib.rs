@@ -128,6 +128,11 @@ impl Source {
         }
     }
 
+    /// The source may give inserts to acknowledge ([`Source::acknowledge_insert`]): YCSB's.
+    pub fn may_insert(&self) -> bool {
+        matches!(self, Source::Ycsb(_))
+    }
+
     /// How long the worker issues nothing before the operation `next_op` just returned, ns
     /// (an IOmeter burst's delay); 0 for most. Taking it clears it.
     #[inline]

@@ -21,6 +21,11 @@
 //! an open loop's starts that fall in the wait are dropped, not caught up. Only a source that
 //! may give a delay is asked (decided once per worker).
 //!
+//! A plain worker (`is_plain`: a closed loop with no latency search, start delay, schedule,
+//! flow, source delays or inserts, on a target that queues every kind) runs the same loop
+//! compiled with `PLAIN` true, each of those features' checks a constant false; picked once,
+//! as the worker starts (`run_loop`).
+//!
 //! The loop's cost was measured as it became one value (cachegrind, instructions per
 //! operation of a closed-loop `null` study, 4 KiB random 70% reads; the free functions it
 //! replaced: 339.7 at queue depth 1, 376.1 at 32). Every method but `new` and `finish` is
@@ -39,7 +44,7 @@ use super::{
 use storlab_model::latency_target::Verdict;
 use storlab_model::{OpError, OpKind};
 use storlab_record::{Recorder, thread_cpu_ns};
-use storlab_targets::{Completions, Session, Submitted};
+use storlab_targets::{Completions, Overlap, Session, Submitted};
 use storlab_workload::Source;
 
 /// How often the loop polls the stop flags and publishes its completed operations, ns.
@@ -57,7 +62,12 @@ struct SlotInfo {
 }
 
 /// One worker's loop: its session, its operations in flight and everything it counts.
-pub(super) struct OpLoop<'a, S> {
+///
+/// `PLAIN`: the worker was found plain once, as it started ([`is_plain`]): a closed loop
+/// with no latency search, start delay, schedule, flow, source delays or inserts, on a
+/// target that queues every kind. Its loop is compiled without the checks those need: each
+/// is `!PLAIN && ...`, a constant false in the plain loop.
+pub(super) struct OpLoop<'a, S, const PLAIN: bool> {
     session: S,
     clock: Clock,
     cfg: WorkerConfig,
@@ -95,13 +105,13 @@ pub(super) struct OpLoop<'a, S> {
     search: Option<LatencyRun>,
 }
 
-impl<'a, S: Session> OpLoop<'a, S> {
+impl<'a, S: Session, const PLAIN: bool> OpLoop<'a, S, PLAIN> {
     /// The loop of worker `w` over `session`, for a run (warm-up first) that begins at
     /// `start_ns` on the run clock. Waits for that start: workers are released a little
     /// before it, and the clock must never read earlier (operations would otherwise count as
     /// warm-up, or their times go negative).
     #[cold]
-    pub(super) fn new(session: S, w: Worker<'a>, start_ns: u64) -> OpLoop<'a, S> {
+    pub(super) fn new(session: S, w: Worker<'a>, start_ns: u64) -> OpLoop<'a, S, PLAIN> {
         let Worker {
             config: cfg,
             clock,
@@ -204,8 +214,8 @@ impl<'a, S: Session> OpLoop<'a, S> {
     /// reading the next one starts from.
     #[inline(always)]
     fn idle(&mut self) {
-        let holding = self.now < self.is.hold_until;
-        if self.open || holding {
+        let holding = !PLAIN && self.now < self.is.hold_until;
+        if !PLAIN && (self.open || holding) {
             let until = self.is.wake_at(holding, self.next_boundary, self.next_poll);
             self.spin_ns += self.think_wait(until);
             self.now = self.clock.now_ns();
@@ -219,8 +229,9 @@ impl<'a, S: Session> OpLoop<'a, S> {
     /// blocking, then waits a little if nothing had. Err when the session failed.
     #[inline(always)]
     fn reap_or_wait(&mut self) -> Result<(), ()> {
-        let holding = self.now < self.is.hold_until;
-        let waiting_to_issue = self.issuing && (self.open || holding) && !self.free.is_empty();
+        let holding = !PLAIN && self.now < self.is.hold_until;
+        let waiting_to_issue =
+            !PLAIN && self.issuing && (self.open || holding) && !self.free.is_empty();
         let before = self.outstanding;
         self.reap(if waiting_to_issue { 0 } else { 1 })?;
         if before == self.outstanding && waiting_to_issue {
@@ -238,7 +249,10 @@ impl<'a, S: Session> OpLoop<'a, S> {
     /// failed (the loop ends).
     #[inline(always)]
     fn issue(&mut self) -> Result<(), ()> {
-        let limit = self.search.as_ref().map_or(usize::MAX, |l| l.limit());
+        let limit = match &self.search {
+            Some(l) if !PLAIN => l.limit(),
+            _ => usize::MAX,
+        };
         // Only the first operation of the call can start on the reading that ended the one
         // before: every other follows a queued one, or a reap (see [`Issuer::chain_ns`]).
         let mut chained = self.is.chain_ns == self.now;
@@ -254,25 +268,19 @@ impl<'a, S: Session> OpLoop<'a, S> {
                 self.stop(EndReason::Ops);
                 break;
             }
-            if self.now < self.is.hold_until {
+            if !PLAIN && self.held_back()? {
                 break;
             }
-            // A closed-loop schedule's paused worker waits for its next phase as running
-            // (what is in flight completes meanwhile).
-            if let Some(until) = self.is.activity.paused_until(self.now) {
-                self.is.hold_until = until;
-                break;
-            }
-            if let Some(f) = &mut self.is.flow
-                && !f.admit()
-            {
-                self.flow_wait()?;
-                break;
-            }
-            let Some(intended) = self.is.next_start(self.now) else {
-                break;
+            let intended = if PLAIN {
+                self.now
+            } else {
+                let Some(intended) = self.is.next_start(self.now) else {
+                    break;
+                };
+                intended
             };
-            let op = match self.is.held.take() {
+            let held = if PLAIN { None } else { self.is.held.take() };
+            let op = match held {
                 Some(op) => op,
                 None => {
                     let Some(op) = self.source.next_op() else {
@@ -290,7 +298,7 @@ impl<'a, S: Session> OpLoop<'a, S> {
                 }
             };
             let kind = op.kind();
-            if self.outstanding > 0 && !self.cfg.overlap.queues(kind) {
+            if !PLAIN && self.outstanding > 0 && !self.cfg.overlap.queues(kind) {
                 self.reap(self.outstanding as u32)?;
                 chained = false;
                 batch_ns = NO_CHAIN;
@@ -298,7 +306,11 @@ impl<'a, S: Session> OpLoop<'a, S> {
             if measured {
                 self.is.measured_ops += 1;
             }
-            let insert_key = op.inserted_key().unwrap_or(u64::MAX);
+            let insert_key = if PLAIN {
+                u64::MAX
+            } else {
+                op.inserted_key().unwrap_or(u64::MAX)
+            };
             // The slot's figures are written in place once the operation is queued: built on
             // the stack with the clock reading stored last and copied over, they cost a
             // store-to-load forwarding stall per operation (perf: a fifth of the loop's time).
@@ -341,6 +353,28 @@ impl<'a, S: Session> OpLoop<'a, S> {
             }
         }
         Ok(())
+    }
+
+    /// What holds the next operation back in a loop that is not plain: a burst's or a start
+    /// delay, a closed-loop schedule's pause (what is in flight completes meanwhile), or the
+    /// worker's flow being ahead of its share. Ok(true): issue nothing more now; Err when the
+    /// session failed while draining for the flow.
+    #[inline(always)]
+    fn held_back(&mut self) -> Result<bool, ()> {
+        if self.now < self.is.hold_until {
+            return Ok(true);
+        }
+        if let Some(until) = self.is.activity.paused_until(self.now) {
+            self.is.hold_until = until;
+            return Ok(true);
+        }
+        if let Some(f) = &mut self.is.flow
+            && !f.admit()
+        {
+            self.flow_wait()?;
+            return Ok(true);
+        }
+        Ok(false)
     }
 
     /// An operation the session refused at `submit`: its insert is acknowledged, its error
@@ -401,7 +435,7 @@ impl<'a, S: Session> OpLoop<'a, S> {
     /// no summary counts it); one that finishes after measurement started is not recorded.
     #[inline(always)]
     fn settle(&mut self, info: &SlotInfo, end_ns: u64, result: Result<u32, OpError>, found: bool) {
-        if info.insert_key != u64::MAX {
+        if !PLAIN && info.insert_key != u64::MAX {
             self.acknowledge(info.insert_key);
         }
         if !info.measured && self.index >= 0 {
@@ -418,7 +452,7 @@ impl<'a, S: Session> OpLoop<'a, S> {
                 let bytes = bytes as u64;
                 self.recorder
                     .record_ok(kind, latency_ns, from_intended_ns, bytes, found);
-                if info.measured && self.search.is_some() {
+                if !PLAIN && info.measured && self.search.is_some() {
                     self.feed_search(kind, end_ns, latency_ns);
                 }
             }
@@ -483,6 +517,9 @@ impl<'a, S: Session> OpLoop<'a, S> {
     /// answer's final window passed, the job is done (fio's `td->done`).
     #[inline(always)]
     fn check_search(&mut self) {
+        if PLAIN {
+            return;
+        }
         if let Some(l) = self.search.as_mut()
             && l.check(self.now, self.outstanding) == Verdict::Done
             && self.issuing
@@ -496,7 +533,7 @@ impl<'a, S: Session> OpLoop<'a, S> {
     /// one predictable branch.
     #[inline(always)]
     fn take_delay(&mut self) -> u64 {
-        if self.is.source_delays {
+        if !PLAIN && self.is.source_delays {
             self.source.take_delay_ns()
         } else {
             0
@@ -632,6 +669,23 @@ impl<'a, S: Session> OpLoop<'a, S> {
             pinned_cpus: None,
         }
     }
+}
+
+/// The worker needs none of the loop's rarer features (see [`OpLoop`]'s `PLAIN`): a closed
+/// loop without a latency search, start delay, schedule or flow, a source that gives no
+/// delays and no inserts, on a target that queues every kind it is given (a target that runs
+/// some kinds alone is not plain: what is queued is reaped before those).
+pub(super) fn is_plain(w: &Worker<'_>) -> bool {
+    let c = &w.config;
+    c.rate_ops.is_none()
+        && c.latency_target.is_none()
+        && c.start_delay_ns == 0
+        && !c.starts_paused
+        && w.rate_changes.is_empty()
+        && w.flow.is_none()
+        && !w.source.may_delay()
+        && !w.source.may_insert()
+        && matches!(c.overlap, Overlap::Concurrent { .. })
 }
 
 /// Sets this thread's timer slack to 1 ns so that open-loop sleeps end on time.

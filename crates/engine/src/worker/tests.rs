@@ -98,9 +98,12 @@ pub(super) fn config(
     }
 }
 
-/// Runs `session` with reads at queue depth 8 under `config`: how it ended, and every
-/// interval it handed over.
-fn run_reads(session: impl Session, config: WorkerConfig) -> (WorkerOutcome, Vec<Interval>) {
+/// A worker of reads at queue depth 8 under `config`, and where its intervals go.
+fn reads_worker<'a>(
+    config: WorkerConfig,
+    control: &'a Control,
+    gate: &'a StartGate,
+) -> (Worker<'a>, std::sync::mpsc::Receiver<Box<Interval>>) {
     let workload = Workload::from_table(
         toml::from_str("read-share = 1.0\nqueue-depth = 8").expect("workload"),
     )
@@ -116,13 +119,11 @@ fn run_reads(session: impl Session, config: WorkerConfig) -> (WorkerOutcome, Vec
     // No collector hands these back: once they run out, the recorder makes new ones.
     drop(spare_tx);
     let recorder = Recorder::new(Interval::new(0, 0, &kinds, false), tx, spare_rx);
-    let control = Control::new(std::sync::Arc::new(AtomicBool::new(false)));
-    let gate = StartGate::new(0);
     let w = Worker {
         config,
         clock: Clock::new(),
-        control: &control,
-        gate: &gate,
+        control,
+        gate,
         rate_changes: Box::new([]),
         flow: None,
         source: workload.source(
@@ -135,8 +136,50 @@ fn run_reads(session: impl Session, config: WorkerConfig) -> (WorkerOutcome, Vec
         ),
         recorder,
     };
+    (w, rx)
+}
+
+/// Runs `session` with reads at queue depth 8 under `config`: how it ended, and every
+/// interval it handed over.
+fn run_reads(session: impl Session, config: WorkerConfig) -> (WorkerOutcome, Vec<Interval>) {
+    let control = Control::new(std::sync::Arc::new(AtomicBool::new(false)));
+    let gate = StartGate::new(0);
+    let (w, rx) = reads_worker(config, &control, &gate);
     let outcome = run_loop(session, w, 0);
     (outcome, rx.try_iter().map(|iv| *iv).collect())
+}
+
+/// The plain loop is picked for a closed loop of reads on a target that queues every kind,
+/// and never once a feature it is compiled without is asked for.
+#[test]
+fn the_plain_loop_is_picked_only_without_the_rarer_features() {
+    let control = Control::new(std::sync::Arc::new(AtomicBool::new(false)));
+    let gate = StartGate::new(0);
+    let concurrent = Overlap::Concurrent { max_queue_depth: 8 };
+    let plain = |change: &dyn Fn(&mut WorkerConfig)| {
+        let mut c = config(concurrent, 1_000_000, Some(10), None);
+        change(&mut c);
+        op_loop::is_plain(&reads_worker(c, &control, &gate).0)
+    };
+    assert!(plain(&|_| {}));
+    assert!(!plain(&|c| c.rate_ops = Some(1000.0)));
+    assert!(!plain(&|c| c.start_delay_ns = 1));
+    assert!(!plain(&|c| c.starts_paused = true));
+    assert!(!plain(&|c| c.overlap = Overlap::None));
+    assert!(!plain(&|c| {
+        c.overlap = Overlap::Batched {
+            kinds: &[OpKind::Insert],
+            max_queue_depth: 8,
+        }
+    }));
+    assert!(!plain(&|c| {
+        c.latency_target = Some(storlab_model::latency_target::LatencyTarget {
+            target: storlab_model::units::Dur(Duration::from_millis(1)),
+            window: storlab_model::units::Dur(Duration::from_millis(100)),
+            percentile: 99.0,
+            keep_adjusting: false,
+        })
+    }));
 }
 
 /// Runs `session` at queue depth 8 for `ops` operations; the reads' merged totals.
