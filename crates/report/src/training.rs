@@ -46,11 +46,23 @@ fn dataset_words(r: &TrainingResult) -> String {
         };
         let _ = write!(
             out,
-            "; {ratio:.2} x the client's memory ({}, {bound})",
+            "; {} x the client's memory ({}, {bound})",
+            ratio_text(ratio),
             format_bytes(m.bytes)
         );
     }
     out
+}
+
+/// A ratio with two decimals, or with two significant digits below 0.1 (a quick dataset is a
+/// few ten-thousandths of a host's memory, which two decimals would show as 0.00).
+fn ratio_text(ratio: f64) -> String {
+    let decimals = if ratio > 0.0 && ratio < 0.1 {
+        (1.0 - ratio.log10().floor()) as usize
+    } else {
+        2
+    };
+    format!("{ratio:.decimals$}")
 }
 
 /// Per step and target whose dataset was smaller than the rules ask against the client's
@@ -66,10 +78,10 @@ pub fn memory_rule_lines(summaries: &[RunSummary]) -> Vec<String> {
             }
             seen.push(key);
             out.push(format!(
-                "step `{}` on {}: the dataset is {:.2} x the client's memory, below the rules' {DATASET_MEMORY_RULE} x: reads after the page cache was filled may have come from memory, not from the storage",
+                "step `{}` on {}: the dataset is {} x the client's memory, below the rules' {DATASET_MEMORY_RULE} x: reads after the page cache was filled may have come from memory, not from the storage",
                 s.step,
                 r.target,
-                r.dataset.memory_ratio().unwrap_or(0.0),
+                ratio_text(r.dataset.memory_ratio().unwrap_or(0.0)),
             ));
         }
     }
@@ -365,6 +377,10 @@ mod tests {
         s.training[0].dataset.bytes = 10 << 30;
         let md = markdown(std::slice::from_ref(&s));
         assert!(!md.contains("below the rules'"), "{md}");
+        assert_eq!(ratio_text(0.000_321), "0.00032");
+        assert_eq!(ratio_text(0.05), "0.050");
+        assert_eq!(ratio_text(5.754), "5.75");
+        assert_eq!(ratio_text(0.0), "0.00");
         let lines = text_lines(&s);
         assert!(
             lines.contains("AU 95.00%") && lines.contains("meets it"),
