@@ -8,6 +8,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use storlab_model::training::{ClientMemory, MemoryBound};
+use storlab_results::system::meminfo_bytes;
 use storlab_targets::mountinfo::{self, MountEntry};
 
 /// This process's memory: the host's `MemTotal`, lowered by any memory limit of its control
@@ -15,7 +16,7 @@ use storlab_targets::mountinfo::{self, MountEntry};
 /// None when `/proc/meminfo` cannot be read.
 pub fn client_memory() -> Option<ClientMemory> {
     let meminfo = fs::read_to_string("/proc/meminfo").ok()?;
-    let host = meminfo_total_bytes(&meminfo)?;
+    let host = meminfo_bytes(&meminfo, "MemTotal")?;
     let cgroups = fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
     let mounts = mountinfo::read().unwrap_or_default();
     let limit = cgroup_limits(&cgroups, &mounts, |p| fs::read_to_string(p).ok())
@@ -36,13 +37,6 @@ fn bounded(host_bytes: u64, limit_bytes: Option<u64>) -> ClientMemory {
             bound: MemoryBound::Host,
         },
     }
-}
-
-/// `MemTotal` of `/proc/meminfo`'s text, bytes.
-fn meminfo_total_bytes(meminfo: &str) -> Option<u64> {
-    let rest = meminfo.lines().find_map(|l| l.strip_prefix("MemTotal:"))?;
-    let kib: u64 = rest.trim().trim_end_matches("kB").trim().parse().ok()?;
-    Some(kib * 1024)
 }
 
 /// Every numeric memory limit that applies to the process whose `/proc/PID/cgroup` is
@@ -99,13 +93,6 @@ mod tests {
 
     fn mount(line: &str) -> MountEntry {
         mountinfo::parse_mountinfo_line(line).expect("a mountinfo line")
-    }
-
-    #[test]
-    fn meminfo_total_is_read_in_bytes() {
-        let text = "MemTotal:       24684084 kB\nMemFree:  1 kB\n";
-        assert_eq!(meminfo_total_bytes(text), Some(24_684_084 * 1024));
-        assert_eq!(meminfo_total_bytes("MemFree: 1 kB\n"), None);
     }
 
     #[test]

@@ -197,7 +197,8 @@ fn os_pretty_name() -> Option<String> {
     Some(value.trim().trim_matches(['"', '\'']).to_string())
 }
 
-fn meminfo_bytes(meminfo: &str, key: &str) -> Option<u64> {
+/// The value of `key` in `/proc/meminfo`'s text, bytes (its `kB` converted).
+pub fn meminfo_bytes(meminfo: &str, key: &str) -> Option<u64> {
     let rest = meminfo
         .lines()
         .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))?;
