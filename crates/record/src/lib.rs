@@ -185,6 +185,98 @@ impl Interval {
     }
 }
 
+/// Successful operations of one kind with the same service time and time from the intended
+/// start: recorded at once, as many operations.
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    kind: OpKind,
+    service_ns: u64,
+    intended_ns: u64,
+    ops: u32,
+    misses: u32,
+    bytes: u64,
+}
+
+impl Run {
+    const EMPTY: Run = Run {
+        kind: OpKind::Read,
+        service_ns: 0,
+        intended_ns: 0,
+        ops: 0,
+        misses: 0,
+        bytes: 0,
+    };
+
+    /// Whether an operation with these figures can join the run.
+    #[inline(always)]
+    fn holds(&self, kind: OpKind, service_ns: u64, intended_ns: u64) -> bool {
+        self.ops != 0
+            && self.ops != u32::MAX
+            && self.kind == kind
+            && self.service_ns == service_ns
+            && self.intended_ns == intended_ns
+    }
+
+    #[inline(always)]
+    fn push(&mut self, kind: OpKind, service_ns: u64, intended_ns: u64, bytes: u64, found: bool) {
+        self.kind = kind;
+        self.service_ns = service_ns;
+        self.intended_ns = intended_ns;
+        self.ops += 1;
+        self.misses += u32::from(!found);
+        self.bytes += bytes;
+    }
+}
+
+/// Successful operations gathered to be recorded at once ([`Recorder::record_runs`]), in two
+/// runs of equal figures (a mixed workload's two kinds, or one kind's two latencies). The
+/// operations that one reap of a queue saw complete, started by one submission, share both
+/// clock readings, so their times are equal: recording them one by one would look the same
+/// bucket up again for each. Recording a run of n is recording each of its n operations: the
+/// same counts, sums and bytes, in the same interval.
+#[derive(Debug, Clone, Copy)]
+pub struct OkRuns {
+    first: Run,
+    second: Run,
+}
+
+impl Default for OkRuns {
+    fn default() -> OkRuns {
+        OkRuns {
+            first: Run::EMPTY,
+            second: Run::EMPTY,
+        }
+    }
+}
+
+impl OkRuns {
+    /// Adds one successful operation (`found`: false for a key that was not there). One that
+    /// joins neither run takes the first if it is empty, else the second, whose operations
+    /// are recorded first.
+    #[inline(always)]
+    pub fn add(
+        &mut self,
+        recorder: &mut Recorder,
+        kind: OpKind,
+        service_ns: u64,
+        intended_ns: u64,
+        bytes: u64,
+        found: bool,
+    ) {
+        let run = if self.first.holds(kind, service_ns, intended_ns) {
+            &mut self.first
+        } else if self.second.holds(kind, service_ns, intended_ns) {
+            &mut self.second
+        } else if self.first.ops == 0 {
+            &mut self.first
+        } else {
+            recorder.record_run(&mut self.second);
+            &mut self.second
+        };
+        run.push(kind, service_ns, intended_ns, bytes, found);
+    }
+}
+
 /// A worker's recorder: records into the current interval and rotates intervals.
 pub struct Recorder {
     current: Box<Interval>,
@@ -233,6 +325,35 @@ impl Recorder {
             k.misses += u64::from(!found);
             k.service_sum_ns = k.service_sum_ns.saturating_add(service_ns);
         }
+    }
+
+    /// Records the gathered operations and empties `runs`.
+    #[inline(always)]
+    pub fn record_runs(&mut self, runs: &mut OkRuns) {
+        self.record_run(&mut runs.first);
+        self.record_run(&mut runs.second);
+    }
+
+    /// Records `run`'s operations at once and empties it.
+    #[inline(always)]
+    fn record_run(&mut self, run: &mut Run) {
+        if run.ops == 0 {
+            return;
+        }
+        if let Some(k) = &mut self.current.kinds[run.kind as usize] {
+            k.service
+                .saturating_record_n(run.service_ns.max(LOWEST_NS), run.ops);
+            if let Some(h) = &mut k.intended {
+                h.saturating_record_n(run.intended_ns.max(LOWEST_NS), run.ops);
+            }
+            k.ops += u64::from(run.ops);
+            k.bytes += run.bytes;
+            k.misses += u64::from(run.misses);
+            k.service_sum_ns = k
+                .service_sum_ns
+                .saturating_add(run.service_ns.saturating_mul(u64::from(run.ops)));
+        }
+        *run = Run::EMPTY;
     }
 
     /// Counts a failed operation.
@@ -360,6 +481,59 @@ mod tests {
         assert_eq!(r.spare_waits, 1);
         assert!(r.spare_wait_ns >= 40_000_000, "{}", r.spare_wait_ns);
         assert!(rx.recv().unwrap().last);
+    }
+
+    /// Operations gathered into runs land in the interval exactly as recorded one by one:
+    /// the same histograms, counts, bytes, misses and latency sums, whatever their order.
+    #[test]
+    fn runs_record_what_single_operations_do() {
+        let kinds = [OpKind::Read, OpKind::Write];
+        let ops: [(OpKind, u64, u64, bool); 9] = [
+            (OpKind::Read, 40, 90, true),
+            (OpKind::Read, 40, 90, true),
+            (OpKind::Read, 40, 90, false),
+            (OpKind::Write, 40, 90, true),
+            (OpKind::Read, 40, 90, true),
+            (OpKind::Read, 50, 90, true),
+            (OpKind::Read, 50, 95, true),
+            (OpKind::Write, 7_000_000, 7_000_000, true),
+            (OpKind::Write, 7_000_000, 7_000_000, true),
+        ];
+        let interval = |gather: bool| {
+            let (tx, rx) = sync_channel(2);
+            let (spare_tx, spare_rx) = sync_channel(2);
+            spare_tx.send(Interval::new(0, 0, &kinds, true)).unwrap();
+            let mut r = Recorder::new(Interval::new(0, 0, &kinds, true), tx, spare_rx);
+            let mut runs = OkRuns::default();
+            for (i, &(kind, service, intended, found)) in ops.iter().enumerate() {
+                let bytes = 4096 * (i as u64 + 1);
+                if gather {
+                    runs.add(&mut r, kind, service, intended, bytes, found);
+                } else {
+                    r.record_ok(kind, service, intended, bytes, found);
+                }
+            }
+            r.record_runs(&mut runs);
+            r.record_runs(&mut runs); // empty now: records nothing
+            assert!(r.rotate(0, 0, 1_000_000_000, 5, false, 1));
+            rx.recv().unwrap()
+        };
+        let (one_by_one, gathered) = (interval(false), interval(true));
+        for kind in kinds {
+            let (a, b) = (
+                one_by_one.kinds[kind as usize].as_ref().unwrap(),
+                gathered.kinds[kind as usize].as_ref().unwrap(),
+            );
+            assert_eq!(a.service, b.service);
+            assert_eq!(a.intended, b.intended);
+            assert_eq!(
+                (a.ops, a.bytes, a.misses, a.service_sum_ns),
+                (b.ops, b.bytes, b.misses, b.service_sum_ns)
+            );
+        }
+        let reads = gathered.kinds[OpKind::Read as usize].as_ref().unwrap();
+        assert_eq!((reads.ops, reads.misses), (6, 1));
+        assert_eq!(reads.service_sum_ns, 4 * 40 + 2 * 50);
     }
 
     #[test]

@@ -33,6 +33,11 @@
 //! With `rotate`, `poll`, `lost` and `refused` out of line instead (`#[cold]`, taking `&mut
 //! self`): 350.2 and 381.1; with `finish` inlined too, the histogram's record went out of line
 //! in the grown function: 337.0 and 399.0.
+//!
+//! The successes one reap saw are recorded in runs of equal figures ([`OkRuns`]): queued
+//! together and reaped together, they share both readings, and a run's histogram bucket is
+//! looked up once (callgrind, the worker thread, 2 M operations of the study above: 303.4
+//! instructions per operation at queue depth 32 before, 262.9 after; 281.0 and 284.0 at 1).
 
 use std::sync::atomic::Ordering;
 
@@ -43,7 +48,7 @@ use super::{
 };
 use storlab_model::latency_target::Verdict;
 use storlab_model::{OpError, OpKind};
-use storlab_record::{Recorder, thread_cpu_ns};
+use storlab_record::{OkRuns, Recorder, thread_cpu_ns};
 use storlab_targets::{Completions, Overlap, Session, Submitted};
 use storlab_workload::Source;
 
@@ -341,7 +346,9 @@ impl<'a, S: Session, const PLAIN: bool> OpLoop<'a, S, PLAIN> {
                 Ok(Submitted::Done { result, found }) => {
                     self.now = self.clock.now_ns();
                     self.is.chain_ns = self.now;
-                    self.settle(&info(start_ns), self.now, result, found);
+                    let mut runs = OkRuns::default();
+                    self.settle(&info(start_ns), self.now, result, found, &mut runs);
+                    self.recorder.record_runs(&mut runs);
                     // Back to the top: interval boundaries, stop flags and the end are
                     // checked between operations run one at a time.
                     break;
@@ -404,13 +411,15 @@ impl<'a, S: Session, const PLAIN: bool> OpLoop<'a, S, PLAIN> {
         }
         self.now = self.clock.now_ns();
         let now = self.now;
+        let mut runs = OkRuns::default();
         for i in 0..self.done.len() {
             let c = self.done.get(i);
             let info = self.slots[c.slot as usize];
             self.free.push(c.slot);
             self.outstanding -= 1;
-            self.settle(&info, now, c.result, c.found);
+            self.settle(&info, now, c.result, c.found, &mut runs);
         }
+        self.recorder.record_runs(&mut runs);
         self.done.clear();
         Ok(())
     }
@@ -431,10 +440,18 @@ impl<'a, S: Session, const PLAIN: bool> OpLoop<'a, S, PLAIN> {
     }
 
     /// Records one finished operation, started at `info.start_ns` and seen finished at
-    /// `end_ns`. A warm-up operation goes into its warm-up interval (the timeline shows it,
-    /// no summary counts it); one that finishes after measurement started is not recorded.
+    /// `end_ns`: a success joins `runs` (the caller records them, [`OkRuns`]), an error is
+    /// counted at once. A warm-up operation goes into its warm-up interval (the timeline shows
+    /// it, no summary counts it); one that finishes after measurement started is not recorded.
     #[inline(always)]
-    fn settle(&mut self, info: &SlotInfo, end_ns: u64, result: Result<u32, OpError>, found: bool) {
+    fn settle(
+        &mut self,
+        info: &SlotInfo,
+        end_ns: u64,
+        result: Result<u32, OpError>,
+        found: bool,
+        runs: &mut OkRuns,
+    ) {
         if !PLAIN && info.insert_key != u64::MAX {
             self.acknowledge(info.insert_key);
         }
@@ -450,8 +467,14 @@ impl<'a, S: Session, const PLAIN: bool> OpLoop<'a, S, PLAIN> {
                 let latency_ns = end_ns - info.start_ns;
                 let from_intended_ns = end_ns.saturating_sub(info.intended_ns);
                 let bytes = bytes as u64;
-                self.recorder
-                    .record_ok(kind, latency_ns, from_intended_ns, bytes, found);
+                runs.add(
+                    &mut self.recorder,
+                    kind,
+                    latency_ns,
+                    from_intended_ns,
+                    bytes,
+                    found,
+                );
                 if !PLAIN && info.measured && self.search.is_some() {
                     self.feed_search(kind, end_ns, latency_ns);
                 }
