@@ -48,6 +48,8 @@ struct Measurement {
     cpu_wall_ns: u64,
     /// When the run (warm-up first) started on the run clock, ns.
     start_ns: u64,
+    /// The run clock's step, ns (`Clock::step_ns`).
+    clock_step_ns: u64,
     background_names: Vec<String>,
     /// The timed events: what they did, and the one that stopped the step.
     during: (Vec<Recorded>, Option<Failure>),
@@ -338,6 +340,7 @@ fn summarize_measured(
             cpu_wall_ns: m.cpu_wall_ns,
             collector_cpu_ns: c.cpu_ns,
             start_ns: m.start_ns,
+            clock_step_ns: m.clock_step_ns,
             background_names: &m.background_names,
             session_used: session_used(run, &m.outcomes),
             worker_cpus: super::worker_cpus(&m.outcomes),
@@ -486,6 +489,7 @@ impl Threads<'_> {
             cpu_used_ns,
             cpu_wall_ns,
             start_ns,
+            clock_step_ns: self.flags.clock.step_ns(),
             background_names,
             during,
             sampled,

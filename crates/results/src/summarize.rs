@@ -65,6 +65,8 @@ pub struct Measured<'a> {
     pub collector_cpu_ns: u64,
     /// When the run (warm-up first) started on the run clock, ns.
     pub start_ns: u64,
+    /// The run clock's step, ns (0: not known).
+    pub clock_step_ns: u64,
     pub background_names: &'a [String],
     /// Per target: what its sessions actually used (see `Session::used`).
     pub session_used: Vec<BTreeMap<String, String>>,
@@ -93,6 +95,7 @@ pub fn failed_summary(
         ended_at: crate::rfc3339(SystemTime::now()),
         warmup_seconds: run.warmup.0.as_secs_f64(),
         measured_seconds: 0.0,
+        clock_step_ns: None,
         targets: Vec::new(),
         total: TargetResult::default(),
         background: Vec::new(),
@@ -277,6 +280,7 @@ pub fn summarize(plan: &Plan, run: &RunPlan, m: &Measured<'_>) -> RunSummary {
         ended_at: crate::rfc3339(SystemTime::now()),
         warmup_seconds: warmup_s,
         measured_seconds: secs,
+        clock_step_ns: (m.clock_step_ns > 0).then_some(m.clock_step_ns),
         targets,
         total,
         background,
@@ -623,6 +627,7 @@ mod tests {
             cpu_wall_ns: process.1,
             collector_cpu_ns: 0,
             start_ns: 0,
+            clock_step_ns: 0,
             background_names: &[],
             session_used: Vec::new(),
             worker_cpus: Vec::new(),

@@ -223,6 +223,12 @@ pub struct RunSummary {
     pub warmup_seconds: f64,
     /// From the start of measurement to the last measured completion.
     pub measured_seconds: f64,
+    /// The step of the clock that timed every operation, ns: the least its reading moves by
+    /// (or the time a reading takes, where that is longer). A latency is the difference of
+    /// two readings; a percentile a few steps long is known to a step, not to its bucket.
+    /// None: a run stored before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_step_ns: Option<u64>,
     pub targets: Vec<TargetResult>,
     /// Over all targets (background workers excluded).
     pub total: TargetResult,

@@ -159,9 +159,11 @@ pub struct RunFigures<'a> {
 
 impl<'a> RunFigures<'a> {
     pub fn of_stored(run: &'a StoredRun) -> RunFigures<'a> {
-        let (histograms, batches) = measured(run.summary.measured_seconds, |f| {
-            run.each_latency_interval(f)
-        });
+        let (histograms, batches) = measured(
+            run.summary.measured_seconds,
+            run.summary.clock_step_ns.unwrap_or(0),
+            |f| run.each_latency_interval(f),
+        );
         RunFigures {
             summary: &run.summary,
             histograms,
@@ -175,12 +177,13 @@ impl<'a> RunFigures<'a> {
 /// (`each` calls its argument for each).
 fn measured(
     measured_seconds: f64,
+    clock_step_ns: u64,
     each: impl FnOnce(
         &mut dyn FnMut(&str, (f64, f64), Histogram<u64>) -> Result<(), String>,
     ) -> Result<(), String>,
 ) -> (Result<Histograms, String>, uncertainty::Batches) {
     let mut sums: Histograms = BTreeMap::new();
-    let mut batcher = uncertainty::Batcher::new(measured_seconds);
+    let mut batcher = uncertainty::Batcher::new(measured_seconds, clock_step_ns);
     let read = each(&mut |tag, span, h| {
         batcher.add(tag, span, &h);
         histograms::add(&mut sums, tag, &h).map_err(|e| format!("interval log: {e}"))
@@ -615,10 +618,11 @@ pub fn compare_all_in_folder(study_folder: &Path, summaries: &[RunSummary]) -> V
             let timeline = std::fs::read_to_string(folder.join("timeline.csv"))
                 .map(|t| crate::timeline::parse_timeline(&t))
                 .map_err(|e| format!("{}: {e}", folder.join("timeline.csv").display()));
-            let (histograms, batches) = measured(s.measured_seconds, |f| {
-                let rows = timeline?.rows;
-                histograms::read_each_measured_interval(&folder, &rows, f)
-            });
+            let (histograms, batches) =
+                measured(s.measured_seconds, s.clock_step_ns.unwrap_or(0), |f| {
+                    let rows = timeline?.rows;
+                    histograms::read_each_measured_interval(&folder, &rows, f)
+                });
             RunFigures {
                 summary: s,
                 histograms,
@@ -646,9 +650,10 @@ pub(crate) mod tests {
         runs.iter()
             .zip(logs)
             .map(|(s, log)| {
-                let (histograms, batches) = measured(s.measured_seconds, |f| {
-                    crate::histograms::each_measured_interval(log, &[], f)
-                });
+                let (histograms, batches) =
+                    measured(s.measured_seconds, s.clock_step_ns.unwrap_or(0), |f| {
+                        crate::histograms::each_measured_interval(log, &[], f)
+                    });
                 RunFigures {
                     summary: s,
                     histograms,

@@ -182,6 +182,7 @@ fn added_uncertainty(members: &[usize], measured: &[Measured]) -> Option<Uncerta
         for (s, g) in sum.iter_mut().zip(groups) {
             s.latency.add(&g.latency);
             s.seconds = s.seconds.max(g.seconds);
+            s.clock_step_ns = s.clock_step_ns.max(g.clock_step_ns);
         }
     }
     Uncertainty::of_groups(*from, &sum)
