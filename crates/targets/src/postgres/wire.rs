@@ -204,6 +204,18 @@ fn tune(s: &TcpStream, config: &postgres::Config) -> io::Result<()> {
     Ok(())
 }
 
+/// A socket's read or write timeout says so: the system reports it as EAGAIN ("Resource
+/// temporarily unavailable"), which reads like a fault of the client.
+fn timed_out(e: io::Error) -> io::Error {
+    match e.kind() {
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => io::Error::new(
+            io::ErrorKind::TimedOut,
+            "no answer within the socket timeout (the URL's tcp_user_timeout, else 10 s)",
+        ),
+        _ => e,
+    }
+}
+
 /// The read (and write) timeout: the URL's tcp_user_timeout, else 10 s.
 pub fn read_timeout(config: &postgres::Config) -> Duration {
     config
@@ -311,7 +323,7 @@ impl WireConn {
             if let Some(m) = Message::parse(&mut self.rbuf)? {
                 return Ok(m);
             }
-            let n = self.stream.read(&mut self.scratch)?;
+            let n = self.stream.read(&mut self.scratch).map_err(timed_out)?;
             if n == 0 {
                 return Err(WireError::Io(io::ErrorKind::UnexpectedEof.into()));
             }
@@ -320,7 +332,7 @@ impl WireConn {
     }
 
     fn send(&mut self) -> Result<(), WireError> {
-        self.stream.write_all(&self.wbuf)?;
+        self.stream.write_all(&self.wbuf).map_err(timed_out)?;
         self.wbuf.clear();
         Ok(())
     }
@@ -615,6 +627,7 @@ mod tests {
         let mut c = WireConn::over(Stream::Unix(a));
         let e = c.execute("s", &[]).unwrap_err();
         assert!(matches!(e, WireError::Io(_)));
+        assert!(e.to_string().contains("no answer within"), "{e}");
         assert_eq!(e.kind(), ErrorKind::Connection);
         let c = |url: &str| url.parse::<postgres::Config>().unwrap();
         assert_eq!(read_timeout(&c("postgresql://u@h/db")), DEFAULT_READ_TIMEOUT);
