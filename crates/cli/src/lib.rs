@@ -730,6 +730,11 @@ fn execute_watched(
     for m in &outcome.runs_skipped {
         eprintln!("note: {m}");
     }
+    // Said whether or not the study was interrupted later: a step stopped before it was
+    // measured has no run of its own to show it.
+    for m in &outcome.steps_stopped {
+        eprintln!("error: {m}");
+    }
     let code = if outcome.interrupted {
         eprintln!(
             "interrupted: the measured part of the current run was kept (marked partial); later runs were skipped"
@@ -737,9 +742,6 @@ fn execute_watched(
         EXIT_INTERRUPTED
     } else if !outcome.steps_stopped.is_empty() {
         // The study went on past them (on-failure = "stop-step"): it fails at its end.
-        for m in &outcome.steps_stopped {
-            eprintln!("error: {m}");
-        }
         1
     } else if let Some(m) = unexpected_damage(&outcome) {
         eprintln!("error: {m}");
