@@ -577,10 +577,12 @@ fn every_study_in_studies_checks_valid() {
         for m in 0..8 {
             cmd.env(format!("STORLAB_RAID_M{m}"), format!("/dev/loop9{m}"));
         }
-        for t in 1..=4 {
+        // Tenants 1-4 (elastic-failover), 1-20 (elastic-failover-20).
+        for t in 1..=20 {
+            let port = 5500 + t;
             cmd.env(
                 format!("STORLAB_HCI_URL_T{t}"),
-                format!("postgresql://user@192.0.2.1:550{t},192.0.2.2:550{t}/ycsb?target_session_attrs=read-write"),
+                format!("postgresql://user@192.0.2.1:{port},192.0.2.2:{port}/ycsb?target_session_attrs=read-write"),
             );
         }
         let o = cmd

@@ -356,6 +356,7 @@ class Daemon:
             if how != "switchover":
                 self.run("remove-member", c.dir, t, frm)
                 self.patroni(t, to, "/config", {"synchronous_node_count": 1}, "PATCH")
+                self.sync_names_settle(t, to, f"{t}-{frm}")
                 if len(c.members()[t]) < 2:  # its other replica was lost during the move
                     self.copies.setdefault(t, (None, time.time(), f"moved off {frm} with one copy left"))
             self.span(start, f"move-{t}", f"{frm}->{to} {how}", copied)
@@ -373,6 +374,31 @@ class Daemon:
                     print(f"move {t}: synchronous_node_count back to 1 on {leader}: {e2}", flush=True)
         finally:
             os.unlink(f"{c.dir}/placement.moving")
+
+    def sync_names_settle(self, t, node, gone):
+        """Patroni 3.0 rewrites the primary's synchronous_standby_names only when the standbys
+        it picks differ from the DCS's /sync key. Once the old primary rejoined as a replica,
+        it may be named there (count 2) before Patroni confirms it in /sync; removed, it stays
+        named, and every commit waits for a standby that is gone. Seen in a quick run of 20
+        tenants: t3's sessions all stuck behind one commit in SyncRep. When the name is still
+        there after 10 s, the /sync key is deleted: Patroni then sets both from the standbys
+        streaming (promotion needs the key: none is possible for that loop)."""
+        conf = f"{self.c.dir}/{node}/disk/{t}/postgresql.conf"
+
+        def names():
+            return next((ln for ln in read(conf).splitlines()
+                         if ln.startswith("synchronous_standby_names")), "")
+
+        deadline = time.time() + 10
+        while gone in names() and time.time() < deadline:
+            time.sleep(0.5)
+        if gone not in names():
+            return
+        key = f"/storlab/storlab-hci-{self.c.hash}-{t}/sync"
+        r = subprocess.run(["etcdctl", f"--endpoints=http://10.214.{self.c.subnet}.10:2379", "del", key],
+                           env={**os.environ, "ETCDCTL_API": "3"}, capture_output=True, text=True)
+        print(f"move {t}: {names()} still names {gone}: {key} deleted (etcdctl exit {r.returncode})",
+              flush=True)
 
     def members_cpu(self):
         """Each live node's CPU use and each live member's (node/tT), over the last period."""
