@@ -78,6 +78,10 @@ class Cluster:
     def ip(self, node):
         return f"10.214.{self.subnet}.{10 + int(node[4:])}"
 
+    def dcs(self):
+        """etcd's address: outside every node (scripts/hci.sh)."""
+        return f"10.214.{self.subnet}.10:2379"
+
     def rest(self, t, node):
         return f"http://{self.ip(node)}:{8000 + int(t[1:])}"
 
@@ -395,7 +399,7 @@ class Daemon:
         if gone not in names():
             return
         key = f"/storlab/storlab-hci-{self.c.hash}-{t}/sync"
-        r = subprocess.run(["etcdctl", f"--endpoints=http://10.214.{self.c.subnet}.10:2379", "del", key],
+        r = subprocess.run(["etcdctl", f"--endpoints=http://{self.c.dcs()}", "del", key],
                            env={**os.environ, "ETCDCTL_API": "3"}, capture_output=True, text=True)
         print(f"move {t}: {names()} still names {gone}: {key} deleted (etcdctl exit {r.returncode})",
               flush=True)

@@ -305,9 +305,10 @@ impl Recorder {
         }
     }
 
-    /// Records a successful operation (`found`: false for a key that was not there).
-    #[inline]
-    pub fn record_ok(
+    /// Records a successful operation (`found`: false for a key that was not there): the
+    /// one-by-one reference that the worker's runs ([`OkRuns`]) are tested against.
+    #[cfg(test)]
+    fn record_ok(
         &mut self,
         kind: OpKind,
         service_ns: u64,

@@ -159,11 +159,7 @@ pub struct RunFigures<'a> {
 
 impl<'a> RunFigures<'a> {
     pub fn of_stored(run: &'a StoredRun) -> RunFigures<'a> {
-        let (histograms, batches) = measured(
-            run.summary.measured_seconds,
-            run.summary.clock_step_ns.unwrap_or(0),
-            |f| run.each_latency_interval(f),
-        );
+        let (histograms, batches) = measured(&run.summary, |f| run.each_latency_interval(f));
         RunFigures {
             summary: &run.summary,
             histograms,
@@ -176,14 +172,14 @@ impl<'a> RunFigures<'a> {
 /// A run's measured histograms, summed and in batches, read in one pass over its intervals
 /// (`each` calls its argument for each).
 fn measured(
-    measured_seconds: f64,
-    clock_step_ns: u64,
+    summary: &RunSummary,
     each: impl FnOnce(
         &mut dyn FnMut(&str, (f64, f64), Histogram<u64>) -> Result<(), String>,
     ) -> Result<(), String>,
 ) -> (Result<Histograms, String>, uncertainty::Batches) {
     let mut sums: Histograms = BTreeMap::new();
-    let mut batcher = uncertainty::Batcher::new(measured_seconds, clock_step_ns);
+    let mut batcher =
+        uncertainty::Batcher::new(summary.measured_seconds, summary.clock_step_ns.unwrap_or(0));
     let read = each(&mut |tag, span, h| {
         batcher.add(tag, span, &h);
         histograms::add(&mut sums, tag, &h).map_err(|e| format!("interval log: {e}"))
@@ -618,11 +614,10 @@ pub fn compare_all_in_folder(study_folder: &Path, summaries: &[RunSummary]) -> V
             let timeline = std::fs::read_to_string(folder.join("timeline.csv"))
                 .map(|t| crate::timeline::parse_timeline(&t))
                 .map_err(|e| format!("{}: {e}", folder.join("timeline.csv").display()));
-            let (histograms, batches) =
-                measured(s.measured_seconds, s.clock_step_ns.unwrap_or(0), |f| {
-                    let rows = timeline?.rows;
-                    histograms::read_each_measured_interval(&folder, &rows, f)
-                });
+            let (histograms, batches) = measured(s, |f| {
+                let rows = timeline?.rows;
+                histograms::read_each_measured_interval(&folder, &rows, f)
+            });
             RunFigures {
                 summary: s,
                 histograms,
@@ -650,10 +645,9 @@ pub(crate) mod tests {
         runs.iter()
             .zip(logs)
             .map(|(s, log)| {
-                let (histograms, batches) =
-                    measured(s.measured_seconds, s.clock_step_ns.unwrap_or(0), |f| {
-                        crate::histograms::each_measured_interval(log, &[], f)
-                    });
+                let (histograms, batches) = measured(s, |f| {
+                    crate::histograms::each_measured_interval(log, &[], f)
+                });
                 RunFigures {
                     summary: s,
                     histograms,
